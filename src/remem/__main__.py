@@ -1,0 +1,7 @@
+"""Entry point for ``python -m remem``."""
+
+import sys
+
+from remem.cli import main
+
+sys.exit(main())

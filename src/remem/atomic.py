@@ -1,0 +1,40 @@
+"""Atomic file replacement: readers see the old file or the new one, never a partial write."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
+    """Yield a binary file that replaces ``path`` (with permissions ``mode``) when the block ends.
+
+    The data is fsynced before the rename and the directory after it. If the block raises, the
+    temporary file is removed and ``path`` is untouched. OSError propagates to the caller.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

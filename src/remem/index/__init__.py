@@ -1,0 +1,18 @@
+"""The store: SQLite records (the truth) and the FAISS vector index derived from them.
+
+Importing this package is cheap: numpy and faiss load only when vectors are touched.
+"""
+
+from remem.index.records import Filters, Memory, ModelStamp, NewMemory
+from remem.index.store import AddResult, Hit, MemoryStore, StoreNotFoundError
+
+__all__ = [
+    "AddResult",
+    "Filters",
+    "Hit",
+    "Memory",
+    "MemoryStore",
+    "ModelStamp",
+    "NewMemory",
+    "StoreNotFoundError",
+]

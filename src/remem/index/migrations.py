@@ -1,0 +1,72 @@
+"""Numbered schema migrations, tracked in SQLite's ``user_version``; each runs in one transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from remem.errors import StoreError
+
+_V1 = (
+    """CREATE TABLE memories (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        text TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        user TEXT,
+        conversation TEXT,
+        role TEXT,
+        meta TEXT NOT NULL DEFAULT '{}',
+        vector BLOB NOT NULL
+    )""",
+    # Same text in the same user/conversation is one memory (NULLs compare equal via ifnull).
+    """CREATE UNIQUE INDEX memories_dedup
+        ON memories (sha256, ifnull(user, ''), ifnull(conversation, ''))""",
+    "CREATE INDEX memories_created ON memories (created_at, id)",
+    "CREATE INDEX memories_user ON memories (user)",
+    "CREATE INDEX memories_conversation ON memories (conversation)",
+    """CREATE TABLE memory_tags (
+        memory_id INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+        tag TEXT NOT NULL,
+        PRIMARY KEY (memory_id, tag)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX memory_tags_tag ON memory_tags (tag, memory_id)",
+    "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+)
+
+#: Migration n brings a database from schema version n-1 to n. Append only; never edit a shipped one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+LATEST_VERSION = len(MIGRATIONS)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The schema version recorded in the database (0 for a new, empty file)."""
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    return int(version)
+
+
+def migrate(conn: sqlite3.Connection, migrations: tuple[tuple[str, ...], ...] = MIGRATIONS) -> int:
+    """Apply every migration the database lacks, each atomically; return the resulting version.
+
+    The connection must be in autocommit mode (``isolation_level=None``). Raises StoreError if the
+    database was made by a newer remem than this one.
+    """
+    version = schema_version(conn)
+    if version > len(migrations):
+        raise StoreError(
+            f"the store's schema version {version} is newer than this remem understands "
+            f"({len(migrations)}); upgrade remem"
+        )
+    for number in range(version + 1, len(migrations) + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if schema_version(conn) >= number:  # another process migrated meanwhile
+                conn.execute("ROLLBACK")
+                continue
+            for statement in migrations[number - 1]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {number:d}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return schema_version(conn)

@@ -1,0 +1,85 @@
+"""Turning memories and hits into JSON records and human tables. Pure: returns strings."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from remem.index import Hit, Memory
+
+#: Field order of every JSON record remem prints (search adds ``score`` after ``id``).
+MEMORY_FIELDS = ("id", "text", "sha256", "created_at", "user", "conversation", "role", "tags", "meta")
+SCORE_DECIMALS = 4
+
+
+def memory_record(memory: Memory) -> dict[str, Any]:
+    """A memory as a JSON-ready dict with the stable field names (never the vector)."""
+    return {
+        "id": memory.id,
+        "text": memory.text,
+        "sha256": memory.sha256,
+        "created_at": memory.created_at,
+        "user": memory.user,
+        "conversation": memory.conversation,
+        "role": memory.role,
+        "tags": list(memory.tags),
+        "meta": memory.meta,
+    }
+
+
+def hit_record(hit: Hit) -> dict[str, Any]:
+    """A search hit: the memory's record with ``score`` (raw cosine, 6 decimals) after ``id``."""
+    record = memory_record(hit.memory)
+    return {"id": record.pop("id"), "score": round(hit.score, 6), **record}
+
+
+def json_line(record: dict[str, Any]) -> str:
+    """One compact JSON object on one line, UTF-8 text kept as is."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _clip(text: str, width: int | None) -> str:
+    if width is None or len(text) <= width:
+        return text
+    return text[: max(width - 1, 0)] + "…"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | None, numeric: int = 0) -> str:
+    """Columns separated by two spaces, the first ``numeric`` right-aligned, the last clipped to ``width``.
+
+    ``width=None`` never clips (for output that is not a terminal).
+    """
+    sizes = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers[:-1])]
+    lead = sum(sizes) + 2 * len(sizes)
+    room = None if width is None else max(width - lead, 10)
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            cell.rjust(size) if column < numeric else cell.ljust(size)
+            for column, (cell, size) in enumerate(zip(cells, sizes, strict=False))
+        ]
+        return "  ".join([*parts, _clip(cells[-1], room)]).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in rows)])
+
+
+def _memory_cells(memory: Memory) -> list[str]:
+    created = memory.created_at[:16].replace("T", " ")
+    return [created, memory.user or "", ",".join(memory.tags), _one_line(memory.text)]
+
+
+def hits_table(hits: Sequence[Hit], width: int | None) -> str:
+    """Search results as a table: id, score (4 decimals), created, user, tags, text."""
+    rows = [[str(h.memory.id), f"{h.score:.{SCORE_DECIMALS}f}", *_memory_cells(h.memory)] for h in hits]
+    return table(["ID", "SCORE", "CREATED", "USER", "TAGS", "TEXT"], rows, width, numeric=2)
+
+
+def memories_table(memories: Sequence[Memory], width: int | None) -> str:
+    """Memories as a table: id, created, user, tags, text."""
+    rows = [[str(m.id), *_memory_cells(m)] for m in memories]
+    return table(["ID", "CREATED", "USER", "TAGS", "TEXT"], rows, width, numeric=1)

@@ -17,7 +17,7 @@ import typer
 
 from remem import __version__, render
 from remem.config import DEFAULT_LIST_LIMIT, DEFAULT_SEARCH_LIMIT, debug_enabled, resolve_store_dir
-from remem.errors import RememError
+from remem.errors import ModelMismatchError, RememError
 from remem.index import AddResult, Filters, MemoryStore, ModelStamp, NewMemory, StoreNotFoundError
 from remem.inputs import check_min_score, clean_name, clean_tags, parse_meta, read_text
 
@@ -100,11 +100,16 @@ def _opened(option: Path | None, *, create: bool) -> Iterator[MemoryStore | None
 
 def _embedder_for(store: MemoryStore) -> tuple[OnnxEmbedder, ModelStamp]:
     """The embedder for this store's model (the default model for a new store), checked against it."""
-    from remem.embedders.registry import DEFAULT_MODEL, get_spec, locate  # noqa: PLC0415
+    from remem.embedders.registry import DEFAULT_MODEL, get_spec, known_models, locate  # noqa: PLC0415
     from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
     from remem.embedders.spec import verify_model_files  # noqa: PLC0415
 
     recorded = store.model
+    if recorded is not None and recorded.name not in {spec.name for spec in known_models()}:
+        raise ModelMismatchError(
+            f"the store at {store.directory} holds vectors of model {recorded.name} ({recorded.dim}-d), "
+            f"which this remem cannot run (it has: {', '.join(s.name for s in known_models())})"
+        )
     spec = DEFAULT_MODEL if recorded is None else get_spec(recorded.name)
     files = locate(spec)
     # Hash the files the first time a store uses them; afterwards the recorded sha256 is compared.

@@ -1,0 +1,101 @@
+"""The installed tool as users run it: real processes, real stdin/stdout, lazy imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import FAKE_MODEL, fake_vector
+from remem.index import MemoryStore, NewMemory
+
+REMEM = shutil.which("remem")
+
+
+def _run(args: list[str], store: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "REMEM_HOME": str(store)}
+    return subprocess.run(args, input=stdin, capture_output=True, env=env, timeout=120, check=False)
+
+
+@pytest.mark.skipif(REMEM is None, reason="the remem console script is not installed")
+def test_console_script_pipeline(store_dir: Path) -> None:
+    assert REMEM is not None
+    added = _run([REMEM, "add", "-"], store_dir, stdin=b"Postgres 16 runs on the main box\n")
+    assert (added.returncode, added.stdout, added.stderr) == (0, b"1\n", b"")
+    _run([REMEM, "add", "--tag", "auth", "The login sequence uses short-lived JWTs."], store_dir)
+    found = _run([REMEM, "search", "-k", "1", "--json", "auth flow"], store_dir)
+    assert found.returncode == 0
+    assert json.loads(found.stdout)["text"] == "The login sequence uses short-lived JWTs."
+    nothing = _run([REMEM, "search", "--min-score", "0.999", "auth flow"], store_dir)
+    assert (nothing.returncode, nothing.stdout) == (1, b"")
+
+
+def test_python_dash_m_and_one_line_errors(store_dir: Path) -> None:
+    version = _run([sys.executable, "-m", "remem", "--version"], store_dir)
+    assert version.returncode == 0 and version.stdout.startswith(b"remem ")
+    bad = _run([sys.executable, "-m", "remem", "add", "-"], store_dir, stdin=b"\xff\xfe")
+    assert bad.returncode == 2
+    assert bad.stderr == b"Error: stdin is not valid UTF-8 (byte 0xff at offset 0)\n"
+    usage = _run([sys.executable, "-m", "remem", "search", "-k", "zero", "q"], store_dir)
+    assert usage.returncode == 2
+    assert usage.stderr.startswith(b"Error: ") and usage.stderr.count(b"\n") == 1
+    assert b"Traceback" not in usage.stderr
+
+
+def test_unexpected_errors_never_print_a_traceback(store_dir: Path) -> None:
+    script = (
+        "import sys; import remem.index.store as s\n"
+        "def boom(*a, **k): raise ValueError('secret memory text')\n"
+        "s.MemoryStore.newest = boom\n"
+        "from remem.cli import main; sys.exit(main(['list']))\n"
+    )
+    store_dir.mkdir()
+    _run([sys.executable, "-m", "remem", "add", "x"], store_dir)
+    result = _run([sys.executable, "-c", script], store_dir)
+    assert result.returncode == 2
+    assert result.stderr.startswith(b"Error: unexpected ValueError")
+    assert b"Traceback" not in result.stderr and result.stderr.count(b"\n") == 1
+
+
+def _loaded_modules(args: list[str], store: Path) -> set[str]:
+    script = (
+        "import sys, io, contextlib\n"
+        "from remem.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main({args!r})\n"
+        "print(code, ' '.join(sorted(sys.modules)))\n"
+    )
+    result = _run([sys.executable, "-c", script], store)
+    code, modules = result.stdout.decode().split(" ", 1)
+    assert int(code) in (0, 1), result.stderr
+    return {name.split(".")[0] for name in modules.split()}
+
+
+def test_help_list_and_export_do_not_load_onnxruntime_or_faiss(store_dir: Path) -> None:
+    _run([sys.executable, "-m", "remem", "add", "a memory so list has something"], store_dir)
+    for args in (["--help"], ["list"], ["list", "--json"], ["export"], ["add", "--help"]):
+        loaded = _loaded_modules(args, store_dir)
+        assert not loaded & {"onnxruntime", "faiss", "tokenizers"}, args
+    assert {"onnxruntime", "faiss"} <= _loaded_modules(["search", "memory"], store_dir)
+
+
+def test_export_into_a_closed_pipe_is_quiet(store_dir: Path) -> None:
+    with MemoryStore.open(store_dir, create=True) as store:  # ~200 kB of export, more than a pipe holds
+        for i in range(100):
+            text = f"memory number {i} " + "padding " * 250
+            store.add(NewMemory(text=text), fake_vector(text), FAKE_MODEL)
+    pipeline = f"'{sys.executable}' -m remem export | head -c 10"
+    result = subprocess.run(
+        ["bash", "-c", pipeline],
+        capture_output=True,
+        env={**os.environ, "REMEM_HOME": str(store_dir)},
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert b"Traceback" not in result.stderr and b"Error" not in result.stderr

@@ -20,6 +20,7 @@ from remem.config import DEFAULT_LIST_LIMIT, DEFAULT_SEARCH_LIMIT, debug_enabled
 from remem.errors import ModelMismatchError, RememError
 from remem.index import AddResult, Filters, MemoryStore, ModelStamp, NewMemory, StoreNotFoundError
 from remem.inputs import check_min_score, clean_name, clean_tags, parse_meta, read_text
+from remem.options import ConversationOption, JsonOption, LimitOption, StoreOption, TagOption, UserOption
 
 if TYPE_CHECKING:
     from remem.embedders.runner import OnnxEmbedder
@@ -28,7 +29,6 @@ EXIT_OK, EXIT_NOTHING_FOUND, EXIT_FAILURE = 0, 1, 2
 
 app = typer.Typer(
     name="remem",
-    help="Local semantic memory: add short texts, search them by meaning. Offline; data stays here.",
     add_completion=False,
     invoke_without_command=True,
     rich_markup_mode=None,
@@ -36,26 +36,6 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-StoreOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--store",
-        help="Store directory [default: $REMEM_HOME, else the user data dir].",
-        show_default=False,
-        file_okay=True,
-        dir_okay=True,
-    ),
-]
-UserOption = Annotated[str | None, typer.Option("--user", "-u", help="Whose memory this is.")]
-ConversationOption = Annotated[
-    str | None, typer.Option("--conversation", "-c", help="Conversation or thread the memory belongs to.")
-]
-TagOption = Annotated[
-    list[str] | None, typer.Option("--tag", "-t", help="A tag; repeat for several (filters: all must match).")
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object per line.")]
-LimitOption = Annotated[int, typer.Option("--limit", "-k", min=1, help="How many memories to show at most.")]
 
 
 def _filters(user: str | None, conversation: str | None, tags: list[str] | None) -> Filters:
@@ -134,6 +114,7 @@ def _root(
 ) -> None:
     """Local semantic memory: add short texts, search them by meaning. Offline; data stays here.
 
+    The store is --store DIR, else $REMEM_HOME, else the user data directory.
     Exit codes: 0 success, 1 search/list found nothing, 2 usage error or failure.
     """
     if ctx.invoked_subcommand is None:
@@ -143,19 +124,27 @@ def _root(
 @app.command()
 def add(
     text: Annotated[
-        list[str] | None, typer.Argument(help="The memory (words are joined); - reads stdin.")
+        list[str] | None,
+        typer.Argument(metavar="TEXT", help="The memory (words are joined); - reads stdin."),
     ] = None,
     tag: TagOption = None,
     user: UserOption = None,
     conversation: ConversationOption = None,
-    role: Annotated[str | None, typer.Option("--role", "-r", help="Who said it: user, assistant…")] = None,
+    role: Annotated[
+        str | None, typer.Option("--role", "-r", metavar="ROLE", help="Who said it: user, assistant…")
+    ] = None,
     meta: Annotated[
-        list[str] | None, typer.Option("--meta", "-m", help="key=value metadata; repeatable.")
+        list[str] | None,
+        typer.Option("--meta", "-m", metavar="KEY=VALUE", help="key=value metadata; repeatable."),
     ] = None,
     json_out: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """Store a memory and print its id (an identical text in the same user/conversation is kept once)."""
+    """Store a memory and print its id.
+
+    The same text in the same user/conversation is stored once: adding it again prints the
+    existing id (and says so on stderr) without loading the model.
+    """
     memory = NewMemory(
         text=read_text(text, _stdin()),
         user=clean_name(user, "--user"),
@@ -192,11 +181,13 @@ def _add_one(store: MemoryStore, memory: NewMemory) -> AddResult:
 @app.command()
 def search(
     query: Annotated[
-        list[str] | None, typer.Argument(help="What to look for (words are joined); - reads stdin.")
+        list[str] | None,
+        typer.Argument(metavar="QUERY", help="What to look for (words are joined); - reads stdin."),
     ] = None,
     limit: LimitOption = DEFAULT_SEARCH_LIMIT,
     min_score: Annotated[
-        float | None, typer.Option("--min-score", help="Leave out hits below this raw cosine (-1..1).")
+        float | None,
+        typer.Option("--min-score", metavar="COSINE", help="Leave out hits below this raw cosine (-1..1)."),
     ] = None,
     user: UserOption = None,
     conversation: ConversationOption = None,
@@ -204,7 +195,10 @@ def search(
     json_out: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """Find the memories closest in meaning to QUERY, best first, with their cosine scores."""
+    """Find memories by meaning, best first.
+
+    Scores are the raw cosine similarity of query and memory (-1..1). Exit 1 if nothing matched.
+    """
     text = read_text(query, _stdin(), what="query")
     threshold = check_min_score(min_score)
     filters = _filters(user, conversation, tag)
@@ -232,7 +226,7 @@ def list_memories(
     json_out: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """Show memories, newest first."""
+    """Show memories, newest first. Exit 1 if there are none."""
     filters = _filters(user, conversation, tag)
     with _opened(store, create=False) as opened:
         memories = [] if opened is None else opened.newest(filters, limit)
@@ -249,11 +243,16 @@ def list_memories(
 def export(
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Write to this file (0600, atomically) instead of stdout."),
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Write to this file (0600, atomically) instead of stdout."
+        ),
     ] = None,
     store: StoreOption = None,
 ) -> None:
-    """Write every memory as JSON Lines (all fields but the vector), in id order."""
+    """Write every memory as JSON Lines, in id order.
+
+    Every field but the vector: id, text, sha256, created_at, user, conversation, role, tags, meta.
+    """
     with _opened(store, create=False) as opened:
         records = () if opened is None else opened.iter_all()
         if output is None:

@@ -22,13 +22,47 @@ import tempfile
 import time
 from pathlib import Path
 
-SUBJECTS = ["the pricing page", "the login flow", "Postgres", "the staging cluster", "our CI", "the mobile app",
-            "the billing service", "the search index", "the onboarding email", "the API gateway"]
-ACTIONS = ["moved to", "was rewritten in", "now depends on", "is owned by", "was rolled back because of",
-           "needs a review of", "got faster after", "was blocked by", "will be replaced by", "started using"]
-OBJECTS = ["a card grid", "short-lived JWTs", "version 16", "eu-west-1", "cached wheels", "Kotlin",
-           "the new pricing tiers", "HNSW graphs", "a weekly digest", "rate limits", "the March release",
-           "Alice's team", "an outage on Tuesday", "feature flags", "the security audit"]
+SUBJECTS = [
+    "the pricing page",
+    "the login flow",
+    "Postgres",
+    "the staging cluster",
+    "our CI",
+    "the mobile app",
+    "the billing service",
+    "the search index",
+    "the onboarding email",
+    "the API gateway",
+]
+ACTIONS = [
+    "moved to",
+    "was rewritten in",
+    "now depends on",
+    "is owned by",
+    "was rolled back because of",
+    "needs a review of",
+    "got faster after",
+    "was blocked by",
+    "will be replaced by",
+    "started using",
+]
+OBJECTS = [
+    "a card grid",
+    "short-lived JWTs",
+    "version 16",
+    "eu-west-1",
+    "cached wheels",
+    "Kotlin",
+    "the new pricing tiers",
+    "HNSW graphs",
+    "a weekly digest",
+    "rate limits",
+    "the March release",
+    "Alice's team",
+    "an outage on Tuesday",
+    "feature flags",
+    "the security audit",
+]
 
 
 def memory_texts(count: int, seed: int = 0) -> list[str]:
@@ -49,8 +83,12 @@ def build_store(directory: Path, count: int) -> None:
     from remem.index import MemoryStore, ModelStamp, NewMemory
 
     files = locate(DEFAULT_MODEL)
-    stamp = ModelStamp(DEFAULT_MODEL.name, DEFAULT_MODEL.dim, DEFAULT_MODEL.pooling.value,
-                       verify_model_files(DEFAULT_MODEL, files))
+    stamp = ModelStamp(
+        DEFAULT_MODEL.name,
+        DEFAULT_MODEL.dim,
+        DEFAULT_MODEL.pooling.value,
+        verify_model_files(DEFAULT_MODEL, files),
+    )
     texts = memory_texts(count)
     vectors = OnnxEmbedder(DEFAULT_MODEL, files).embed_documents(texts).vectors
     with MemoryStore.open(directory, create=True) as store:

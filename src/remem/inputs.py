@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import unicodedata
 from collections.abc import Sequence
 from typing import BinaryIO
 
@@ -42,6 +42,8 @@ def clean_name(value: str | None, option: str) -> str | None:
     cleaned = value.strip()
     if not cleaned:
         raise InvalidInputError(f"{option} must not be empty")
+    if any(unicodedata.category(char) == "Cc" for char in cleaned):
+        raise InvalidInputError(f"{option} {cleaned!r} must not contain control characters (newlines, tabs…)")
     return cleaned
 
 
@@ -65,13 +67,6 @@ def parse_meta(pairs: Sequence[str] | None) -> dict[str, str]:
 
 def check_min_score(value: float | None) -> float | None:
     """A raw-cosine threshold in [-1, 1], or None."""
-    if value is not None and (math.isnan(value) or not -1.0 <= value <= 1.0):
+    if value is not None and not -1.0 <= value <= 1.0:  # also false for NaN
         raise InvalidInputError(f"--min-score must be between -1 and 1 (raw cosine), not {value}")
-    return value
-
-
-def check_limit(value: int, option: str = "--limit") -> int:
-    """A positive result count."""
-    if value < 1:
-        raise InvalidInputError(f"{option} must be at least 1, not {value}")
     return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,10 +44,27 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _char_width(char: str) -> int:
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def display_width(text: str) -> int:
+    """Terminal columns ``text`` occupies (wide CJK and emoji count 2, combining marks 0)."""
+    return sum(_char_width(char) for char in text)
+
+
 def _clip(text: str, width: int | None) -> str:
-    if width is None or len(text) <= width:
+    if width is None or display_width(text) <= width:
         return text
-    return text[: max(width - 1, 0)] + "…"
+    used, kept = 0, []
+    for char in text:
+        used += _char_width(char)
+        if used > width - 1:
+            break
+        kept.append(char)
+    return "".join(kept) + "…"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | None, numeric: int = 0) -> str:
@@ -54,15 +72,17 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | No
 
     ``width=None`` never clips (for output that is not a terminal).
     """
-    sizes = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers[:-1])]
+    sizes = [
+        max([display_width(h), *(display_width(r[i]) for r in rows)]) for i, h in enumerate(headers[:-1])
+    ]
     lead = sum(sizes) + 2 * len(sizes)
     room = None if width is None else max(width - lead, 10)
 
     def line(cells: Sequence[str]) -> str:
-        parts = [
-            cell.rjust(size) if column < numeric else cell.ljust(size)
-            for column, (cell, size) in enumerate(zip(cells, sizes, strict=False))
-        ]
+        parts = []
+        for column, (cell, size) in enumerate(zip(cells, sizes, strict=False)):
+            padding = " " * (size - display_width(cell))
+            parts.append(padding + cell if column < numeric else cell + padding)
         return "  ".join([*parts, _clip(cells[-1], room)]).rstrip()
 
     return "\n".join([line(headers), *(line(r) for r in rows)])
@@ -70,7 +90,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | No
 
 def _memory_cells(memory: Memory) -> list[str]:
     created = memory.created_at[:16].replace("T", " ")
-    return [created, memory.user or "", ",".join(memory.tags), _one_line(memory.text)]
+    return [created, _one_line(memory.user or ""), _one_line(",".join(memory.tags)), _one_line(memory.text)]
 
 
 def hits_table(hits: Sequence[Hit], width: int | None) -> str:

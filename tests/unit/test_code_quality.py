@@ -15,7 +15,12 @@ SOURCE = ROOT / "src" / "remem"
 
 def _run(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", tool, *args], cwd=ROOT, capture_output=True, text=True, check=False, timeout=600
+        [sys.executable, "-m", tool, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
     )
 
 

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from remem import render
 from remem.errors import InvalidInputError
 from remem.index import Hit, Memory
-from remem.inputs import check_limit, check_min_score, clean_name, clean_tags, parse_meta, read_text
+from remem.inputs import check_min_score, clean_name, clean_tags, parse_meta, read_text
 from remem.render import MEMORY_FIELDS, hit_record, hits_table, json_line, memories_table, memory_record
 
 # --- read_text -----------------------------------------------------------------------------------------
@@ -152,17 +153,6 @@ def test_check_min_score_rejects(value: float) -> None:
         check_min_score(value)
 
 
-def test_check_limit() -> None:
-    assert check_limit(1) == 1
-    assert check_limit(50, "-k") == 50
-    for bad in (0, -3):
-        with pytest.raises(InvalidInputError, match="-k"):
-            check_limit(bad, "-k")
-
-
-# --- render --------------------------------------------------------------------------------------------
-
-
 def _memory(mid: int = 7, text: str = "hello world", **changes: object) -> Memory:
     fields: dict[str, object] = {
         "id": mid,
@@ -275,3 +265,18 @@ def test_empty_tables_have_only_a_header() -> None:
     assert hits_table([], width=80).splitlines()[0].split()[0] == "ID"
     assert len(hits_table([], width=80).splitlines()) == 1
     assert len(memories_table([], width=None).splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", ["ali\nce", "tab\there", "bell\x07"])
+def test_clean_name_rejects_control_characters(name: str) -> None:
+    with pytest.raises(InvalidInputError, match="control characters"):
+        clean_name(name, "--user")
+
+
+def test_tables_measure_wide_characters_in_terminal_columns() -> None:
+    assert render.display_width("東京") == 4
+    assert render.display_width("e\u0301") == 1
+    rows = [["1", "東京の会議室は三階にあります。予約は前日までに。"]]
+    clipped = render.table(["ID", "TEXT"], rows, width=20, numeric=1).splitlines()[1]
+    assert clipped.endswith("…")
+    assert render.display_width(clipped) <= 20

@@ -73,7 +73,7 @@ def test_l2_normalize_unit_rows_and_zero_row_stays_zero() -> None:
 
 
 def test_l2_normalize_float64_input_gives_float32() -> None:
-    unit = l2_normalize(np.array([[1.0, 1.0]], dtype=np.float64))  # type: ignore[arg-type]
+    unit = l2_normalize(np.array([[1.0, 1.0]], dtype=np.float64))
     assert unit.dtype == np.float32
     np.testing.assert_allclose(unit, [[2**-0.5, 2**-0.5]], atol=1e-7)
 

@@ -131,6 +131,12 @@ def test_filters_is_empty() -> None:
     assert not Filters(tags=("t",)).is_empty()
 
 
+def _insert(records: Records, text: str, blob: bytes = b"\0", created_at: str | None = None) -> int:
+    memory_id = records.insert(NewMemory(text), blob, created_at or utc_now_iso())
+    assert memory_id is not None
+    return memory_id
+
+
 # --- Records -------------------------------------------------------------------------------------------
 
 
@@ -162,14 +168,14 @@ def test_records_insert_duplicate_returns_none_and_writes_nothing(records: Recor
 
 def test_records_count_and_max_id(records: Records) -> None:
     assert records.count_and_max_id() == (0, -1)
-    ids = [records.insert(NewMemory(f"t{i}"), b"\0" * 4, utc_now_iso()) for i in range(5)]
+    ids = [_insert(records, f"t{i}") for i in range(5)]
     assert records.count_and_max_id() == (5, ids[-1])
     assert records.count_and_max_id(up_to_id=ids[2]) == (3, ids[2])
 
 
 def test_records_iter_vectors_in_id_order_and_chunks(records: Records) -> None:
     blobs = [bytes([i]) * 8 for i in range(7)]
-    ids = [records.insert(NewMemory(f"t{i}"), b, utc_now_iso()) for i, b in enumerate(blobs)]
+    ids = [_insert(records, f"t{i}", b) for i, b in enumerate(blobs)]
     chunks = list(records.iter_vectors(batch=3))
     assert [len(c) for c in chunks] == [3, 3, 1]
     flat = [pair for chunk in chunks for pair in chunk]
@@ -179,7 +185,7 @@ def test_records_iter_vectors_in_id_order_and_chunks(records: Records) -> None:
 
 
 def test_records_get_many_skips_missing_ids(records: Records) -> None:
-    ids = [records.insert(NewMemory(f"t{i}"), b"\0", utc_now_iso()) for i in range(3)]
+    ids = [_insert(records, f"t{i}") for i in range(3)]
     found = records.get_many([ids[0], ids[2], 999])
     assert set(found) == {ids[0], ids[2]}
     assert found[ids[2]].text == "t2"
@@ -187,7 +193,7 @@ def test_records_get_many_skips_missing_ids(records: Records) -> None:
 
 def test_records_get_many_more_than_one_chunk(records: Records) -> None:
     records.conn.execute("BEGIN")
-    ids = [records.insert(NewMemory(f"t{i}"), b"\0", utc_now_iso()) for i in range(1203)]
+    ids = [_insert(records, f"t{i}") for i in range(1203)]
     records.conn.execute("COMMIT")
     found = records.get_many(ids)
     assert len(found) == 1203

@@ -216,18 +216,18 @@ def test_duplicate_without_user_or_conversation(store: MemoryStore) -> None:
 @pytest.mark.parametrize(
     ("first", "second"),
     [
-        ({"user": "alice"}, {"user": "bob"}),
-        ({"user": "alice"}, {}),
-        ({"conversation": "c1"}, {"conversation": "c2"}),
-        ({"user": "alice", "conversation": "c1"}, {"user": "alice"}),
-        ({"user": "alice", "conversation": "c1"}, {"user": "alice", "conversation": "c2"}),
+        (("alice", None), ("bob", None)),
+        (("alice", None), (None, None)),
+        ((None, "c1"), (None, "c2")),
+        (("alice", "c1"), ("alice", None)),
+        (("alice", "c1"), ("alice", "c2")),
     ],
 )
 def test_same_text_other_user_or_conversation_is_new(
-    store: MemoryStore, first: dict[str, str], second: dict[str, str]
+    store: MemoryStore, first: tuple[str | None, str | None], second: tuple[str | None, str | None]
 ) -> None:
-    one = _add(store, NewMemory("shared text", **first))
-    two = _add(store, NewMemory("shared text", **second))
+    one = _add(store, NewMemory("shared text", user=first[0], conversation=first[1]))
+    two = _add(store, NewMemory("shared text", user=second[0], conversation=second[1]))
     assert not two.duplicate
     assert two.id != one.id
     assert _row_count(store) == 2

@@ -141,7 +141,7 @@ def _index_file(store_dir: Path) -> Path:
         return store.index_path
 
 
-DAMAGES: dict[str, Callable[[Path], None]] = {
+DAMAGES: dict[str, Callable[[Path], object]] = {
     "deleted": lambda path: path.unlink(),
     "truncated": lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
     "zeros": lambda path: path.write_bytes(bytes(path.stat().st_size)),

@@ -18,7 +18,7 @@ DIM = 16
 
 def _unit_rows(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
     rows = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return np.asarray(rows / np.linalg.norm(rows, axis=1, keepdims=True), dtype=np.float32)
 
 
 def _mode(path: Path) -> int:
@@ -184,7 +184,7 @@ def test_load_wrong_dimension_raises(tmp_path: Path) -> None:
 
 
 def test_load_other_index_type_raises(tmp_path: Path) -> None:
-    import faiss  # noqa: PLC0415
+    import faiss
 
     flat = faiss.IndexFlatIP(DIM)
     flat.add(_unit_rows(3))

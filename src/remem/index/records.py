@@ -88,12 +88,16 @@ def connect(path: Path) -> sqlite3.Connection:
     """
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path}: {exc}") from exc
+    try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         migrate(conn)
     except sqlite3.DatabaseError as exc:
+        conn.close()
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             raise StoreError(f"{path} is locked by another process: {exc}") from exc
         raise StoreCorruptError(f"{path} is not a usable remem database: {exc}") from exc

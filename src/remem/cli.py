@@ -9,9 +9,9 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, BinaryIO
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TypeVar
 
 import typer
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from remem.embedders.runner import OnnxEmbedder
 
 EXIT_OK, EXIT_NOTHING_FOUND, EXIT_FAILURE = 0, 1, 2
+T = TypeVar("T")
 
 app = typer.Typer(
     name="remem",
@@ -52,6 +53,20 @@ def _stdin() -> BinaryIO:
 
 def _terminal_width() -> int | None:
     return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+
+
+def _print_results(
+    items: Sequence[T],
+    json_out: bool,
+    to_record: Callable[[T], dict[str, Any]],
+    to_table: Callable[[Sequence[T], int | None], str],
+) -> None:
+    """NDJSON with --json, else a table fitted to the terminal."""
+    if json_out:
+        for item in items:
+            typer.echo(render.json_line(to_record(item)))
+    else:
+        typer.echo(to_table(items, _terminal_width()))
 
 
 def _warn(message: str) -> None:
@@ -210,11 +225,7 @@ def search(
         hits = opened.search(vector, limit, filters, threshold)
     if not hits:
         raise typer.Exit(EXIT_NOTHING_FOUND)
-    if json_out:
-        for hit in hits:
-            typer.echo(render.json_line(render.hit_record(hit)))
-    else:
-        typer.echo(render.hits_table(hits, _terminal_width()))
+    _print_results(hits, json_out, render.hit_record, render.hits_table)
 
 
 @app.command("list")
@@ -232,11 +243,7 @@ def list_memories(
         memories = [] if opened is None else opened.newest(filters, limit)
     if not memories:
         raise typer.Exit(EXIT_NOTHING_FOUND)
-    if json_out:
-        for memory in memories:
-            typer.echo(render.json_line(render.memory_record(memory)))
-    else:
-        typer.echo(render.memories_table(memories, _terminal_width()))
+    _print_results(memories, json_out, render.memory_record, render.memories_table)
 
 
 @app.command()

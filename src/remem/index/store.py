@@ -6,7 +6,7 @@ import contextlib
 import fcntl
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -129,43 +129,58 @@ class MemoryStore:
         return self.records.find_duplicate(text_sha256(memory.text), memory.user, memory.conversation)
 
     def add(self, memory: NewMemory, vector: FloatArray, model: ModelStamp) -> AddResult:
-        """Store a memory with its unit vector, or return the existing id of its duplicate.
+        """Store one memory with its unit vector (see ``add_many``)."""
+        return self.add_many([memory], vector.reshape(1, -1), model)[0]
 
-        The record is committed to SQLite first, then the index file is updated, all under the
-        store's write lock; a crash in between loses nothing (the index catches up on next open).
+    def add_many(
+        self, memories: Sequence[NewMemory], vectors: FloatArray, model: ModelStamp
+    ) -> list[AddResult]:
+        """Store memories with their unit vectors (row i for memory i) in one transaction.
+
+        A memory whose text is already stored for the same user/conversation (or earlier in this
+        batch) is not stored again; its result carries the existing id and ``duplicate=True``.
+        The rows are committed to SQLite first, then the index file is rewritten once, all under
+        the store's write lock; a crash in between loses nothing (the index catches up on open).
         """
-        if vector.shape != (model.dim,):
-            raise StoreError(f"vector has shape {vector.shape}, model {model.name} makes ({model.dim},)")
+        if vectors.shape != (len(memories), model.dim):
+            raise StoreError(f"vectors have shape {vectors.shape}, expected ({len(memories)}, {model.dim})")
+        blobs = [row.tobytes() for row in vectors.astype("<f4")]
         with self._write_lock():
             self.check_model(model)
-            index = self._load_index(model.dim)  # level with SQLite before this add
-            memory_id = self._insert(memory, vector.astype("<f4").tobytes(), model)
-            if memory_id is None:
-                existing = self.find_duplicate(memory)
-                return AddResult(id=existing if existing is not None else -1, duplicate=True)
-            index, _ = self._catch_up(index, model.dim)  # appends the new row
-            index.save(self.index_path)
-        return AddResult(id=memory_id, duplicate=False)
+            index = self._load_index(model.dim)  # level with SQLite before this batch
+            results = self._insert(memories, blobs, model)
+            if any(not result.duplicate for result in results):
+                index, _ = self._catch_up(index, model.dim)  # appends the new rows
+                index.save(self.index_path)
+        return results
 
-    def _insert(self, memory: NewMemory, vector: bytes, model: ModelStamp) -> int | None:
+    def _insert(
+        self, memories: Sequence[NewMemory], blobs: list[bytes], model: ModelStamp
+    ) -> list[AddResult]:
         conn = self.records.conn
+        results = []
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 self.check_model(model)
                 if self.model is None:
-                    for key, value in zip(
-                        _MODEL_KEYS, (model.name, model.dim, model.pooling, model.sha256), strict=True
-                    ):
+                    values = (model.name, model.dim, model.pooling, model.sha256)
+                    for key, value in zip(_MODEL_KEYS, values, strict=True):
                         self.records.set_meta(key, str(value))
-                memory_id = self.records.insert(memory, vector, utc_now_iso())
+                created_at = utc_now_iso()
+                for memory, blob in zip(memories, blobs, strict=True):
+                    memory_id = self.records.insert(memory, blob, created_at)
+                    if memory_id is None:
+                        results.append(AddResult(id=self.find_duplicate(memory) or -1, duplicate=True))
+                    else:
+                        results.append(AddResult(id=memory_id, duplicate=False))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to {self.directory / DB_FILE}: {exc}") from exc
-        return memory_id
+        return results
 
     def search(
         self, query: FloatArray, k: int, filters: Filters, min_score: float | None = None

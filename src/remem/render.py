@@ -7,7 +7,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from remem.index import Hit, Memory
+from remem.index import Hit, Lane, Memory
 
 #: Field order of every JSON record remem prints (search adds ``score`` after ``id``).
 MEMORY_FIELDS = ("id", "text", "sha256", "created_at", "user", "conversation", "role", "tags", "meta")
@@ -29,10 +29,17 @@ def memory_record(memory: Memory) -> dict[str, Any]:
     }
 
 
+def _lane(lane: Lane | None) -> dict[str, Any] | None:
+    return None if lane is None else {"rank": lane.rank, "score": round(lane.score, 6)}
+
+
 def hit_record(hit: Hit) -> dict[str, Any]:
-    """A search hit: the memory's record with ``score`` (raw cosine, 6 decimals) after ``id``."""
+    """A search hit: ``score`` (the mode's score, 6 decimals) after ``id``, then the memory's fields,
+    then ``lanes``: each lane's rank and score for this memory (null where the lane did not rank it).
+    """
     record = memory_record(hit.memory)
-    return {"id": record.pop("id"), "score": round(hit.score, 6), **record}
+    lanes = {"vector": _lane(hit.vector), "keyword": _lane(hit.keyword)}
+    return {"id": record.pop("id"), "score": round(hit.score, 6), **record, "lanes": lanes}
 
 
 def json_line(record: dict[str, Any]) -> str:

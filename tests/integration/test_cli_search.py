@@ -58,18 +58,24 @@ def test_auth_flow_finds_the_login_sequence(tour_store: Path) -> None:
     assert hits[0]["user"] == "alice" and hits[0]["tags"] == ["auth"]
 
 
-def test_json_hits_have_stable_fields_and_descending_scores(tour_store: Path) -> None:
-    hits = _json_hits(run_cli(["search", "--json", "-k", "13", "database"], tour_store).stdout)
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_json_hits_have_stable_fields_and_descending_scores(tour_store: Path, mode: str) -> None:
+    result = run_cli(["search", "--json", "--mode", mode, "-k", "13", "database"], tour_store)
+    hits = _json_hits(result.stdout)
     assert len(hits) == 13
     for hit in hits:
-        assert list(hit) == ["id", "score", *MEMORY_FIELDS[1:]]
-        assert -1.0 <= float(hit["score"]) <= 1.0  # type: ignore[arg-type]
+        assert list(hit) == ["id", "score", *MEMORY_FIELDS[1:], "lanes"]
+        assert list(hit["lanes"]) == ["vector", "keyword"]  # type: ignore[arg-type]
+        cosine = hit["lanes"]["vector"]["score"]  # type: ignore[index]
+        assert -1.0 <= cosine <= 1.0
+        if mode == "vector":
+            assert hit["score"] == cosine and hit["lanes"]["keyword"] is None  # type: ignore[index]
     scores = [float(h["score"]) for h in hits]  # type: ignore[arg-type]
     assert scores == sorted(scores, reverse=True)
 
 
 def test_human_output_is_a_table_with_four_decimal_scores(tour_store: Path) -> None:
-    result = run_cli(["search", "-k", "2", "auth flow"], tour_store)
+    result = run_cli(["search", "--mode", "vector", "-k", "2", "auth flow"], tour_store)
     header, first, second = result.stdout.splitlines()
     assert header.split() == ["ID", "SCORE", "CREATED", "USER", "TAGS", "TEXT"]
     score = first.split()[1]
@@ -95,8 +101,10 @@ def test_filters_narrow_search_and_list(tour_store: Path) -> None:
 def test_min_score_can_empty_the_result_with_exit_1(tour_store: Path) -> None:
     result = run_cli(["search", "--min-score", "0.99", "auth flow"], tour_store)
     assert (result.code, result.stdout) == (1, "")
-    kept = _json_hits(run_cli(["search", "--json", "--min-score", "0.3", "auth flow"], tour_store).stdout)
-    assert kept and all(float(h["score"]) >= 0.3 for h in kept)  # type: ignore[arg-type]
+    for mode in ("vector", "hybrid"):
+        args = ["search", "--json", "--mode", mode, "--min-score", "0.3", "auth flow"]
+        kept = _json_hits(run_cli(args, tour_store).stdout)
+        assert kept and all(h["lanes"]["vector"]["score"] >= 0.3 for h in kept)  # type: ignore[index]
 
 
 def test_list_is_newest_first_and_respects_limit(tour_store: Path) -> None:

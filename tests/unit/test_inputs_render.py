@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from remem import render
 from remem.errors import InvalidInputError
-from remem.index import Hit, Memory
+from remem.index import Hit, Lane, Memory
 from remem.inputs import check_min_score, clean_name, clean_tags, parse_meta, read_text
 from remem.render import MEMORY_FIELDS, hit_record, hits_table, json_line, memories_table, memory_record
 
@@ -186,10 +186,11 @@ def test_memory_record_field_names_and_order() -> None:
 
 
 def test_hit_record_puts_score_second() -> None:
-    record = hit_record(Hit(_memory(), 0.123456789))
-    assert tuple(record) == ("id", "score", *MEMORY_FIELDS[1:])
+    record = hit_record(Hit(_memory(), 0.123456789, vector=Lane(2, 0.5), keyword=None))
+    assert tuple(record) == ("id", "score", *MEMORY_FIELDS[1:], "lanes")
     assert record["id"] == 7
     assert record["score"] == 0.123457
+    assert record["lanes"] == {"vector": {"rank": 2, "score": 0.5}, "keyword": None}
 
 
 def test_json_line_is_one_line_and_keeps_non_ascii() -> None:
@@ -200,7 +201,7 @@ def test_json_line_is_one_line_and_keeps_non_ascii() -> None:
     assert "\\u" not in line
     loaded = json.loads(line)
     assert loaded == hit_record(Hit(memory, -0.5))
-    assert list(loaded) == ["id", "score", *MEMORY_FIELDS[1:]]
+    assert list(loaded) == ["id", "score", *MEMORY_FIELDS[1:], "lanes"]
 
 
 @settings(max_examples=100, deadline=None)

@@ -4,15 +4,18 @@ Importing this package is cheap: numpy and faiss load only when vectors are touc
 """
 
 from remem.index.records import Filters, Memory, ModelStamp, NewMemory
-from remem.index.store import AddResult, Hit, MemoryStore, StoreNotFoundError
+from remem.index.search import Hit, Lane, SearchMode
+from remem.index.store import AddResult, MemoryStore, StoreNotFoundError
 
 __all__ = [
     "AddResult",
     "Filters",
     "Hit",
+    "Lane",
     "Memory",
     "MemoryStore",
     "ModelStamp",
     "NewMemory",
+    "SearchMode",
     "StoreNotFoundError",
 ]

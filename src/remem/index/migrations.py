@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from remem.errors import StoreError
+from remem.index import fts
 
 _V1 = (
     """CREATE TABLE memories (
@@ -33,8 +35,18 @@ _V1 = (
     "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
 )
 
+
+def _v2_keyword_index(conn: sqlite3.Connection) -> None:
+    """The keyword lane: an FTS5 table of analyzed terms, rowid = memory id, filled from the texts."""
+    conn.execute(fts.CREATE_TABLE)
+    fts.rebuild(conn)
+
+
+#: A migration is SQL statements or a function of the connection; it runs inside a transaction.
+Migration = tuple[str, ...] | Callable[[sqlite3.Connection], None]
+
 #: Migration n brings a database from schema version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+MIGRATIONS: tuple[Migration, ...] = (_V1, _v2_keyword_index)
 LATEST_VERSION = len(MIGRATIONS)
 
 
@@ -44,7 +56,7 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(version)
 
 
-def migrate(conn: sqlite3.Connection, migrations: tuple[tuple[str, ...], ...] = MIGRATIONS) -> int:
+def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
     """Apply every migration the database lacks, each atomically; return the resulting version.
 
     The connection must be in autocommit mode (``isolation_level=None``). Raises StoreError if the
@@ -62,8 +74,12 @@ def migrate(conn: sqlite3.Connection, migrations: tuple[tuple[str, ...], ...] = 
             if schema_version(conn) >= number:  # another process migrated meanwhile
                 conn.execute("ROLLBACK")
                 continue
-            for statement in migrations[number - 1]:
-                conn.execute(statement)
+            step = migrations[number - 1]
+            if callable(step):
+                step(conn)
+            else:
+                for statement in step:
+                    conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {number:d}")
             conn.execute("COMMIT")
         except BaseException:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from remem.errors import StoreCorruptError, StoreError
+from remem.index import fts
+from remem.index.keywords import fts_query
 from remem.index.migrations import migrate
 
 BUSY_TIMEOUT_MS = 30_000
@@ -96,6 +98,7 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         migrate(conn)
+        fts.ensure_current(conn)
     except sqlite3.DatabaseError as exc:
         conn.close()
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
@@ -182,6 +185,7 @@ class Records:
         if cursor.rowcount == 0:
             return None
         memory_id = int(cursor.lastrowid or 0)
+        fts.write_terms(self.conn, [(memory_id, memory.text)])
         self.conn.executemany(
             "INSERT INTO memory_tags (memory_id, tag) VALUES (?, ?)",
             [(memory_id, tag) for tag in sorted(set(memory.tags))],
@@ -201,6 +205,40 @@ class Records:
         cursor = self.conn.execute("SELECT id, vector FROM memories WHERE id > ? ORDER BY id", (after_id,))
         while chunk := cursor.fetchmany(batch):
             yield [(int(mid), bytes(blob)) for mid, blob in chunk]
+
+    def keyword_search(
+        self, text: str, filters: Filters, limit: int, among: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """BM25 top ``limit`` among the filtered memories (and only ``among`` if given), best first.
+
+        Scores are FTS5's BM25 negated so that higher is better; [] when the text has no terms.
+        """
+        match = fts_query(text)
+        if match is None or (among is not None and not among):
+            return []
+        where, params = _where(filters)
+        clauses = [where.replace(" WHERE ", " AND ", 1)]
+        if among is not None:
+            clauses.append(f" AND m.id IN ({','.join('?' * len(among))})")
+            params = [*params, *among]
+        sql = (
+            "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts JOIN memories m "
+            f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ?{''.join(clauses)} "
+            "ORDER BY score DESC, m.id LIMIT ?"
+        )
+        return [(int(i), float(score)) for i, score in self.conn.execute(sql, [match, *params, limit])]
+
+    def vectors_of(self, ids: Sequence[int]) -> dict[int, bytes]:
+        """The stored float32 vector bytes of these memories (missing ids are absent)."""
+        found: dict[int, bytes] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for mid, blob in self.conn.execute(
+                f"SELECT id, vector FROM memories WHERE id IN ({marks})", chunk
+            ):
+                found[int(mid)] = bytes(blob)
+        return found
 
     def candidate_ids(self, filters: Filters) -> list[int]:
         """Ids of every memory the filters select, ascending."""

@@ -22,6 +22,7 @@ from remem.index.records import (
     text_sha256,
     utc_now_iso,
 )
+from remem.index.search import Hit, SearchMode, rank
 
 if TYPE_CHECKING:
     from remem.index.vectors import FloatArray, VectorIndex
@@ -42,14 +43,6 @@ class AddResult:
 
     id: int
     duplicate: bool
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A search result: a memory and its raw cosine similarity to the query."""
-
-    memory: Memory
-    score: float
 
 
 def _prepare_directory(directory: Path, create: bool) -> Path:
@@ -183,22 +176,34 @@ class MemoryStore:
         return results
 
     def search(
-        self, query: FloatArray, k: int, filters: Filters, min_score: float | None = None
+        self,
+        text: str,
+        vector: FloatArray | None,
+        k: int,
+        filters: Filters,
+        *,
+        mode: SearchMode = SearchMode.VECTOR,
+        min_score: float | None = None,
     ) -> list[Hit]:
-        """The exact top ``k`` memories among those the filters select, by cosine, best first.
+        """The top ``k`` memories the filters select for a query, best first (see ``search.rank``).
 
-        Hits scoring below ``min_score`` are left out. Returns [] for an empty store.
+        ``vector`` (the embedded query) is needed unless ``mode`` is keyword. With ``min_score``, hits
+        whose cosine is below it are left out (not available in keyword mode). [] for an empty store.
         """
-        model = self.model
-        if model is None:
-            return []
-        index = self._load_index(model.dim, persist_repairs=True)
-        among = None if filters.is_empty() else self.records.candidate_ids(filters)
-        scored = index.search(query, k, among)
+        if min_score is not None and mode is SearchMode.KEYWORD:
+            raise ValueError("min_score is a cosine; keyword search has none")
+        index = None
+        if mode is not SearchMode.KEYWORD:
+            model = self.model
+            if model is None:
+                return []
+            index = self._load_index(model.dim, persist_repairs=True)
+        ranked = rank(self.records, index, text, vector, k, filters, mode)
         if min_score is not None:
-            scored = [(mid, score) for mid, score in scored if score >= min_score]
-        memories = self.records.get_many([mid for mid, _ in scored])
-        return [Hit(memories[mid], score) for mid, score in scored if mid in memories]
+            ranked = [r for r in ranked if r.vector is not None and r.vector.score >= min_score]
+        ranked = ranked[:k]
+        memories = self.records.get_many([r.id for r in ranked])
+        return [Hit(memories[r.id], r.score, r.vector, r.keyword) for r in ranked if r.id in memories]
 
     def newest(self, filters: Filters, limit: int) -> list[Memory]:
         """Up to ``limit`` memories the filters select, newest first."""

@@ -1,0 +1,104 @@
+"""What the commands share: opening the store, joining it with its embedder, printing results.
+
+This and the other ``remem.commands`` modules are the CLI layer, the only code that joins embedder
+and store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
+
+import typer
+
+from remem import render
+from remem.config import resolve_store_dir
+from remem.errors import ModelMismatchError
+from remem.index import Filters, MemoryStore, ModelStamp, StoreNotFoundError
+from remem.inputs import clean_name, clean_tags
+
+if TYPE_CHECKING:
+    from remem.embedders.runner import OnnxEmbedder
+
+EXIT_OK, EXIT_NOTHING_FOUND, EXIT_FAILURE = 0, 1, 2
+T = TypeVar("T")
+
+
+def filters_from(user: str | None, conversation: str | None, tags: list[str] | None) -> Filters:
+    """Filters from the shared --user/--conversation/--tag options (validated)."""
+    return Filters(
+        user=clean_name(user, "--user"),
+        conversation=clean_name(conversation, "--conversation"),
+        tags=clean_tags(tags),
+    )
+
+
+def stdin() -> BinaryIO:
+    """Standard input as bytes (decoding is validated by remem.inputs)."""
+    return typer.get_binary_stream("stdin")
+
+
+def terminal_width() -> int | None:
+    """Columns of the terminal stdout is on, or None when stdout is not a terminal."""
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+
+
+def print_results(
+    items: Sequence[T],
+    json_out: bool,
+    to_record: Callable[[T], dict[str, Any]],
+    to_table: Callable[[Sequence[T], int | None], str],
+) -> None:
+    """NDJSON with --json, else a table fitted to the terminal."""
+    if json_out:
+        for item in items:
+            typer.echo(render.json_line(to_record(item)))
+    else:
+        typer.echo(to_table(items, terminal_width()))
+
+
+def warn(message: str) -> None:
+    """One ``Warning: ...`` line on stderr."""
+    typer.echo(f"Warning: {message}", err=True)
+
+
+@contextlib.contextmanager
+def open_store(option: Path | None, *, create: bool) -> Iterator[MemoryStore | None]:
+    """The store, or None when a read-only command finds none; its self-repairs become warnings."""
+    try:
+        store = MemoryStore.open(resolve_store_dir(option, os.environ), create=create)
+    except StoreNotFoundError:
+        yield None
+        return
+    try:
+        yield store
+    finally:
+        for warning in store.warnings:
+            warn(warning)
+        store.close()
+
+
+def embedder_for(store: MemoryStore) -> tuple[OnnxEmbedder, ModelStamp]:
+    """The embedder for this store's model (the default model for a new store), checked against it."""
+    from remem.embedders.registry import DEFAULT_MODEL, get_spec, known_models, locate  # noqa: PLC0415
+    from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
+    from remem.embedders.spec import verify_model_files  # noqa: PLC0415
+
+    recorded = store.model
+    if recorded is not None and recorded.name not in {spec.name for spec in known_models()}:
+        raise ModelMismatchError(
+            f"the store at {store.directory} holds vectors of model {recorded.name} ({recorded.dim}-d), "
+            f"which this remem cannot run (it has: {', '.join(s.name for s in known_models())})"
+        )
+    spec = DEFAULT_MODEL if recorded is None else get_spec(recorded.name)
+    files = locate(spec)
+    # Hash the files the first time a store uses them; afterwards the recorded sha256 is compared.
+    sha = spec.model_sha256 if recorded is not None else verify_model_files(spec, files)
+    stamp = ModelStamp(name=spec.name, dim=spec.dim, pooling=spec.pooling.value, sha256=sha)
+    store.check_model(stamp)
+    return OnnxEmbedder(spec, files), stamp

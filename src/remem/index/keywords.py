@@ -1,0 +1,89 @@
+"""The keyword lane's analyzer: text → index terms that keep identifiers whole, and safe FTS5 queries.
+
+A memory's text is turned into terms before it reaches SQLite FTS5:
+- identifiers stay whole: ``libcublas.so.12``, ``numpy``/``1.26.4`` (from ``numpy==1.26.4``),
+  ``10.0.0.12`` (also from ``10.0.0.12:8080``), ``snake_case_name``, ``kebab-case``,
+  ``etc/nginx/nginx.conf`` and its segment ``nginx.conf``, ``e1045``; sentence punctuation around
+  them is dropped;
+- they are *also* split into their alphanumeric parts (``libcublas``, ``so``, ``12``), so a part
+  matches too, but a query for the whole identifier prefers memories holding all of it (rarer term);
+- ordinary words lose English stop words here and are Porter-stemmed by FTS5 itself, so "runs",
+  "running" and "run" match each other.
+Queries go through the same analyzer and become an OR of quoted terms; hex strings of 7+ characters
+(commit hashes) match as prefixes. User text is never interpreted as FTS5 query syntax.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+#: Bump when the analyzer changes: stores rebuild their keyword index to match.
+ANALYZER_VERSION = "1"
+#: Characters that may sit inside an identifier (FTS5 keeps them inside tokens too).
+IDENTIFIER_PUNCTUATION = "._-/:@+#"
+FTS_TOKENIZER = f"porter unicode61 remove_diacritics 2 tokenchars '{IDENTIFIER_PUNCTUATION}'"
+MIN_HASH_PREFIX = 7
+
+_PIECES = re.compile(rf"[\w{re.escape(IDENTIFIER_PUNCTUATION)}]+")
+_PARTS = re.compile(r"[^\W_]+")
+_HEX = re.compile(r"[0-9a-f]+")
+_SEGMENT_SEPARATORS = re.compile(r"[/:@]+")
+
+_STOP_WORDS_TEXT = """a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each few for
+    from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves"""
+#: English stop words dropped from texts and queries (they carry no keyword evidence).
+STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+
+
+def _piece_terms(piece: str) -> list[str]:
+    core = piece.strip(IDENTIFIER_PUNCTUATION)
+    parts = _PARTS.findall(core)
+    terms = [part for part in parts if part not in STOP_WORDS]
+    if len(parts) > 1 or (parts and parts[0] != core):  # inner punctuation: an identifier
+        terms.append(core)
+        segments = _SEGMENT_SEPARATORS.split(core)
+        if len(segments) > 1:  # paths, host:port, user@host: each compound segment on its own too
+            terms.extend(
+                seg.strip(IDENTIFIER_PUNCTUATION) for seg in segments if len(_PARTS.findall(seg)) > 1
+            )
+    return terms
+
+
+def analyze(text: str) -> list[str]:
+    """The index terms of a text, lower-cased, in order (identifiers whole and split; no stop words)."""
+    normalized = unicodedata.normalize("NFKC", text).lower()
+    return [term for piece in _PIECES.findall(normalized) for term in _piece_terms(piece)]
+
+
+def index_text(text: str) -> str:
+    """What is stored in the FTS5 table for a memory: its terms separated by spaces."""
+    return " ".join(analyze(text))
+
+
+def _looks_like_hash(term: str) -> bool:
+    return (
+        len(term) >= MIN_HASH_PREFIX
+        and _HEX.fullmatch(term) is not None
+        and any(c.isdigit() for c in term)
+        and any(c.isalpha() for c in term)
+    )
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression for free text: OR of quoted terms; None if it has no terms.
+
+    Every term is a quoted string (so ``"``, ``*``, ``-``, ``:``, ``NEAR``, ``AND``, parentheses
+    in user text are plain characters); hash-like hex terms become prefix queries.
+    """
+    terms = list(dict.fromkeys(analyze(text)))
+    if not terms:
+        return None
+    quoted = ['"' + term.replace('"', '""') + '"' + ("*" if _looks_like_hash(term) else "") for term in terms]
+    return " OR ".join(quoted)

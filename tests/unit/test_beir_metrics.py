@@ -1,0 +1,90 @@
+"""The BEIR benchmark's metrics (bench/beir.py) on tiny rankings computed by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "beir.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_beir", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
+    spec.loader.exec_module(module)
+    return module
+
+
+beir = _load()
+
+
+def test_perfect_ranking_scores_one() -> None:
+    relevance = {"a": 1, "b": 1}
+    ranked = ["a", "b", "x", "y"]
+    assert beir.ndcg_at_k(ranked, relevance, 10) == pytest.approx(1.0)
+    assert beir.recall_at_k(ranked, relevance, 10) == 1.0
+    assert beir.recall_at_k(ranked, relevance, 100) == 1.0
+
+
+def test_perfect_graded_ranking_scores_one() -> None:
+    assert beir.ndcg_at_k(["a", "b"], {"a": 2, "b": 1}, 10) == pytest.approx(1.0)
+
+
+def test_mixed_ranking_by_hand() -> None:
+    # Relevant at ranks 2 and 4: DCG = 1/log2(3) + 1/log2(5); ideal = 1/log2(2) + 1/log2(3).
+    relevance = {"a": 1, "b": 1}
+    ranked = ["x", "a", "y", "b"]
+    expected = (1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3))
+    assert expected == pytest.approx(0.650921, abs=1e-6)
+    assert beir.ndcg_at_k(ranked, relevance, 10) == pytest.approx(expected)
+    assert beir.recall_at_k(ranked, relevance, 2) == pytest.approx(0.5)
+    assert beir.recall_at_k(ranked, relevance, 10) == 1.0
+
+
+def test_graded_gain_is_linear() -> None:
+    # trec_eval's gain is the grade itself (not 2^grade - 1): (1 + 2/log2 3) / (2 + 1/log2 3).
+    assert beir.ndcg_at_k(["b", "a"], {"a": 2, "b": 1}, 10) == pytest.approx(0.859719, abs=1e-6)
+
+
+def test_nothing_relevant_retrieved_scores_zero() -> None:
+    relevance = {"a": 1, "b": 0}
+    ranked = ["x", "b", "y"]
+    assert beir.ndcg_at_k(ranked, relevance, 10) == 0.0
+    assert beir.recall_at_k(ranked, relevance, 10) == 0.0
+
+
+def test_cutoffs() -> None:
+    # A relevant document just below the cutoff does not count.
+    ranked = [f"x{i}" for i in range(10)] + ["a"]
+    assert beir.ndcg_at_k(ranked, {"a": 1}, 10) == 0.0
+    assert beir.recall_at_k(ranked, {"a": 1}, 10) == 0.0
+    assert beir.recall_at_k(ranked, {"a": 1}, 100) == 1.0
+    # The ideal ranking is cut at k too: 10 of 12 relevant documents on top is a perfect nDCG@10.
+    relevance = {f"r{i}": 1 for i in range(12)}
+    assert beir.ndcg_at_k([f"r{i}" for i in range(10)], relevance, 10) == pytest.approx(1.0)
+    assert beir.recall_at_k([f"r{i}" for i in range(10)], relevance, 10) == pytest.approx(10 / 12)
+
+
+def test_zero_grades_are_not_relevant() -> None:
+    relevance = {"a": 1, "b": 1, "c": 1, "d": 0}
+    assert beir.recall_at_k(["a", "x", "d", "b"], relevance, 2) == pytest.approx(1 / 3)
+    assert beir.recall_at_k(["a", "x", "d", "b"], relevance, 10) == pytest.approx(2 / 3)
+
+
+def test_rank_orders_like_trec_eval() -> None:
+    # Score descending; equal scores by document id descending.
+    assert beir.rank({"a": 0.5, "b": 0.5, "c": 0.9}) == ["c", "b", "a"]
+
+
+def test_evaluate_averages_over_judged_queries_with_a_run() -> None:
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
+    run = {"q1": {"a": 0.9, "x": 0.1}, "q2": {"x": 0.9, "y": 0.8}, "unjudged": {"a": 1.0}}
+    metrics = beir.evaluate(qrels, run)  # q1 perfect, q2 nothing found, q3 and "unjudged" left out
+    assert metrics == {"nDCG@10": pytest.approx(0.5), "Recall@10": 0.5, "Recall@100": 0.5}

@@ -76,14 +76,16 @@ def _looks_like_hash(term: str) -> bool:
     )
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression for free text: OR of quoted terms; None if it has no terms.
+def term_queries(text: str) -> list[str]:
+    """One FTS5 expression per distinct query term: a quoted string (``"`` doubled), ``*`` for hashes.
 
-    Every term is a quoted string (so ``"``, ``*``, ``-``, ``:``, ``NEAR``, ``AND``, parentheses
-    in user text are plain characters); hash-like hex terms become prefix queries.
+    Quoting makes ``"``, ``*``, ``-``, ``:``, ``NEAR``, ``AND``, parentheses in user text plain
+    characters; hash-like hex terms become prefix queries.
     """
-    terms = list(dict.fromkeys(analyze(text)))
-    if not terms:
-        return None
-    quoted = ['"' + term.replace('"', '""') + '"' + ("*" if _looks_like_hash(term) else "") for term in terms]
-    return " OR ".join(quoted)
+    terms = dict.fromkeys(analyze(text))
+    return ['"' + term.replace('"', '""') + '"' + ("*" if _looks_like_hash(term) else "") for term in terms]
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression for free text (an OR of ``term_queries``); None if it has no terms."""
+    return " OR ".join(term_queries(text)) or None

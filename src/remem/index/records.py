@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from typing import Any
 
 from remem.errors import StoreCorruptError, StoreError
 from remem.index import fts
-from remem.index.keywords import fts_query
+from remem.index.keywords import fts_query, term_queries
 from remem.index.migrations import migrate
 
 BUSY_TIMEOUT_MS = 30_000
@@ -227,6 +228,28 @@ class Records:
             "ORDER BY score DESC, m.id LIMIT ?"
         )
         return [(int(i), float(score)) for i, score in self.conn.execute(sql, [match, *params, limit])]
+
+    def keyword_coverage(self, text: str, ids: Sequence[int]) -> dict[int, float]:
+        """For each id, the share of the query's term weight (IDF) that the memory matches, 0..1.
+
+        IDF is Lucene's ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, so a rare term such
+        as an identifier weighs far more than a common word.
+        """
+        terms = term_queries(text)
+        (total,) = self.conn.execute("SELECT count(*) FROM memories_fts").fetchone()
+        marks = ",".join("?" * len(ids))
+        weights, matched = [], []
+        for term in terms:
+            (count,) = self.conn.execute(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (term,)
+            ).fetchone()
+            weights.append(math.log(1 + (total - count + 0.5) / (count + 0.5)))
+            sql = f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})"
+            matched.append({int(r[0]) for r in self.conn.execute(sql, [term, *ids])})
+        whole = sum(weights) or 1.0
+        return {
+            mid: sum(w for w, hit in zip(weights, matched, strict=True) if mid in hit) / whole for mid in ids
+        }
 
     def vectors_of(self, ids: Sequence[int]) -> dict[int, bytes]:
         """The stored float32 vector bytes of these memories (missing ids are absent)."""

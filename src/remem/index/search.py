@@ -3,8 +3,9 @@
 Every lane ranks only the memories the filters select. Hybrid search pools each lane's top
 ``depth`` and then lets *both* lanes rank every pooled memory — the vector lane by its exact cosine
 (pooled memories beyond its top ``depth`` rank after it, by cosine), the keyword lane by BM25 among
-the pooled memories that contain a query term (the others get no keyword rank). Each memory's fused
-score is Reciprocal Rank Fusion: the sum over lanes of 1 / (RRF_K + rank).
+the pooled memories that match at least half of the query's IDF-weighted terms (the others get no
+keyword rank). Each memory's fused score is Reciprocal Rank Fusion: the sum over lanes of
+1 / (RRF_K + rank).
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ Scored = tuple[int, float]
 #: The RRF constant of Cormack, Clarke & Büttcher (SIGIR 2009); it damps the weight of the top
 #: ranks so that one lane's first place does not outvote agreement between lanes.
 RRF_K = 60
+#: In hybrid mode a keyword match counts only if it matches at least this share of the query's
+#: IDF-weighted terms: one common word shared by chance ("flow", "server") must not outvote meaning,
+#: while a rare identifier carries most of a query's weight on its own.
+MIN_KEYWORD_COVERAGE = 0.5
 #: How deep each lane looks before fusion: at least this many, and at least 4 × the requested k.
 MIN_HYBRID_DEPTH = 100
 
@@ -97,7 +102,7 @@ def hybrid_rank(
     depth = max(MIN_HYBRID_DEPTH, 4 * k)
     among = None if filters.is_empty() else records.candidate_ids(filters)
     by_vector = index.search(vector, depth, among)
-    by_keyword = records.keyword_search(text, filters, depth)
+    by_keyword = _substantial(records, text, records.keyword_search(text, filters, depth))
     seen = {mid for mid, _ in by_vector}
     extra = [mid for mid, _ in by_keyword if mid not in seen]
     if extra:
@@ -108,8 +113,17 @@ def hybrid_rank(
     matched = {mid for mid, _ in by_keyword}
     missing = [mid for mid, _ in by_vector if mid not in matched]
     if missing:
-        by_keyword = by_keyword + records.keyword_search(text, filters, len(missing), among=missing)
+        more = records.keyword_search(text, filters, len(missing), among=missing)
+        by_keyword = by_keyword + _substantial(records, text, more)
     return fuse(by_vector, by_keyword)
+
+
+def _substantial(records: Records, text: str, scored: list[Scored]) -> list[Scored]:
+    """Keep the keyword matches that cover at least MIN_KEYWORD_COVERAGE of the query's term weight."""
+    if not scored:
+        return scored
+    coverage = records.keyword_coverage(text, [mid for mid, _ in scored])
+    return [(mid, score) for mid, score in scored if coverage[mid] >= MIN_KEYWORD_COVERAGE]
 
 
 def rank(

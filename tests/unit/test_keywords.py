@@ -1,0 +1,137 @@
+"""The keyword lane: analyzer, FTS5 query building (fuzzed), BM25 through the store, RRF fusion."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helpers import FAKE_MODEL, fake_vector
+from remem.index import Filters, MemoryStore, NewMemory, SearchMode
+from remem.index.keywords import analyze, fts_query
+from remem.index.search import RRF_K, Lane, fuse
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Upgraded numpy==1.26.4.", {"numpy", "1.26.4", "26", "upgraded"}),
+        ("missing libcublas.so.12!", {"libcublas.so.12", "libcublas", "12", "missing"}),
+        ("see /etc/nginx/nginx.conf)", {"etc/nginx/nginx.conf", "nginx.conf", "nginx", "conf"}),
+        ("host 10.0.0.12:8080", {"10.0.0.12:8080", "10.0.0.12", "8080"}),
+        ("flag enable_new_checkout_flow", {"enable_new_checkout_flow", "checkout", "flow"}),
+        ("chart payments-api-gateway", {"payments-api-gateway", "payments", "gateway"}),
+        ("Error E1045: bad", {"e1045", "error", "bad"}),
+        ("commit 9F3C2AB1d4", {"9f3c2ab1d4", "commit"}),
+    ],
+)
+def test_identifiers_stay_whole_and_are_split(text: str, expected: set[str]) -> None:
+    assert expected <= set(analyze(text))
+
+
+def test_stop_words_and_sentence_punctuation_are_dropped() -> None:
+    assert analyze("What is the state of the art?") == ["state", "art"]
+    assert analyze("... --- ???") == []
+
+
+def test_query_is_an_or_of_quoted_terms_with_prefix_for_hashes() -> None:
+    assert fts_query("9f3c2ab auth") == '"9f3c2ab"* OR "auth"'
+    assert fts_query("abcdef1") == '"abcdef1"*'
+    assert fts_query("deadbeef") == '"deadbeef"'  # no digit: an ordinary word, not a hash prefix
+    assert fts_query("the of and") is None
+
+
+@pytest.fixture
+def keyword_store(store_dir: Path) -> MemoryStore:
+    texts = [
+        ("Rolled back 9f3c2ab1d4e5f60718293a4b5c6d7e8f90a1b2c3 after latency doubled", "alice"),
+        ("Deploy 4be81c07aa913f2d shipped onboarding emails", "bob"),
+        ("The importer fails with error E1045 on a byte-order mark", "alice"),
+        ("Pinned numpy 1.26.4 because 2.0 broke pickles", "bob"),
+        ("Prometheus scrapes 10.0.0.12 on port 9090", "alice"),
+        ("The read replica answers on 10.0.4.17", "bob"),
+        ("Container crashed: libcublas.so.12 missing", "alice"),
+        ("The runners were running; one run failed", "bob"),
+    ]
+    store = MemoryStore.open(store_dir, create=True)
+    memories = [NewMemory(text=text, user=user) for text, user in texts]
+    vectors = np.vstack([fake_vector(m.text) for m in memories])
+    store.add_many(memories, vectors, FAKE_MODEL)
+    return store
+
+
+@pytest.mark.parametrize(
+    ("query", "expected_id"),
+    [
+        ("9f3c2ab", 1),
+        ("4be81c07aa913f2d", 2),
+        ("E1045", 3),
+        ("numpy 1.26.4", 4),
+        ("1.26.4", 4),
+        ("10.0.0.12", 5),
+        ("10.0.4.17", 6),
+        ("libcublas.so.12", 7),
+        ("runs", 8),
+    ],
+)
+def test_keyword_search_puts_the_identifier_first(
+    keyword_store: MemoryStore, query: str, expected_id: int
+) -> None:
+    hits = keyword_store.search(query, None, 3, Filters(), mode=SearchMode.KEYWORD)
+    assert hits[0].memory.id == expected_id
+    assert hits[0].keyword == Lane(1, hits[0].score) and hits[0].vector is None
+
+
+def test_stemming_matches_word_variants(keyword_store: MemoryStore) -> None:
+    for word in ("run", "running", "runners"):
+        assert [
+            h.memory.id for h in keyword_store.search(word, None, 5, Filters(), mode=SearchMode.KEYWORD)
+        ] == [8]
+
+
+def test_keyword_lane_applies_filters(keyword_store: MemoryStore) -> None:
+    assert keyword_store.search("E1045", None, 5, Filters(user="bob"), mode=SearchMode.KEYWORD) == []
+    hits = keyword_store.search("10.0.0.12 10.0.4.17", None, 5, Filters(user="bob"), mode=SearchMode.KEYWORD)
+    assert hits[0].memory.id == 6
+    assert {h.memory.user for h in hits} == {"bob"}
+
+
+def test_keyword_index_is_rebuilt_when_the_analyzer_changes(
+    keyword_store: MemoryStore, store_dir: Path
+) -> None:
+    keyword_store.close()
+    with sqlite3.connect(store_dir / "memories.sqlite3") as conn:
+        conn.execute("DELETE FROM memories_fts")
+        conn.execute("UPDATE store_meta SET value = 'old' WHERE key = 'keyword_analyzer'")
+    with MemoryStore.open(store_dir, create=False) as reopened:
+        assert reopened.search("E1045", None, 1, Filters(), mode=SearchMode.KEYWORD)[0].memory.id == 3
+
+
+FTS_SYNTAX = st.sampled_from(
+    ['"', "*", "-", ":", "NEAR", "NEAR(", "AND", "OR", "NOT", "(", ")", "^", "+", "{", "}"]
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(FTS_SYNTAX, st.text(max_size=12)), max_size=12))
+def test_keyword_search_never_interprets_user_text_as_a_query_language(
+    keyword_store: MemoryStore, parts: list[str]
+) -> None:
+    query = " ".join(parts)
+    hits = keyword_store.search(query, None, 5, Filters(), mode=SearchMode.KEYWORD)
+    assert all(hit.score > 0 for hit in hits)
+
+
+def test_rrf_sums_reciprocal_ranks_and_breaks_ties_by_cosine() -> None:
+    fused = fuse([(1, 0.9), (2, 0.8), (3, 0.7)], [(3, 12.0), (4, 5.0)])
+    by_id = {r.id: r for r in fused}
+    assert by_id[3].score == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
+    assert by_id[1].score == pytest.approx(1 / (RRF_K + 1))
+    assert [r.id for r in fused] == [3, 1, 2, 4]  # 2 and 4 tie on 1/62: the one with a cosine first
+    assert by_id[4].vector is None and by_id[4].keyword == Lane(2, 5.0)
+    tie = fuse([(7, 0.5)], [(8, 3.0)])
+    assert [r.id for r in tie] == [7, 8]  # equal RRF: the one with a cosine wins

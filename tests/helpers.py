@@ -6,12 +6,13 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from typer.testing import CliRunner
 
 from remem.cli import main
-from remem.index import ModelStamp
+from remem.index import Filters, Hit, MemoryStore, ModelStamp
 
 FAKE_DIM = 64
 FAKE_MODEL = ModelStamp(name="fake-bag-of-words", dim=FAKE_DIM, pooling="mean", sha256="f" * 64)
@@ -46,3 +47,10 @@ def run_cli(args: list[str], store: Path | None = None, stdin: bytes | str | Non
         code = main(argv)
         stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
     return Outcome(code, stdout, stderr)
+
+
+def vector_search(
+    store: MemoryStore, vector: np.ndarray | None, k: int, filters: Filters, **options: Any
+) -> list[Hit]:
+    """The hits of a vector-mode search (no query text)."""
+    return store.search("", vector, k, filters, **options).hits

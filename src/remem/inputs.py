@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import BinaryIO
 
 from remem.errors import InvalidInputError
@@ -70,3 +72,27 @@ def check_min_score(value: float | None) -> float | None:
     if value is not None and not -1.0 <= value <= 1.0:  # also false for NaN
         raise InvalidInputError(f"--min-score must be between -1 and 1 (raw cosine), not {value}")
     return value
+
+
+_RELATIVE = re.compile(r"(\d+)\s*([smhdw])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_when(value: str | None, option: str, now: datetime) -> datetime | None:
+    """A moment from ``30m``/``12h``/``7d``/``2w`` (that long before ``now``) or an ISO 8601 date or
+    date-time (without an offset it is local time). Raises InvalidInputError otherwise.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    relative = _RELATIVE.fullmatch(text.lower())
+    if relative:
+        return now - timedelta(seconds=int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)])
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise InvalidInputError(
+            f"{option} {value!r} is neither an ISO date/time (2026-11-29, 2026-11-29T14:00) "
+            "nor an age (30m, 12h, 7d)"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.astimezone()

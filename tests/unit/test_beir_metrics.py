@@ -78,13 +78,8 @@ def test_zero_grades_are_not_relevant() -> None:
     assert beir.recall_at_k(["a", "x", "d", "b"], relevance, 10) == pytest.approx(2 / 3)
 
 
-def test_rank_orders_like_trec_eval() -> None:
-    # Score descending; equal scores by document id descending.
-    assert beir.rank({"a": 0.5, "b": 0.5, "c": 0.9}) == ["c", "b", "a"]
-
-
-def test_evaluate_averages_over_judged_queries_with_a_run() -> None:
+def test_evaluate_averages_over_judged_queries_with_a_ranking() -> None:
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
-    run = {"q1": {"a": 0.9, "x": 0.1}, "q2": {"x": 0.9, "y": 0.8}, "unjudged": {"a": 1.0}}
-    metrics = beir.evaluate(qrels, run)  # q1 perfect, q2 nothing found, q3 and "unjudged" left out
+    rankings = {"q1": ["a", "x"], "q2": ["x", "y"], "unjudged": ["a"]}
+    metrics = beir.evaluate(qrels, rankings)  # q1 perfect, q2 nothing found; q3, "unjudged" left out
     assert metrics == {"nDCG@10": pytest.approx(0.5), "Recall@10": 0.5, "Recall@100": 0.5}

@@ -81,7 +81,7 @@ def keyword_store(store_dir: Path) -> MemoryStore:
 def test_keyword_search_puts_the_identifier_first(
     keyword_store: MemoryStore, query: str, expected_id: int
 ) -> None:
-    hits = keyword_store.search(query, None, 3, Filters(), mode=SearchMode.KEYWORD)
+    hits = keyword_store.search(query, None, 3, Filters(), mode=SearchMode.KEYWORD).hits
     assert hits[0].memory.id == expected_id
     assert hits[0].keyword == Lane(1, hits[0].score) and hits[0].vector is None
 
@@ -89,13 +89,15 @@ def test_keyword_search_puts_the_identifier_first(
 def test_stemming_matches_word_variants(keyword_store: MemoryStore) -> None:
     for word in ("run", "running", "runners"):
         assert [
-            h.memory.id for h in keyword_store.search(word, None, 5, Filters(), mode=SearchMode.KEYWORD)
+            h.memory.id for h in keyword_store.search(word, None, 5, Filters(), mode=SearchMode.KEYWORD).hits
         ] == [8]
 
 
 def test_keyword_lane_applies_filters(keyword_store: MemoryStore) -> None:
-    assert keyword_store.search("E1045", None, 5, Filters(user="bob"), mode=SearchMode.KEYWORD) == []
-    hits = keyword_store.search("10.0.0.12 10.0.4.17", None, 5, Filters(user="bob"), mode=SearchMode.KEYWORD)
+    assert keyword_store.search("E1045", None, 5, Filters(user="bob"), mode=SearchMode.KEYWORD).hits == []
+    hits = keyword_store.search(
+        "10.0.0.12 10.0.4.17", None, 5, Filters(user="bob"), mode=SearchMode.KEYWORD
+    ).hits
     assert hits[0].memory.id == 6
     assert {h.memory.user for h in hits} == {"bob"}
 
@@ -108,7 +110,7 @@ def test_keyword_index_is_rebuilt_when_the_analyzer_changes(
         conn.execute("DELETE FROM memories_fts")
         conn.execute("UPDATE store_meta SET value = 'old' WHERE key = 'keyword_analyzer'")
     with MemoryStore.open(store_dir, create=False) as reopened:
-        assert reopened.search("E1045", None, 1, Filters(), mode=SearchMode.KEYWORD)[0].memory.id == 3
+        assert reopened.search("E1045", None, 1, Filters(), mode=SearchMode.KEYWORD).hits[0].memory.id == 3
 
 
 FTS_SYNTAX = st.sampled_from(
@@ -122,7 +124,7 @@ def test_keyword_search_never_interprets_user_text_as_a_query_language(
     keyword_store: MemoryStore, parts: list[str]
 ) -> None:
     query = " ".join(parts)
-    hits = keyword_store.search(query, None, 5, Filters(), mode=SearchMode.KEYWORD)
+    hits = keyword_store.search(query, None, 5, Filters(), mode=SearchMode.KEYWORD).hits
     assert all(hit.score > 0 for hit in hits)
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from remem.errors import StoreCorruptError, StoreError
+from remem.index.memory import Filters, NewMemory, text_sha256, utc_now_iso
 from remem.index.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
-from remem.index.records import Filters, NewMemory, Records, connect, text_sha256, utc_now_iso
+from remem.index.records import Records, connect
 
 
 @pytest.fixture
@@ -132,7 +133,7 @@ def test_filters_is_empty() -> None:
 
 
 def _insert(records: Records, text: str, blob: bytes = b"\0", created_at: str | None = None) -> int:
-    memory_id = records.insert(NewMemory(text), blob, created_at or utc_now_iso())
+    memory_id = records.insert(NewMemory(text), [blob], created_at or utc_now_iso())
     assert memory_id is not None
     return memory_id
 
@@ -156,21 +157,24 @@ def test_records_meta_set_and_overwrite(records: Records) -> None:
 
 def test_records_insert_duplicate_returns_none_and_writes_nothing(records: Records) -> None:
     first = records.insert(
-        NewMemory("same", user="u", tags=("b", "a")), b"\0" * 8, "2024-01-01T00:00:00.000Z"
+        NewMemory("same", user="u", tags=("b", "a")), [b"\0" * 8], "2024-01-01T00:00:00.000Z"
     )
     assert first is not None
-    again = records.insert(NewMemory("same", user="u", tags=("z",)), b"\1" * 8, "2024-01-02T00:00:00.000Z")
+    again = records.insert(NewMemory("same", user="u", tags=("z",)), [b"\1" * 8], "2024-01-02T00:00:00.000Z")
     assert again is None
-    assert records.count_and_max_id() == (1, first)
+    assert records.count() == 1
+    assert len(records.vector_ids()) == 1
     (memory,) = records.iter_all()
     assert memory.tags == ("a", "b")  # the duplicate's tags were not attached
 
 
-def test_records_count_and_max_id(records: Records) -> None:
-    assert records.count_and_max_id() == (0, -1)
+def test_records_count_and_vector_ids(records: Records) -> None:
+    assert (records.count(), records.vector_ids()) == (0, [])
     ids = [_insert(records, f"t{i}") for i in range(5)]
-    assert records.count_and_max_id() == (5, ids[-1])
-    assert records.count_and_max_id(up_to_id=ids[2]) == (3, ids[2])
+    assert records.count() == 5
+    assert records.memory_of_vectors(records.vector_ids()) == dict(
+        zip(records.vector_ids(), ids, strict=True)
+    )
 
 
 def test_records_iter_vectors_in_id_order_and_chunks(records: Records) -> None:
@@ -179,9 +183,11 @@ def test_records_iter_vectors_in_id_order_and_chunks(records: Records) -> None:
     chunks = list(records.iter_vectors(batch=3))
     assert [len(c) for c in chunks] == [3, 3, 1]
     flat = [pair for chunk in chunks for pair in chunk]
-    assert flat == list(zip(ids, blobs, strict=True))
-    after = [mid for chunk in records.iter_vectors(after_id=ids[4]) for mid, _ in chunk]
-    assert after == ids[5:]
+    vector_ids = records.vector_ids()
+    assert flat == list(zip(vector_ids, blobs, strict=True))
+    some = [vid for chunk in records.iter_vectors([vector_ids[5], vector_ids[1]]) for vid, _ in chunk]
+    assert some == [vector_ids[1], vector_ids[5]]
+    assert records.memory_of_vectors(some) == {vector_ids[1]: ids[1], vector_ids[5]: ids[5]}
 
 
 def test_records_get_many_skips_missing_ids(records: Records) -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import FAKE_DIM, FAKE_MODEL, fake_vector
+from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, vector_search
 from remem.errors import ModelMismatchError, StoreError
 from remem.index import AddResult, Filters, Hit, MemoryStore, NewMemory
-from remem.index.records import text_sha256
+from remem.index.memory import text_sha256
 from remem.index.vectors import VectorIndex
 
 TEXTS = (
@@ -41,7 +41,7 @@ def _add(store: MemoryStore, memory: NewMemory) -> AddResult:
 
 
 def _row_count(store: MemoryStore) -> int:
-    return store.records.count_and_max_id()[0]
+    return store.records.count()
 
 
 def _index_size(store: MemoryStore) -> int:
@@ -77,7 +77,7 @@ def test_round_trip_search_is_exact_top_k(store: MemoryStore) -> None:
     for query_text in ("cat on a mat", "revenue report", "unit vectors index", "nothing in common zzz"):
         query = fake_vector(query_text)
         for k in (1, 3, 5, len(TEXTS), 50):
-            hits = store.search("", query, k, Filters())
+            hits = vector_search(store, query, k, Filters())
             assert_exact_top_k(hits, query, vectors, set(vectors), k)
     assert store.warnings == []
 
@@ -85,7 +85,7 @@ def test_round_trip_search_is_exact_top_k(store: MemoryStore) -> None:
 def test_search_for_stored_text_finds_it_first(store: MemoryStore) -> None:
     ids = {text: _add(store, NewMemory(text)).id for text in TEXTS}
     for text in TEXTS:
-        (hit,) = store.search("", fake_vector(text), 1, Filters())
+        (hit,) = vector_search(store, fake_vector(text), 1, Filters())
         assert hit.memory.id == ids[text]
         assert hit.memory.text == text
         assert hit.score == pytest.approx(1.0, abs=1e-5)
@@ -98,7 +98,7 @@ def test_search_scores_are_numpy_dot_products_random_vectors(store: MemoryStore)
         vector = _unit(rng)
         vectors[store.add(NewMemory(f"memory {i}"), vector, FAKE_MODEL).id] = vector
     query = _unit(rng)
-    hits = store.search("", query, 10, Filters())
+    hits = vector_search(store, query, 10, Filters())
     order = sorted(vectors, key=lambda mid: -float(vectors[mid] @ query))[:10]
     assert [hit.memory.id for hit in hits] == order
     np.testing.assert_allclose(
@@ -107,7 +107,7 @@ def test_search_scores_are_numpy_dot_products_random_vectors(store: MemoryStore)
 
 
 def test_search_empty_store_returns_nothing(store: MemoryStore) -> None:
-    assert store.search("", fake_vector("anything"), 5, Filters()) == []
+    assert vector_search(store, fake_vector("anything"), 5, Filters()) == []
     assert store.model is None
     assert store.warnings == []
 
@@ -142,7 +142,7 @@ def test_add_returns_increasing_ids_and_fields_round_trip(store: MemoryStore) ->
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", rich.created_at)
 
     # the same Memory comes back from search
-    (hit,) = store.search("", fake_vector(rich.text), 1, Filters())
+    (hit,) = vector_search(store, fake_vector(rich.text), 1, Filters())
     assert hit.memory == rich
 
 
@@ -183,7 +183,7 @@ def test_store_reopens_with_same_content(store_dir: Path) -> None:
     with MemoryStore.open(store_dir, create=False) as store:
         assert [m.id for m in store.iter_all()] == ids
         assert store.model == FAKE_MODEL
-        (hit,) = store.search("", fake_vector(TEXTS[4]), 1, Filters())
+        (hit,) = vector_search(store, fake_vector(TEXTS[4]), 1, Filters())
         assert hit.memory.id == ids[4]
         assert store.warnings == []
 
@@ -324,7 +324,7 @@ def test_filtered_search_is_true_top_k_among_matching(
     rng = np.random.default_rng(FILTER_CASES.index(filters))
     for _ in range(3):
         query = _unit(rng)
-        hits = store.search("", query, 5, filters)
+        hits = vector_search(store, query, 5, filters)
         assert_exact_top_k(hits, query, vectors, candidates, 5)
         order = sorted(candidates, key=lambda mid: -float(vectors[mid] @ query))[:5]
         assert [hit.memory.id for hit in hits] == order  # random vectors: no ties
@@ -341,7 +341,7 @@ def test_filtered_search_returns_all_when_fewer_than_k_match(
     candidates = {mid for mid, memory in memories.items() if "rare" in memory.tags}
     assert len(candidates) == 4
     query = _unit(np.random.default_rng(0))
-    hits = store.search("", query, 10, filters)
+    hits = vector_search(store, query, 10, filters)
     assert {hit.memory.id for hit in hits} == candidates
     assert_exact_top_k(hits, query, vectors, candidates, 10)
 
@@ -351,8 +351,8 @@ def test_filter_matching_nothing_returns_empty(
 ) -> None:
     store, _, _ = populated
     query = _unit(np.random.default_rng(1))
-    assert store.search("", query, 5, Filters(user="nobody")) == []
-    assert store.search("", query, 5, Filters(tags=("red", "no-such-tag"))) == []
+    assert vector_search(store, query, 5, Filters(user="nobody")) == []
+    assert vector_search(store, query, 5, Filters(tags=("red", "no-such-tag"))) == []
     assert store.newest(Filters(conversation="nope"), 10) == []
     assert list(store.iter_all(Filters(tags=("no-such-tag",)))) == []
 
@@ -375,16 +375,16 @@ def test_min_score_drops_hits_below_it(
 ) -> None:
     store, vectors, _ = populated
     query = _unit(np.random.default_rng(5))
-    unfiltered = store.search("", query, 20, Filters())
+    unfiltered = vector_search(store, query, 20, Filters())
     threshold = (unfiltered[4].score + unfiltered[5].score) / 2
-    hits = store.search("", query, 20, Filters(), min_score=threshold)
+    hits = vector_search(store, query, 20, Filters(), min_score=threshold)
     assert [h.memory.id for h in hits] == [h.memory.id for h in unfiltered[:5]]
     assert all(h.score >= threshold for h in hits)
-    assert store.search("", query, 20, Filters(), min_score=1.0) == []
-    everything = store.search("", query, 20, Filters(), min_score=-1.0)
+    assert vector_search(store, query, 20, Filters(), min_score=1.0) == []
+    everything = vector_search(store, query, 20, Filters(), min_score=-1.0)
     assert [h.memory.id for h in everything] == [h.memory.id for h in unfiltered]
     top_score = max(float(v @ query) for v in vectors.values())
-    assert len(store.search("", query, 20, Filters(), min_score=top_score - 1e-4)) == 1
+    assert len(vector_search(store, query, 20, Filters(), min_score=top_score - 1e-4)) == 1
 
 
 # --- model stamp ---------------------------------------------------------------------------------------

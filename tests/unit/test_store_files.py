@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import FAKE_DIM, FAKE_MODEL, fake_vector
+from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, vector_search
 from remem.errors import StoreCorruptError, StoreError
 from remem.index import Filters, MemoryStore, NewMemory, StoreNotFoundError
 from remem.index.migrations import LATEST_VERSION
@@ -128,7 +128,7 @@ def filled(store_dir: Path) -> Iterator[tuple[Path, dict[int, np.ndarray]]]:
 def _check_search(store: MemoryStore, vectors: dict[int, np.ndarray], seed: int = 0, k: int = 5) -> None:
     query = np.random.default_rng(seed).normal(size=FAKE_DIM).astype(np.float32)
     query /= np.linalg.norm(query)
-    hits = store.search("", query, k, Filters())
+    hits = vector_search(store, query, k, Filters())
     expected = sorted(vectors, key=lambda mid: -float(vectors[mid] @ query))[:k]
     assert [hit.memory.id for hit in hits] == expected
     np.testing.assert_allclose(
@@ -214,7 +214,7 @@ def test_index_disagreeing_with_database_is_rebuilt(
 def test_missing_index_on_empty_store_does_not_warn(store_dir: Path) -> None:
     with MemoryStore.open(store_dir, create=True) as store:
         assert not store.index_path.exists()
-        assert store.search("", fake_vector("q"), 5, Filters()) == []
+        assert vector_search(store, fake_vector("q"), 5, Filters()) == []
         store.add(NewMemory("first"), fake_vector("first"), FAKE_MODEL)
         assert store.warnings == []
         assert store.index_path.exists()
@@ -231,10 +231,10 @@ def test_index_behind_database_catches_up_silently(store_dir: Path) -> None:
         index_path = store.index_path
     assert VectorIndex.load(index_path, FAKE_DIM).size == 3
     with MemoryStore.open(store_dir, create=False) as store:
-        (hit,) = store.search("", fake_vector("omega lambda"), 1, Filters())
+        (hit,) = vector_search(store, fake_vector("omega lambda"), 1, Filters())
         assert hit.memory.id == new_id
         assert hit.score == pytest.approx(1.0, abs=1e-5)
-        assert len(store.search("", fake_vector("alpha"), 10, Filters())) == 4
+        assert len(vector_search(store, fake_vector("alpha"), 10, Filters())) == 4
         assert store.warnings == []
     caught_up = VectorIndex.load(index_path, FAKE_DIM)
     assert caught_up.size == 4

@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
@@ -18,9 +19,10 @@ import typer
 
 from remem import render
 from remem.config import resolve_store_dir
-from remem.errors import ModelMismatchError
+from remem.errors import InvalidInputError, ModelMismatchError
 from remem.index import Filters, MemoryStore, ModelStamp, StoreNotFoundError
-from remem.inputs import clean_name, clean_tags
+from remem.index.memory import utc_iso
+from remem.inputs import clean_name, clean_tags, parse_meta, parse_when
 
 if TYPE_CHECKING:
     from remem.embedders.runner import OnnxEmbedder
@@ -29,12 +31,29 @@ EXIT_OK, EXIT_NOTHING_FOUND, EXIT_FAILURE = 0, 1, 2
 T = TypeVar("T")
 
 
-def filters_from(user: str | None, conversation: str | None, tags: list[str] | None) -> Filters:
-    """Filters from the shared --user/--conversation/--tag options (validated)."""
+def filters_from(
+    user: str | None = None,
+    conversation: str | None = None,
+    tags: list[str] | None = None,
+    *,
+    role: str | None = None,
+    meta: list[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> Filters:
+    """Filters from the shared filter options, validated (times become UTC ISO strings)."""
+    now = datetime.now(timezone.utc)
+    start, end = parse_when(since, "--since", now), parse_when(until, "--until", now)
+    if start is not None and end is not None and start >= end:
+        raise InvalidInputError("--since must be before --until")
     return Filters(
         user=clean_name(user, "--user"),
         conversation=clean_name(conversation, "--conversation"),
+        role=clean_name(role, "--role"),
         tags=clean_tags(tags),
+        meta=tuple(sorted(parse_meta(meta).items())),
+        since=None if start is None else utc_iso(start),
+        until=None if end is None else utc_iso(end),
     )
 
 

@@ -21,8 +21,12 @@ from remem.commands.options import (
     ConversationOption,
     JsonOption,
     LimitOption,
+    MetaFilterOption,
+    RoleOption,
+    SinceOption,
     StoreOption,
     TagOption,
+    UntilOption,
     UserOption,
 )
 from remem.config import DEFAULT_LIST_LIMIT
@@ -46,9 +50,7 @@ def add(
     tag: TagOption = None,
     user: UserOption = None,
     conversation: ConversationOption = None,
-    role: Annotated[
-        str | None, typer.Option("--role", "-r", metavar="ROLE", help="Who said it: user, assistant…")
-    ] = None,
+    role: RoleOption = None,
     meta: Annotated[
         list[str] | None,
         typer.Option("--meta", "-m", metavar="KEY=VALUE", help="key=value metadata; repeatable."),
@@ -98,12 +100,16 @@ def list_memories(
     limit: LimitOption = DEFAULT_LIST_LIMIT,
     user: UserOption = None,
     conversation: ConversationOption = None,
+    role: RoleOption = None,
     tag: TagOption = None,
+    meta: MetaFilterOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     json_out: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
     """Show memories, newest first. Exit 1 if there are none."""
-    filters = filters_from(user, conversation, tag)
+    filters = filters_from(user, conversation, tag, role=role, meta=meta, since=since, until=until)
     with open_store(store, create=False) as opened:
         memories = [] if opened is None else opened.newest(filters, limit)
     if not memories:

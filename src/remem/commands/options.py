@@ -36,3 +36,27 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object 
 LimitOption = Annotated[
     int, typer.Option("--limit", "-k", min=1, metavar="N", help="Show at most N memories.")
 ]
+RoleOption = Annotated[
+    str | None,
+    typer.Option(
+        "--role", "-r", metavar="ROLE", help="Who said it (user, assistant…); search/list: only that."
+    ),
+]
+MetaFilterOption = Annotated[
+    list[str] | None,
+    typer.Option("--meta", "-m", metavar="KEY=VALUE", help="Only memories with this metadata; repeatable."),
+]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="WHEN",
+        help="Only memories created at/after WHEN: ISO date/time or 30m, 12h, 7d, 2w.",
+    ),
+]
+UntilOption = Annotated[
+    str | None,
+    typer.Option(
+        "--until", metavar="WHEN", help="Only memories created before WHEN (same forms as --since)."
+    ),
+]

@@ -19,8 +19,12 @@ from remem.commands.options import (
     ConversationOption,
     JsonOption,
     LimitOption,
+    MetaFilterOption,
+    RoleOption,
+    SinceOption,
     StoreOption,
     TagOption,
+    UntilOption,
     UserOption,
 )
 from remem.config import DEFAULT_SEARCH_LIMIT
@@ -53,7 +57,11 @@ def search(
     ] = None,
     user: UserOption = None,
     conversation: ConversationOption = None,
+    role: RoleOption = None,
     tag: TagOption = None,
+    meta: MetaFilterOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     json_out: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
@@ -67,7 +75,7 @@ def search(
     threshold = check_min_score(min_score)
     if threshold is not None and mode is SearchMode.KEYWORD:
         raise InvalidInputError("--min-score is a cosine; use it with --mode vector or hybrid")
-    filters = filters_from(user, conversation, tag)
+    filters = filters_from(user, conversation, tag, role=role, meta=meta, since=since, until=until)
     with open_store(store, create=False) as opened:
         if opened is None or opened.model is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
@@ -75,7 +83,13 @@ def search(
         if mode is not SearchMode.KEYWORD:  # keyword search never loads the model
             embedder, _ = embedder_for(opened)
             vector = embedder.embed_queries([text]).vectors[0]
-        hits = opened.search(text, vector, limit, filters, mode=mode, min_score=threshold)
-    if not hits:
+        outcome = opened.search(text, vector, limit, filters, mode=mode, min_score=threshold)
+    if not outcome.hits:
+        if outcome.below_min_score:
+            typer.echo(
+                f"No results: {outcome.below_min_score} below --min-score {threshold} "
+                f"(best cosine seen {outcome.best_below:.4f}).",
+                err=True,
+            )
         raise typer.Exit(EXIT_NOTHING_FOUND)
-    print_results(hits, json_out, render.hit_record, render.hits_table)
+    print_results(outcome.hits, json_out, render.hit_record, render.hits_table)

@@ -3,7 +3,7 @@
 Importing this package is cheap: numpy and faiss load only when vectors are touched.
 """
 
-from remem.index.records import Filters, Memory, ModelStamp, NewMemory
+from remem.index.memory import Filters, Memory, ModelStamp, NewMemory
 from remem.index.search import Hit, Lane, SearchMode
 from remem.index.store import AddResult, MemoryStore, StoreNotFoundError
 

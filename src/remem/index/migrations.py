@@ -42,11 +42,48 @@ def _v2_keyword_index(conn: sqlite3.Connection) -> None:
     fts.rebuild(conn)
 
 
+_V3 = (
+    # Vectors get their own ids (the FAISS ids): an edited memory gets a new vector id, so an index
+    # that cannot delete (HNSW) can tombstone the old one; a long memory can have several windows.
+    """CREATE TABLE vectors (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        memory_id INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+        window INTEGER NOT NULL DEFAULT 0,
+        vector BLOB NOT NULL,
+        UNIQUE (memory_id, window)
+    )""",
+    "INSERT INTO vectors (id, memory_id, window, vector) SELECT id, id, 0, vector FROM memories ORDER BY id",
+    """CREATE TABLE memories_v3 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        text TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT,
+        user TEXT,
+        conversation TEXT,
+        role TEXT,
+        meta TEXT NOT NULL DEFAULT '{}'
+    )""",
+    """INSERT INTO memories_v3 (id, text, sha256, created_at, user, conversation, role, meta)
+        SELECT id, text, sha256, created_at, user, conversation, role, meta FROM memories""",
+    "DROP TABLE memories",
+    "ALTER TABLE memories_v3 RENAME TO memories",
+    """CREATE UNIQUE INDEX memories_dedup
+        ON memories (sha256, ifnull(user, ''), ifnull(conversation, ''))""",
+    "CREATE INDEX memories_created ON memories (created_at, id)",
+    "CREATE INDEX memories_user ON memories (user)",
+    "CREATE INDEX memories_conversation ON memories (conversation)",
+    "CREATE INDEX memories_role ON memories (role)",
+    "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('generation', '1')",
+    # Identifies the store in its index file, so a file copied from another store is never trusted.
+    "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))",
+)
+
 #: A migration is SQL statements or a function of the connection; it runs inside a transaction.
 Migration = tuple[str, ...] | Callable[[sqlite3.Connection], None]
 
 #: Migration n brings a database from schema version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Migration, ...] = (_V1, _v2_keyword_index)
+MIGRATIONS: tuple[Migration, ...] = (_V1, _v2_keyword_index, _V3)
 LATEST_VERSION = len(MIGRATIONS)
 
 
@@ -59,8 +96,9 @@ def schema_version(conn: sqlite3.Connection) -> int:
 def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
     """Apply every migration the database lacks, each atomically; return the resulting version.
 
-    The connection must be in autocommit mode (``isolation_level=None``). Raises StoreError if the
-    database was made by a newer remem than this one.
+    The connection must be in autocommit mode (``isolation_level=None``) with foreign keys off (a
+    migration may rebuild a table that others reference). Raises StoreError if the database was made
+    by a newer remem than this one.
     """
     version = schema_version(conn)
     if version > len(migrations):

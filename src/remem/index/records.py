@@ -1,87 +1,30 @@
-"""SQLite records: the source of truth for memories, their tags, metadata and vectors."""
+"""SQLite records: the source of truth for memories, their tags, metadata, keyword terms and vectors.
+
+Every write method runs inside the caller's transaction (see ``MemoryStore``), so a memory, its tags,
+its keyword terms and its vectors always change together.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from remem.errors import StoreCorruptError, StoreError
 from remem.index import fts
 from remem.index.keywords import fts_query, term_queries
+from remem.index.memory import Filters, Memory, NewMemory, text_sha256
 from remem.index.migrations import migrate
 
 BUSY_TIMEOUT_MS = 30_000
+_CHUNK = 500  # ids per "IN (...)" list
 
 _MEMORY_COLUMNS = """m.id, m.text, m.sha256, m.created_at, m.user, m.conversation, m.role, m.meta,
     (SELECT json_group_array(tag) FROM
-        (SELECT tag FROM memory_tags t WHERE t.memory_id = m.id ORDER BY tag)) AS tags"""
-
-
-@dataclass(frozen=True)
-class ModelStamp:
-    """The identity of the model whose vectors a store holds."""
-
-    name: str
-    dim: int
-    pooling: str
-    sha256: str
-
-
-@dataclass(frozen=True)
-class NewMemory:
-    """A memory to add. Tags are deduplicated and sorted when stored; meta values are strings."""
-
-    text: str
-    user: str | None = None
-    conversation: str | None = None
-    role: str | None = None
-    tags: tuple[str, ...] = ()
-    meta: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Memory:
-    """A stored memory (without its vector)."""
-
-    id: int
-    text: str
-    sha256: str
-    created_at: str
-    user: str | None
-    conversation: str | None
-    role: str | None
-    tags: tuple[str, ...]
-    meta: dict[str, str]
-
-
-@dataclass(frozen=True)
-class Filters:
-    """Which memories a command looks at: every given field must match; all tags must be present."""
-
-    user: str | None = None
-    conversation: str | None = None
-    tags: tuple[str, ...] = ()
-
-    def is_empty(self) -> bool:
-        """True when the filters select every memory."""
-        return self.user is None and self.conversation is None and not self.tags
-
-
-def text_sha256(text: str) -> str:
-    """Hex sha256 of the UTF-8 bytes of a memory's text (the deduplication key)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def utc_now_iso() -> str:
-    """The current time in UTC as ISO 8601 with milliseconds and a trailing Z."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        (SELECT tag FROM memory_tags t WHERE t.memory_id = m.id ORDER BY tag)) AS tags, m.updated_at"""
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -97,8 +40,8 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
         migrate(conn)
+        conn.execute("PRAGMA foreign_keys = ON")
         fts.ensure_current(conn)
     except sqlite3.DatabaseError as exc:
         conn.close()
@@ -108,23 +51,8 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _where(filters: Filters) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if filters.user is not None:
-        clauses.append("m.user = ?")
-        params.append(filters.user)
-    if filters.conversation is not None:
-        clauses.append("m.conversation = ?")
-        params.append(filters.conversation)
-    for tag in sorted(set(filters.tags)):
-        clauses.append("m.id IN (SELECT memory_id FROM memory_tags WHERE tag = ?)")
-        params.append(tag)
-    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
-
-
 def _memory(row: sqlite3.Row | tuple[Any, ...]) -> Memory:
-    mid, text, sha, created, user, conversation, role, meta, tags = row
+    mid, text, sha, created, user, conversation, role, meta, tags, updated = row
     return Memory(
         id=mid,
         text=text,
@@ -135,7 +63,14 @@ def _memory(row: sqlite3.Row | tuple[Any, ...]) -> Memory:
         role=role,
         tags=tuple(json.loads(tags)),
         meta=json.loads(meta),
+        updated_at=updated,
     )
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[tuple[list[int], str]]:
+    for start in range(0, len(ids), _CHUNK):
+        chunk = list(ids[start : start + _CHUNK])
+        yield chunk, ",".join("?" * len(chunk))
 
 
 class Records:
@@ -151,12 +86,30 @@ class Records:
         return None if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:
-        """Set a value in the store's key/value table (inside the caller's transaction)."""
+        """Set a value in the store's key/value table."""
         self.conn.execute(
             "INSERT INTO store_meta (key, value) VALUES (?, ?) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
+
+    def generation(self) -> int:
+        """The number of committed changes to the store's vectors (the index file records it too)."""
+        return int(self.get_meta("generation") or 0)
+
+    def store_id(self) -> str:
+        """The random id this store was given at creation (its index file must carry the same)."""
+        return self.get_meta("store_id") or ""
+
+    def vector_count(self) -> int:
+        """Number of stored vectors."""
+        return int(self.conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+
+    def bump_generation(self) -> int:
+        """Count one more change to the vectors; returns the new generation."""
+        generation = self.generation() + 1
+        self.set_meta("generation", str(generation))
+        return generation
 
     def find_duplicate(self, sha256: str, user: str | None, conversation: str | None) -> int | None:
         """The id of a memory with this text hash in the same user/conversation, if any."""
@@ -167,11 +120,11 @@ class Records:
         ).fetchone()
         return None if row is None else int(row[0])
 
-    def insert(self, memory: NewMemory, vector: bytes, created_at: str) -> int | None:
-        """Insert a memory and its tags; None (and nothing written) if it is a duplicate."""
+    def insert(self, memory: NewMemory, vectors: Sequence[bytes], created_at: str) -> int | None:
+        """Insert a memory, its tags, keyword terms and vectors; None (nothing written) if a duplicate."""
         cursor = self.conn.execute(
-            "INSERT INTO memories (text, sha256, created_at, user, conversation, role, meta, vector) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO memories (text, sha256, created_at, user, conversation, role, meta) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (
                 memory.text,
                 text_sha256(memory.text),
@@ -180,32 +133,111 @@ class Records:
                 memory.conversation,
                 memory.role,
                 json.dumps(dict(memory.meta), ensure_ascii=False, sort_keys=True),
-                vector,
             ),
         )
         if cursor.rowcount == 0:
             return None
         memory_id = int(cursor.lastrowid or 0)
-        fts.write_terms(self.conn, [(memory_id, memory.text)])
         self.conn.executemany(
             "INSERT INTO memory_tags (memory_id, tag) VALUES (?, ?)",
             [(memory_id, tag) for tag in sorted(set(memory.tags))],
         )
+        fts.write_terms(self.conn, [(memory_id, memory.text)])
+        self._insert_vectors(memory_id, vectors)
         return memory_id
 
-    def count_and_max_id(self, up_to_id: int | None = None) -> tuple[int, int]:
-        """(number of memories, largest id) — only ids ≤ ``up_to_id`` when given; (0, -1) if none."""
-        sql, params = "SELECT count(*), ifnull(max(id), -1) FROM memories", []
-        if up_to_id is not None:
-            sql, params = sql + " WHERE id <= ?", [up_to_id]
-        count, max_id = self.conn.execute(sql, params).fetchone()
-        return int(count), int(max_id)
+    def _insert_vectors(self, memory_id: int, vectors: Sequence[bytes]) -> None:
+        self.conn.executemany(
+            "INSERT INTO vectors (memory_id, window, vector) VALUES (?, ?, ?)",
+            [(memory_id, window, blob) for window, blob in enumerate(vectors)],
+        )
 
-    def iter_vectors(self, after_id: int = -1, batch: int = 4096) -> Iterator[list[tuple[int, bytes]]]:
-        """Stored (id, float32 bytes) pairs with id > ``after_id``, in id order, in chunks."""
-        cursor = self.conn.execute("SELECT id, vector FROM memories WHERE id > ? ORDER BY id", (after_id,))
-        while chunk := cursor.fetchmany(batch):
-            yield [(int(mid), bytes(blob)) for mid, blob in chunk]
+    def replace_text(self, memory_id: int, text: str, vectors: Sequence[bytes], updated_at: str) -> bool:
+        """Give a memory new text and vectors (new vector ids); False if there is no such memory.
+
+        Raises sqlite3.IntegrityError if the same user/conversation already holds that text.
+        """
+        cursor = self.conn.execute(
+            "UPDATE memories SET text = ?, sha256 = ?, updated_at = ? WHERE id = ?",
+            (text, text_sha256(text), updated_at, memory_id),
+        )
+        if cursor.rowcount == 0:
+            return False
+        self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
+        fts.write_terms(self.conn, [(memory_id, text)])
+        self.conn.execute("DELETE FROM vectors WHERE memory_id = ?", (memory_id,))
+        self._insert_vectors(memory_id, vectors)
+        return True
+
+    def delete(self, memory_ids: Sequence[int]) -> list[int]:
+        """Delete memories with their tags, terms and vectors; returns the ids that existed."""
+        deleted: list[int] = []
+        for chunk, marks in _chunks(memory_ids):
+            found = [
+                int(r[0]) for r in self.conn.execute(f"SELECT id FROM memories WHERE id IN ({marks})", chunk)
+            ]
+            self.conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk)
+            self.conn.execute(f"DELETE FROM memories_fts WHERE rowid IN ({marks})", chunk)
+            deleted.extend(found)
+        return sorted(deleted)
+
+    def count(self) -> int:
+        """Number of memories."""
+        return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+
+    def vector_ids(self) -> list[int]:
+        """Ids of every stored vector, ascending."""
+        return [int(r[0]) for r in self.conn.execute("SELECT id FROM vectors ORDER BY id")]
+
+    def iter_vectors(
+        self, ids: Sequence[int] | None = None, batch: int = 4096
+    ) -> Iterator[list[tuple[int, bytes]]]:
+        """Stored (vector id, float32 bytes) pairs in id order, in chunks (only ``ids`` if given)."""
+        if ids is not None:
+            for chunk, marks in _chunks(sorted(ids)):
+                yield [
+                    (int(vid), bytes(blob))
+                    for vid, blob in self.conn.execute(
+                        f"SELECT id, vector FROM vectors WHERE id IN ({marks}) ORDER BY id", chunk
+                    )
+                ]
+            return
+        cursor = self.conn.execute("SELECT id, vector FROM vectors ORDER BY id")
+        while rows := cursor.fetchmany(batch):
+            yield [(int(vid), bytes(blob)) for vid, blob in rows]
+
+    def memory_of_vectors(self, vector_ids: Sequence[int]) -> dict[int, int]:
+        """vector id → memory id for the given vector ids that exist."""
+        found: dict[int, int] = {}
+        for chunk, marks in _chunks(vector_ids):
+            for vid, mid in self.conn.execute(
+                f"SELECT id, memory_id FROM vectors WHERE id IN ({marks})", chunk
+            ):
+                found[int(vid)] = int(mid)
+        return found
+
+    def vectors_of_memories(self, memory_ids: Sequence[int]) -> dict[int, list[tuple[int, bytes]]]:
+        """memory id → its (vector id, float32 bytes) windows."""
+        found: dict[int, list[tuple[int, bytes]]] = {}
+        for chunk, marks in _chunks(memory_ids):
+            sql = f"SELECT memory_id, id, vector FROM vectors WHERE memory_id IN ({marks}) ORDER BY id"
+            for mid, vid, blob in self.conn.execute(sql, chunk):
+                found.setdefault(int(mid), []).append((int(vid), bytes(blob)))
+        return found
+
+    def candidate_ids(self, filters: Filters) -> list[int]:
+        """Ids of every memory the filters select, ascending."""
+        where, params = filters.where()
+        return [
+            int(r[0])
+            for r in self.conn.execute(f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.id", params)
+        ]
+
+    def candidate_vector_ids(self, filters: Filters) -> list[int]:
+        """Ids of the vectors of every memory the filters select, ascending."""
+        where, params = filters.where()
+        sql = f"SELECT v.id FROM vectors v JOIN memories m ON m.id = v.memory_id WHERE {where} ORDER BY v.id"
+        return [int(r[0]) for r in self.conn.execute(sql, params)]
 
     def keyword_search(
         self, text: str, filters: Filters, limit: int, among: Sequence[int] | None = None
@@ -217,14 +249,13 @@ class Records:
         match = fts_query(text)
         if match is None or (among is not None and not among):
             return []
-        where, params = _where(filters)
-        clauses = [where.replace(" WHERE ", " AND ", 1)]
+        where, params = filters.where()
         if among is not None:
-            clauses.append(f" AND m.id IN ({','.join('?' * len(among))})")
+            where += f" AND m.id IN ({','.join('?' * len(among))})"
             params = [*params, *among]
         sql = (
             "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts JOIN memories m "
-            f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ?{''.join(clauses)} "
+            f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? AND {where} "
             "ORDER BY score DESC, m.id LIMIT ?"
         )
         return [(int(i), float(score)) for i, score in self.conn.execute(sql, [match, *params, limit])]
@@ -235,47 +266,23 @@ class Records:
         IDF is Lucene's ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, so a rare term such
         as an identifier weighs far more than a common word.
         """
-        terms = term_queries(text)
         (total,) = self.conn.execute("SELECT count(*) FROM memories_fts").fetchone()
         marks = ",".join("?" * len(ids))
         weights, matched = [], []
-        for term in terms:
-            (count,) = self.conn.execute(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (term,)
-            ).fetchone()
+        for term in term_queries(text):
+            sql = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
+            (count,) = self.conn.execute(sql, (term,)).fetchone()
             weights.append(math.log(1 + (total - count + 0.5) / (count + 0.5)))
             sql = f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})"
             matched.append({int(r[0]) for r in self.conn.execute(sql, [term, *ids])})
         whole = sum(weights) or 1.0
-        return {
-            mid: sum(w for w, hit in zip(weights, matched, strict=True) if mid in hit) / whole for mid in ids
-        }
-
-    def vectors_of(self, ids: Sequence[int]) -> dict[int, bytes]:
-        """The stored float32 vector bytes of these memories (missing ids are absent)."""
-        found: dict[int, bytes] = {}
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            for mid, blob in self.conn.execute(
-                f"SELECT id, vector FROM memories WHERE id IN ({marks})", chunk
-            ):
-                found[int(mid)] = bytes(blob)
-        return found
-
-    def candidate_ids(self, filters: Filters) -> list[int]:
-        """Ids of every memory the filters select, ascending."""
-        where, params = _where(filters)
-        return [
-            int(r[0]) for r in self.conn.execute(f"SELECT m.id FROM memories m{where} ORDER BY m.id", params)
-        ]
+        pairs = list(zip(weights, matched, strict=True))
+        return {mid: sum(weight for weight, hit in pairs if mid in hit) / whole for mid in ids}
 
     def get_many(self, ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (missing ids are absent from the result)."""
         found: dict[int, Memory] = {}
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _chunks(ids):
             for row in self.conn.execute(
                 f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.id IN ({marks})", chunk
             ):
@@ -285,14 +292,15 @@ class Records:
 
     def newest(self, filters: Filters, limit: int) -> list[Memory]:
         """Up to ``limit`` memories the filters select, newest first (ties: higher id first)."""
-        where, params = _where(filters)
-        sql = f"SELECT {_MEMORY_COLUMNS} FROM memories m{where} ORDER BY m.created_at DESC, m.id DESC LIMIT ?"
+        where, params = filters.where()
+        order = "ORDER BY m.created_at DESC, m.id DESC"
+        sql = f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where} {order} LIMIT ?"
         return [_memory(row) for row in self.conn.execute(sql, [*params, limit])]
 
     def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:
         """Every memory the filters select, in id order, streamed."""
-        where, params = _where(filters or Filters())
+        where, params = (filters or Filters()).where()
         for row in self.conn.execute(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories m{where} ORDER BY m.id", params
+            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where} ORDER BY m.id", params
         ):
             yield _memory(row)

@@ -1,4 +1,10 @@
-"""The store: keeps SQLite records and the FAISS index consistent, under one directory."""
+"""The store: keeps SQLite records and the vector index consistent, under one directory.
+
+Writers hold an exclusive OS lock on ``write.lock`` while they change anything; each change commits
+to SQLite first (the truth, with a new generation) and then rewrites the index file atomically.
+Readers take no lock: they read the last complete index file and catch it up from SQLite if a
+writer is between its commit and its save.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from remem.errors import ModelMismatchError, StoreError
-from remem.index.records import (
-    Filters,
-    Memory,
-    ModelStamp,
-    NewMemory,
-    Records,
-    connect,
-    text_sha256,
-    utc_now_iso,
-)
-from remem.index.search import Hit, SearchMode, rank
+from remem.errors import InvalidInputError, ModelMismatchError, StoreError
+from remem.index import sync
+from remem.index.memory import Filters, Memory, ModelStamp, NewMemory, text_sha256, utc_now_iso
+from remem.index.records import Records, connect
+from remem.index.search import SearchMode, SearchOutcome, run_search
+from remem.index.settings import IndexSettings
 
 if TYPE_CHECKING:
     from remem.index.vectors import FloatArray, VectorIndex
@@ -64,7 +64,7 @@ def _prepare_directory(directory: Path, create: bool) -> Path:
 
 
 class MemoryStore:
-    """A memory store in one directory. SQLite is the truth; the vector index is rebuilt from it."""
+    """A memory store in one directory. SQLite is the truth; the vector index is derived from it."""
 
     def __init__(self, directory: Path, records: Records) -> None:
         """Use ``MemoryStore.open``; this wraps an already-open database."""
@@ -99,6 +99,11 @@ class MemoryStore:
         return self.directory / INDEX_FILE
 
     @property
+    def settings(self) -> IndexSettings:
+        """The index kind and HNSW parameters this store is configured with."""
+        return IndexSettings.read(self.records)
+
+    @property
     def model(self) -> ModelStamp | None:
         """The model whose vectors this store holds, or None if it holds none yet."""
         name, dim, pooling, sha = (self.records.get_meta(key) for key in _MODEL_KEYS)
@@ -107,7 +112,7 @@ class MemoryStore:
         return ModelStamp(name=name, dim=int(dim), pooling=pooling, sha256=sha)
 
     def check_model(self, model: ModelStamp) -> None:
-        """Raise ModelMismatchError unless the store is empty of vectors or was made by ``model``."""
+        """Raise ModelMismatchError unless the store holds no vectors yet or was made by ``model``."""
         recorded = self.model
         if recorded is not None and recorded != model:
             raise ModelMismatchError(
@@ -116,6 +121,12 @@ class MemoryStore:
                 f"refusing to mix in {model.name} ({model.dim}-d, {model.pooling} pooling, "
                 f"sha256 {model.sha256[:12]}…)"
             )
+
+    def record_model(self, model: ModelStamp) -> None:
+        """Make ``model`` the store's model (inside the caller's transaction)."""
+        values = (model.name, model.dim, model.pooling, model.sha256)
+        for key, value in zip(_MODEL_KEYS, values, strict=True):
+            self.records.set_meta(key, str(value))
 
     def find_duplicate(self, memory: NewMemory) -> int | None:
         """The id of an identical text already stored for the same user and conversation."""
@@ -132,48 +143,81 @@ class MemoryStore:
 
         A memory whose text is already stored for the same user/conversation (or earlier in this
         batch) is not stored again; its result carries the existing id and ``duplicate=True``.
-        The rows are committed to SQLite first, then the index file is rewritten once, all under
-        the store's write lock; a crash in between loses nothing (the index catches up on open).
         """
         if vectors.shape != (len(memories), model.dim):
             raise StoreError(f"vectors have shape {vectors.shape}, expected ({len(memories)}, {model.dim})")
         blobs = [row.tobytes() for row in vectors.astype("<f4")]
-        with self._write_lock():
-            self.check_model(model)
-            index = self._load_index(model.dim)  # level with SQLite before this batch
-            results = self._insert(memories, blobs, model)
-            if any(not result.duplicate for result in results):
-                index, _ = self._catch_up(index, model.dim)  # appends the new rows
-                index.save(self.index_path)
+        results: list[AddResult] = []
+        with self.writing(model) as (index, _):
+            created_at = utc_now_iso()
+            for memory, blob, row in zip(memories, blobs, vectors, strict=True):
+                memory_id = self.records.insert(memory, [blob], created_at)
+                if memory_id is None:
+                    results.append(AddResult(id=self.find_duplicate(memory) or -1, duplicate=True))
+                    continue
+                results.append(AddResult(id=memory_id, duplicate=False))
+                (vector_id, _blob), *_ = self.records.vectors_of_memories([memory_id])[memory_id]
+                index.add([vector_id], row.reshape(1, -1))
         return results
 
-    def _insert(
-        self, memories: Sequence[NewMemory], blobs: list[bytes], model: ModelStamp
-    ) -> list[AddResult]:
-        conn = self.records.conn
-        results = []
-        try:
-            conn.execute("BEGIN IMMEDIATE")
+    def edit(self, memory_id: int, text: str, vector: FloatArray, model: ModelStamp) -> Memory:
+        """Replace a memory's text and vector, keeping its id and created_at; records updated_at.
+
+        Raises InvalidInputError if there is no such memory or the same user/conversation already
+        holds that text in another memory.
+        """
+        with self.writing(model) as (index, _):
+            old = [vid for vid, _ in self.records.vectors_of_memories([memory_id]).get(memory_id, [])]
             try:
+                found = self.records.replace_text(
+                    memory_id, text, [vector.astype("<f4").tobytes()], utc_now_iso()
+                )
+            except sqlite3.IntegrityError:
+                raise InvalidInputError(
+                    "another memory of the same user/conversation already holds this text"
+                ) from None
+            if not found:
+                raise InvalidInputError(f"there is no memory {memory_id}")
+            index.remove(old)
+            new = [vid for vid, _ in self.records.vectors_of_memories([memory_id])[memory_id]]
+            index.add(new, vector.reshape(1, -1))
+        return self.records.get_many([memory_id])[memory_id]
+
+    def forget(self, memory_ids: Sequence[int]) -> list[int]:
+        """Delete memories (texts, tags, terms, vectors); returns the ids that existed."""
+        model = self.model
+        with self.writing(model) as (index, _):
+            vectors = self.records.vectors_of_memories(memory_ids)
+            deleted = self.records.delete(memory_ids)
+            if index is not None:
+                index.remove([vid for mid in deleted for vid, _ in vectors.get(mid, [])])
+        return deleted
+
+    @contextlib.contextmanager
+    def writing(self, model: ModelStamp | None) -> Iterator[tuple[VectorIndex, Records]]:
+        """A write transaction under the store lock, with the synced index to update alongside.
+
+        On success the transaction commits with a new generation and the index is saved; on error
+        both are left as they were.
+        """
+        with self._write_lock():
+            if model is not None:
                 self.check_model(model)
-                if self.model is None:
-                    values = (model.name, model.dim, model.pooling, model.sha256)
-                    for key, value in zip(_MODEL_KEYS, values, strict=True):
-                        self.records.set_meta(key, str(value))
-                created_at = utc_now_iso()
-                for memory, blob in zip(memories, blobs, strict=True):
-                    memory_id = self.records.insert(memory, blob, created_at)
-                    if memory_id is None:
-                        results.append(AddResult(id=self.find_duplicate(memory) or -1, duplicate=True))
-                    else:
-                        results.append(AddResult(id=memory_id, duplicate=False))
+            index = self.vector_index(model.dim) if model is not None else None
+            conn = self.records.conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                if model is not None and self.model is None:
+                    self.record_model(model)
+                yield index, self.records  # type: ignore[misc]
+                generation = self.records.bump_generation()
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot write to {self.directory / DB_FILE}: {exc}") from exc
-        return results
+            if index is not None:
+                index.save(self.index_path, generation)
 
     def search(
         self,
@@ -184,26 +228,18 @@ class MemoryStore:
         *,
         mode: SearchMode = SearchMode.VECTOR,
         min_score: float | None = None,
-    ) -> list[Hit]:
-        """The top ``k`` memories the filters select for a query, best first (see ``search.rank``).
+    ) -> SearchOutcome:
+        """The top ``k`` memories the filters select for a query, best first (see ``search``).
 
-        ``vector`` (the embedded query) is needed unless ``mode`` is keyword. With ``min_score``, hits
-        whose cosine is below it are left out (not available in keyword mode). [] for an empty store.
+        ``vector`` (the embedded query) is needed unless ``mode`` is keyword.
         """
-        if min_score is not None and mode is SearchMode.KEYWORD:
-            raise ValueError("min_score is a cosine; keyword search has none")
         index = None
         if mode is not SearchMode.KEYWORD:
             model = self.model
             if model is None:
-                return []
-            index = self._load_index(model.dim, persist_repairs=True)
-        ranked = rank(self.records, index, text, vector, k, filters, mode)
-        if min_score is not None:
-            ranked = [r for r in ranked if r.vector is not None and r.vector.score >= min_score]
-        ranked = ranked[:k]
-        memories = self.records.get_many([r.id for r in ranked])
-        return [Hit(memories[r.id], r.score, r.vector, r.keyword) for r in ranked if r.id in memories]
+                return SearchOutcome([], 0, None)
+            index = self.vector_index(model.dim, persist_repairs=True)
+        return run_search(self.records, index, text, vector, k, filters, mode, min_score)
 
     def newest(self, filters: Filters, limit: int) -> list[Memory]:
         """Up to ``limit`` memories the filters select, newest first."""
@@ -213,44 +249,16 @@ class MemoryStore:
         """Every memory (the filters select), in id order."""
         return self.records.iter_all(filters)
 
-    def _load_index(self, dim: int, *, persist_repairs: bool = False) -> VectorIndex:
-        """The index file, repaired in memory to match SQLite (and saved if asked and unlocked)."""
-        from remem.index.vectors import IndexFileError, VectorIndex  # noqa: PLC0415 - lazy faiss
-
-        damaged = False
-        try:
-            index = VectorIndex.load(self.index_path, dim)
-        except IndexFileError as exc:
-            damaged = self.index_path.exists() or self.records.count_and_max_id()[0] > 0
-            if damaged:
-                self.warnings.append(f"{exc}; rebuilt it from {self.directory / DB_FILE}")
-            index = VectorIndex.empty(dim)
-        index, changed = self._catch_up(index, dim)
-        if persist_repairs and (changed or damaged):
-            self._save_if_unlocked(index)
-        return index
-
-    def _catch_up(self, index: VectorIndex, dim: int) -> tuple[VectorIndex, bool]:
-        """Bring ``index`` level with SQLite: append newer rows, or rebuild if it disagrees."""
-        import numpy as np  # noqa: PLC0415 - only the vector paths need numpy
-
-        from remem.index.vectors import VectorIndex  # noqa: PLC0415 - lazy faiss
-
-        ids = index.ids()
-        indexed_max = int(ids.max()) if len(ids) else -1
-        if (len(ids), indexed_max) == self.records.count_and_max_id():
-            return index, False
-        if self.records.count_and_max_id(up_to_id=indexed_max)[0] != len(ids):
-            self.warnings.append(f"{self.index_path} disagreed with the database; rebuilt it")
-            index, indexed_max = VectorIndex.empty(dim), -1
-        for chunk in self.records.iter_vectors(after_id=indexed_max):
-            blobs = b"".join(blob for _, blob in chunk)
-            index.add([mid for mid, _ in chunk], np.frombuffer(blobs, dtype="<f4").reshape(len(chunk), dim))
-        return index, True
-
-    def _save_if_unlocked(self, index: VectorIndex) -> None:
-        with contextlib.suppress(BlockingIOError, StoreError), self._write_lock(blocking=False):
-            index.save(self.index_path)
+    def vector_index(self, dim: int, *, persist_repairs: bool = False) -> VectorIndex:
+        """The index, level with SQLite; repairs are saved when asked and no writer holds the lock."""
+        settings = self.settings
+        synced = sync.synced_index(self.records, self.index_path, dim, settings.built_kind, settings.hnsw)
+        if synced.warning:
+            self.warnings.append(synced.warning)
+        if persist_repairs and synced.changed:
+            with contextlib.suppress(BlockingIOError, StoreError), self._write_lock(blocking=False):
+                synced.index.save(self.index_path, synced.index.header.generation)
+        return synced.index
 
     @contextlib.contextmanager
     def _write_lock(self, *, blocking: bool = True) -> Iterator[None]:

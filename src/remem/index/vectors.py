@@ -1,8 +1,16 @@
-"""The FAISS inner-product index over unit vectors, keyed by memory id, with atomic saves."""
+"""The FAISS index over unit vectors, keyed by vector id: exact or HNSW, with tombstones and a header.
+
+The index file is ``REMEM-VECTORS 1\\n``, one JSON header line (generation, kind, dim, HNSW parameters,
+tombstones), then the FAISS index bytes. It is always replaced atomically. Scores are inner products,
+which are raw cosines for unit vectors.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +23,39 @@ from remem.errors import StoreError
 FloatArray = npt.NDArray[np.float32]
 IdArray = npt.NDArray[np.int64]
 
+MAGIC = b"REMEM-VECTORS 1\n"
+
 
 class IndexFileError(StoreError):
-    """The index file is missing, unreadable or not a remem vector index."""
+    """The index file is missing, unreadable or not a remem vector index of the expected shape."""
+
+
+class IndexKind(str, Enum):
+    """How vectors are searched."""
+
+    EXACT = "exact"  # IndexIDMap2(IndexFlatIP): every vector scored; deletions are physical
+    HNSW = "hnsw"  # IndexIDMap2(IndexHNSWFlat, inner product): approximate; deletions are tombstoned
+
+
+@dataclass(frozen=True)
+class HnswParams:
+    """HNSW graph degree (M), build beam (efConstruction) and default search beam (efSearch)."""
+
+    m: int = 32
+    ef_construction: int = 200
+    ef_search: int = 128
+
+
+@dataclass
+class IndexHeader:
+    """What the index file says about itself."""
+
+    generation: int
+    kind: IndexKind
+    dim: int
+    hnsw: HnswParams = field(default_factory=HnswParams)
+    store_id: str = ""
+    tombstones: list[int] = field(default_factory=list)
 
 
 def _faiss() -> Any:
@@ -27,41 +65,64 @@ def _faiss() -> Any:
 
 
 class VectorIndex:
-    """An exact ``IndexIDMap2(IndexFlatIP)``: scores are raw cosine for unit vectors."""
+    """Vectors keyed by id. Tombstoned ids stay in an HNSW graph but are never returned."""
 
-    def __init__(self, index: Any) -> None:
-        """Wrap a FAISS index object (use ``empty`` or ``load`` to make one)."""
+    def __init__(self, index: Any, header: IndexHeader) -> None:
+        """Wrap a FAISS index and its header (use ``empty`` or ``load``)."""
         self._index = index
+        self.header = header
+        self._tombstones = set(header.tombstones)
 
     @classmethod
-    def empty(cls, dim: int) -> VectorIndex:
-        """A new, empty exact index of dimension ``dim``."""
-        faiss = _faiss()
-        return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)))
+    def empty(
+        cls, dim: int, kind: IndexKind = IndexKind.EXACT, hnsw: HnswParams | None = None, generation: int = 0
+    ) -> VectorIndex:
+        """A new, empty index."""
+        faiss, params = _faiss(), hnsw or HnswParams()
+        if kind is IndexKind.HNSW:
+            inner = faiss.IndexHNSWFlat(dim, params.m, faiss.METRIC_INNER_PRODUCT)
+            inner.hnsw.efConstruction = params.ef_construction
+            inner.hnsw.efSearch = params.ef_search
+        else:
+            inner = faiss.IndexFlatIP(dim)
+        index = faiss.IndexIDMap2(inner)  # faiss's Python wrapper keeps ``inner`` alive
+        return cls(index, IndexHeader(generation=generation, kind=kind, dim=dim, hnsw=params))
 
     @classmethod
     def load(cls, path: Path, dim: int) -> VectorIndex:
-        """Read an index file; IndexFileError if it is missing, damaged or of another dimension."""
+        """Read an index file; IndexFileError if it is missing, damaged or not ``dim``-dimensional."""
         faiss = _faiss()
         try:
-            data = np.fromfile(path, dtype=np.uint8)
-        except (FileNotFoundError, OSError) as exc:
+            with path.open("rb") as handle:
+                if handle.read(len(MAGIC)) != MAGIC:
+                    raise IndexFileError(f"{path} is not a remem vector index")
+                header = _parse_header(handle.readline())
+                index = faiss.read_index(faiss.PyCallbackIOReader(handle.read))
+        except OSError as exc:
             raise IndexFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        try:
-            index = faiss.deserialize_index(data)
-        except Exception as exc:  # faiss raises RuntimeError with C++ text
+        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
             raise IndexFileError(f"{path} is damaged ({str(exc).splitlines()[0][:120]})") from exc
-        if index.d != dim or not isinstance(index, faiss.IndexIDMap2):
+        if header.dim != dim or index.d != dim or not isinstance(index, faiss.IndexIDMap2):
             raise IndexFileError(f"{path} is not a {dim}-d remem index")
-        return cls(index)
+        return cls(index, header)
+
+    @property
+    def kind(self) -> IndexKind:
+        """Exact or HNSW."""
+        return self.header.kind
 
     @property
     def size(self) -> int:
-        """Number of vectors in the index."""
+        """Vectors in the index, tombstoned ones included."""
         return int(self._index.ntotal)
 
+    @property
+    def tombstones(self) -> frozenset[int]:
+        """Ids that are in the graph but deleted (HNSW only; an exact index removes them)."""
+        return frozenset(self._tombstones)
+
     def ids(self) -> IdArray:
-        """Ids of all vectors in the index, in insertion order."""
+        """Ids of all vectors in the index (tombstoned ones included), in insertion order."""
         return np.asarray(_faiss().vector_to_array(self._index.id_map), dtype=np.int64)
 
     def add(self, ids: Sequence[int] | IdArray, vectors: FloatArray) -> None:
@@ -71,30 +132,74 @@ class VectorIndex:
                 np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64)
             )
 
+    def remove(self, ids: Sequence[int]) -> None:
+        """Stop returning these ids: removed from an exact index, tombstoned in HNSW."""
+        if not len(ids):
+            return
+        if self.kind is IndexKind.HNSW:
+            self._tombstones.update(int(i) for i in ids)
+        else:
+            self._index.remove_ids(_faiss().IDSelectorBatch(np.asarray(ids, dtype=np.int64)))
+
     def search(
-        self, query: FloatArray, k: int, among: Sequence[int] | None = None
+        self, query: FloatArray, k: int, among: Sequence[int] | None = None, ef_search: int | None = None
     ) -> list[tuple[int, float]]:
         """The ``k`` highest inner products for one query as (id, score), best first.
 
-        With ``among``, only those ids are candidates; the result is still the exact top ``k``.
+        With ``among``, only those ids are candidates. Tombstoned ids are never returned. Exact
+        indexes return the true top ``k``; HNSW may return fewer or miss some (approximate).
         """
         limit = min(k, self.size if among is None else len(among))
         if limit <= 0:
             return []
         faiss = _faiss()
-        params = None
+        keep: list[Any] = []  # FAISS selectors must outlive the search call
         if among is not None:
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(among, dtype=np.int64)))
+            keep.append(faiss.IDSelectorBatch(np.asarray(among, dtype=np.int64)))
+        elif self._tombstones:
+            keep.append(faiss.IDSelectorBatch(np.fromiter(self._tombstones, dtype=np.int64)))
+            keep.append(faiss.IDSelectorNot(keep[-1]))
+        params = faiss.SearchParametersHNSW() if self.kind is IndexKind.HNSW else faiss.SearchParameters()
+        if self.kind is IndexKind.HNSW:
+            params.efSearch = max(ef_search or self.header.hnsw.ef_search, limit)
+        if keep:
+            params.sel = keep[-1]
         scores, labels = self._index.search(
             np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32), limit, params=params
         )
         return [(int(i), float(s)) for i, s in zip(labels[0], scores[0], strict=True) if i >= 0]
 
-    def save(self, path: Path) -> None:
-        """Write the index atomically (temp file, fsync, rename) with mode 0600."""
-        data = _faiss().serialize_index(self._index)
+    def save(self, path: Path, generation: int | None = None, store_id: str | None = None) -> None:
+        """Write the index atomically (temp file, fsync, rename; mode 0600), recording ``generation``
+        and ``store_id`` (default: the ones it already has)."""
+        if generation is not None:
+            self.header.generation = generation
+        if store_id is not None:
+            self.header.store_id = store_id
+        self.header.tombstones = sorted(self._tombstones)
+        faiss = _faiss()
         try:
             with atomic_writer(path) as handle:
-                handle.write(data.tobytes())
+                handle.write(MAGIC)
+                handle.write(_format_header(self.header))
+                faiss.write_index(self._index, faiss.PyCallbackIOWriter(handle.write))
         except OSError as exc:
             raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _format_header(header: IndexHeader) -> bytes:
+    record = asdict(header)
+    record["kind"] = header.kind.value
+    return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+
+
+def _parse_header(line: bytes) -> IndexHeader:
+    record = json.loads(line)
+    return IndexHeader(
+        generation=int(record["generation"]),
+        kind=IndexKind(record["kind"]),
+        dim=int(record["dim"]),
+        hnsw=HnswParams(**record["hnsw"]),
+        tombstones=[int(i) for i in record["tombstones"]],
+        store_id=str(record["store_id"]),
+    )

@@ -1,0 +1,87 @@
+"""Keeping the vector index file level with SQLite, which is always the truth.
+
+SQLite counts every committed change to the vectors (its *generation*); the index file records the
+generation it was saved at. On open:
+- same generation: the file is used as is;
+- file behind (a writer committed and has not saved yet, or crashed in between): caught up
+  incrementally — vectors missing from it are added, deleted ones removed or tombstoned;
+- file missing, unreadable, of another shape, or *ahead* of the database (a restored backup):
+  rebuilt from the stored vectors, with a warning when that is not simply a new store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from remem.index.records import Records
+from remem.index.vectors import HnswParams, IndexFileError, IndexKind, VectorIndex
+
+
+@dataclass(frozen=True)
+class Synced:
+    """An index level with SQLite; ``changed`` if it differs from the file; a warning if repaired."""
+
+    index: VectorIndex
+    changed: bool
+    warning: str | None = None
+
+
+def build(records: Records, dim: int, kind: IndexKind, hnsw: HnswParams) -> VectorIndex:
+    """A new index holding every stored vector, at the database's current generation."""
+    index = VectorIndex.empty(dim, kind, hnsw, generation=records.generation())
+    index.header.store_id = records.store_id()
+    add_stored(records, index, dim)
+    return index
+
+
+def add_stored(records: Records, index: VectorIndex, dim: int, ids: list[int] | None = None) -> None:
+    """Add stored vectors (all, or only ``ids``) to ``index``, in chunks."""
+    for chunk in records.iter_vectors(ids):
+        matrix = np.frombuffer(b"".join(blob for _, blob in chunk), dtype="<f4").reshape(len(chunk), dim)
+        index.add([vid for vid, _ in chunk], matrix)
+
+
+def synced_index(records: Records, path: Path, dim: int, kind: IndexKind, hnsw: HnswParams) -> Synced:
+    """The index in ``path`` brought level with SQLite (see the module docstring).
+
+    ``kind`` and ``hnsw`` are used only when the index has to be built from scratch.
+    """
+    generation = records.generation()
+    try:
+        index = VectorIndex.load(path, dim)
+    except IndexFileError as exc:
+        fresh = not path.exists() and not records.vector_ids()
+        warning = None if fresh else f"{exc}; rebuilt it from the database"
+        return Synced(build(records, dim, kind, hnsw), changed=True, warning=warning)
+    problem = _inconsistency(records, index, generation)
+    if problem:
+        warning = f"{path} {problem}; rebuilt it from the database"
+        return Synced(build(records, dim, index.kind, index.header.hnsw), changed=True, warning=warning)
+    if index.header.generation == generation:
+        return Synced(index, changed=False)
+    catch_up(records, index, dim)
+    return Synced(index, changed=True)
+
+
+def _inconsistency(records: Records, index: VectorIndex, generation: int) -> str | None:
+    """Why the file cannot be trusted or caught up, or None."""
+    if index.header.store_id != records.store_id():
+        return "belongs to another store"
+    if index.header.generation > generation:
+        return "is newer than the database (restored from a backup?)"
+    live, stored = index.size - len(index.tombstones), records.vector_count()
+    if index.header.generation == generation and live != stored:
+        return f"holds {live} vectors where the database has {stored}"
+    return None
+
+
+def catch_up(records: Records, index: VectorIndex, dim: int) -> None:
+    """Add the stored vectors the index lacks and drop the ones the database no longer has."""
+    indexed = set(index.ids().tolist())
+    live = set(records.vector_ids())
+    index.remove(sorted(indexed - live - index.tombstones))
+    add_stored(records, index, dim, sorted(live - indexed))
+    index.header.generation = records.generation()

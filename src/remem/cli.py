@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from remem import __version__
-from remem.commands import memories, search
+from remem.commands import changes, maintenance, memories, search
 from remem.commands.common import EXIT_FAILURE, EXIT_OK
 from remem.config import debug_enabled
 from remem.errors import RememError
@@ -52,6 +52,8 @@ def _root(
 
 memories.register(app)
 search.register(app)
+changes.register(app)
+maintenance.register(app)
 
 
 def _fail(message: str) -> int:

@@ -10,7 +10,18 @@ from typing import Any
 from remem.index import Hit, Lane, Memory
 
 #: Field order of every JSON record remem prints (search adds ``score`` after ``id``).
-MEMORY_FIELDS = ("id", "text", "sha256", "created_at", "user", "conversation", "role", "tags", "meta")
+MEMORY_FIELDS = (
+    "id",
+    "text",
+    "sha256",
+    "created_at",
+    "updated_at",
+    "user",
+    "conversation",
+    "role",
+    "tags",
+    "meta",
+)
 SCORE_DECIMALS = 4
 
 
@@ -21,6 +32,7 @@ def memory_record(memory: Memory) -> dict[str, Any]:
         "text": memory.text,
         "sha256": memory.sha256,
         "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
         "user": memory.user,
         "conversation": memory.conversation,
         "role": memory.role,

@@ -177,6 +177,7 @@ def test_memory_record_field_names_and_order() -> None:
         "text": "hello world",
         "sha256": "ab" * 32,
         "created_at": "2024-05-06T07:08:09.123Z",
+        "updated_at": None,
         "user": "alice",
         "conversation": "conv",
         "role": "user",

@@ -25,6 +25,7 @@ from remem.index.memory import utc_iso
 from remem.inputs import clean_name, clean_tags, parse_meta, parse_when
 
 if TYPE_CHECKING:
+    from remem.embedders.pooling import FloatArray
     from remem.embedders.runner import OnnxEmbedder
 
 EXIT_OK, EXIT_NOTHING_FOUND, EXIT_FAILURE = 0, 1, 2
@@ -121,3 +122,15 @@ def embedder_for(store: MemoryStore) -> tuple[OnnxEmbedder, ModelStamp]:
     stamp = ModelStamp(name=spec.name, dim=spec.dim, pooling=spec.pooling.value, sha256=sha)
     store.check_model(stamp)
     return OnnxEmbedder(spec, files), stamp
+
+
+def embed_document(embedder: OnnxEmbedder, text: str) -> FloatArray:
+    """The vector of one text to store; warns when the text is longer than the model's window."""
+    embedded = embedder.embed_documents([text])
+    if dropped := embedded.dropped_tokens[0]:
+        warn(
+            f"the text is longer than the model's {embedder.spec.max_tokens}-token window; "
+            f"its last {dropped} tokens were not embedded and do not count in searches"
+        )
+    vector: FloatArray = embedded.vectors[0]
+    return vector

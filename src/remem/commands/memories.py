@@ -10,12 +10,12 @@ import typer
 from remem import render
 from remem.commands.common import (
     EXIT_NOTHING_FOUND,
+    embed_document,
     embedder_for,
     filters_from,
     open_store,
     print_results,
     stdin,
-    warn,
 )
 from remem.commands.options import (
     ConversationOption,
@@ -87,13 +87,7 @@ def _add_one(store: MemoryStore, memory: NewMemory) -> AddResult:
     if existing is not None:  # re-adding is free: no model load
         return AddResult(id=existing, duplicate=True)
     embedder, stamp = embedder_for(store)
-    embedded = embedder.embed_documents([memory.text])
-    if dropped := embedded.dropped_tokens[0]:
-        warn(
-            f"the text is longer than the model's {embedder.spec.max_tokens}-token window; "
-            f"its last {dropped} tokens were not embedded and do not count in searches"
-        )
-    return store.add(memory, embedded.vectors[0], stamp)
+    return store.add(memory, embed_document(embedder, memory.text), stamp)
 
 
 def list_memories(

@@ -29,7 +29,9 @@ from remem.commands.options import (
 )
 from remem.config import DEFAULT_SEARCH_LIMIT
 from remem.errors import InvalidInputError
-from remem.index import SearchMode
+from remem.index import Filters, MemoryStore, SearchMode
+from remem.index.search import SearchOutcome
+from remem.index.store import ModelChangedError
 from remem.inputs import check_min_score, read_text
 
 #: Chosen by measurement on SciFact and the memory-shaped set in tests/data (see README).
@@ -79,11 +81,7 @@ def search(
     with open_store(store, create=False) as opened:
         if opened is None or opened.model is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
-        vector = None
-        if mode is not SearchMode.KEYWORD:  # keyword search never loads the model
-            embedder, _ = embedder_for(opened)
-            vector = embedder.embed_queries([text]).vectors[0]
-        outcome = opened.search(text, vector, limit, filters, mode=mode, min_score=threshold)
+        outcome = _search_once(opened, text, limit, filters, mode, threshold)
     if not outcome.hits:
         if outcome.below_min_score:
             typer.echo(
@@ -93,3 +91,22 @@ def search(
             )
         raise typer.Exit(EXIT_NOTHING_FOUND)
     print_results(outcome.hits, json_out, render.hit_record, render.hits_table)
+
+
+def _search_once(
+    store: MemoryStore, text: str, limit: int, filters: Filters, mode: SearchMode, threshold: float | None
+) -> SearchOutcome:
+    """Embed the query (not in keyword mode) and search; once more if a re-embed swapped models."""
+    for attempt in range(2):
+        vector, stamp = None, None
+        if mode is not SearchMode.KEYWORD:  # keyword search never loads the model
+            embedder, stamp = embedder_for(store)
+            vector = embedder.embed_queries([text]).vectors[0]
+        try:
+            return store.search(
+                text, vector, limit, filters, mode=mode, min_score=threshold, embedded_with=stamp
+            )
+        except ModelChangedError:
+            if attempt:
+                raise
+    raise AssertionError("unreachable")

@@ -37,6 +37,10 @@ class StoreNotFoundError(StoreError):
     """No store exists at the directory a read-only command was pointed at."""
 
 
+class ModelChangedError(StoreError):
+    """The store was re-embedded with another model while a query was being embedded; retry."""
+
+
 @dataclass(frozen=True)
 class AddResult:
     """The id a text is stored under, and whether it was already there."""
@@ -200,7 +204,7 @@ class MemoryStore:
         On success the transaction commits with a new generation and the index is saved; on error
         both are left as they were.
         """
-        with self._write_lock():
+        with self.write_lock():
             if model is not None:
                 self.check_model(model)
             index = self.vector_index(model.dim) if model is not None else None
@@ -228,16 +232,22 @@ class MemoryStore:
         *,
         mode: SearchMode = SearchMode.VECTOR,
         min_score: float | None = None,
+        embedded_with: ModelStamp | None = None,
     ) -> SearchOutcome:
         """The top ``k`` memories the filters select for a query, best first (see ``search``).
 
-        ``vector`` (the embedded query) is needed unless ``mode`` is keyword.
+        ``vector`` (the embedded query) is needed unless ``mode`` is keyword. With ``embedded_with``,
+        raises ModelChangedError if the store no longer uses that model (a re-embed was swapped in).
         """
         index = None
         if mode is not SearchMode.KEYWORD:
             model = self.model
             if model is None:
                 return SearchOutcome([], 0, None)
+            if embedded_with is not None and embedded_with != model:
+                raise ModelChangedError(
+                    f"the store at {self.directory} switched to model {model.name}; retry"
+                )
             index = self.vector_index(model.dim, persist_repairs=True)
         return run_search(self.records, index, text, vector, k, filters, mode, min_score)
 
@@ -256,12 +266,12 @@ class MemoryStore:
         if synced.warning:
             self.warnings.append(synced.warning)
         if persist_repairs and synced.changed:
-            with contextlib.suppress(BlockingIOError, StoreError), self._write_lock(blocking=False):
+            with contextlib.suppress(BlockingIOError, StoreError), self.write_lock(blocking=False):
                 synced.index.save(self.index_path, synced.index.header.generation)
         return synced.index
 
     @contextlib.contextmanager
-    def _write_lock(self, *, blocking: bool = True) -> Iterator[None]:
+    def write_lock(self, *, blocking: bool = True) -> Iterator[None]:
         try:
             fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:

@@ -1,0 +1,140 @@
+"""Checking everything a store consists of, and repairing what can be derived again."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from remem.index import fts, sync
+from remem.index.maintenance import keywords_are_current, leftover_temp_files, loose_permissions
+from remem.index.vectors import IndexFileError, VectorIndex
+
+if TYPE_CHECKING:
+    from remem.index.store import MemoryStore
+
+
+@dataclass(frozen=True)
+class Check:
+    """One finding: what was checked, whether it is fine, details, and whether --repair fixes it."""
+
+    name: str
+    ok: bool
+    detail: str
+    repairable: bool = False
+
+
+def _database(store: MemoryStore) -> Check:
+    try:
+        (result,) = store.records.conn.execute("PRAGMA quick_check").fetchone()
+    except sqlite3.DatabaseError as exc:
+        result = str(exc)
+    detail = f"{store.records.count()} memories, {store.records.vector_count()} vectors, schema ok"
+    return Check("database", result == "ok", detail if result == "ok" else f"quick_check: {result}")
+
+
+def _keywords(store: MemoryStore) -> Check:
+    conn = store.records.conn
+    try:
+        conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+        intact = True
+    except sqlite3.DatabaseError:
+        intact = False
+    current = keywords_are_current(store)
+    detail = (
+        "one entry per memory, current analyzer" if intact and current else "out of step with the memories"
+    )
+    return Check("keyword index", intact and current, detail, repairable=True)
+
+
+def _vectors(store: MemoryStore) -> Check:
+    model = store.model
+    conn = store.records.conn
+    (bare,) = conn.execute(
+        "SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.memory_id = m.id)"
+    ).fetchone()
+    if model is None:
+        ok = bare == 0 and store.records.vector_count() == 0
+        return Check("vectors", ok, "no model recorded" + ("" if ok else f"; {bare} memories lack vectors"))
+    (wrong,) = conn.execute(
+        "SELECT count(*) FROM vectors WHERE length(vector) != ?", (4 * model.dim,)
+    ).fetchone()
+    ok = bare == 0 and wrong == 0
+    detail = (
+        f"{model.name}, {model.dim}-d"
+        if ok
+        else f"{bare} memories without a vector, {wrong} of the wrong size"
+    )
+    return Check("vectors", ok, detail)
+
+
+def _index_file(store: MemoryStore) -> Check:
+    model = store.model
+    if model is None:
+        return Check("vector index", True, "no vectors yet")
+    try:
+        index = VectorIndex.load(store.index_path, model.dim)
+    except IndexFileError as exc:
+        return Check("vector index", False, str(exc), repairable=True)
+    live = set(index.ids().tolist()) - index.tombstones
+    problems = []
+    if index.header.store_id != store.records.store_id():
+        problems.append("belongs to another store")
+    if index.header.generation != store.records.generation():
+        problems.append(f"generation {index.header.generation}, database {store.records.generation()}")
+    if live != set(store.records.vector_ids()):
+        problems.append(f"{len(live)} vectors where the database has {store.records.vector_count()}")
+    detail = f"{index.kind.value}, {len(live)} vectors, {len(index.tombstones)} tombstones"
+    return Check("vector index", not problems, "; ".join(problems) or detail, repairable=True)
+
+
+def _files(store: MemoryStore) -> list[Check]:
+    loose = loose_permissions(store.directory)
+    leftovers = leftover_temp_files(store.directory)
+    return [
+        Check(
+            "permissions",
+            not loose,
+            ", ".join(str(p) for p in loose) or "private (0700/0600)",
+            repairable=True,
+        ),
+        Check(
+            "temporary files", not leftovers, ", ".join(p.name for p in leftovers) or "none left over", True
+        ),
+    ]
+
+
+def examine(store: MemoryStore) -> list[Check]:
+    """Every check of the store's database, keyword index, vectors, index file and files."""
+    return [_database(store), _keywords(store), _vectors(store), _index_file(store), *_files(store)]
+
+
+def repair(store: MemoryStore) -> list[str]:
+    """Rebuild what is derived (index file, keyword table), tighten permissions, remove temp files.
+
+    Returns what was done. Damage to the database itself is not repaired here.
+    """
+    done = []
+    with store.write_lock():
+        checks = {check.name: check for check in examine(store)}
+        model = store.model
+        if not checks["vector index"].ok and model is not None:
+            settings = store.settings
+            sync.build(store.records, model.dim, settings.built_kind, settings.hnsw).save(store.index_path)
+            done.append("rebuilt the vector index from the stored vectors")
+        if not checks["keyword index"].ok:
+            conn = store.records.conn
+            conn.execute("BEGIN IMMEDIATE")
+            fts.rebuild(conn)
+            conn.execute("COMMIT")
+            done.append("rebuilt the keyword index")
+        for path in loose_permissions(store.directory):
+            os.chmod(path, 0o700 if path.is_dir() else 0o600)
+            done.append(f"made {path} private")
+        for path in leftover_temp_files(store.directory):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            done.append(f"removed {path.name}")
+    return done

@@ -1,0 +1,102 @@
+"""Rebuilding a store's derived parts (reindex) and checking all of it (doctor)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from remem.index import fts, sync
+from remem.index.settings import IndexSettings
+from remem.index.vectors import HnswParams, IndexFileError, IndexKind, VectorIndex
+
+if TYPE_CHECKING:
+    from remem.index.store import MemoryStore
+
+
+@dataclass(frozen=True)
+class ReindexReport:
+    """What a reindex did: the kind built, how many vectors, whether anything changed, seconds."""
+
+    kind: IndexKind | None
+    vectors: int
+    rebuilt_index: bool
+    rebuilt_keywords: bool
+    seconds: float
+
+
+def _index_is_current(store: MemoryStore, kind: IndexKind, hnsw: HnswParams) -> bool:
+    model = store.model
+    if model is None:
+        return True
+    try:
+        index = VectorIndex.load(store.index_path, model.dim)
+    except IndexFileError:
+        return False
+    same_shape = index.kind is kind and (kind is IndexKind.EXACT or index.header.hnsw == hnsw)
+    return (
+        same_shape
+        and not index.tombstones
+        and index.header.store_id == store.records.store_id()
+        and index.header.generation == store.records.generation()
+        and index.size == store.records.vector_count()
+    )
+
+
+def keywords_are_current(store: MemoryStore) -> bool:
+    """True when the keyword table has exactly one row per memory, built by this analyzer."""
+    conn = store.records.conn
+    (rows,) = conn.execute("SELECT count(*) FROM memories_fts").fetchone()
+    (orphans,) = conn.execute(
+        "SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM memories_fts f WHERE f.rowid = m.id)"
+    ).fetchone()
+    return fts.is_current(conn) and rows == store.records.count() and orphans == 0
+
+
+def reindex(
+    store: MemoryStore, requested: str | None = None, hnsw: HnswParams | None = None, force: bool = False
+) -> ReindexReport:
+    """Rebuild the vector index from the stored vectors (no re-embedding) and the keyword table.
+
+    ``requested`` switches the index kind (exact, hnsw, auto); ``hnsw`` its parameters. What is
+    already current is left alone unless ``force``: a second reindex in a row does nothing.
+    """
+    started = time.perf_counter()
+    with store.write_lock():
+        settings = store.settings
+        wanted = replace(settings, requested=requested or settings.requested, hnsw=hnsw or settings.hnsw)
+        count = store.records.vector_count()
+        kind = wanted.kind_for(count)
+        rebuild_index = store.model is not None and (force or not _index_is_current(store, kind, wanted.hnsw))
+        rebuild_keywords = force or not keywords_are_current(store)
+        _apply(store, replace(wanted, built_kind=kind), rebuild_index, rebuild_keywords)
+    return ReindexReport(kind, count, rebuild_index, rebuild_keywords, time.perf_counter() - started)
+
+
+def _apply(store: MemoryStore, settings: IndexSettings, rebuild_index: bool, rebuild_keywords: bool) -> None:
+    conn = store.records.conn
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        settings.write(store.records)
+        if rebuild_keywords:
+            fts.rebuild(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    model = store.model
+    if rebuild_index and model is not None:
+        sync.build(store.records, model.dim, settings.built_kind, settings.hnsw).save(store.index_path)
+
+
+def leftover_temp_files(directory: Path) -> list[Path]:
+    """Temporary files an interrupted atomic write left behind."""
+    return sorted(p for p in directory.glob(".*.tmp") if p.is_file())
+
+
+def loose_permissions(directory: Path) -> list[Path]:
+    """The store directory or files that group or others can access."""
+    paths = [directory, *(p for p in directory.iterdir() if p.is_file())]
+    return [p for p in paths if os.stat(p).st_mode & 0o077]

@@ -1,0 +1,124 @@
+"""Re-embedding every memory with another model: staged, resumable, swapped in atomically.
+
+New vectors are written to a staging table in committed batches while the old vectors and index
+keep serving searches; an interrupted run resumes where it stopped. The swap happens under the
+write lock in one transaction (memories added or edited meanwhile are embedded first), then the new
+index file replaces the old one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from remem.index import sync
+from remem.index.memory import ModelStamp
+
+if TYPE_CHECKING:
+    from remem.index.store import MemoryStore
+    from remem.index.vectors import FloatArray
+
+#: Embeds document texts, returning one unit vector per text (rows).
+EmbedFn = Callable[[Sequence[str]], "FloatArray"]
+#: Called with (memories embedded so far, memories in total).
+ProgressFn = Callable[[int, int], None]
+
+_STAGING = """CREATE TABLE IF NOT EXISTS vectors_next (
+    memory_id INTEGER PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+    sha256 TEXT NOT NULL,
+    vector BLOB NOT NULL
+)"""
+_TARGET_KEY = "reembed_target"
+
+
+@dataclass(frozen=True)
+class ReembedReport:
+    """How many memories were embedded by this run, and whether the store's model changed."""
+
+    embedded: int
+    resumed_from: int
+    swapped: bool
+
+
+def _stage(store: MemoryStore, target: ModelStamp) -> int:
+    """Create or reuse the staging table for ``target``; returns how many memories are staged."""
+    conn = store.records.conn
+    conn.execute(_STAGING)
+    if store.records.get_meta(_TARGET_KEY) != json.dumps(asdict(target)):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM vectors_next")
+        store.records.set_meta(_TARGET_KEY, json.dumps(asdict(target)))
+        conn.execute("COMMIT")
+    return int(conn.execute("SELECT count(*) FROM vectors_next").fetchone()[0])
+
+
+def _pending(store: MemoryStore, limit: int) -> list[tuple[int, str, str]]:
+    """Memories without a staged vector of their current text: (id, text, sha256)."""
+    sql = (
+        "SELECT m.id, m.text, m.sha256 FROM memories m LEFT JOIN vectors_next n ON n.memory_id = m.id "
+        "WHERE n.memory_id IS NULL OR n.sha256 != m.sha256 ORDER BY m.id LIMIT ?"
+    )
+    return [(int(i), t, s) for i, t, s in store.records.conn.execute(sql, (limit,))]
+
+
+def _embed_pending(store: MemoryStore, embed: EmbedFn, batch: int, progress: ProgressFn | None) -> int:
+    done = 0
+    total = store.records.count()
+    while rows := _pending(store, batch):
+        vectors = embed([text for _, text, _ in rows]).astype("<f4")
+        conn = store.records.conn
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT OR REPLACE INTO vectors_next (memory_id, sha256, vector) VALUES (?, ?, ?)",
+            [(mid, sha, vector.tobytes()) for (mid, _, sha), vector in zip(rows, vectors, strict=True)],
+        )
+        conn.execute("COMMIT")
+        done += len(rows)
+        if progress is not None:
+            staged = int(conn.execute("SELECT count(*) FROM vectors_next").fetchone()[0])
+            progress(min(staged, total), total)
+    return done
+
+
+def reembed(
+    store: MemoryStore,
+    target: ModelStamp,
+    embed: EmbedFn,
+    batch: int = 64,
+    progress: ProgressFn | None = None,
+) -> ReembedReport:
+    """Re-embed every memory with ``target`` and make it the store's model (see the module docstring).
+
+    Does nothing when the store already uses ``target`` and nothing is staged.
+    """
+    if store.model == target and store.records.get_meta(_TARGET_KEY) is None:
+        return ReembedReport(0, 0, swapped=False)
+    resumed = _stage(store, target)
+    embedded = _embed_pending(store, embed, batch, progress)
+    with store.write_lock():
+        embedded += _embed_pending(store, embed, batch, progress)  # added or edited meanwhile
+        _swap(store, target)
+        settings = store.settings
+        sync.build(store.records, target.dim, settings.built_kind, settings.hnsw).save(store.index_path)
+    return ReembedReport(embedded, resumed, swapped=True)
+
+
+def _swap(store: MemoryStore, target: ModelStamp) -> None:
+    conn = store.records.conn
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DELETE FROM vectors")
+        conn.execute(
+            "INSERT INTO vectors (memory_id, window, vector) SELECT memory_id, 0, vector FROM vectors_next "
+            "ORDER BY memory_id"
+        )
+        conn.execute("DELETE FROM vectors_next")
+        conn.execute("DELETE FROM store_meta WHERE key = ?", (_TARGET_KEY,))
+        store.record_model(target)
+        store.records.bump_generation()
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

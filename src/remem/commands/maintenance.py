@@ -13,7 +13,7 @@ from remem.commands.common import EXIT_FAILURE, EXIT_NOTHING_FOUND, embedder_for
 from remem.commands.options import JsonOption, StoreOption
 from remem.errors import InvalidInputError
 from remem.index import MemoryStore
-from remem.index.doctor import Check, examine, repair
+from remem.index.doctor import Check, examine, recover, repair
 from remem.index.maintenance import reindex as rebuild
 from remem.index.reembed import reembed
 from remem.index.settings import REQUESTED_KINDS
@@ -145,6 +145,7 @@ def doctor(
     with open_store(store, create=False) as opened:
         if opened is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
+        recover(opened)
         if repair_:
             for action in repair(opened):
                 typer.echo(f"Repaired: {action}", err=True)

@@ -8,6 +8,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from remem.errors import StoreError
 from remem.index import fts, sync
 from remem.index.maintenance import keywords_are_current, leftover_temp_files, loose_permissions
 from remem.index.vectors import IndexFileError, VectorIndex
@@ -104,6 +105,20 @@ def _files(store: MemoryStore) -> list[Check]:
             "temporary files", not leftovers, ", ".join(p.name for p in leftovers) or "none left over", True
         ),
     ]
+
+
+def recover(store: MemoryStore) -> None:
+    """The recovery every command does on open, made explicit: catch the index file up with SQLite
+    (after a writer died between its commit and its save) and remove leftover temporary files."""
+    model = store.model
+    with store.write_lock():
+        if model is not None:
+            with contextlib.suppress(StoreError):
+                synced = sync.synced_index(
+                    store.records, store.index_path, model.dim, store.settings.built_kind, store.settings.hnsw
+                )
+                if synced.changed and synced.warning is None:
+                    synced.index.save(store.index_path)
 
 
 def examine(store: MemoryStore) -> list[Check]:

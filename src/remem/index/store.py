@@ -278,6 +278,9 @@ class MemoryStore:
             raise StoreError(f"cannot lock {self.directory}: {exc.strerror or exc}") from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            for leftover in self.directory.glob(".*.tmp"):  # from a writer that was killed mid-save
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
             yield
         finally:
             os.close(fd)

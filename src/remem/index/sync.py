@@ -49,13 +49,14 @@ def synced_index(records: Records, path: Path, dim: int, kind: IndexKind, hnsw: 
 
     ``kind`` and ``hnsw`` are used only when the index has to be built from scratch.
     """
-    generation = records.generation()
     try:
         index = VectorIndex.load(path, dim)
     except IndexFileError as exc:
         fresh = not path.exists() and not records.vector_ids()
         warning = None if fresh else f"{exc}; rebuilt it from the database"
         return Synced(build(records, dim, kind, hnsw), changed=True, warning=warning)
+    # Read after the file: writers commit before they save, so an honest file is never ahead.
+    generation = records.generation()
     problem = _inconsistency(records, index, generation)
     if problem:
         warning = f"{path} {problem}; rebuilt it from the database"

@@ -1,0 +1,353 @@
+"""Retrieval quality on BEIR SciFact (test split), through remem's real store and search path.
+
+    python bench/beir.py [--data ../shared/bench/scifact] [--model all-minilm-l6-v2]
+                         [--mode vector|keyword|hybrid] [--store DIR] [--batch 256] [--save-run FILE]
+
+Every corpus document (``title + " " + text``, as MTEB embeds it) is embedded with the model's
+``embed_documents`` and stored with ``MemoryStore.add_many`` (``meta={"beir_id": _id}``) in a
+temporary store, or in ``--store DIR`` (kept; a store that already holds the corpus is reused without
+ingesting again). Each test query is embedded with ``embed_queries`` (the model's query prefix) and
+answered by ``MemoryStore.search`` in the chosen mode (top 100, no filters); hits are mapped back to
+BEIR ids through their meta. nDCG@10, Recall@10 and Recall@100 of remem's rankings are computed as
+pytrec_eval computes them for BEIR (linear gain, log2 discount, ideal from the qrels; recall over the
+documents judged relevant), averaged over the test queries, and compared with the published figures
+in the data's README.
+
+The data is not part of the repository (CC BY-NC 4.0, evaluation only): pass its folder with --data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from remem.embedders.runner import OnnxEmbedder
+    from remem.index import MemoryStore, ModelStamp, SearchMode
+    from remem.index.vectors import FloatArray
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "scifact"
+TOP_K = 100
+META_KEY = "beir_id"
+
+#: Published SciFact test figures (nDCG@10, Recall@10, Recall@100) from the data's README.
+PUBLISHED: dict[str, tuple[float, float, float]] = {
+    "all-minilm-l6-v2": (0.6451, 0.7833, 0.9250),
+    "bge-small-en-v1.5": (0.7127, 0.8362, 0.9450),
+    "bge-base-en-v1.5": (0.7435, 0.8742, 0.9627),
+    "BM25 (bm25s)": (0.6874, 0.8187, 0.9127),
+}
+
+Qrels = Mapping[str, Mapping[str, int]]  # query id -> corpus id -> graded relevance
+Rankings = Mapping[str, Sequence[str]]  # query id -> corpus ids, best first
+
+
+# --- metrics: pure functions, the same definitions as pytrec_eval / trec_eval -------------------
+
+
+def ndcg_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> float:
+    """nDCG@k with gain = relevance grade and discount log2(rank + 1); 0.0 if nothing is relevant."""
+    dcg = sum(max(relevance.get(doc, 0), 0) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
+    ideal = sorted((grade for grade in relevance.values() if grade > 0), reverse=True)[:k]
+    idcg = sum(grade / math.log2(i + 2) for i, grade in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def recall_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> float:
+    """Share of the relevant documents (grade > 0) among the top k; 0.0 if nothing is relevant."""
+    relevant = {doc for doc, grade in relevance.items() if grade > 0}
+    if not relevant:
+        return 0.0
+    return len(relevant.intersection(ranked[:k])) / len(relevant)
+
+
+def evaluate(qrels: Qrels, rankings: Rankings) -> dict[str, float]:
+    """Mean nDCG@10, Recall@10, Recall@100 over the queries that have both judgements and a ranking.
+
+    That is the set pytrec_eval evaluates (BEIR averages over it).
+    """
+    queries = sorted(set(qrels) & set(rankings))
+    if not queries:
+        return {"nDCG@10": 0.0, "Recall@10": 0.0, "Recall@100": 0.0}
+    return {
+        "nDCG@10": sum(ndcg_at_k(rankings[q], qrels[q], 10) for q in queries) / len(queries),
+        "Recall@10": sum(recall_at_k(rankings[q], qrels[q], 10) for q in queries) / len(queries),
+        "Recall@100": sum(recall_at_k(rankings[q], qrels[q], 100) for q in queries) / len(queries),
+    }
+
+
+# --- data ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A BEIR dataset's test split: documents as embedded text, queries, judgements."""
+
+    docs: dict[str, str]  # corpus id -> title + " " + text
+    queries: dict[str, str]  # query id -> text
+    qrels: dict[str, dict[str, int]]
+
+
+def document_text(doc: Mapping[str, str]) -> str:
+    """A corpus document as MTEB/BEIR embed it: title, one space, text (outer whitespace stripped)."""
+    return (doc.get("title", "") + " " + doc["text"]).strip()
+
+
+def _read_jsonl(path: Path) -> Iterable[dict[str, str]]:
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def load_dataset(directory: Path) -> Dataset:
+    """Read corpus.jsonl, queries_test.jsonl and qrels/test.tsv from ``directory``."""
+    docs = {doc["_id"]: document_text(doc) for doc in _read_jsonl(directory / "corpus.jsonl")}
+    queries = {q["_id"]: q["text"] for q in _read_jsonl(directory / "queries_test.jsonl")}
+    qrels: dict[str, dict[str, int]] = {}
+    with (directory / "qrels" / "test.tsv").open(encoding="utf-8", newline="") as handle:
+        rows = csv.reader(handle, delimiter="\t")
+        next(rows)  # header: query-id, corpus-id, score
+        for qid, doc_id, score in rows:
+            qrels.setdefault(qid, {})[doc_id] = int(score)
+    return Dataset(docs=docs, queries={q: t for q, t in queries.items() if q in qrels}, qrels=qrels)
+
+
+# --- model, store, search ------------------------------------------------------------------------
+
+
+def load_model(name: str) -> tuple[OnnxEmbedder, ModelStamp]:
+    """The embedder and store stamp for a model, built as ``remem.cli._embedder_for`` does for a new
+    store (registry spec, installed files verified against their pinned sha256)."""
+    from remem.embedders.registry import get_spec, locate
+    from remem.embedders.runner import OnnxEmbedder
+    from remem.embedders.spec import verify_model_files
+    from remem.index import ModelStamp
+
+    spec = get_spec(name)
+    files = locate(spec)
+    stamp = ModelStamp(
+        name=spec.name, dim=spec.dim, pooling=spec.pooling.value, sha256=verify_model_files(spec, files)
+    )
+    return OnnxEmbedder(spec, files), stamp
+
+
+@dataclass
+class Ingest:
+    """What ingesting did: documents embedded and stored now, and the seconds each part took."""
+
+    embedded: int = 0
+    embed_seconds: float = 0.0
+    store_seconds: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        """Wall seconds of embedding plus storing."""
+        return self.embed_seconds + self.store_seconds
+
+
+def memory_to_docs(store: MemoryStore, docs: Mapping[str, str]) -> dict[int, list[str]]:
+    """Memory id -> every corpus id whose text it holds.
+
+    The memory's ``beir_id`` meta names the document that created it; a document whose text was
+    already stored (deduplicated by ``add_many``) is attached to that memory by its text. Memories
+    that are not corpus documents make the store unusable for the benchmark (they would compete).
+    """
+    mapping: dict[int, list[str]] = {}
+    by_text: dict[str, int] = {}
+    for memory in store.iter_all():
+        doc_id = memory.meta.get(META_KEY)
+        if doc_id is None or docs.get(doc_id) != memory.text:
+            raise SystemExit(
+                f"Error: {store.directory} holds memory {memory.id}, which is not a corpus document"
+            )
+        mapping[memory.id] = [doc_id]
+        by_text[memory.text] = memory.id
+    for doc_id, text in docs.items():
+        mid = by_text.get(text)
+        if mid is not None and doc_id not in mapping[mid]:
+            mapping[mid].append(doc_id)
+    return mapping
+
+
+def ingest(
+    store: MemoryStore, embedder: OnnxEmbedder, stamp: ModelStamp, docs: Mapping[str, str], batch: int
+) -> Ingest:
+    """Embed and add every corpus document the store does not hold yet, ``batch`` texts at a time."""
+    from remem.index import NewMemory
+
+    covered = {doc for ids in memory_to_docs(store, docs).values() for doc in ids}
+    todo = [doc_id for doc_id in docs if doc_id not in covered]
+    done = Ingest(embedded=len(todo))
+    for start in range(0, len(todo), batch):
+        ids = todo[start : start + batch]
+        texts = [docs[doc_id] for doc_id in ids]
+        started = time.perf_counter()
+        vectors = embedder.embed_documents(texts).vectors
+        embedded = time.perf_counter()
+        memories = [
+            NewMemory(text=text, meta={META_KEY: doc_id}) for doc_id, text in zip(ids, texts, strict=True)
+        ]
+        store.add_many(memories, vectors, stamp)
+        done.embed_seconds += embedded - started
+        done.store_seconds += time.perf_counter() - embedded
+        print(f"\r  ingested {start + len(ids)}/{len(todo)}", end="", file=sys.stderr, flush=True)
+    if todo:
+        print(file=sys.stderr)
+    return done
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query as every search mode may need it: its text and (unless keyword mode) its embedding."""
+
+    text: str
+    vector: FloatArray | None
+
+
+def search(store: MemoryStore, mode: SearchMode, query: Query, k: int) -> list[tuple[int, float]]:
+    """The top ``k`` memories for ``query`` in ``mode``, best first: (memory id, the mode's score)."""
+    from remem.index import Filters
+
+    outcome = store.search(query.text, query.vector, k, Filters(), mode=mode)
+    return [(hit.memory.id, hit.score) for hit in outcome.hits]
+
+
+def retrieve(
+    store: MemoryStore,
+    embedder: OnnxEmbedder,
+    dataset: Dataset,
+    mode: SearchMode,
+    mapping: Mapping[int, Sequence[str]],
+) -> tuple[dict[str, list[str]], float, float]:
+    """Each query's ranking (corpus ids, best first), seconds spent embedding queries and searching.
+
+    The ranking is remem's order. A memory that holds several corpus documents (identical texts)
+    contributes all of them at its place, by id descending as trec_eval breaks ties; like BEIR,
+    each query keeps at most ``TOP_K`` documents.
+    """
+    from remem.index import SearchMode
+
+    qids = list(dataset.queries)
+    texts = [dataset.queries[qid] for qid in qids]
+    started = time.perf_counter()
+    vectors = (
+        [None] * len(qids) if mode is SearchMode.KEYWORD else list(embedder.embed_queries(texts).vectors)
+    )
+    embedded = time.perf_counter()
+    rankings: dict[str, list[str]] = {}
+    for qid, text, vector in zip(qids, texts, vectors, strict=True):
+        hits = search(store, mode, Query(text, vector), TOP_K)
+        ranked = [doc_id for mid, _ in hits for doc_id in sorted(mapping[mid], reverse=True)]
+        rankings[qid] = ranked[:TOP_K]
+    return rankings, embedded - started, time.perf_counter() - embedded
+
+
+# --- report --------------------------------------------------------------------------------------
+
+
+def published_ndcg(model: str, mode: str) -> tuple[str, float] | None:
+    """(row name, nDCG@10) of the published figure this run compares with, if there is one."""
+    row = {"vector": model, "keyword": "BM25 (bm25s)"}.get(mode)  # no published hybrid figure
+    return (row, PUBLISHED[row][0]) if row in PUBLISHED else None
+
+
+def print_report(model: str, mode: str, metrics: Mapping[str, float]) -> None:
+    """The results table, then the published rows for reference."""
+    reference = published_ndcg(model, mode)
+    published = f"{reference[1]:.4f}" if reference else "—"
+    delta = f"{metrics['nDCG@10'] - reference[1]:+.4f}" if reference else "—"
+    print("\n| model | mode | nDCG@10 | Recall@10 | Recall@100 | published nDCG@10 | Δ |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    print(
+        f"| {model} | {mode} | {metrics['nDCG@10']:.4f} | {metrics['Recall@10']:.4f} "
+        f"| {metrics['Recall@100']:.4f} | {published} | {delta} |"
+    )
+    print("\npublished (SciFact test, MTEB results; nDCG@10 / Recall@10 / Recall@100):")
+    for name, (ndcg, r10, r100) in PUBLISHED.items():
+        print(f"  {name:<18} {ndcg:.4f} / {r10:.4f} / {r100:.4f}")
+
+
+def save_run(path: Path, rankings: Rankings, tag: str) -> None:
+    """Write the rankings in TREC run format (qid Q0 docid rank score tag), e.g. for trec_eval.
+
+    The score column is derived from the rank (N for the first of N, down to 1) so that trec_eval,
+    which re-sorts by score and breaks ties by document id, keeps remem's order even where remem's
+    own scores tie (RRF scores in hybrid mode often do).
+    """
+    with path.open("w", encoding="utf-8") as handle:
+        for qid, ranked in rankings.items():
+            for position, doc_id in enumerate(ranked, start=1):
+                handle.write(f"{qid} Q0 {doc_id} {position} {len(ranked) - position + 1} {tag}\n")
+
+
+def main() -> None:
+    """Parse options, build or reuse the store, run the queries, print timings and the table."""
+    from remem.embedders.registry import DEFAULT_MODEL
+    from remem.errors import RememError
+    from remem.index import MemoryStore, SearchMode
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="the SciFact folder (default: %(default)s)"
+    )
+    parser.add_argument("--model", default=DEFAULT_MODEL.name, help="model name (default: %(default)s)")
+    parser.add_argument(
+        "--mode", choices=[m.value for m in SearchMode], default=SearchMode.VECTOR.value, help="search mode"
+    )
+    parser.add_argument("--store", type=Path, help="keep the store here (reused if it holds the corpus)")
+    parser.add_argument("--batch", type=int, default=256, help="texts per embed + add_many call")
+    parser.add_argument("--save-run", type=Path, metavar="FILE", help="also write the run in TREC format")
+    args = parser.parse_args()
+    if args.batch < 1:
+        parser.error("--batch must be at least 1")
+    try:
+        dataset = load_dataset(args.data)
+    except (OSError, ValueError, KeyError) as exc:
+        sys.exit(f"Error: cannot read the BEIR data in {args.data}: {exc}")
+    try:
+        embedder, stamp = load_model(args.model)
+        with tempfile.TemporaryDirectory(prefix="remem-beir-") as tmp:
+            directory = args.store or Path(tmp) / "store"
+            with MemoryStore.open(directory, create=True) as store:
+                store.check_model(stamp)
+                done = ingest(store, embedder, stamp, dataset.docs, args.batch)
+                mapping = memory_to_docs(store, dataset.docs)
+                rankings, embed_s, search_s = retrieve(
+                    store, embedder, dataset, SearchMode(args.mode), mapping
+                )
+    except RememError as exc:
+        sys.exit(f"Error: {exc}")
+    shared = sum(len(ids) - 1 for ids in mapping.values())
+    print(f"store: {args.store or 'temporary'}; {len(mapping)} memories for {len(dataset.docs)} documents")
+    print(f"documents sharing a memory with an identical-text document: {shared}")
+    if done.embedded:
+        rate = done.embedded / done.seconds
+        print(
+            f"ingest: {done.embedded} docs in {done.seconds:.1f} s ({rate:.1f} docs/s; "
+            f"embed {done.embed_seconds:.1f} s, add_many {done.store_seconds:.1f} s)"
+        )
+    else:
+        print("ingest: skipped, the store already holds the corpus")
+    per_query = (embed_s + search_s) / max(len(rankings), 1) * 1000
+    print(
+        f"queries: {len(rankings)} in {embed_s + search_s:.2f} s "
+        f"(embed {embed_s:.2f} s, search {search_s:.2f} s; {per_query:.1f} ms/query)"
+    )
+    if args.save_run:
+        save_run(args.save_run, rankings, f"remem-{args.model}-{args.mode}")
+    print_report(args.model, args.mode, evaluate(dataset.qrels, rankings))
+
+
+if __name__ == "__main__":
+    main()

@@ -19,8 +19,8 @@ from remem.index.search import RRF_K, Lane, fuse
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Upgraded numpy==1.26.4.", {"numpy", "1.26.4", "26", "upgraded"}),
-        ("missing libcublas.so.12!", {"libcublas.so.12", "libcublas", "12", "missing"}),
+        ("Upgraded numpy==1.26.4.", {"numpy", "1.26.4", "upgraded"}),
+        ("missing libcublas.so.12!", {"libcublas.so.12", "libcublas", "missing"}),
         ("see /etc/nginx/nginx.conf)", {"etc/nginx/nginx.conf", "nginx.conf", "nginx", "conf"}),
         ("host 10.0.0.12:8080", {"10.0.0.12:8080", "10.0.0.12", "8080"}),
         ("flag enable_new_checkout_flow", {"enable_new_checkout_flow", "checkout", "flow"}),
@@ -31,6 +31,12 @@ from remem.index.search import RRF_K, Lane, fuse
 )
 def test_identifiers_stay_whole_and_are_split(text: str, expected: set[str]) -> None:
     assert expected <= set(analyze(text))
+
+
+def test_short_numbers_inside_identifiers_are_not_parts() -> None:
+    assert analyze("numpy 1.26.4") == ["numpy", "1.26.4"]
+    assert "8080" in analyze("10.0.0.12:8080") and "12" not in analyze("10.0.0.12:8080")
+    assert analyze("Postgres 16") == ["postgres", "16"]  # a number on its own is a word
 
 
 def test_stop_words_and_sentence_punctuation_are_dropped() -> None:

@@ -5,8 +5,10 @@ A memory's text is turned into terms before it reaches SQLite FTS5:
   ``10.0.0.12`` (also from ``10.0.0.12:8080``), ``snake_case_name``, ``kebab-case``,
   ``etc/nginx/nginx.conf`` and its segment ``nginx.conf``, ``e1045``; sentence punctuation around
   them is dropped;
-- they are *also* split into their alphanumeric parts (``libcublas``, ``so``, ``12``), so a part
-  matches too, but a query for the whole identifier prefers memories holding all of it (rarer term);
+- they are *also* split into their alphanumeric parts (``libcublas``, ``payments``, ``8080``), so a
+  part matches too, but a query for the whole identifier prefers memories holding all of it (rarer
+  term); numbers of one or two digits inside an identifier (the ``1``, ``26``, ``4`` of ``1.26.4``)
+  are not kept as parts, so ``1.26.6`` does not look like evidence for ``1.26.4``;
 - ordinary words lose English stop words here and are Porter-stemmed by FTS5 itself, so "runs",
   "running" and "run" match each other.
 Queries go through the same analyzer and become an OR of quoted terms; hex strings of 7+ characters
@@ -19,7 +21,7 @@ import re
 import unicodedata
 
 #: Bump when the analyzer changes: stores rebuild their keyword index to match.
-ANALYZER_VERSION = "1"
+ANALYZER_VERSION = "2"
 #: Characters that may sit inside an identifier (FTS5 keeps them inside tokens too).
 IDENTIFIER_PUNCTUATION = "._-/:@+#"
 FTS_TOKENIZER = f"porter unicode61 remove_diacritics 2 tokenchars '{IDENTIFIER_PUNCTUATION}'"
@@ -45,8 +47,10 @@ STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 def _piece_terms(piece: str) -> list[str]:
     core = piece.strip(IDENTIFIER_PUNCTUATION)
     parts = _PARTS.findall(core)
-    terms = [part for part in parts if part not in STOP_WORDS]
-    if len(parts) > 1 or (parts and parts[0] != core):  # inner punctuation: an identifier
+    compound = len(parts) > 1 or (parts and parts[0] != core)  # inner punctuation: an identifier
+    # Short numbers inside an identifier ("1", "26" of "1.26.4") are noise, not evidence.
+    terms = [p for p in parts if p not in STOP_WORDS and not (compound and p.isdigit() and len(p) < 3)]
+    if compound:
         terms.append(core)
         segments = _SEGMENT_SEPARATORS.split(core)
         if len(segments) > 1:  # paths, host:port, user@host: each compound segment on its own too

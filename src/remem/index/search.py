@@ -36,7 +36,7 @@ RRF_K = 60
 #: In hybrid mode a keyword match counts only if it matches at least this share of the query's
 #: IDF-weighted terms: one common word shared by chance ("flow", "server") must not outvote meaning,
 #: while a rare identifier carries most of a query's weight on its own.
-MIN_KEYWORD_COVERAGE = 0.5
+MIN_KEYWORD_COVERAGE = 0.2
 #: How deep each lane looks before fusion: at least this many, and at least 4 × the requested k.
 MIN_HYBRID_DEPTH = 100
 #: Up to this many filtered candidates are scored exactly from their stored vectors.

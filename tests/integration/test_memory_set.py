@@ -1,0 +1,27 @@
+"""The memory-shaped set in tests/data: hybrid must beat both single lanes and get every identifier."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("memory_set_bench", ROOT / "bench" / "memory_set.py")
+assert _spec is not None and _spec.loader is not None
+memory_set = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(memory_set)
+
+
+def test_hybrid_wins_overall_and_finds_every_identifier_first(tmp_path: Path) -> None:
+    data = json.loads((ROOT / "tests" / "data" / "memory_set.json").read_text())
+    assert len(data["memories"]) >= 30 and len(data["queries"]) >= 20
+    ranks = memory_set.evaluate(data, tmp_path / "store")
+
+    def hit_at_1(mode: str, kind: str) -> float:
+        found = ranks[(mode, kind)]
+        return sum(rank == 1 for rank in found) / len(found)
+
+    assert hit_at_1("hybrid", "identifier") == 1.0
+    assert hit_at_1("hybrid", "all") >= max(hit_at_1("vector", "all"), hit_at_1("keyword", "all"))
+    assert hit_at_1("hybrid", "paraphrase") >= hit_at_1("vector", "paraphrase") - 1e-9

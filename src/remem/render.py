@@ -112,10 +112,26 @@ def _memory_cells(memory: Memory) -> list[str]:
     return [created, _one_line(memory.user or ""), _one_line(",".join(memory.tags)), _one_line(memory.text)]
 
 
-def hits_table(hits: Sequence[Hit], width: int | None) -> str:
-    """Search results as a table: id, score (4 decimals), created, user, tags, text."""
-    rows = [[str(h.memory.id), f"{h.score:.{SCORE_DECIMALS}f}", *_memory_cells(h.memory)] for h in hits]
-    return table(["ID", "SCORE", "CREATED", "USER", "TAGS", "TEXT"], rows, width, numeric=2)
+def _decimals(value: float | None) -> str:
+    return "" if value is None else f"{value:.{SCORE_DECIMALS}f}"
+
+
+def hits_table(hits: Sequence[Hit], width: int | None, with_cosine: bool = False) -> str:
+    """Search results as a table: id, score (4 decimals), created, user, tags, text; ``with_cosine``
+    adds each hit's raw cosine after the score (for fused scores, which are not cosines)."""
+    if not with_cosine:
+        rows = [[str(h.memory.id), _decimals(h.score), *_memory_cells(h.memory)] for h in hits]
+        return table(["ID", "SCORE", "CREATED", "USER", "TAGS", "TEXT"], rows, width, numeric=2)
+    rows = [
+        [
+            str(h.memory.id),
+            _decimals(h.score),
+            _decimals(h.vector.score if h.vector else None),
+            *_memory_cells(h.memory),
+        ]
+        for h in hits
+    ]
+    return table(["ID", "SCORE", "COSINE", "CREATED", "USER", "TAGS", "TEXT"], rows, width, numeric=3)
 
 
 def memories_table(memories: Sequence[Memory], width: int | None) -> str:

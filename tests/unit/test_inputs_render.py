@@ -282,3 +282,11 @@ def test_tables_measure_wide_characters_in_terminal_columns() -> None:
     clipped = render.table(["ID", "TEXT"], rows, width=20, numeric=1).splitlines()[1]
     assert clipped.endswith("…")
     assert render.display_width(clipped) <= 20
+
+
+def test_hybrid_table_shows_the_fused_score_and_the_cosine() -> None:
+    hits = [Hit(_memory(1), 0.0328, vector=Lane(1, 0.51234), keyword=Lane(1, 7.0)), Hit(_memory(2), 0.0161)]
+    header, first, second = render.hits_table(hits, None, with_cosine=True).splitlines()
+    assert header.split()[:3] == ["ID", "SCORE", "COSINE"]
+    assert first.split()[:3] == ["1", "0.0328", "0.5123"]
+    assert second.split()[:2] == ["2", "0.0161"] and "2024-05-06" in second.split()[2]

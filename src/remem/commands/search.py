@@ -70,7 +70,8 @@ def search(
     """Find memories by meaning and by exact words, best first.
 
     SCORE is the mode's score: raw cosine (vector, -1..1), BM25 (keyword, higher is better), or
-    the fused Reciprocal Rank Fusion score (hybrid; --json shows each lane's rank and score).
+    the fused Reciprocal Rank Fusion score (hybrid, shown with each hit's COSINE; --json shows
+    each lane's rank and score).
     Exit 1 if nothing matched.
     """
     text = read_text(query, stdin(), what="query")
@@ -90,7 +91,10 @@ def search(
                 err=True,
             )
         raise typer.Exit(EXIT_NOTHING_FOUND)
-    print_results(outcome.hits, json_out, render.hit_record, render.hits_table)
+    hybrid = mode is SearchMode.HYBRID
+    print_results(
+        outcome.hits, json_out, render.hit_record, lambda hits, width: render.hits_table(hits, width, hybrid)
+    )
 
 
 def _search_once(

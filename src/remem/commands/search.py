@@ -84,12 +84,7 @@ def search(
             raise typer.Exit(EXIT_NOTHING_FOUND)
         outcome = _search_once(opened, text, limit, filters, mode, threshold)
     if not outcome.hits:
-        if outcome.below_min_score:
-            typer.echo(
-                f"No results: {outcome.below_min_score} below --min-score {threshold} "
-                f"(best cosine seen {outcome.best_below:.4f}).",
-                err=True,
-            )
+        _explain_empty(outcome, threshold)
         raise typer.Exit(EXIT_NOTHING_FOUND)
     hybrid = mode is SearchMode.HYBRID
     print_results(
@@ -114,3 +109,13 @@ def _search_once(
             if attempt:
                 raise
     raise AssertionError("unreachable")
+
+
+def _explain_empty(outcome: SearchOutcome, threshold: float | None) -> None:
+    """Say on stderr when --min-score is what emptied the result."""
+    if outcome.below_min_score and outcome.best_below is not None:
+        typer.echo(
+            f"No results: {outcome.below_min_score} below --min-score {threshold} "
+            f"(best cosine seen {outcome.best_below:.4f}).",
+            err=True,
+        )

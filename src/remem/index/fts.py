@@ -1,11 +1,13 @@
-"""Keeping the FTS5 keyword table in step with the memories (called inside the writer's transaction)."""
+"""The FTS5 keyword table: kept in step with the memories (inside the writer's transaction), searched."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from remem.index.keywords import ANALYZER_VERSION, FTS_TOKENIZER, index_text
+from remem.index.keywords import ANALYZER_VERSION, FTS_TOKENIZER, fts_query, index_text, term_queries
+from remem.index.memory import Filters
 
 CREATE_TABLE = f'CREATE VIRTUAL TABLE memories_fts USING fts5(terms, tokenize = "{FTS_TOKENIZER}")'
 ANALYZER_KEY = "keyword_analyzer"
@@ -49,3 +51,45 @@ def ensure_current(conn: sqlite3.Connection) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def search(
+    conn: sqlite3.Connection, text: str, filters: Filters, limit: int, among: Sequence[int] | None = None
+) -> list[tuple[int, float]]:
+    """BM25 top ``limit`` (memory id, score) among the filtered memories (only ``among`` if given),
+    best first. Scores are FTS5's BM25 negated so that higher is better; [] when the text has no terms.
+    """
+    match = fts_query(text)
+    if match is None or (among is not None and not among):
+        return []
+    where, params = filters.where()
+    if among is not None:
+        where += f" AND m.id IN ({','.join('?' * len(among))})"
+        params = [*params, *among]
+    sql = (
+        "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts JOIN memories m "
+        f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? AND {where} "
+        "ORDER BY score DESC, m.id LIMIT ?"
+    )
+    return [(int(i), float(score)) for i, score in conn.execute(sql, [match, *params, limit])]
+
+
+def coverage(conn: sqlite3.Connection, text: str, ids: Sequence[int]) -> dict[int, float]:
+    """For each id, the share of the query's term weight (IDF) that the memory matches, 0..1.
+
+    IDF is Lucene's ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, so a rare term such
+    as an identifier weighs far more than a common word.
+    """
+    (total,) = conn.execute("SELECT count(*) FROM memories_fts").fetchone()
+    marks = ",".join("?" * len(ids))
+    weights, matched = [], []
+    for term in term_queries(text):
+        (count,) = conn.execute(
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (term,)
+        ).fetchone()
+        weights.append(math.log(1 + (total - count + 0.5) / (count + 0.5)))
+        sql = f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})"
+        matched.append({int(r[0]) for r in conn.execute(sql, [term, *ids])})
+    whole = sum(weights) or 1.0
+    pairs = list(zip(weights, matched, strict=True))
+    return {mid: sum(weight for weight, hit in pairs if mid in hit) / whole for mid in ids}

@@ -7,7 +7,6 @@ its keyword terms and its vectors always change together.
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -15,7 +14,6 @@ from typing import Any
 
 from remem.errors import StoreCorruptError, StoreError
 from remem.index import fts
-from remem.index.keywords import fts_query, term_queries
 from remem.index.memory import Filters, Memory, NewMemory, text_sha256
 from remem.index.migrations import migrate
 
@@ -242,42 +240,12 @@ class Records:
     def keyword_search(
         self, text: str, filters: Filters, limit: int, among: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:
-        """BM25 top ``limit`` among the filtered memories (and only ``among`` if given), best first.
-
-        Scores are FTS5's BM25 negated so that higher is better; [] when the text has no terms.
-        """
-        match = fts_query(text)
-        if match is None or (among is not None and not among):
-            return []
-        where, params = filters.where()
-        if among is not None:
-            where += f" AND m.id IN ({','.join('?' * len(among))})"
-            params = [*params, *among]
-        sql = (
-            "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts JOIN memories m "
-            f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? AND {where} "
-            "ORDER BY score DESC, m.id LIMIT ?"
-        )
-        return [(int(i), float(score)) for i, score in self.conn.execute(sql, [match, *params, limit])]
+        """BM25 top ``limit`` among the filtered memories (see ``fts.search``)."""
+        return fts.search(self.conn, text, filters, limit, among)
 
     def keyword_coverage(self, text: str, ids: Sequence[int]) -> dict[int, float]:
-        """For each id, the share of the query's term weight (IDF) that the memory matches, 0..1.
-
-        IDF is Lucene's ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, so a rare term such
-        as an identifier weighs far more than a common word.
-        """
-        (total,) = self.conn.execute("SELECT count(*) FROM memories_fts").fetchone()
-        marks = ",".join("?" * len(ids))
-        weights, matched = [], []
-        for term in term_queries(text):
-            sql = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
-            (count,) = self.conn.execute(sql, (term,)).fetchone()
-            weights.append(math.log(1 + (total - count + 0.5) / (count + 0.5)))
-            sql = f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})"
-            matched.append({int(r[0]) for r in self.conn.execute(sql, [term, *ids])})
-        whole = sum(weights) or 1.0
-        pairs = list(zip(weights, matched, strict=True))
-        return {mid: sum(weight for weight, hit in pairs if mid in hit) / whole for mid in ids}
+        """Share of the query's IDF-weighted terms each memory matches (see ``fts.coverage``)."""
+        return fts.coverage(self.conn, text, ids)
 
     def get_many(self, ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (missing ids are absent from the result)."""

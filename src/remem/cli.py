@@ -12,14 +12,14 @@ from typing import Annotated
 import typer
 
 from remem import __version__
-from remem.commands import changes, maintenance, memories, search
-from remem.commands.common import EXIT_FAILURE, EXIT_OK
+from remem.commands import changes, maintenance, memories, search, transfer
+from remem.commands.common import EXIT_FAILURE, EXIT_OK, set_quiet
 from remem.config import debug_enabled
 from remem.errors import RememError
 
 app = typer.Typer(
     name="remem",
-    add_completion=False,
+    add_completion=True,
     invoke_without_command=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
@@ -37,6 +37,12 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     ctx: typer.Context,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="No notes or warnings on stderr (errors still); before the command."
+        ),
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = False,
@@ -46,11 +52,13 @@ def _root(
     The store is --store DIR, else $REMEM_HOME, else the user data directory.
     Exit codes: 0 success, 1 search/list found nothing, 2 usage error or failure.
     """
+    set_quiet(quiet)
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
 
 
 memories.register(app)
+transfer.register(app)
 search.register(app)
 changes.register(app)
 maintenance.register(app)

@@ -12,6 +12,7 @@ from remem.commands.common import (
     embed_document,
     embedder_for,
     filters_from,
+    note,
     open_store,
     print_results,
     stdin,
@@ -95,4 +96,4 @@ def forget(
         raise typer.Exit(EXIT_NOTHING_FOUND)
     print_results([found[i] for i in sorted(found)], json_out, render.memory_record, render.memories_table)
     verb = "Would forget" if dry_run else "Forgot"
-    typer.echo(f"{verb} {len(found)} memor{'y' if len(found) == 1 else 'ies'}.", err=True)
+    note(f"{verb} {len(found)} memor{'y' if len(found) == 1 else 'ies'}.")

@@ -82,9 +82,23 @@ def print_results(
         typer.echo(to_table(items, terminal_width()))
 
 
+_settings = {"quiet": False}
+
+
+def set_quiet(quiet: bool) -> None:
+    """With ``quiet``, notes and warnings are not printed (errors always are)."""
+    _settings["quiet"] = quiet
+
+
+def note(message: str) -> None:
+    """One line for the human on stderr (a summary, a hint); silent with --quiet."""
+    if not _settings["quiet"]:
+        typer.echo(message, err=True)
+
+
 def warn(message: str) -> None:
-    """One ``Warning: ...`` line on stderr."""
-    typer.echo(f"Warning: {message}", err=True)
+    """One ``Warning: ...`` line on stderr; silent with --quiet."""
+    note(f"Warning: {message}")
 
 
 @contextlib.contextmanager

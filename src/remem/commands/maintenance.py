@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import sys
 from contextlib import AbstractContextManager, nullcontext
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from remem import render
-from remem.commands.common import EXIT_FAILURE, EXIT_NOTHING_FOUND, embedder_for, open_store, warn
+from remem.commands.common import EXIT_FAILURE, EXIT_NOTHING_FOUND, embedder_for, note, open_store, warn
 from remem.commands.options import JsonOption, StoreOption
 from remem.errors import InvalidInputError
 from remem.index import MemoryStore
-from remem.index.doctor import Check, examine, recover, repair
-from remem.index.maintenance import reindex as rebuild
-from remem.index.reembed import reembed
+from remem.index.kinds import HnswParams
 from remem.index.settings import REQUESTED_KINDS
-from remem.index.vectors import HnswParams
+
+if TYPE_CHECKING:
+    from remem.index.doctor import Check
 
 
 def register(app: typer.Typer) -> None:
@@ -74,6 +74,8 @@ def reindex(
     """
     if index is not None and index not in REQUESTED_KINDS:
         raise InvalidInputError(f"--index must be one of {', '.join(REQUESTED_KINDS)}, not {index!r}")
+    from remem.index.maintenance import reindex as rebuild  # noqa: PLC0415 - heavy: numpy, FAISS
+
     with open_store(store, create=False) as opened:
         if opened is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
@@ -87,7 +89,7 @@ def reindex(
         else "vector index current"
     )
     parts.append("keyword index rebuilt" if report.rebuilt_keywords else "keyword index current")
-    typer.echo(f"Reindexed: {', '.join(parts)} ({report.seconds:.1f} s).", err=True)
+    note(f"Reindexed: {', '.join(parts)} ({report.seconds:.1f} s).")
 
 
 def _reembed(store: MemoryStore, name: str) -> None:
@@ -95,6 +97,7 @@ def _reembed(store: MemoryStore, name: str) -> None:
     from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
     from remem.embedders.spec import verify_model_files  # noqa: PLC0415
     from remem.index import ModelStamp  # noqa: PLC0415
+    from remem.index.reembed import reembed  # noqa: PLC0415
 
     spec = get_spec(name)
     files = locate(spec)
@@ -113,12 +116,14 @@ def _reembed(store: MemoryStore, name: str) -> None:
         )
     if report.swapped:
         resumed = f" (resumed after {report.resumed_from})" if report.resumed_from else ""
-        typer.echo(f"Re-embedded {report.embedded} memories with {name}{resumed}.", err=True)
+        note(f"Re-embedded {report.embedded} memories with {name}{resumed}.")
     else:
-        typer.echo(f"The store already uses {name}; nothing to re-embed.", err=True)
+        note(f"The store already uses {name}; nothing to re-embed.")
 
 
 def _model_check(store: MemoryStore) -> Check:
+    from remem.index.doctor import Check  # noqa: PLC0415
+
     if store.model is None:
         return Check("model", True, "none recorded yet")
     try:
@@ -142,13 +147,15 @@ def doctor(
 
     Exit 0 when everything is fine (after --repair: when nothing is left to fix), 2 otherwise.
     """
+    from remem.index.doctor import examine, recover, repair  # noqa: PLC0415 - heavy: numpy, FAISS
+
     with open_store(store, create=False) as opened:
         if opened is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
         recover(opened)
         if repair_:
             for action in repair(opened):
-                typer.echo(f"Repaired: {action}", err=True)
+                note(f"Repaired: {action}")
         checks = [*examine(opened), _model_check(opened)]
     for check in checks:
         if json_out:

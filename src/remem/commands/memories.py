@@ -1,18 +1,21 @@
-"""Commands that write and read memories: add, list, export."""
+"""Commands that add and list memories."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from remem import render
+from remem.commands.bulk import BulkReport, check_errors, print_report, read_source, store_entries
 from remem.commands.common import (
     EXIT_NOTHING_FOUND,
     embed_document,
     embedder_for,
     filters_from,
+    note,
     open_store,
     print_results,
     stdin,
@@ -30,8 +33,9 @@ from remem.commands.options import (
     UserOption,
 )
 from remem.config import DEFAULT_LIST_LIMIT
-from remem.errors import RememError
+from remem.errors import InvalidInputError
 from remem.index import AddResult, MemoryStore, NewMemory
+from remem.ingest import parse_jsonl, parse_lines
 from remem.inputs import clean_name, clean_tags, parse_meta, read_text
 
 
@@ -39,7 +43,6 @@ def register(app: typer.Typer) -> None:
     """Add these commands to the app."""
     app.command()(add)
     app.command("list")(list_memories)
-    app.command()(export)
 
 
 def add(
@@ -47,6 +50,18 @@ def add(
         list[str] | None,
         typer.Argument(metavar="TEXT", help="The memory (words are joined); - reads stdin."),
     ] = None,
+    lines: Annotated[
+        str | None,
+        typer.Option("--lines", metavar="FILE", help="Add one memory per non-empty line (- is stdin)."),
+    ] = None,
+    jsonl: Annotated[
+        str | None,
+        typer.Option("--jsonl", metavar="FILE", help="Add one memory per JSON object line (- is stdin)."),
+    ] = None,
+    skip_invalid: Annotated[
+        bool,
+        typer.Option("--skip-invalid", help="With --lines/--jsonl: add the good lines, report bad ones."),
+    ] = False,
     tag: TagOption = None,
     user: UserOption = None,
     conversation: ConversationOption = None,
@@ -58,19 +73,26 @@ def add(
     json_out: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """Store a memory and print its id.
+    """Store a memory and print its id; or many at once with --lines / --jsonl.
 
     The same text in the same user/conversation is stored once: adding it again prints the
-    existing id (and says so on stderr) without loading the model.
+    existing id (and says so on stderr) without loading the model. A batch (--lines, --jsonl) is one
+    transaction: all of it is added, or nothing; the options give every memory of it their values.
     """
-    memory = NewMemory(
-        text=read_text(text, stdin()),
+    defaults = NewMemory(
+        text="",
         user=clean_name(user, "--user"),
         conversation=clean_name(conversation, "--conversation"),
         role=clean_name(role, "--role"),
         tags=clean_tags(tag),
         meta=parse_meta(meta),
     )
+    if lines is not None or jsonl is not None:
+        if text or (lines is not None and jsonl is not None):
+            raise InvalidInputError("give TEXT, --lines FILE or --jsonl FILE (only one)")
+        _add_batch(lines, jsonl, defaults, skip_invalid, json_out, store)
+        return
+    memory = replace(defaults, text=read_text(text, stdin()))
     with open_store(store, create=True) as opened:
         assert opened is not None
         result = _add_one(opened, memory)
@@ -79,7 +101,26 @@ def add(
     else:
         typer.echo(str(result.id))
     if result.duplicate:
-        typer.echo(f"Already stored as memory {result.id}; not added again.", err=True)
+        note(f"Already stored as memory {result.id}; not added again.")
+
+
+def _add_batch(
+    lines: str | None,
+    jsonl: str | None,
+    defaults: NewMemory,
+    skip_invalid: bool,
+    json_out: bool,
+    store: Path | None,
+) -> None:
+    if lines is not None:
+        parsed = parse_lines(read_source(lines), defaults)
+    else:
+        parsed = parse_jsonl(read_source(jsonl or "-"), defaults)
+    report = BulkReport(skipped=check_errors(parsed, skip_invalid))
+    with open_store(store, create=True) as opened:
+        assert opened is not None
+        store_entries(opened, parsed.entries, report)
+    print_report(report, json_out)
 
 
 def _add_one(store: MemoryStore, memory: NewMemory) -> AddResult:
@@ -109,32 +150,3 @@ def list_memories(
     if not memories:
         raise typer.Exit(EXIT_NOTHING_FOUND)
     print_results(memories, json_out, render.memory_record, render.memories_table)
-
-
-def export(
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output", "-o", metavar="FILE", help="Write to this file (0600, atomically) instead of stdout."
-        ),
-    ] = None,
-    store: StoreOption = None,
-) -> None:
-    """Write every memory as JSON Lines, in id order.
-
-    Every field but the vector: id, text, sha256, created_at, user, conversation, role, tags, meta.
-    """
-    with open_store(store, create=False) as opened:
-        records = () if opened is None else opened.iter_all()
-        if output is None:
-            for memory in records:
-                typer.echo(render.json_line(render.memory_record(memory)))
-            return
-        from remem.atomic import atomic_writer  # noqa: PLC0415
-
-        try:
-            with atomic_writer(output.expanduser()) as handle:
-                for memory in records:
-                    handle.write(render.json_line(render.memory_record(memory)).encode() + b"\n")
-        except OSError as exc:
-            raise RememError(f"cannot write {output}: {exc.strerror or exc}") from exc

@@ -11,6 +11,7 @@ from remem.commands.common import (
     EXIT_NOTHING_FOUND,
     embedder_for,
     filters_from,
+    note,
     open_store,
     print_results,
     stdin,
@@ -114,8 +115,7 @@ def _search_once(
 def _explain_empty(outcome: SearchOutcome, threshold: float | None) -> None:
     """Say on stderr when --min-score is what emptied the result."""
     if outcome.below_min_score and outcome.best_below is not None:
-        typer.echo(
+        note(
             f"No results: {outcome.below_min_score} below --min-score {threshold} "
-            f"(best cosine seen {outcome.best_below:.4f}).",
-            err=True,
+            f"(best cosine seen {outcome.best_below:.4f})."
         )

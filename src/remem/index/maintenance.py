@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remem.index import fts, sync
+from remem.index.kinds import HnswParams, IndexKind
 from remem.index.settings import IndexSettings
-from remem.index.vectors import HnswParams, IndexFileError, IndexKind, VectorIndex
+from remem.index.vectors import IndexFileError, VectorIndex
 
 if TYPE_CHECKING:
     from remem.index.store import MemoryStore

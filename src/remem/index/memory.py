@@ -22,7 +22,11 @@ class ModelStamp:
 
 @dataclass(frozen=True)
 class NewMemory:
-    """A memory to add. Tags are deduplicated and sorted when stored; meta values are strings."""
+    """A memory to add. Tags are deduplicated and sorted when stored; meta values are strings.
+
+    ``created_at``/``updated_at`` (UTC ISO 8601) default to now/None; ``id`` is kept when importing
+    if no memory ever had it, else a new id is given.
+    """
 
     text: str
     user: str | None = None
@@ -30,6 +34,9 @@ class NewMemory:
     role: str | None = None
     tags: tuple[str, ...] = ()
     meta: Mapping[str, str] = field(default_factory=dict)
+    created_at: str | None = None
+    updated_at: str | None = None
+    id: int | None = None
 
 
 @dataclass(frozen=True)

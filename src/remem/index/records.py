@@ -119,14 +119,19 @@ class Records:
         return None if row is None else int(row[0])
 
     def insert(self, memory: NewMemory, vectors: Sequence[bytes], created_at: str) -> int | None:
-        """Insert a memory, its tags, keyword terms and vectors; None (nothing written) if a duplicate."""
+        """Insert a memory, its tags, keyword terms and vectors; None (nothing written) if a duplicate.
+
+        ``created_at`` applies unless the memory carries its own; its ``id`` is used if never used.
+        """
         cursor = self.conn.execute(
-            "INSERT INTO memories (text, sha256, created_at, user, conversation, role, meta) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO memories (id, text, sha256, created_at, updated_at, user, conversation, role, meta) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (
+                memory.id if memory.id is not None and memory.id > self._last_id() else None,
                 memory.text,
                 text_sha256(memory.text),
-                created_at,
+                memory.created_at or created_at,
+                memory.updated_at,
                 memory.user,
                 memory.conversation,
                 memory.role,
@@ -143,6 +148,11 @@ class Records:
         fts.write_terms(self.conn, [(memory_id, memory.text)])
         self._insert_vectors(memory_id, vectors)
         return memory_id
+
+    def _last_id(self) -> int:
+        """The largest memory id ever given (ids of forgotten memories are never reused)."""
+        row = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memories'").fetchone()
+        return 0 if row is None else int(row[0])
 
     def _insert_vectors(self, memory_id: int, vectors: Sequence[bytes]) -> None:
         self.conn.executemany(

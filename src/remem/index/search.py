@@ -19,11 +19,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from remem.index.kinds import IndexKind
 from remem.index.memory import Filters, Memory
 from remem.index.records import Records
-from remem.index.vectors import IndexKind
 
 if TYPE_CHECKING:
     from remem.index.vectors import FloatArray, VectorIndex
@@ -112,6 +110,8 @@ def fuse(vector_ranked: Sequence[Scored], keyword_ranked: Sequence[Scored]) -> l
 
 def _exact_scores(records: Records, vector: FloatArray, vector_ids: Sequence[int], k: int) -> list[Scored]:
     """Top ``k`` (vector id, cosine) among the given stored vectors, by exact scoring."""
+    import numpy as np  # noqa: PLC0415 - keeps numpy off the startup path of list/export
+
     best: list[Scored] = []
     for chunk in records.iter_vectors(vector_ids):
         ids = [vid for vid, _ in chunk]

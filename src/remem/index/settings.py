@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from remem.index.kinds import HnswParams, IndexKind
 from remem.index.records import Records
-from remem.index.vectors import HnswParams, IndexKind
 
 #: With "auto", a reindex builds HNSW from this many vectors up, exact below (see bench/index.py:
 #: exact search of 50k 384-d vectors takes ≈5 ms, past that HNSW's sub-millisecond answers win).

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remem.errors import InvalidInputError, ModelMismatchError, StoreError
-from remem.index import sync
 from remem.index.memory import Filters, Memory, ModelStamp, NewMemory, text_sha256, utc_now_iso
 from remem.index.records import Records, connect
 from remem.index.search import SearchMode, SearchOutcome, run_search
@@ -261,6 +260,8 @@ class MemoryStore:
 
     def vector_index(self, dim: int, *, persist_repairs: bool = False) -> VectorIndex:
         """The index, level with SQLite; repairs are saved when asked and no writer holds the lock."""
+        from remem.index import sync  # noqa: PLC0415 - numpy and FAISS only when vectors are needed
+
         settings = self.settings
         synced = sync.synced_index(self.records, self.index_path, dim, settings.built_kind, settings.hnsw)
         if synced.warning:

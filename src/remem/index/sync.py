@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from remem.index.kinds import HnswParams, IndexKind
 from remem.index.records import Records
-from remem.index.vectors import HnswParams, IndexFileError, IndexKind, VectorIndex
+from remem.index.vectors import IndexFileError, VectorIndex
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import numpy.typing as npt
 
 from remem.atomic import atomic_writer
 from remem.errors import StoreError
+from remem.index.kinds import HnswParams, IndexKind
 
 FloatArray = npt.NDArray[np.float32]
 IdArray = npt.NDArray[np.int64]
@@ -28,22 +28,6 @@ MAGIC = b"REMEM-VECTORS 1\n"
 
 class IndexFileError(StoreError):
     """The index file is missing, unreadable or not a remem vector index of the expected shape."""
-
-
-class IndexKind(str, Enum):
-    """How vectors are searched."""
-
-    EXACT = "exact"  # IndexIDMap2(IndexFlatIP): every vector scored; deletions are physical
-    HNSW = "hnsw"  # IndexIDMap2(IndexHNSWFlat, inner product): approximate; deletions are tombstoned
-
-
-@dataclass(frozen=True)
-class HnswParams:
-    """HNSW graph degree (M), build beam (efConstruction) and default search beam (efSearch)."""
-
-    m: int = 32
-    ef_construction: int = 200
-    ef_search: int = 128
 
 
 @dataclass

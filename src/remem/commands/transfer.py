@@ -1,0 +1,131 @@
+"""Taking memories out and putting them back: export and import."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from remem.commands.bulk import BulkReport, check_errors, print_report, read_source, store_entries
+from remem.commands.common import filters_from, open_store
+from remem.commands.options import (
+    ConversationOption,
+    JsonOption,
+    MetaFilterOption,
+    RoleOption,
+    SinceOption,
+    StoreOption,
+    TagOption,
+    UntilOption,
+    UserOption,
+)
+from remem.errors import InvalidInputError, RememError
+from remem.exports import ExportFormat, csv_lines, jsonl_line, markdown_lines
+from remem.index import Filters, Memory, MemoryStore
+from remem.ingest import parse_export
+
+CHUNK = 1000
+
+
+def register(app: typer.Typer) -> None:
+    """Add these commands to the app."""
+    app.command()(export)
+    app.command("import")(import_memories)
+
+
+def _batches(memories: Iterator[Memory], size: int) -> Iterator[list[Memory]]:
+    batch: list[Memory] = []
+    for memory in memories:
+        batch.append(memory)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _jsonl(store: MemoryStore, filters: Filters, with_vectors: bool) -> Iterator[str]:
+    model = store.model if with_vectors else None
+    for batch in _batches(store.iter_all(filters), CHUNK):
+        vectors = store.records.vectors_of_memories([m.id for m in batch]) if model else {}
+        for memory in batch:
+            windows = vectors.get(memory.id)
+            yield jsonl_line(memory, windows[0][1] if windows else None, model) + "\n"
+
+
+def _lines(
+    store: MemoryStore | None, filters: Filters, fmt: ExportFormat, with_vectors: bool
+) -> Iterator[str]:
+    memories = iter(()) if store is None else store.iter_all(filters)
+    if fmt is ExportFormat.CSV:
+        return csv_lines(memories)
+    if fmt is ExportFormat.MARKDOWN:
+        return markdown_lines(memories)
+    return iter(()) if store is None else _jsonl(store, filters, with_vectors)
+
+
+def export(
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Write to this file (0600, atomically), not stdout."
+        ),
+    ] = None,
+    fmt: Annotated[
+        ExportFormat, typer.Option("--format", "-f", help="jsonl (lossless), csv or markdown.")
+    ] = (ExportFormat.JSONL),
+    with_vectors: Annotated[
+        bool,
+        typer.Option("--with-vectors", help="JSONL: include each vector (base64 float32) and its model."),
+    ] = False,
+    user: UserOption = None,
+    conversation: ConversationOption = None,
+    role: RoleOption = None,
+    tag: TagOption = None,
+    meta: MetaFilterOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    store: StoreOption = None,
+) -> None:
+    """Write memories in id order: JSON Lines (every field; `remem import` reads it back), CSV
+    (safe to open in a spreadsheet) or Markdown (grouped by conversation). Takes the filters."""
+    if with_vectors and fmt is not ExportFormat.JSONL:
+        raise InvalidInputError("--with-vectors needs --format jsonl")
+    filters = filters_from(user, conversation, tag, role=role, meta=meta, since=since, until=until)
+    with open_store(store, create=False) as opened:
+        lines = _lines(opened, filters, fmt, with_vectors)
+        if output is None:
+            for line in lines:
+                typer.echo(line, nl=False)
+            return
+        from remem.atomic import atomic_writer  # noqa: PLC0415
+
+        try:
+            with atomic_writer(output.expanduser()) as handle:
+                for line in lines:
+                    handle.write(line.encode())
+        except OSError as exc:
+            raise RememError(f"cannot write {output}: {exc.strerror or exc}") from exc
+
+
+def import_memories(
+    source: Annotated[str, typer.Argument(metavar="FILE", help="remem JSONL export to read (- is stdin).")],
+    skip_invalid: Annotated[
+        bool, typer.Option("--skip-invalid", help="Import the good lines, report bad ones.")
+    ] = (False),
+    json_out: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Add the memories of a `remem export` (JSONL) file, in one transaction.
+
+    Keeps their order, timestamps and (where unused here) ids; skips duplicates; reuses exported
+    vectors made by this store's model and embeds the others.
+    """
+    parsed = parse_export(read_source(source))
+    report = BulkReport(skipped=check_errors(parsed, skip_invalid))
+    with open_store(store, create=True) as opened:
+        assert opened is not None
+        store_entries(opened, parsed.entries, report)
+    print_report(report, json_out)

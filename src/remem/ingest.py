@@ -1,0 +1,192 @@
+"""Reading many memories at once: one per line, JSON Lines, or remem's own export (for import).
+
+Parsing never stops at the first bad line: every line yields a memory or a ``LineError`` naming the
+line number and the problem, so the caller can refuse the whole batch or skip the bad lines.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+
+from remem.errors import InvalidInputError
+from remem.index.memory import ModelStamp, NewMemory, text_sha256, utc_iso
+from remem.inputs import clean_name
+
+_NAME_FIELDS = ("user", "conversation", "role")
+
+
+@dataclass(frozen=True)
+class LineError:
+    """Why a line of input was not a memory (1-based line number)."""
+
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A memory read from line ``line``; ``vector`` and ``model`` when an export carried them."""
+
+    line: int
+    memory: NewMemory
+    vector: bytes | None = None
+    model: ModelStamp | None = None
+
+
+@dataclass
+class Parsed:
+    """What a whole input gave: memories in input order, and the bad lines."""
+
+    entries: list[Entry] = field(default_factory=list)
+    errors: list[LineError] = field(default_factory=list)
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, str | None]]:
+    """(line number, text) for non-blank lines; text is None when the line is not UTF-8."""
+    for number, raw in enumerate(data.splitlines(), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            yield number, None
+            continue
+        if text.strip():
+            yield number, text
+
+
+def parse_lines(data: bytes, defaults: NewMemory) -> Parsed:
+    """One memory per non-blank line, each with the ``defaults``' user, tags, meta…"""
+    parsed = Parsed()
+    for number, text in _lines(data):
+        if text is None:
+            parsed.errors.append(LineError(number, "not valid UTF-8"))
+        else:
+            parsed.entries.append(Entry(number, replace(defaults, text=text.strip())))
+    return parsed
+
+
+def _timestamp(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be an ISO 8601 string")
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise InvalidInputError(f"{name} {value!r} is not an ISO 8601 date/time") from None
+    return utc_iso(moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc))
+
+
+def _tags(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
+        raise InvalidInputError("tags must be a list of strings")
+    return tuple(sorted({name for tag in value if (name := clean_name(tag, "a tag"))}))
+
+
+def _meta(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise InvalidInputError("meta must be an object whose values are strings")
+    return {str(key): str(item) for key, item in value.items()}
+
+
+def memory_from_object(record: Any, defaults: NewMemory) -> NewMemory:
+    """A memory from one JSON object (``text`` plus optional fields); InvalidInputError if malformed.
+
+    Fields absent from the object come from ``defaults``; unknown fields are ignored.
+    """
+    if not isinstance(record, dict):
+        raise InvalidInputError("not a JSON object")
+    text = record.get("text")
+    if not isinstance(text, str):
+        raise InvalidInputError("missing text" if text is None else "text must be a string")
+    if not text.strip():
+        raise InvalidInputError("text is empty")
+    user, conversation, role = (_name(record, name, getattr(defaults, name)) for name in _NAME_FIELDS)
+    return replace(
+        defaults,
+        text=text.strip(),
+        user=user,
+        conversation=conversation,
+        role=role,
+        tags=_tags(record["tags"]) if "tags" in record else defaults.tags,
+        meta=_meta(record["meta"]) if "meta" in record else defaults.meta,
+        created_at=_timestamp(record.get("created_at"), "created_at"),
+    )
+
+
+def _name(record: Mapping[str, Any], name: str, default: str | None) -> str | None:
+    value = record.get(name, default)
+    if value is not None and not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string or null")
+    return clean_name(value, name)
+
+
+def parse_jsonl(data: bytes, defaults: NewMemory) -> Parsed:
+    """One memory per non-blank line, each a JSON object (see ``memory_from_object``)."""
+    parsed = Parsed()
+    for number, text in _lines(data):
+        try:
+            if text is None:
+                raise InvalidInputError("not valid UTF-8")
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+            parsed.entries.append(Entry(number, memory_from_object(record, defaults)))
+        except InvalidInputError as exc:
+            parsed.errors.append(LineError(number, str(exc)))
+    return parsed
+
+
+def _vector(record: Mapping[str, Any]) -> tuple[bytes | None, ModelStamp | None]:
+    carried = record.get("vector")
+    if carried is None:
+        return None, None
+    try:
+        model = ModelStamp(**carried["model"])
+        data = base64.b64decode(carried["float32_base64"], validate=True)
+    except (KeyError, TypeError, binascii.Error):
+        raise InvalidInputError("vector must be {model: {...}, float32_base64: ...}") from None
+    if len(data) != 4 * model.dim:
+        raise InvalidInputError(f"vector has {len(data) // 4} values, its model makes {model.dim}")
+    return data, model
+
+
+def parse_export(data: bytes) -> Parsed:
+    """remem's JSONL export: every field kept (id, timestamps), sha256 checked, vectors decoded."""
+    parsed = Parsed()
+    for entry_or_error in _export_entries(data):
+        if isinstance(entry_or_error, LineError):
+            parsed.errors.append(entry_or_error)
+        else:
+            parsed.entries.append(entry_or_error)
+    return parsed
+
+
+def _export_entries(data: bytes) -> Iterator[Entry | LineError]:
+    for number, text in _lines(data):
+        try:
+            if text is None:
+                raise InvalidInputError("not valid UTF-8")
+            record = json.loads(text)
+            memory = memory_from_object(record, NewMemory(text=""))
+            if record.get("sha256") not in (None, text_sha256(memory.text)):
+                raise InvalidInputError("sha256 does not match the text")
+            memory_id = record.get("id")
+            if memory_id is not None and (not isinstance(memory_id, int) or memory_id < 1):
+                raise InvalidInputError("id must be a positive integer")
+            updated = _timestamp(record.get("updated_at"), "updated_at")
+            vector, model = _vector(record)
+            yield Entry(number, replace(memory, id=memory_id, updated_at=updated), vector, model)
+        except json.JSONDecodeError as exc:
+            yield LineError(number, f"invalid JSON ({exc.msg} at column {exc.colno})")
+        except InvalidInputError as exc:
+            yield LineError(number, str(exc))

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from remem import __version__
-from remem.commands import changes, maintenance, memories, search, transfer
+from remem.commands import changes, maintenance, memories, recall, search, transfer
 from remem.commands.common import EXIT_FAILURE, EXIT_OK, set_quiet
 from remem.config import debug_enabled
 from remem.errors import RememError
@@ -60,6 +60,7 @@ def _root(
 memories.register(app)
 transfer.register(app)
 search.register(app)
+recall.register(app)
 changes.register(app)
 maintenance.register(app)
 

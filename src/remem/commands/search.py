@@ -83,7 +83,7 @@ def search(
     with open_store(store, create=False) as opened:
         if opened is None or opened.model is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
-        outcome = _search_once(opened, text, limit, filters, mode, threshold)
+        outcome = search_once(opened, text, limit, filters, mode, threshold)
     if not outcome.hits:
         _explain_empty(outcome, threshold)
         raise typer.Exit(EXIT_NOTHING_FOUND)
@@ -93,7 +93,7 @@ def search(
     )
 
 
-def _search_once(
+def search_once(
     store: MemoryStore, text: str, limit: int, filters: Filters, mode: SearchMode, threshold: float | None
 ) -> SearchOutcome:
     """Embed the query (not in keyword mode) and search; once more if a re-embed swapped models."""

@@ -19,11 +19,10 @@ import numpy.typing as npt
 from remem.atomic import atomic_writer
 from remem.errors import StoreError
 from remem.index.kinds import HnswParams, IndexKind
+from remem.index.vectors_header import MAGIC
 
 FloatArray = npt.NDArray[np.float32]
 IdArray = npt.NDArray[np.int64]
-
-MAGIC = b"REMEM-VECTORS 1\n"
 
 
 class IndexFileError(StoreError):

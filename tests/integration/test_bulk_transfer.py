@@ -93,7 +93,10 @@ def test_jsonl_fields_and_cli_defaults(store_dir: Path) -> None:
     assert (second["user"], second["tags"]) == ("dflt", ["t"])
 
 
-KILL_INGEST = "import sys; from remem.cli import main; sys.exit(main(['add', '--lines', sys.argv[1], '--store', sys.argv[2]]))"
+KILL_INGEST = (
+    "import sys; from remem.cli import main; "
+    "sys.exit(main(['add', '--lines', sys.argv[1], '--store', sys.argv[2]]))"
+)
 
 
 def test_an_interrupted_ingest_leaves_all_or_nothing(store_dir: Path, tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 Filters select candidate memories in SQLite first; every lane ranks only those, so ``k`` results are
 the true top ``k`` among the filtered memories. The vector lane scores few candidates exactly from
-their stored vectors, and many through the index with an id selector (an exact index is exact; if
+the vectors in the loaded index, and many through the index with an id selector (an exact index is exact; if
 HNSW returns fewer than it should, the candidates are scored exactly).
 
 Hybrid search pools each lane's top ``depth`` and then lets *both* lanes rank every pooled memory —
@@ -116,9 +116,23 @@ def _exact_scores(records: Records, vector: FloatArray, vector_ids: Sequence[int
     for chunk in records.iter_vectors(vector_ids):
         ids = [vid for vid, _ in chunk]
         matrix = np.frombuffer(b"".join(blob for _, blob in chunk), dtype="<f4").reshape(len(chunk), -1)
-        best.extend(zip(ids, (matrix @ vector.astype(np.float32)).tolist(), strict=True))
-        best = sorted(best, key=lambda pair: (-pair[1], pair[0]))[:k]
+        best = _top([*(i for i, _ in best), *ids], [*(s for _, s in best), *(matrix @ vector).tolist()], k)
     return best
+
+
+def _top(ids: Sequence[int], scores: Sequence[float], k: int) -> list[Scored]:
+    return sorted(zip(ids, scores, strict=True), key=lambda pair: (-pair[1], pair[0]))[:k]
+
+
+def _candidate_scores(
+    records: Records, index: VectorIndex, vector: FloatArray, among: list[int], k: int
+) -> list[Scored]:
+    """Exact top ``k`` among few candidates: their vectors from the loaded index (else from SQLite)."""
+    try:
+        matrix = index.vectors(among)
+    except KeyError:  # the index lacks one of them: score the stored vectors instead
+        return _exact_scores(records, vector, among, k)
+    return _top(among, (matrix @ vector).tolist(), k)
 
 
 def _vector_hits(
@@ -127,7 +141,7 @@ def _vector_hits(
     """Top ``k`` (vector id, cosine) among the vectors of the filtered memories."""
     among = None if filters.is_empty() else records.candidate_vector_ids(filters)
     if among is not None and len(among) <= EXACT_CANDIDATES:
-        return _exact_scores(records, vector, among, k)
+        return _candidate_scores(records, index, vector, among, k)
     hits = index.search(vector, k, among)
     expected = min(k, len(among) if among is not None else index.size - len(index.tombstones))
     if index.kind is IndexKind.HNSW and len(hits) < expected:  # the graph walk ran dry

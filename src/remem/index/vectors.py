@@ -7,8 +7,9 @@ which are raw cosines for unit vectors.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,10 +148,22 @@ class VectorIndex:
             params.efSearch = max(ef_search or self.header.hnsw.ef_search, limit)
         if keep:
             params.sel = keep[-1]
-        scores, labels = self._index.search(
-            np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32), limit, params=params
-        )
+        with _one_thread(faiss):
+            scores, labels = self._index.search(
+                np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32), limit, params=params
+            )
         return [(int(i), float(s)) for i, s in zip(labels[0], scores[0], strict=True) if i >= 0]
+
+    def vectors(self, ids: Sequence[int]) -> FloatArray:
+        """The stored vectors of these ids (rows in the given order); KeyError if one is absent."""
+        if not len(ids):
+            return np.zeros((0, self.header.dim), dtype=np.float32)
+        try:
+            matrix = self._index.reconstruct_batch(np.asarray(ids, dtype=np.int64))
+        except RuntimeError as exc:  # FAISS: "key not found"
+            raise KeyError(str(exc).splitlines()[0]) from exc
+        rows: FloatArray = np.asarray(matrix, dtype=np.float32)
+        return rows
 
     def save(self, path: Path, generation: int | None = None, store_id: str | None = None) -> None:
         """Write the index atomically (temp file, fsync, rename; mode 0600), recording ``generation``
@@ -168,6 +181,17 @@ class VectorIndex:
                 faiss.write_index(self._index, faiss.PyCallbackIOWriter(handle.write))
         except OSError as exc:
             raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+@contextlib.contextmanager
+def _one_thread(faiss: Any) -> Iterator[None]:
+    """Run one query on one thread: waking OpenMP workers costs more than they save (bench/index.py)."""
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
 
 
 def _format_header(header: IndexHeader) -> bytes:

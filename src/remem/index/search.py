@@ -1,9 +1,9 @@
 """Ranking memories: the vector lane (cosine), the keyword lane (BM25), and their fusion (RRF).
 
 Filters select candidate memories in SQLite first; every lane ranks only those, so ``k`` results are
-the true top ``k`` among the filtered memories. The vector lane scores few candidates exactly from
-the vectors in the loaded index, and many through the index with an id selector (an exact index is exact; if
-HNSW returns fewer than it should, the candidates are scored exactly).
+the true top ``k`` among the filtered memories. The vector lane scores few candidates exactly (their
+vectors taken from the loaded index), and many through the index with an id selector (an exact
+index is exact; if HNSW returns fewer than it should, the candidates are scored exactly).
 
 Hybrid search pools each lane's top ``depth`` and then lets *both* lanes rank every pooled memory —
 the vector lane by its exact cosine (pooled memories beyond its top ``depth`` rank after it, by

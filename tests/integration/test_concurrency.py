@@ -109,6 +109,19 @@ def _kill_after(process: subprocess.Popen[bytes], seconds: float) -> None:
     process.wait(30)
 
 
+def _acknowledged_then_killed(process: subprocess.Popen[bytes], at_least: int, extra: float) -> list[int]:
+    """Read the ids a writer acknowledges; kill it ``extra`` seconds after the ``at_least``-th."""
+    assert process.stdout is not None
+    ids = []
+    while len(ids) < at_least:
+        line = process.stdout.readline()
+        assert line, "the writer stopped before acknowledging anything"
+        ids.append(int(line))
+    _kill_after(process, extra)
+    ids.extend(int(line) for line in process.stdout.read().split())
+    return ids
+
+
 def test_kill_9_during_adds_and_reindexes_loses_no_acknowledged_memory(store_dir: Path) -> None:
     rng = random.Random(9)
     acknowledged: dict[int, str] = {}
@@ -116,10 +129,9 @@ def test_kill_9_during_adds_and_reindexes_loses_no_acknowledged_memory(store_dir
         adder = subprocess.Popen(
             [sys.executable, "-c", ADD_LOOP, str(store_dir), str(round_ * 10_000)], stdout=subprocess.PIPE
         )
-        _kill_after(adder, rng.uniform(1.5, 3.0))
         start = round_ * 10_000
-        for n, line in enumerate(adder.stdout.read().decode().split()):  # type: ignore[union-attr]
-            acknowledged[int(line)] = f"crash test memory k{start + n}: survived number {start + n}"
+        for n, memory_id in enumerate(_acknowledged_then_killed(adder, 6, rng.uniform(0.0, 1.0))):
+            acknowledged[memory_id] = f"crash test memory k{start + n}: survived number {start + n}"
         reindexer = subprocess.Popen(
             [
                 sys.executable,

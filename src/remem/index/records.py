@@ -103,6 +103,13 @@ class Records:
         """Number of stored vectors."""
         return int(self.conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
 
+    def generation_and_vector_count(self) -> tuple[int, int]:
+        """The generation and the number of vectors, read in one statement (one consistent snapshot)."""
+        row = self.conn.execute(
+            "SELECT (SELECT value FROM store_meta WHERE key = 'generation'), (SELECT count(*) FROM vectors)"
+        ).fetchone()
+        return int(row[0] or 0), int(row[1])
+
     def bump_generation(self) -> int:
         """Count one more change to the vectors; returns the new generation."""
         generation = self.generation() + 1

@@ -57,8 +57,8 @@ def synced_index(records: Records, path: Path, dim: int, kind: IndexKind, hnsw: 
         warning = None if fresh else f"{exc}; rebuilt it from the database"
         return Synced(build(records, dim, kind, hnsw), changed=True, warning=warning)
     # Read after the file: writers commit before they save, so an honest file is never ahead.
-    generation = records.generation()
-    problem = _inconsistency(records, index, generation)
+    generation, stored = records.generation_and_vector_count()
+    problem = _inconsistency(records, index, generation, stored)
     if problem:
         warning = f"{path} {problem}; rebuilt it from the database"
         return Synced(build(records, dim, index.kind, index.header.hnsw), changed=True, warning=warning)
@@ -68,22 +68,27 @@ def synced_index(records: Records, path: Path, dim: int, kind: IndexKind, hnsw: 
     return Synced(index, changed=True)
 
 
-def _inconsistency(records: Records, index: VectorIndex, generation: int) -> str | None:
-    """Why the file cannot be trusted or caught up, or None."""
+def _inconsistency(records: Records, index: VectorIndex, generation: int, stored: int) -> str | None:
+    """Why the file cannot be trusted or caught up, or None (``stored``: vectors at ``generation``)."""
     if index.header.store_id != records.store_id():
         return "belongs to another store"
     if index.header.generation > generation:
         return "is newer than the database (restored from a backup?)"
-    live, stored = index.size - len(index.tombstones), records.vector_count()
+    live = index.size - len(index.tombstones)
     if index.header.generation == generation and live != stored:
         return f"holds {live} vectors where the database has {stored}"
     return None
 
 
 def catch_up(records: Records, index: VectorIndex, dim: int) -> None:
-    """Add the stored vectors the index lacks and drop the ones the database no longer has."""
+    """Add the stored vectors the index lacks and drop the ones the database no longer has.
+
+    The generation is read first: if a writer commits meanwhile, the index may already hold its
+    vectors but claims the older generation, so the next open simply catches up again.
+    """
+    generation = records.generation()
     indexed = set(index.ids().tolist())
     live = set(records.vector_ids())
     index.remove(sorted(indexed - live - index.tombstones))
     add_stored(records, index, dim, sorted(live - indexed))
-    index.header.generation = records.generation()
+    index.header.generation = generation

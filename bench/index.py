@@ -1,7 +1,7 @@
 """Scale of the vector index: exact vs HNSW from 10k to 1M vectors, and filter-then-search in a store.
 
     python bench/index.py [--sizes 10000,100000] [--million] [--queries 200] [--batch 100]
-                          [--batch-rounds 10] [--ef-sweep 32,64,256,512] [--sets clustered,uniform]
+                          [--batch-rounds 10] [--ef-sweep 32,64,128,256,512] [--sets clustered,uniform]
                           [--store-size 100000] [--store-queries 50] [--cli-runs 5] [--no-store]
                           [--seed 0]
 
@@ -708,7 +708,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--batch", type=int, default=100, help="queries per batched FAISS call")
     parser.add_argument("--batch-rounds", type=int, default=10, help="batched calls timed")
-    parser.add_argument("--ef-sweep", type=int_list, default=[32, 64, 256, 512], help="extra efSearch values")
+    parser.add_argument(
+        "--ef-sweep", type=int_list, default=[32, 64, 128, 256, 512], help="efSearch values to sweep"
+    )
     parser.add_argument("--sets", type=lambda t: t.split(","), default=["clustered", "uniform"])
     parser.add_argument("--hnsw-m", type=int, default=HnswParams.m)
     parser.add_argument("--ef-construction", type=int, default=HnswParams.ef_construction)

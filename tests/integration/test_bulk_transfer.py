@@ -206,3 +206,28 @@ def test_show_stats_and_quiet(varied: Path) -> None:
     assert stats["model"].startswith("all-minilm-l6-v2") and stats["disk_bytes"] > 0
     quiet = run_cli(["-q", "add", "no conversation at all", "--store", str(varied)])
     assert quiet.code == 0 and quiet.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        (["context"], b"", "query is empty"),
+        (["context", "--min-score", "2", "q"], None, "--min-score must be between -1 and 1"),
+        (["context", "--recent", "-1", "q"], None, "--recent"),
+        (["context", "--merge", "zip", "q"], None, "--merge"),
+        (["show", "abc"], None, "Invalid value for 'ID'"),
+        (["import", "/no/such/export.jsonl"], None, "cannot read /no/such/export.jsonl"),
+        (["import", "-"], b'{"id": 0, "text": "x"}\n', "line 1: id must be a positive integer"),
+        (["import", "-"], b'{"text": "x", "vector": {"model": {}}}\n', "line 1: vector must be"),
+        (["export", "--format", "xml"], None, "--format"),
+        (["export", "--since", "soon"], None, "--since 'soon' is neither"),
+    ],
+)
+def test_bad_inputs_of_context_show_import_export(
+    varied: Path, args: list[str], stdin: bytes | None, message: str
+) -> None:
+    before = run_cli(["export"], varied).stdout
+    result = run_cli(args, varied, stdin=stdin)
+    assert result.code == 2 and result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
+    assert message in result.stderr, result.stderr
+    assert run_cli(["export"], varied).stdout == before

@@ -22,10 +22,10 @@ WRITERS, ADDS_PER_WRITER = 8, 50
 def _quiet_main(args: list[str]) -> tuple[int, str]:
     from remem.cli import main
 
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(args)
-    return code, out.getvalue()
+    return code, out.getvalue() if code in (0, 1) else err.getvalue()
 
 
 def _writer(store: str, writer: int) -> list[tuple[int, str]]:
@@ -33,7 +33,7 @@ def _writer(store: str, writer: int) -> list[tuple[int, str]]:
     for i in range(ADDS_PER_WRITER):
         text = f"note w{writer}n{i}: writer {writer} wrote memory number {i} about topic {i % 7}"
         code, out = _quiet_main(["add", "--store", store, text])
-        assert code == 0, (code, text)
+        assert code == 0, (code, text, out)
         added.append((int(out.strip()), text))
     return added
 
@@ -41,8 +41,8 @@ def _writer(store: str, writer: int) -> list[tuple[int, str]]:
 def _reindexer(store: str, stop: multiprocessing.synchronize.Event, counts: multiprocessing.Queue) -> None:  # type: ignore[name-defined]
     runs, kinds = 0, ["exact", "hnsw", "auto"]
     while not stop.is_set():
-        code, _ = _quiet_main(["reindex", "--store", store, "--force", "--index", kinds[runs % 3]])
-        assert code in (0, 1), code  # 1 only before the first memory exists
+        code, err = _quiet_main(["reindex", "--store", store, "--force", "--index", kinds[runs % 3]])
+        assert code in (0, 1), (code, err)  # 1 only before the first memory exists
         runs += 1
     counts.put(("reindex", runs))
 

@@ -84,7 +84,10 @@ class MemoryStore:
         the directory is unusable, StoreCorruptError when the database file is damaged.
         """
         db_path = _prepare_directory(directory, create)
-        return cls(directory, Records(connect(db_path)))
+        # A new (empty) database is initialised by one process at a time: the others wait for it.
+        new = db_path.stat().st_size == 0
+        with _locked(directory) if new else contextlib.nullcontext():
+            return cls(directory, Records(connect(db_path)))
 
     def close(self) -> None:
         """Close the database connection."""
@@ -271,17 +274,23 @@ class MemoryStore:
                 synced.index.save(self.index_path, synced.index.header.generation)
         return synced.index
 
-    @contextlib.contextmanager
-    def write_lock(self, *, blocking: bool = True) -> Iterator[None]:
-        try:
-            fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise StoreError(f"cannot lock {self.directory}: {exc.strerror or exc}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            for leftover in self.directory.glob(".*.tmp"):  # from a writer that was killed mid-save
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
-            yield
-        finally:
-            os.close(fd)
+    def write_lock(self, *, blocking: bool = True) -> contextlib.AbstractContextManager[None]:
+        """The store's exclusive writer lock (an OS file lock; BlockingIOError if not ``blocking``
+        and it is held). Taking it removes temporary files a killed writer left behind."""
+        return _locked(self.directory, blocking=blocking)
+
+
+@contextlib.contextmanager
+def _locked(directory: Path, *, blocking: bool = True) -> Iterator[None]:
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StoreError(f"cannot lock {directory}: {exc.strerror or exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        for leftover in directory.glob(".*.tmp"):  # from a writer that was killed mid-save
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+        yield
+    finally:
+        os.close(fd)

@@ -78,18 +78,20 @@ def coverage(conn: sqlite3.Connection, text: str, ids: Sequence[int]) -> dict[in
     """For each id, the share of the query's term weight (IDF) that the memory matches, 0..1.
 
     IDF is Lucene's ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, so a rare term such
-    as an identifier weighs far more than a common word.
+    as an identifier weighs far more than a common word. One FTS5 query per term yields both the
+    term's document count and which of ``ids`` contain it (reading a doclist is cheaper than
+    probing it with an ``IN`` list).
     """
     (total,) = conn.execute("SELECT count(*) FROM memories_fts").fetchone()
-    marks = ",".join("?" * len(ids))
+    wanted = set(ids)
     weights, matched = [], []
     for term in term_queries(text):
-        (count,) = conn.execute(
-            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (term,)
-        ).fetchone()
-        weights.append(math.log(1 + (total - count + 0.5) / (count + 0.5)))
-        sql = f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})"
-        matched.append({int(r[0]) for r in conn.execute(sql, [term, *ids])})
+        rows = {
+            int(r[0])
+            for r in conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (term,))
+        }
+        weights.append(math.log(1 + (total - len(rows) + 0.5) / (len(rows) + 0.5)))
+        matched.append(rows & wanted)
     whole = sum(weights) or 1.0
     pairs = list(zip(weights, matched, strict=True))
     return {mid: sum(weight for weight, hit in pairs if mid in hit) / whole for mid in ids}

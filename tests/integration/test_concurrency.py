@@ -62,21 +62,21 @@ def _searcher(store: str, stop: multiprocessing.synchronize.Event, counts: multi
 def test_eight_writers_with_reindex_and_searches_lose_nothing(store_dir: Path) -> None:
     context = multiprocessing.get_context("spawn")
     stop, counts = context.Event(), context.Queue()
-    helpers = [
-        context.Process(target=f, args=(str(store_dir), stop, counts)) for f in (_reindexer, _searcher)
-    ]
+    targets = (_reindexer, _searcher)
+    helpers = [context.Process(target=f, args=(str(store_dir), stop, counts), daemon=True) for f in targets]
     for process in helpers:
         process.start()
-    with context.Pool(WRITERS) as pool:
-        added = [
-            pair
-            for part in pool.starmap(_writer, [(str(store_dir), w) for w in range(WRITERS)])
-            for pair in part
-        ]
-    stop.set()
-    for process in helpers:
-        process.join(120)
-        assert process.exitcode == 0
+    try:
+        with context.Pool(WRITERS) as pool:
+            parts = pool.starmap(_writer, [(str(store_dir), w) for w in range(WRITERS)])
+    finally:  # also when a writer failed: never leave the loops running
+        stop.set()
+        for process in helpers:
+            process.join(120)
+            if process.is_alive():
+                process.kill()
+    added = [pair for part in parts for pair in part]
+    assert all(process.exitcode == 0 for process in helpers)
     reports = {item[0]: item[1:] for item in (counts.get(timeout=10), counts.get(timeout=10))}
     assert reports["reindex"][0] >= 1 and reports["search"][0] >= 1 and reports["search"][1] == 0
 

@@ -46,7 +46,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from remem.index.vectors import HnswParams, IndexKind, VectorIndex
+from remem.index.kinds import HnswParams, IndexKind
+from remem.index.vectors import VectorIndex
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cold_start import drop_caches
 
 if TYPE_CHECKING:
     from remem.index import MemoryStore
@@ -141,16 +145,6 @@ def cpu_seconds() -> float:
     """User + system CPU time of this process so far."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def drop_caches() -> bool:
-    """Ask the kernel to drop the page cache; False when not allowed here."""
-    try:
-        os.sync()
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-    except OSError:
-        return False
-    return True
 
 
 def batches(queries: FloatArray, size: int, rounds: int) -> list[FloatArray]:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from remem import render
+from remem.commands import options as opt
 from remem.commands.common import (
     EXIT_NOTHING_FOUND,
     embed_document,
@@ -17,17 +18,6 @@ from remem.commands.common import (
     print_results,
     stdin,
     warn,
-)
-from remem.commands.options import (
-    ConversationOption,
-    JsonOption,
-    MetaFilterOption,
-    RoleOption,
-    SinceOption,
-    StoreOption,
-    TagOption,
-    UntilOption,
-    UserOption,
 )
 from remem.errors import InvalidInputError
 from remem.inputs import read_text
@@ -45,8 +35,8 @@ def edit(
         list[str] | None,
         typer.Argument(metavar="TEXT", help="Its new text (words are joined); - reads stdin."),
     ] = None,
-    json_out: JsonOption = False,
-    store: StoreOption = None,
+    json_out: opt.JsonOption = False,
+    store: opt.StoreOption = None,
 ) -> None:
     """Replace a memory's text: re-embeds it, keeps its id and created_at, records updated_at."""
     new_text = read_text(text, stdin())
@@ -62,15 +52,15 @@ def forget(
     ids: Annotated[list[int] | None, typer.Argument(metavar="ID", help="Memories to delete.")] = None,
     where: Annotated[bool, typer.Option("--where", help="Delete every memory the filters select.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be deleted.")] = False,
-    user: UserOption = None,
-    conversation: ConversationOption = None,
-    role: RoleOption = None,
-    tag: TagOption = None,
-    meta: MetaFilterOption = None,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    json_out: JsonOption = False,
-    store: StoreOption = None,
+    user: opt.UserOption = None,
+    conversation: opt.ConversationOption = None,
+    role: opt.RoleOption = None,
+    tag: opt.TagOption = None,
+    meta: opt.MetaFilterOption = None,
+    since: opt.SinceOption = None,
+    until: opt.UntilOption = None,
+    json_out: opt.JsonOption = False,
+    store: opt.StoreOption = None,
 ) -> None:
     """Delete memories by id, or with --where every memory the filters select (at least one filter).
 

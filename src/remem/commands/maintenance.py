@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from remem import render
+from remem.commands import options as opt
 from remem.commands.common import EXIT_FAILURE, EXIT_NOTHING_FOUND, embedder_for, note, open_store, warn
-from remem.commands.options import JsonOption, StoreOption
 from remem.errors import InvalidInputError
 from remem.index import MemoryStore
 from remem.index.kinds import HnswParams
@@ -64,7 +64,7 @@ def reindex(
         str | None, typer.Option("--model", metavar="NAME", help="Re-embed every memory with this model.")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even what is already current.")] = False,
-    store: StoreOption = None,
+    store: opt.StoreOption = None,
 ) -> None:
     """Rebuild the vector and keyword indexes from the database; switch index kind or model.
 
@@ -140,8 +140,8 @@ def doctor(
     repair_: Annotated[
         bool, typer.Option("--repair", help="Fix what can be fixed (rebuild derived files…).")
     ] = False,
-    json_out: JsonOption = False,
-    store: StoreOption = None,
+    json_out: opt.JsonOption = False,
+    store: opt.StoreOption = None,
 ) -> None:
     """Check the store: database, keyword index, vectors, index file, model files, permissions.
 

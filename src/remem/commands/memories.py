@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from remem import render
+from remem.commands import options as opt
 from remem.commands.bulk import BulkReport, check_errors, print_report, read_source, store_entries
 from remem.commands.common import (
     EXIT_NOTHING_FOUND,
@@ -19,18 +20,6 @@ from remem.commands.common import (
     open_store,
     print_results,
     stdin,
-)
-from remem.commands.options import (
-    ConversationOption,
-    JsonOption,
-    LimitOption,
-    MetaFilterOption,
-    RoleOption,
-    SinceOption,
-    StoreOption,
-    TagOption,
-    UntilOption,
-    UserOption,
 )
 from remem.config import DEFAULT_LIST_LIMIT
 from remem.errors import InvalidInputError
@@ -62,16 +51,16 @@ def add(
         bool,
         typer.Option("--skip-invalid", help="With --lines/--jsonl: add the good lines, report bad ones."),
     ] = False,
-    tag: TagOption = None,
-    user: UserOption = None,
-    conversation: ConversationOption = None,
-    role: RoleOption = None,
+    tag: opt.TagOption = None,
+    user: opt.UserOption = None,
+    conversation: opt.ConversationOption = None,
+    role: opt.RoleOption = None,
     meta: Annotated[
         list[str] | None,
         typer.Option("--meta", "-m", metavar="KEY=VALUE", help="key=value metadata; repeatable."),
     ] = None,
-    json_out: JsonOption = False,
-    store: StoreOption = None,
+    json_out: opt.JsonOption = False,
+    store: opt.StoreOption = None,
 ) -> None:
     """Store a memory and print its id; or many at once with --lines / --jsonl.
 
@@ -132,16 +121,16 @@ def _add_one(store: MemoryStore, memory: NewMemory) -> AddResult:
 
 
 def list_memories(
-    limit: LimitOption = DEFAULT_LIST_LIMIT,
-    user: UserOption = None,
-    conversation: ConversationOption = None,
-    role: RoleOption = None,
-    tag: TagOption = None,
-    meta: MetaFilterOption = None,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    json_out: JsonOption = False,
-    store: StoreOption = None,
+    limit: opt.LimitOption = DEFAULT_LIST_LIMIT,
+    user: opt.UserOption = None,
+    conversation: opt.ConversationOption = None,
+    role: opt.RoleOption = None,
+    tag: opt.TagOption = None,
+    meta: opt.MetaFilterOption = None,
+    since: opt.SinceOption = None,
+    until: opt.UntilOption = None,
+    json_out: opt.JsonOption = False,
+    store: opt.StoreOption = None,
 ) -> None:
     """Show memories, newest first. Exit 1 if there are none."""
     filters = filters_from(user, conversation, tag, role=role, meta=meta, since=since, until=until)

@@ -8,15 +8,8 @@ from typing import Annotated
 import typer
 
 from remem import render
+from remem.commands import options as opt
 from remem.commands.common import EXIT_NOTHING_FOUND, filters_from, open_store, stdin
-from remem.commands.options import (
-    ConversationOption,
-    JsonOption,
-    RoleOption,
-    StoreOption,
-    TagOption,
-    UserOption,
-)
 from remem.commands.search import DEFAULT_SEARCH_MODE, search_once
 from remem.index import Filters, Memory, MemoryStore
 from remem.inputs import check_min_score, read_text
@@ -76,12 +69,12 @@ def context(
     min_score: Annotated[
         float | None, typer.Option("--min-score", metavar="COSINE", help="Similar ones need this raw cosine.")
     ] = None,
-    user: UserOption = None,
-    conversation: ConversationOption = None,
-    role: RoleOption = None,
-    tag: TagOption = None,
-    json_out: JsonOption = False,
-    store: StoreOption = None,
+    user: opt.UserOption = None,
+    conversation: opt.ConversationOption = None,
+    role: opt.RoleOption = None,
+    tag: opt.TagOption = None,
+    json_out: opt.JsonOption = False,
+    store: opt.StoreOption = None,
 ) -> None:
     """Print the memories an assistant should see: the newest plus the most similar to QUERY,
     merged, each once — as prompt-ready lines or --json (with "source": recent or similar)."""
@@ -112,8 +105,8 @@ def _similar(
 
 def show(
     memory_id: Annotated[int, typer.Argument(metavar="ID", help="The memory to show.")],
-    json_out: JsonOption = False,
-    store: StoreOption = None,
+    json_out: opt.JsonOption = False,
+    store: opt.StoreOption = None,
 ) -> None:
     """Print one memory in full (all fields). Exit 1 if there is no such memory."""
     with open_store(store, create=False) as opened:
@@ -130,7 +123,7 @@ def show(
         typer.echo(f"{key + ':':<14}{'' if shown is None else shown}")
 
 
-def stats(json_out: JsonOption = False, store: StoreOption = None) -> None:
+def stats(json_out: opt.JsonOption = False, store: opt.StoreOption = None) -> None:
     """Counts by user, conversation and tag; model, index, disk size, oldest and newest memory."""
     from remem.index.summary import summarize  # noqa: PLC0415
 

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from remem import render
+from remem.commands import options as opt
 from remem.commands.common import (
     EXIT_NOTHING_FOUND,
     embedder_for,
@@ -15,18 +16,6 @@ from remem.commands.common import (
     open_store,
     print_results,
     stdin,
-)
-from remem.commands.options import (
-    ConversationOption,
-    JsonOption,
-    LimitOption,
-    MetaFilterOption,
-    RoleOption,
-    SinceOption,
-    StoreOption,
-    TagOption,
-    UntilOption,
-    UserOption,
 )
 from remem.config import DEFAULT_SEARCH_LIMIT
 from remem.errors import InvalidInputError
@@ -49,7 +38,7 @@ def search(
         list[str] | None,
         typer.Argument(metavar="QUERY", help="What to look for (words are joined); - reads stdin."),
     ] = None,
-    limit: LimitOption = DEFAULT_SEARCH_LIMIT,
+    limit: opt.LimitOption = DEFAULT_SEARCH_LIMIT,
     mode: Annotated[
         SearchMode,
         typer.Option("--mode", help="vector: meaning; keyword: exact words (BM25); hybrid: both, fused."),
@@ -58,15 +47,15 @@ def search(
         float | None,
         typer.Option("--min-score", metavar="COSINE", help="Leave out hits below this raw cosine (-1..1)."),
     ] = None,
-    user: UserOption = None,
-    conversation: ConversationOption = None,
-    role: RoleOption = None,
-    tag: TagOption = None,
-    meta: MetaFilterOption = None,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    json_out: JsonOption = False,
-    store: StoreOption = None,
+    user: opt.UserOption = None,
+    conversation: opt.ConversationOption = None,
+    role: opt.RoleOption = None,
+    tag: opt.TagOption = None,
+    meta: opt.MetaFilterOption = None,
+    since: opt.SinceOption = None,
+    until: opt.UntilOption = None,
+    json_out: opt.JsonOption = False,
+    store: opt.StoreOption = None,
 ) -> None:
     """Find memories by meaning and by exact words, best first.
 

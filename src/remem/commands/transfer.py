@@ -8,19 +8,9 @@ from typing import Annotated
 
 import typer
 
+from remem.commands import options as opt
 from remem.commands.bulk import BulkReport, check_errors, print_report, read_source, store_entries
 from remem.commands.common import filters_from, open_store
-from remem.commands.options import (
-    ConversationOption,
-    JsonOption,
-    MetaFilterOption,
-    RoleOption,
-    SinceOption,
-    StoreOption,
-    TagOption,
-    UntilOption,
-    UserOption,
-)
 from remem.errors import InvalidInputError, RememError
 from remem.exports import ExportFormat, csv_lines, jsonl_line, markdown_lines
 from remem.index import Filters, Memory, MemoryStore
@@ -80,14 +70,14 @@ def export(
         bool,
         typer.Option("--with-vectors", help="JSONL: include each vector (base64 float32) and its model."),
     ] = False,
-    user: UserOption = None,
-    conversation: ConversationOption = None,
-    role: RoleOption = None,
-    tag: TagOption = None,
-    meta: MetaFilterOption = None,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    store: StoreOption = None,
+    user: opt.UserOption = None,
+    conversation: opt.ConversationOption = None,
+    role: opt.RoleOption = None,
+    tag: opt.TagOption = None,
+    meta: opt.MetaFilterOption = None,
+    since: opt.SinceOption = None,
+    until: opt.UntilOption = None,
+    store: opt.StoreOption = None,
 ) -> None:
     """Write memories in id order: JSON Lines (every field; `remem import` reads it back), CSV
     (safe to open in a spreadsheet) or Markdown (grouped by conversation). Takes the filters."""
@@ -115,8 +105,8 @@ def import_memories(
     skip_invalid: Annotated[
         bool, typer.Option("--skip-invalid", help="Import the good lines, report bad ones.")
     ] = (False),
-    json_out: JsonOption = False,
-    store: StoreOption = None,
+    json_out: opt.JsonOption = False,
+    store: opt.StoreOption = None,
 ) -> None:
     """Add the memories of a `remem export` (JSONL) file, in one transaction.
 

@@ -14,18 +14,8 @@ from remem.index.memory import Memory, ModelStamp
 
 #: A spreadsheet treats a cell starting with one of these as a formula (CSV injection).
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-CSV_COLUMNS = (
-    "id",
-    "text",
-    "created_at",
-    "updated_at",
-    "user",
-    "conversation",
-    "role",
-    "tags",
-    "meta",
-    "sha256",
-)
+#: The JSON fields, with the long hash moved last.
+CSV_COLUMNS = (*(f for f in render.MEMORY_FIELDS if f != "sha256"), "sha256")
 
 
 class ExportFormat(str, Enum):

@@ -11,12 +11,12 @@ import binascii
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import timezone
 from typing import Any
 
 from remem.errors import InvalidInputError
 from remem.index.memory import ModelStamp, NewMemory, text_sha256, utc_iso
-from remem.inputs import clean_name
+from remem.inputs import clean_name, parse_iso
 
 _NAME_FIELDS = ("user", "conversation", "role")
 
@@ -78,10 +78,9 @@ def _timestamp(value: Any, name: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} must be an ISO 8601 string")
-    try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise InvalidInputError(f"{name} {value!r} is not an ISO 8601 date/time") from None
+    moment = parse_iso(value)
+    if moment is None:
+        raise InvalidInputError(f"{name} {value!r} is not an ISO 8601 date/time")
     return utc_iso(moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc))
 
 

@@ -88,11 +88,18 @@ def parse_when(value: str | None, option: str, now: datetime) -> datetime | None
     relative = _RELATIVE.fullmatch(text.lower())
     if relative:
         return now - timedelta(seconds=int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)])
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
+    moment = parse_iso(text)
+    if moment is None:
         raise InvalidInputError(
             f"{option} {value!r} is neither an ISO date/time (2026-11-29, 2026-11-29T14:00) "
             "nor an age (30m, 12h, 7d)"
-        ) from None
+        )
     return moment if moment.tzinfo is not None else moment.astimezone()
+
+
+def parse_iso(text: str) -> datetime | None:
+    """An ISO 8601 date or date-time (a trailing ``Z`` means UTC), or None if it is not one."""
+    try:
+        return datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None

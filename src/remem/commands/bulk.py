@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from remem import render
-from remem.commands.common import embedder_for, note, stdin, warn
+from remem.commands.common import embedder_for, note, progress_bar, stdin, warn
 from remem.errors import InvalidInputError
 from remem.index import MemoryStore
 from remem.index.memory import text_sha256
@@ -95,12 +93,7 @@ def store_entries(store: MemoryStore, entries: list[Entry], report: BulkReport) 
 
 def _embed_rows(embedder: OnnxEmbedder, texts: list[str], vectors: FloatArray, rows: list[int]) -> None:
     """Fill ``vectors[rows]`` in chunks, with a progress bar on stderr when it is a terminal."""
-    bar = (
-        typer.progressbar(length=len(texts), label="Embedding", file=sys.stderr)
-        if sys.stderr.isatty()
-        else None
-    )
-    with bar if bar is not None else contextlib.nullcontext():
+    with progress_bar(len(texts), "Embedding") as bar:
         for start in range(0, len(texts), EMBED_CHUNK):
             chunk = texts[start : start + EMBED_CHUNK]
             vectors[rows[start : start + len(chunk)]] = embedder.embed_documents(chunk).vectors

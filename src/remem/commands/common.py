@@ -117,11 +117,25 @@ def open_store(option: Path | None, *, create: bool) -> Iterator[MemoryStore | N
         store.close()
 
 
-def embedder_for(store: MemoryStore) -> tuple[OnnxEmbedder, ModelStamp]:
-    """The embedder for this store's model (the default model for a new store), checked against it."""
-    from remem.embedders.registry import DEFAULT_MODEL, get_spec, known_models, locate  # noqa: PLC0415
+def load_model(name: str | None, *, verify: bool) -> tuple[OnnxEmbedder, ModelStamp]:
+    """The embedder of a known model (the default when ``name`` is None) and its stamp.
+
+    With ``verify`` the files are hashed against the pinned sha256 (the first time a store uses
+    them); otherwise the pinned value is trusted.
+    """
+    from remem.embedders.registry import DEFAULT_MODEL, get_spec, locate  # noqa: PLC0415
     from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
     from remem.embedders.spec import verify_model_files  # noqa: PLC0415
+
+    spec = DEFAULT_MODEL if name is None else get_spec(name)
+    files = locate(spec)
+    sha = verify_model_files(spec, files) if verify else spec.model_sha256
+    return OnnxEmbedder(spec, files), ModelStamp(spec.name, spec.dim, spec.pooling.value, sha)
+
+
+def embedder_for(store: MemoryStore) -> tuple[OnnxEmbedder, ModelStamp]:
+    """The embedder for this store's model (the default model for a new store), checked against it."""
+    from remem.embedders.registry import known_models  # noqa: PLC0415
 
     recorded = store.model
     if recorded is not None and recorded.name not in {spec.name for spec in known_models()}:
@@ -129,13 +143,20 @@ def embedder_for(store: MemoryStore) -> tuple[OnnxEmbedder, ModelStamp]:
             f"the store at {store.directory} holds vectors of model {recorded.name} ({recorded.dim}-d), "
             f"which this remem cannot run (it has: {', '.join(s.name for s in known_models())})"
         )
-    spec = DEFAULT_MODEL if recorded is None else get_spec(recorded.name)
-    files = locate(spec)
     # Hash the files the first time a store uses them; afterwards the recorded sha256 is compared.
-    sha = spec.model_sha256 if recorded is not None else verify_model_files(spec, files)
-    stamp = ModelStamp(name=spec.name, dim=spec.dim, pooling=spec.pooling.value, sha256=sha)
+    embedder, stamp = load_model(None if recorded is None else recorded.name, verify=recorded is None)
     store.check_model(stamp)
-    return OnnxEmbedder(spec, files), stamp
+    return embedder, stamp
+
+
+@contextlib.contextmanager
+def progress_bar(length: int, label: str) -> Iterator[Any]:
+    """A progress bar on stderr when it is a terminal (yields it), else None; never with --quiet."""
+    if _settings["quiet"] or not sys.stderr.isatty():
+        yield None
+        return
+    with typer.progressbar(length=length, label=label, file=sys.stderr) as bar:
+        yield bar
 
 
 def embed_document(embedder: OnnxEmbedder, text: str) -> FloatArray:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-import sys
-from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from remem import render
 from remem.commands import options as opt
-from remem.commands.common import EXIT_FAILURE, EXIT_NOTHING_FOUND, embedder_for, note, open_store, warn
+from remem.commands.common import (
+    EXIT_FAILURE,
+    EXIT_NOTHING_FOUND,
+    embedder_for,
+    load_model,
+    note,
+    open_store,
+    progress_bar,
+    warn,
+)
 from remem.errors import InvalidInputError
 from remem.index import MemoryStore
 from remem.index.kinds import HnswParams
@@ -36,14 +43,6 @@ def _hnsw(
     if min(values) < 2:
         raise InvalidInputError("--hnsw-m, --ef-construction and --ef-search must be at least 2")
     return HnswParams(*values)
-
-
-def _progress(label: str) -> tuple[AbstractContextManager[Any], Any]:
-    """A progress bar on stderr when it is a terminal; nothing otherwise."""
-    if not sys.stderr.isatty():
-        return nullcontext(None), None
-    bar = typer.progressbar(length=1, label=label, file=sys.stderr)
-    return bar, bar
 
 
 def reindex(
@@ -93,18 +92,10 @@ def reindex(
 
 
 def _reembed(store: MemoryStore, name: str) -> None:
-    from remem.embedders.registry import get_spec, locate  # noqa: PLC0415
-    from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
-    from remem.embedders.spec import verify_model_files  # noqa: PLC0415
-    from remem.index import ModelStamp  # noqa: PLC0415
     from remem.index.reembed import reembed  # noqa: PLC0415
 
-    spec = get_spec(name)
-    files = locate(spec)
-    target = ModelStamp(spec.name, spec.dim, spec.pooling.value, verify_model_files(spec, files))
-    embedder = OnnxEmbedder(spec, files)
-    context, bar = _progress(f"Embedding with {name}")
-    with context:
+    embedder, target = load_model(name, verify=True)
+    with progress_bar(1, f"Embedding with {name}") as bar:
 
         def progress(done: int, total: int) -> None:
             if bar is not None:

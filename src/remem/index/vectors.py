@@ -165,13 +165,11 @@ class VectorIndex:
         rows: FloatArray = np.asarray(matrix, dtype=np.float32)
         return rows
 
-    def save(self, path: Path, generation: int | None = None, store_id: str | None = None) -> None:
+    def save(self, path: Path, generation: int | None = None) -> None:
         """Write the index atomically (temp file, fsync, rename; mode 0600), recording ``generation``
-        and ``store_id`` (default: the ones it already has)."""
+        (default: the one it already has)."""
         if generation is not None:
             self.header.generation = generation
-        if store_id is not None:
-            self.header.store_id = store_id
         self.header.tombstones = sorted(self._tombstones)
         faiss = _faiss()
         try:

@@ -23,3 +23,7 @@ class ModelMismatchError(StoreError):
 
 class EmbedderError(RememError):
     """The embedding model cannot be loaded, verified or run."""
+
+
+class DownloadError(EmbedderError):
+    """A model file could not be downloaded or failed verification; nothing unverified was installed."""

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from remem import __version__
-from remem.commands import changes, maintenance, memories, recall, search, transfer
+from remem.commands import changes, maintenance, memories, models, recall, search, transfer
 from remem.commands.common import EXIT_FAILURE, EXIT_OK, set_quiet
-from remem.config import debug_enabled
+from remem.commands.modelsel import set_model_dir
+from remem.config import debug_enabled, resolve_model_dir
 from remem.errors import RememError
 
 app = typer.Typer(
@@ -43,6 +45,15 @@ def _root(
             "--quiet", "-q", help="No notes or warnings on stderr (errors still); before the command."
         ),
     ] = False,
+    model_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--model-dir",
+            metavar="DIR",
+            help="Your own model: model.onnx, tokenizer.json, remem-model.json [$REMEM_MODEL_DIR].",
+            show_default=False,
+        ),
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = False,
@@ -53,6 +64,7 @@ def _root(
     Exit codes: 0 success, 1 search/list found nothing, 2 usage error or failure.
     """
     set_quiet(quiet)
+    set_model_dir(resolve_model_dir(model_dir, os.environ))
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
 
@@ -63,6 +75,7 @@ search.register(app)
 recall.register(app)
 changes.register(app)
 maintenance.register(app)
+models.register(app)
 
 
 def _fail(message: str) -> int:

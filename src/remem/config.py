@@ -8,6 +8,13 @@ from pathlib import Path
 APP_NAME = "remem"
 #: Environment variable that overrides the default store directory.
 HOME_ENV = "REMEM_HOME"
+#: Environment variable that overrides where pulled models are kept.
+MODELS_ENV = "REMEM_MODELS"
+#: Environment variable naming a Hugging Face mirror for `remem model pull`.
+ENDPOINT_ENV = "REMEM_HF_ENDPOINT"
+#: Environment variable naming a directory with a user's own model (like --model-dir).
+MODEL_DIR_ENV = "REMEM_MODEL_DIR"
+DEFAULT_ENDPOINT = "https://huggingface.co"
 #: Environment variable that turns on tracebacks for unexpected errors (for bug reports).
 DEBUG_ENV = "REMEM_DEBUG"
 
@@ -39,3 +46,24 @@ def resolve_store_dir(option: Path | None, environ: Mapping[str, str]) -> Path:
 def debug_enabled(environ: Mapping[str, str]) -> bool:
     """True when the user asked for tracebacks of unexpected errors."""
     return environ.get(DEBUG_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def resolve_models_dir(environ: Mapping[str, str]) -> Path:
+    """Where pulled models live: $REMEM_MODELS, else ``models`` in the user cache directory."""
+    if environ.get(MODELS_ENV, "").strip():
+        return Path(environ[MODELS_ENV].strip()).expanduser().absolute()
+    import platformdirs  # noqa: PLC0415 - only needed when models are looked up
+
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False)) / "models"
+
+
+def resolve_endpoint(environ: Mapping[str, str]) -> str:
+    """The Hugging Face endpoint `remem model pull` downloads from ($REMEM_HF_ENDPOINT or the hub)."""
+    return environ.get(ENDPOINT_ENV, "").strip().rstrip("/") or DEFAULT_ENDPOINT
+
+
+def resolve_model_dir(option: Path | None, environ: Mapping[str, str]) -> Path | None:
+    """A user's own model directory: the --model-dir option, else $REMEM_MODEL_DIR, else None."""
+    if option is None and environ.get(MODEL_DIR_ENV, "").strip():
+        option = Path(environ[MODEL_DIR_ENV].strip())
+    return None if option is None else option.expanduser().absolute()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import csv
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict
 from enum import Enum
 
@@ -26,13 +26,18 @@ class ExportFormat(str, Enum):
     MARKDOWN = "markdown"
 
 
-def jsonl_line(memory: Memory, vector: bytes | None = None, model: ModelStamp | None = None) -> str:
-    """One memory as remem's lossless JSON record; with a vector, ``vector`` holds it and its model."""
+def jsonl_line(memory: Memory, windows: Sequence[bytes] = (), model: ModelStamp | None = None) -> str:
+    """One memory as remem's lossless JSON record; with vectors, ``vector`` holds them and their model.
+
+    A long memory has one vector per window: ``float32_base64`` holds them one after another
+    (``windows`` × dim values).
+    """
     record = render.memory_record(memory)
-    if vector is not None and model is not None:
+    if windows and model is not None:
         record["vector"] = {
             "model": asdict(model),
-            "float32_base64": base64.b64encode(vector).decode("ascii"),
+            "windows": len(windows),
+            "float32_base64": base64.b64encode(b"".join(windows)).decode("ascii"),
         }
     return render.json_line(record)
 

@@ -152,10 +152,15 @@ def _vector(record: Mapping[str, Any]) -> tuple[bytes | None, ModelStamp | None]
     try:
         model = ModelStamp(**carried["model"])
         data = base64.b64decode(carried["float32_base64"], validate=True)
-    except (KeyError, TypeError, binascii.Error):
-        raise InvalidInputError("vector must be {model: {...}, float32_base64: ...}") from None
-    if len(data) != 4 * model.dim:
-        raise InvalidInputError(f"vector has {len(data) // 4} values, its model makes {model.dim}")
+        windows = carried.get("windows", 1)
+    except (KeyError, TypeError, AttributeError, binascii.Error):
+        raise InvalidInputError("vector must be {model: {...}, windows: N, float32_base64: ...}") from None
+    if not isinstance(windows, int) or isinstance(windows, bool) or windows < 1:
+        raise InvalidInputError("vector windows must be a positive integer")
+    if len(data) != 4 * model.dim * windows:
+        raise InvalidInputError(
+            f"vector has {len(data) // 4} values; {windows} window(s) of its model make {windows * model.dim}"
+        )
     return data, model
 
 

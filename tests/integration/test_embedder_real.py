@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from remem.embedders.pooling import l2_normalize
-from remem.embedders.registry import DEFAULT_MODEL, locate
+from remem.embedders.registry import BGE_QUERY_PREFIX, BGE_SMALL_EN_V1_5, DEFAULT_MODEL, locate
 from remem.embedders.runner import OnnxEmbedder, _load_session, pad_batch
 from remem.embedders.spec import ModelFiles, Pooling, file_sha256, verify_model_files
+from remem.embedders.windows import split_windows
 from remem.errors import EmbedderError
 
 REFERENCE = json.loads((Path(__file__).parent.parent / "data" / "minilm_fp32_reference.json").read_text())
@@ -29,51 +30,90 @@ def embedder() -> OnnxEmbedder:
     return OnnxEmbedder(DEFAULT_MODEL, locate(DEFAULT_MODEL))
 
 
+def _documents(embedder: OnnxEmbedder, texts: list[str]) -> np.ndarray:
+    """One row per text (each fits one window)."""
+    embedded = embedder.embed_documents(texts)
+    assert all(len(rows) == 1 for rows in embedded.windows)
+    return embedded.first_windows()
+
+
 def test_canonical_vector_is_pinned(embedder: OnnxEmbedder) -> None:
-    vector = embedder.embed_documents([REFERENCE["sentences"][0]]).vectors[0]
+    vector = _documents(embedder, [REFERENCE["sentences"][0]])[0]
     assert vector.dtype == np.float32
     assert vector.shape == (384,)
     np.testing.assert_allclose(vector[:5], PINNED_FIRST_VALUES, atol=1e-4)
 
 
 def test_vectors_match_the_fp32_sentence_transformers_reference(embedder: OnnxEmbedder) -> None:
-    result = embedder.embed_documents(REFERENCE["sentences"])
+    result = embedder.embed_queries(REFERENCE["sentences"])  # the last one is cut, like the reference
     reference = np.asarray(REFERENCE["vectors"], dtype=np.float32)
     cosines = (result.vectors * reference).sum(axis=1)
     assert cosines.min() > 0.998, cosines  # int8 weights vs fp32: same pipeline, same truncation
     np.testing.assert_allclose(np.linalg.norm(result.vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_long_text_reports_dropped_tokens(embedder: OnnxEmbedder) -> None:
+def test_a_long_query_reports_dropped_tokens(embedder: OnnxEmbedder) -> None:
     long_text = REFERENCE["sentences"][-1]
     total = embedder.count_tokens(long_text)
-    result = embedder.embed_documents(["short one", long_text])
+    result = embedder.embed_queries(["short one", long_text])
     assert total > DEFAULT_MODEL.max_tokens
     assert result.dropped_tokens == (0, total - DEFAULT_MODEL.max_tokens)
 
 
+def test_a_long_document_is_embedded_window_by_window(embedder: OnnxEmbedder) -> None:
+    long_text = " ".join(
+        f"Fact {i}: the {i}th server in rack {i % 7} runs service number {i}." for i in range(60)
+    )
+    ids = embedder._token_ids([long_text])[0]
+    windows = split_windows(ids, DEFAULT_MODEL.max_tokens)
+    assert len(windows) >= 3
+    embedded = embedder.embed_documents(["short one", long_text])
+    assert [len(rows) for rows in embedded.windows] == [1, len(windows)]
+    for window, vector in zip(windows, embedded.windows[1], strict=True):
+        input_ids, mask = pad_batch([window])
+        session = _load_session(str(embedder.files.model), 0)
+        (hidden,) = session.run(
+            None, {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
+        )
+        np.testing.assert_allclose(vector, l2_normalize(hidden.mean(axis=1))[0], atol=1e-4)
+
+
 def test_batching_and_padding_do_not_change_vectors(embedder: OnnxEmbedder) -> None:
     texts = ["a", "a much longer sentence about databases and layouts", "mid length text here", "z" * 50]
-    together = embedder.embed_documents(texts).vectors
-    alone = np.vstack([embedder.embed_documents([t]).vectors for t in texts])
+    together = _documents(embedder, texts)
+    alone = np.vstack([_documents(embedder, [t]) for t in texts])
     np.testing.assert_allclose(together, alone, atol=2e-5)
-    tiny_batches = OnnxEmbedder(DEFAULT_MODEL, embedder.files, batch_size=1).embed_documents(texts)
-    np.testing.assert_allclose(tiny_batches.vectors, together, atol=2e-5)
+    tiny_batches = _documents(OnnxEmbedder(DEFAULT_MODEL, embedder.files, batch_size=1), texts)
+    np.testing.assert_allclose(tiny_batches, together, atol=2e-5)
 
 
 def test_query_prefix_reaches_queries_only(embedder: OnnxEmbedder) -> None:
-    prefix = "Represent this sentence for searching relevant passages: "
-    prefixed = OnnxEmbedder(dataclasses.replace(DEFAULT_MODEL, query_prefix=prefix), embedder.files)
+    bge_style = dataclasses.replace(BGE_SMALL_EN_V1_5, dim=DEFAULT_MODEL.dim)  # the BGE recipe, this ONNX
+    prefixed = OnnxEmbedder(bge_style, embedder.files)
     query = prefixed.embed_queries(["auth flow"]).vectors[0]
-    document = prefixed.embed_documents(["auth flow"]).vectors[0]
-    np.testing.assert_allclose(query, embedder.embed_documents([prefix + "auth flow"]).vectors[0], atol=1e-5)
-    np.testing.assert_allclose(document, embedder.embed_documents(["auth flow"]).vectors[0], atol=1e-5)
+    document = _documents(prefixed, ["auth flow"])[0]
+    np.testing.assert_allclose(query, _documents(prefixed, [BGE_QUERY_PREFIX + "auth flow"])[0], atol=1e-5)
     assert float(query @ document) < 0.99
+    plain = dataclasses.replace(bge_style, query_prefix="")
+    np.testing.assert_allclose(
+        document, OnnxEmbedder(plain, embedder.files).embed_queries(["auth flow"]).vectors[0], atol=1e-5
+    )
+
+
+def test_bge_recipe_windows_are_512_tokens(embedder: OnnxEmbedder) -> None:
+    bge_style = OnnxEmbedder(dataclasses.replace(BGE_SMALL_EN_V1_5, dim=DEFAULT_MODEL.dim), embedder.files)
+    text = "word " * 1200
+    embedded = bge_style.embed_documents([text])
+    assert len(embedded.windows[0]) == len(split_windows(bge_style._token_ids([text])[0], 512)) == 3
+    query_tokens = bge_style.count_tokens(BGE_QUERY_PREFIX + text)
+    assert bge_style.embed_queries([text]).dropped_tokens == (query_tokens - 512,)  # queries are cut
+        1202 + len(bge_style._token_ids([BGE_QUERY_PREFIX])[0]) - 2 - 512,
+    )
 
 
 def test_cls_pooling_takes_the_first_token(embedder: OnnxEmbedder) -> None:
     cls_spec = dataclasses.replace(DEFAULT_MODEL, pooling=Pooling.CLS, max_tokens=512)
-    cls_vector = OnnxEmbedder(cls_spec, embedder.files).embed_documents(["The login sequence"]).vectors[0]
+    cls_vector = _documents(OnnxEmbedder(cls_spec, embedder.files), ["The login sequence"])[0]
     ids = embedder._tokenize(["The login sequence"])[0].ids
     input_ids, mask = pad_batch([ids])
     session = _load_session(str(embedder.files.model), 0)
@@ -81,7 +121,7 @@ def test_cls_pooling_takes_the_first_token(embedder: OnnxEmbedder) -> None:
         None, {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
     )
     np.testing.assert_allclose(cls_vector, l2_normalize(hidden[:, 0, :])[0], atol=1e-5)
-    mean_vector = embedder.embed_documents(["The login sequence"]).vectors[0]
+    mean_vector = _documents(embedder, ["The login sequence"])[0]
     assert float(cls_vector @ mean_vector) < 0.999
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli
-from remem.commands.common import embedder_for
+from remem.commands.modelsel import embedder_for
 from remem.index import MemoryStore, NewMemory
 
 TEMPLATES = [
@@ -71,7 +71,7 @@ def lookalike_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("lookalike") / "store"
     with MemoryStore.open(directory, create=True) as store:
         embedder, stamp = embedder_for(store)
-        store.add_many(memories, embedder.embed_documents([m.text for m in memories]).vectors, stamp)
+        store.add_many(memories, embedder.embed_documents([m.text for m in memories]).windows, stamp)
     return directory
 
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from remem import render
-from remem.commands.common import embedder_for, note, progress_bar, stdin, warn
+from remem.commands.common import note, progress_bar, stdin, warn
+from remem.commands.modelsel import embedder_for
 from remem.errors import InvalidInputError
 from remem.index import MemoryStore
 from remem.index.memory import text_sha256
@@ -76,29 +77,34 @@ def store_entries(store: MemoryStore, entries: list[Entry], report: BulkReport) 
     fresh, duplicates = _split_duplicates(store, entries)
     if fresh:
         embedder, stamp = embedder_for(store)
-        vectors = np.zeros((len(fresh), stamp.dim), dtype=np.float32)
-        todo = []
+        windows: list[FloatArray | None] = [None] * len(fresh)
         for row, entry in enumerate(fresh):
             if entry.vector is not None and entry.model == stamp:
-                vectors[row] = np.frombuffer(entry.vector, dtype="<f4")
+                windows[row] = np.frombuffer(entry.vector, dtype="<f4").reshape(-1, stamp.dim)
                 report.reused_vectors += 1
-            else:
-                todo.append(row)
-        _embed_rows(embedder, [fresh[row].memory.text for row in todo], vectors, todo)
-        results = store.add_many([entry.memory for entry in fresh], vectors, stamp)
+        todo = [row for row, found in enumerate(windows) if found is None]
+        for row, rows in zip(
+            todo, _embed_texts(embedder, [fresh[row].memory.text for row in todo]), strict=True
+        ):
+            windows[row] = rows
+        results = store.add_many(
+            [entry.memory for entry in fresh], [w for w in windows if w is not None], stamp
+        )
         report.added = [r.id for r in results if not r.duplicate]
         report.duplicates = [r.id for r in results if r.duplicate]  # added by another process meanwhile
     report.duplicates += [store.find_duplicate(entry.memory) or -1 for entry in duplicates]
 
 
-def _embed_rows(embedder: OnnxEmbedder, texts: list[str], vectors: FloatArray, rows: list[int]) -> None:
-    """Fill ``vectors[rows]`` in chunks, with a progress bar on stderr when it is a terminal."""
+def _embed_texts(embedder: OnnxEmbedder, texts: list[str]) -> list[FloatArray]:
+    """Each text's window vectors, embedded in chunks, with a progress bar on a terminal."""
+    embedded: list[FloatArray] = []
     with progress_bar(len(texts), "Embedding") as bar:
         for start in range(0, len(texts), EMBED_CHUNK):
             chunk = texts[start : start + EMBED_CHUNK]
-            vectors[rows[start : start + len(chunk)]] = embedder.embed_documents(chunk).vectors
+            embedded.extend(embedder.embed_documents(chunk).windows)
             if bar is not None:
                 bar.update(len(chunk))
+    return embedded
 
 
 def print_report(report: BulkReport, json_out: bool) -> None:

@@ -11,7 +11,6 @@ from remem.commands import options as opt
 from remem.commands.common import (
     EXIT_NOTHING_FOUND,
     embed_document,
-    embedder_for,
     filters_from,
     note,
     open_store,
@@ -19,6 +18,7 @@ from remem.commands.common import (
     stdin,
     warn,
 )
+from remem.commands.modelsel import embedder_for
 from remem.errors import InvalidInputError
 from remem.inputs import read_text
 

@@ -19,8 +19,8 @@ import typer
 
 from remem import render
 from remem.config import resolve_store_dir
-from remem.errors import InvalidInputError, ModelMismatchError
-from remem.index import Filters, MemoryStore, ModelStamp, StoreNotFoundError
+from remem.errors import InvalidInputError
+from remem.index import Filters, MemoryStore, StoreNotFoundError
 from remem.index.memory import utc_iso
 from remem.inputs import clean_name, clean_tags, parse_meta, parse_when
 
@@ -117,38 +117,6 @@ def open_store(option: Path | None, *, create: bool) -> Iterator[MemoryStore | N
         store.close()
 
 
-def load_model(name: str | None, *, verify: bool) -> tuple[OnnxEmbedder, ModelStamp]:
-    """The embedder of a known model (the default when ``name`` is None) and its stamp.
-
-    With ``verify`` the files are hashed against the pinned sha256 (the first time a store uses
-    them); otherwise the pinned value is trusted.
-    """
-    from remem.embedders.registry import DEFAULT_MODEL, get_spec, locate  # noqa: PLC0415
-    from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
-    from remem.embedders.spec import verify_model_files  # noqa: PLC0415
-
-    spec = DEFAULT_MODEL if name is None else get_spec(name)
-    files = locate(spec)
-    sha = verify_model_files(spec, files) if verify else spec.model_sha256
-    return OnnxEmbedder(spec, files), ModelStamp(spec.name, spec.dim, spec.pooling.value, sha)
-
-
-def embedder_for(store: MemoryStore) -> tuple[OnnxEmbedder, ModelStamp]:
-    """The embedder for this store's model (the default model for a new store), checked against it."""
-    from remem.embedders.registry import known_models  # noqa: PLC0415
-
-    recorded = store.model
-    if recorded is not None and recorded.name not in {spec.name for spec in known_models()}:
-        raise ModelMismatchError(
-            f"the store at {store.directory} holds vectors of model {recorded.name} ({recorded.dim}-d), "
-            f"which this remem cannot run (it has: {', '.join(s.name for s in known_models())})"
-        )
-    # Hash the files the first time a store uses them; afterwards the recorded sha256 is compared.
-    embedder, stamp = load_model(None if recorded is None else recorded.name, verify=recorded is None)
-    store.check_model(stamp)
-    return embedder, stamp
-
-
 @contextlib.contextmanager
 def progress_bar(length: int, label: str) -> Iterator[Any]:
     """A progress bar on stderr when it is a terminal (yields it), else None; never with --quiet."""
@@ -160,12 +128,6 @@ def progress_bar(length: int, label: str) -> Iterator[Any]:
 
 
 def embed_document(embedder: OnnxEmbedder, text: str) -> FloatArray:
-    """The vector of one text to store; warns when the text is longer than the model's window."""
-    embedded = embedder.embed_documents([text])
-    if dropped := embedded.dropped_tokens[0]:
-        warn(
-            f"the text is longer than the model's {embedder.spec.max_tokens}-token window; "
-            f"its last {dropped} tokens were not embedded and do not count in searches"
-        )
-    vector: FloatArray = embedded.vectors[0]
-    return vector
+    """The vectors of one text to store: (windows, dim), one row per window of a long text."""
+    rows: FloatArray = embedder.embed_documents([text]).windows[0]
+    return rows

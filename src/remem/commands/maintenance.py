@@ -11,13 +11,12 @@ from remem.commands import options as opt
 from remem.commands.common import (
     EXIT_FAILURE,
     EXIT_NOTHING_FOUND,
-    embedder_for,
-    load_model,
     note,
     open_store,
     progress_bar,
     warn,
 )
+from remem.commands.modelsel import embedder_for, load_model
 from remem.errors import InvalidInputError
 from remem.index import MemoryStore
 from remem.index.kinds import HnswParams
@@ -103,7 +102,7 @@ def _reembed(store: MemoryStore, name: str) -> None:
                 bar.update(done - bar.pos)
 
         report = reembed(
-            store, target, lambda texts: embedder.embed_documents(texts).vectors, progress=progress
+            store, target, lambda texts: embedder.embed_documents(texts).windows, progress=progress
         )
     if report.swapped:
         resumed = f" (resumed after {report.resumed_from})" if report.resumed_from else ""

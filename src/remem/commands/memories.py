@@ -14,13 +14,13 @@ from remem.commands.bulk import BulkReport, check_errors, print_report, read_sou
 from remem.commands.common import (
     EXIT_NOTHING_FOUND,
     embed_document,
-    embedder_for,
     filters_from,
     note,
     open_store,
     print_results,
     stdin,
 )
+from remem.commands.modelsel import embedder_for
 from remem.config import DEFAULT_LIST_LIMIT
 from remem.errors import InvalidInputError
 from remem.index import AddResult, MemoryStore, NewMemory

@@ -10,13 +10,13 @@ from remem import render
 from remem.commands import options as opt
 from remem.commands.common import (
     EXIT_NOTHING_FOUND,
-    embedder_for,
     filters_from,
     note,
     open_store,
     print_results,
     stdin,
 )
+from remem.commands.modelsel import embedder_for
 from remem.config import DEFAULT_SEARCH_LIMIT
 from remem.errors import InvalidInputError
 from remem.index import Filters, MemoryStore, SearchMode

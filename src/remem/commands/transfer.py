@@ -41,8 +41,8 @@ def _jsonl(store: MemoryStore, filters: Filters, with_vectors: bool) -> Iterator
     for batch in _batches(store.iter_all(filters), CHUNK):
         vectors = store.records.vectors_of_memories([m.id for m in batch]) if model else {}
         for memory in batch:
-            windows = vectors.get(memory.id)
-            yield jsonl_line(memory, windows[0][1] if windows else None, model) + "\n"
+            windows = [blob for _, blob in vectors.get(memory.id, [])]
+            yield jsonl_line(memory, windows, model) + "\n"
 
 
 def _lines(

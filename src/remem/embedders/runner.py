@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,7 @@ import numpy.typing as npt
 
 from remem.embedders.pooling import FloatArray, pool
 from remem.embedders.spec import ModelFiles, ModelSpec
+from remem.embedders.windows import split_windows
 from remem.errors import EmbedderError
 
 if TYPE_CHECKING:
@@ -32,6 +34,23 @@ class Embeddings:
 
     vectors: FloatArray
     dropped_tokens: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DocumentEmbeddings:
+    """Each text's window vectors, in input order: ``windows[i]`` is (w, dim) with w ≥ 1.
+
+    A text within the model window has one vector; a longer one has one per overlapping window
+    (see ``remem.embedders.windows``), so nothing of it is left out.
+    """
+
+    windows: tuple[FloatArray, ...]
+
+    def first_windows(self) -> FloatArray:
+        """One row per text: its first window's vector (the whole text when it fits)."""
+        return (
+            np.vstack([rows[:1] for rows in self.windows]) if self.windows else np.zeros((0, 0), np.float32)
+        )
 
 
 @dataclass(frozen=True)
@@ -83,12 +102,18 @@ class OnnxEmbedder:
         self._batch_size = batch_size
         self._threads = threads
 
-    def embed_documents(self, texts: Sequence[str]) -> Embeddings:
-        """Vectors for texts to be stored (no query prefix)."""
-        return self._embed(texts)
+    def embed_documents(self, texts: Sequence[str]) -> DocumentEmbeddings:
+        """Vectors for texts to be stored (no query prefix): one per window, the whole text covered."""
+        if not texts:
+            return DocumentEmbeddings(())
+        per_text = [split_windows(ids, self.spec.max_tokens) for ids in self._token_ids(texts)]
+        flat = [window for windows in per_text for window in windows]
+        vectors = self._run_all(flat)
+        bounds = np.cumsum([0, *(len(windows) for windows in per_text)])
+        return DocumentEmbeddings(tuple(vectors[a:b] for a, b in itertools.pairwise(bounds)))
 
     def embed_queries(self, texts: Sequence[str]) -> Embeddings:
-        """Vectors for search queries: the model's query prefix is prepended to each."""
+        """One vector per search query, the model's query prefix prepended; cut to the window."""
         return self._embed([self.spec.query_prefix + text for text in texts])
 
     def count_tokens(self, text: str) -> int:
@@ -98,14 +123,15 @@ class OnnxEmbedder:
     def _tokenizer(self) -> Tokenizer:
         return _load_tokenizer(str(self.files.tokenizer))
 
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return [encoding.ids for encoding in self._tokenizer().encode_batch(list(texts))]
+
     def _tokenize(self, texts: Sequence[str]) -> list[_Tokens]:
         window = self.spec.max_tokens
         tokens = []
-        for encoding in self._tokenizer().encode_batch(list(texts)):
-            ids = encoding.ids
-            dropped = max(0, len(ids) - window)
-            if dropped:
-                ids = [*ids[: window - 1], ids[-1]]  # keep the closing [SEP]
+        for full in self._token_ids(texts):
+            dropped = max(0, len(full) - window)
+            ids = [*full[: window - 1], full[-1]] if dropped else full  # keep the closing [SEP]
             tokens.append(_Tokens(ids=ids, dropped=dropped))
         return tokens
 
@@ -113,12 +139,16 @@ class OnnxEmbedder:
         if not texts:
             return Embeddings(np.zeros((0, self.spec.dim), dtype=np.float32), ())
         tokens = self._tokenize(texts)
-        order = sorted(range(len(tokens)), key=lambda i: len(tokens[i].ids))
-        vectors = np.empty((len(tokens), self.spec.dim), dtype=np.float32)
+        return Embeddings(self._run_all([t.ids for t in tokens]), tuple(t.dropped for t in tokens))
+
+    def _run_all(self, sequences: list[list[int]]) -> FloatArray:
+        """Vectors of token sequences (rows in input order), run in length-sorted batches."""
+        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+        vectors = np.empty((len(sequences), self.spec.dim), dtype=np.float32)
         for start in range(0, len(order), self._batch_size):
             batch = order[start : start + self._batch_size]
-            vectors[batch] = self._run_batch([tokens[i].ids for i in batch])
-        return Embeddings(vectors, tuple(t.dropped for t in tokens))
+            vectors[batch] = self._run_batch([sequences[i] for i in batch])
+        return vectors
 
     def _run_batch(self, batch_ids: list[list[int]]) -> FloatArray:
         session = _load_session(str(self.files.model), self._threads)

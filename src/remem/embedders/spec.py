@@ -18,22 +18,59 @@ class Pooling(str, Enum):
 
 
 @dataclass(frozen=True)
+class ModelFile:
+    """One file of a model: its pinned sha256 and size, and its path in the source repository."""
+
+    sha256: str
+    size: int
+    repo_path: str = ""  # e.g. "onnx/model.onnx"; empty when the file is not downloaded
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """What a model is: two specs with equal fields produce interchangeable vectors.
 
     ``query_prefix`` is prepended to search queries only, never to stored documents.
     ``max_tokens`` is the model window including the [CLS] and [SEP] tokens.
+    ``repo`` and ``revision`` name the Hugging Face repository and commit the files are pulled
+    from; both are empty for a model that is not downloaded (bundled, or a user's own).
     """
 
     name: str
     dim: int
     pooling: Pooling
     max_tokens: int
-    model_sha256: str
-    tokenizer_sha256: str
+    model: ModelFile
+    tokenizer: ModelFile
     license: str
     source: str
     query_prefix: str = ""
+    repo: str = ""
+    revision: str = ""
+
+    @property
+    def model_sha256(self) -> str:
+        """The pinned sha256 of the ONNX file (what a store's model stamp records)."""
+        return self.model.sha256
+
+    @property
+    def tokenizer_sha256(self) -> str:
+        """The pinned sha256 of tokenizer.json."""
+        return self.tokenizer.sha256
+
+    @property
+    def size(self) -> int:
+        """Bytes on disk of both files."""
+        return self.model.size + self.tokenizer.size
+
+    @property
+    def downloadable(self) -> bool:
+        """True when ``remem model pull`` fetches this model's files."""
+        return bool(self.repo)
+
+    def url(self, endpoint: str, file: ModelFile) -> str:
+        """Where ``file`` is downloaded from at the pinned revision, on a Hugging Face endpoint."""
+        return f"{endpoint.rstrip('/')}/{self.repo}/resolve/{self.revision}/{file.repo_path}"
 
 
 @dataclass(frozen=True)
@@ -61,11 +98,12 @@ def verify_model_files(spec: ModelSpec, files: ModelFiles) -> str:
 
     Raises EmbedderError naming the file when either is missing or has other bytes.
     """
+    hint = f"run `remem model pull {spec.name}` to replace it" if spec.downloadable else "reinstall remem"
     for path, expected in ((files.model, spec.model_sha256), (files.tokenizer, spec.tokenizer_sha256)):
         actual = file_sha256(path)
         if actual != expected:
             raise EmbedderError(
                 f"{path} is damaged or not the {spec.name} file it should be "
-                f"(sha256 {actual[:12]}…, expected {expected[:12]}…); reinstall remem"
+                f"(sha256 {actual[:12]}…, expected {expected[:12]}…); {hint}"
             )
     return spec.model_sha256

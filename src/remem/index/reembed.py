@@ -20,11 +20,12 @@ if TYPE_CHECKING:
     from remem.index.store import MemoryStore
     from remem.index.vectors import FloatArray
 
-#: Embeds document texts, returning one unit vector per text (rows).
-EmbedFn = Callable[[Sequence[str]], "FloatArray"]
+#: Embeds document texts: for each text its unit vectors, (windows, dim) — one row when it fits.
+EmbedFn = Callable[[Sequence[str]], Sequence["FloatArray"]]
 #: Called with (memories embedded so far, memories in total).
 ProgressFn = Callable[[int, int], None]
 
+#: One row per memory; ``vector`` holds its window vectors one after another (float32).
 _STAGING = """CREATE TABLE IF NOT EXISTS vectors_next (
     memory_id INTEGER PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
     sha256 TEXT NOT NULL,
@@ -67,12 +68,15 @@ def _embed_pending(store: MemoryStore, embed: EmbedFn, batch: int, progress: Pro
     done = 0
     total = store.records.count()
     while rows := _pending(store, batch):
-        vectors = embed([text for _, text, _ in rows]).astype("<f4")
+        windows = embed([text for _, text, _ in rows])
         conn = store.records.conn
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(
             "INSERT OR REPLACE INTO vectors_next (memory_id, sha256, vector) VALUES (?, ?, ?)",
-            [(mid, sha, vector.tobytes()) for (mid, _, sha), vector in zip(rows, vectors, strict=True)],
+            [
+                (mid, sha, vectors.astype("<f4").tobytes())
+                for (mid, _, sha), vectors in zip(rows, windows, strict=True)
+            ],
         )
         conn.execute("COMMIT")
         done += len(rows)
@@ -110,9 +114,15 @@ def _swap(store: MemoryStore, target: ModelStamp) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("DELETE FROM vectors")
-        conn.execute(
-            "INSERT INTO vectors (memory_id, window, vector) SELECT memory_id, 0, vector FROM vectors_next "
-            "ORDER BY memory_id"
+        step = 4 * target.dim
+        staged = conn.execute("SELECT memory_id, vector FROM vectors_next ORDER BY memory_id")
+        conn.executemany(
+            "INSERT INTO vectors (memory_id, window, vector) VALUES (?, ?, ?)",
+            (
+                (mid, window, blob[start : start + step])
+                for mid, blob in staged
+                for window, start in enumerate(range(0, len(blob), step))
+            ),
         )
         conn.execute("DELETE FROM vectors_next")
         conn.execute("DELETE FROM store_meta WHERE key = ?", (_TARGET_KEY,))

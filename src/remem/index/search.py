@@ -154,15 +154,28 @@ def _vector_hits(
 def vector_rank(
     records: Records, index: VectorIndex, vector: FloatArray, k: int, filters: Filters
 ) -> list[Scored]:
-    """Top ``k`` (memory id, cosine), a memory scoring as its best vector."""
-    hits = _vector_hits(records, index, vector, k, filters)
+    """Top ``k`` (memory id, cosine), a memory scoring as its best vector (window).
+
+    When long memories fill the top vectors with several windows each, more vectors are fetched
+    until ``k`` distinct memories are found or there are no more.
+    """
+    fetch = k
+    while True:
+        hits = _vector_hits(records, index, vector, fetch, filters)
+        best = _best_per_memory(records, hits)
+        if len(best) >= k or len(hits) < fetch:
+            return best[:k]
+        fetch *= 2
+
+
+def _best_per_memory(records: Records, hits: list[Scored]) -> list[Scored]:
     owner = records.memory_of_vectors([vid for vid, _ in hits])
     best: dict[int, float] = {}
     for vid, score in hits:
         mid = owner.get(vid)
         if mid is not None and score > best.get(mid, -2.0):
             best[mid] = score
-    return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))[:k]
+    return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
 def _memory_cosines(records: Records, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:

@@ -138,46 +138,46 @@ class MemoryStore:
         """The id of an identical text already stored for the same user and conversation."""
         return self.records.find_duplicate(text_sha256(memory.text), memory.user, memory.conversation)
 
-    def add(self, memory: NewMemory, vector: FloatArray, model: ModelStamp) -> AddResult:
-        """Store one memory with its unit vector (see ``add_many``)."""
-        return self.add_many([memory], vector.reshape(1, -1), model)[0]
+    def add(self, memory: NewMemory, vectors: FloatArray, model: ModelStamp) -> AddResult:
+        """Store one memory with its unit vector(s) (see ``add_many``)."""
+        return self.add_many([memory], [vectors], model)[0]
 
     def add_many(
-        self, memories: Sequence[NewMemory], vectors: FloatArray, model: ModelStamp
+        self, memories: Sequence[NewMemory], vectors: Sequence[FloatArray] | FloatArray, model: ModelStamp
     ) -> list[AddResult]:
-        """Store memories with their unit vectors (row i for memory i) in one transaction.
+        """Store memories with their unit vectors in one transaction.
 
-        A memory whose text is already stored for the same user/conversation (or earlier in this
-        batch) is not stored again; its result carries the existing id and ``duplicate=True``.
+        ``vectors[i]`` belongs to memory i: one vector (dim,) or its windows (w, dim), w ≥ 1; a
+        (n, dim) matrix gives each memory one vector. A memory whose text is already stored for the
+        same user/conversation (or earlier in this batch) is not stored again; its result carries
+        the existing id and ``duplicate=True``.
         """
-        if vectors.shape != (len(memories), model.dim):
-            raise StoreError(f"vectors have shape {vectors.shape}, expected ({len(memories)}, {model.dim})")
-        blobs = [row.tobytes() for row in vectors.astype("<f4")]
+        windows = _windows(vectors, len(memories), model.dim)
         results: list[AddResult] = []
         with self.writing(model) as (index, _):
             created_at = utc_now_iso()
-            for memory, blob, row in zip(memories, blobs, vectors, strict=True):
-                memory_id = self.records.insert(memory, [blob], created_at)
+            for memory, rows in zip(memories, windows, strict=True):
+                blobs = [row.astype("<f4").tobytes() for row in rows]
+                memory_id = self.records.insert(memory, blobs, created_at)
                 if memory_id is None:
                     results.append(AddResult(id=self.find_duplicate(memory) or -1, duplicate=True))
                     continue
                 results.append(AddResult(id=memory_id, duplicate=False))
-                (vector_id, _blob), *_ = self.records.vectors_of_memories([memory_id])[memory_id]
-                index.add([vector_id], row.reshape(1, -1))
+                index.add([vid for vid, _ in self.records.vectors_of_memories([memory_id])[memory_id]], rows)
         return results
 
-    def edit(self, memory_id: int, text: str, vector: FloatArray, model: ModelStamp) -> Memory:
-        """Replace a memory's text and vector, keeping its id and created_at; records updated_at.
+    def edit(self, memory_id: int, text: str, vectors: FloatArray, model: ModelStamp) -> Memory:
+        """Replace a memory's text and vector(s), keeping its id and created_at; records updated_at.
 
         Raises InvalidInputError if there is no such memory or the same user/conversation already
         holds that text in another memory.
         """
+        (rows,) = _windows([vectors], 1, model.dim)
         with self.writing(model) as (index, _):
             old = [vid for vid, _ in self.records.vectors_of_memories([memory_id]).get(memory_id, [])]
+            blobs = [row.astype("<f4").tobytes() for row in rows]
             try:
-                found = self.records.replace_text(
-                    memory_id, text, [vector.astype("<f4").tobytes()], utc_now_iso()
-                )
+                found = self.records.replace_text(memory_id, text, blobs, utc_now_iso())
             except sqlite3.IntegrityError:
                 raise InvalidInputError(
                     "another memory of the same user/conversation already holds this text"
@@ -185,8 +185,7 @@ class MemoryStore:
             if not found:
                 raise InvalidInputError(f"there is no memory {memory_id}")
             index.remove(old)
-            new = [vid for vid, _ in self.records.vectors_of_memories([memory_id])[memory_id]]
-            index.add(new, vector.reshape(1, -1))
+            index.add([vid for vid, _ in self.records.vectors_of_memories([memory_id])[memory_id]], rows)
         return self.records.get_many([memory_id])[memory_id]
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
@@ -278,6 +277,18 @@ class MemoryStore:
         """The store's exclusive writer lock (an OS file lock; BlockingIOError if not ``blocking``
         and it is held). Taking it removes temporary files a killed writer left behind."""
         return _locked(self.directory, blocking=blocking)
+
+
+def _windows(vectors: Sequence[FloatArray] | FloatArray, count: int, dim: int) -> list[FloatArray]:
+    """Each memory's vectors as a (w, dim) matrix with w ≥ 1; StoreError on a wrong shape."""
+    if len(vectors) != count:
+        raise StoreError(f"got vectors for {len(vectors)} memories, expected {count}")
+    shaped = []
+    for item in vectors:
+        if item.size == 0 or item.size % dim or item.ndim > 2 or (item.ndim == 2 and item.shape[1] != dim):
+            raise StoreError(f"vectors of shape {item.shape} do not fit a {dim}-d model")
+        shaped.append(item.reshape(-1, dim))
+    return shaped
 
 
 @contextlib.contextmanager

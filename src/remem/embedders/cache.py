@@ -1,0 +1,104 @@
+"""Pulled models in the user's cache directory: where each lives, pulling and re-verifying.
+
+Layout: ``<root>/<name>/<revision>/model.onnx`` and ``tokenizer.json``. A file appears under its
+final name only after its sha256 matched (see ``download.fetch_verified``); writers of one model
+directory are serialised by a lock file in it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from remem.embedders.download import ProgressFn, directory_lock, fetch_verified
+from remem.embedders.registry import bundled_files
+from remem.embedders.spec import ModelFile, ModelFiles, ModelSpec, file_sha256
+from remem.errors import EmbedderError
+
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """The outcome of re-hashing one installed file: ``problem`` is None when it is intact."""
+
+    path: Path
+    problem: str | None
+
+
+@dataclass(frozen=True)
+class ModelCache:
+    """The directory pulled models live in (nothing is created until a pull)."""
+
+    root: Path
+
+    def directory(self, spec: ModelSpec) -> Path:
+        """The directory a downloadable model's files are (or would be) installed in."""
+        return self.root / spec.name / (spec.revision or "bundled")
+
+    def files(self, spec: ModelSpec) -> ModelFiles:
+        """Where the model's files are or would be (bundled files for the bundled model)."""
+        if not spec.downloadable:
+            return bundled_files()
+        directory = self.directory(spec)
+        return ModelFiles(model=directory / MODEL_FILE, tokenizer=directory / TOKENIZER_FILE)
+
+    def is_installed(self, spec: ModelSpec) -> bool:
+        """True when both files are present (their bytes are checked by ``verify`` / at first use)."""
+        if not spec.downloadable:
+            return True
+        files = self.files(spec)
+        return files.model.is_file() and files.tokenizer.is_file()
+
+    def locate(self, spec: ModelSpec) -> ModelFiles:
+        """The files of an installed model; EmbedderError saying how to pull it when it is not."""
+        if not self.is_installed(spec):
+            raise EmbedderError(
+                f"model {spec.name} is not installed; run `remem model pull {spec.name}` "
+                f"(downloads {spec.size / 1e6:.0f} MB once; remem never downloads by itself)"
+            )
+        return self.files(spec)
+
+    def pull(
+        self, spec: ModelSpec, endpoint: str, user_agent: str, progress: ProgressFn | None
+    ) -> ModelFiles:
+        """Download and verify both files of a downloadable model (resuming, under the lock).
+
+        Files already installed with the right sha256 are not downloaded again; a damaged one is
+        replaced. Raises EmbedderError for the bundled model, DownloadError when a file fails.
+        """
+        if not spec.downloadable:
+            raise EmbedderError(f"{spec.name} ships with remem; there is nothing to pull")
+        files = self.files(spec)
+        with directory_lock(self.directory(spec)):
+            for file, dest in ((spec.model, files.model), (spec.tokenizer, files.tokenizer)):
+                fetch_verified(
+                    spec.url(endpoint, file),
+                    dest,
+                    sha256=file.sha256,
+                    size=file.size,
+                    user_agent=user_agent,
+                    progress=progress,
+                )
+        return files
+
+    def verify(self, spec: ModelSpec) -> list[FileCheck]:
+        """Re-hash each installed file against the pinned sha256 (nothing for a model not installed)."""
+        if not self.is_installed(spec):
+            return []
+        files = self.files(spec)
+        return [
+            _check(path, pinned)
+            for path, pinned in ((files.model, spec.model), (files.tokenizer, spec.tokenizer))
+        ]
+
+
+def _check(path: Path, pinned: ModelFile) -> FileCheck:
+    try:
+        actual = file_sha256(path)
+    except EmbedderError as exc:
+        return FileCheck(path, str(exc))
+    if actual != pinned.sha256:
+        return FileCheck(path, f"sha256 {actual[:12]}…, expected {pinned.sha256[:12]}…")
+    return FileCheck(path, None)

@@ -1,0 +1,138 @@
+"""Optimised variants of a model file: made once by ``remem model optimize``, verified, cached.
+
+A variant (``model.int8.onnx``, int8 per-channel weights) lives next to where the model's files are
+pulled to, with a record (``model.int8.json``) of what it was made from and how closely its vectors
+agree with the original's on a built-in sentence set. A variant that agrees less than
+``MIN_AGREEMENT`` is refused and nothing is kept. The original file is never touched, and the
+store's model stamp stays the original's: the variant is a faster way to compute the same vectors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from remem.embedders.cache import ModelCache
+from remem.embedders.download import directory_lock
+from remem.embedders.spec import ModelFiles, ModelSpec, file_sha256
+from remem.errors import EmbedderError
+
+VARIANT_FILE = "model.int8.onnx"
+RECORD_FILE = "model.int8.json"
+
+
+@dataclass(frozen=True)
+class VariantRecord:
+    """What a variant was made from and how it was verified."""
+
+    source_sha256: str
+    sha256: str
+    size: int
+    agreement: float
+    runtime: str
+
+    def to_json(self) -> str:
+        """The record as one JSON object."""
+        return json.dumps(self.__dict__, sort_keys=True)
+
+
+def _paths(cache: ModelCache, spec: ModelSpec) -> tuple[Path, Path]:
+    directory = cache.directory(spec)
+    return directory / VARIANT_FILE, directory / RECORD_FILE
+
+
+def read_record(cache: ModelCache, spec: ModelSpec) -> VariantRecord | None:
+    """The record of the model's variant, or None when there is none (or it is unreadable)."""
+    _, record_path = _paths(cache, spec)
+    try:
+        fields = json.loads(record_path.read_text(encoding="utf-8"))
+        return VariantRecord(**fields)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def find_variant(cache: ModelCache, spec: ModelSpec) -> Path | None:
+    """The variant file to run instead of the original, when one was made for these exact files.
+
+    Cheap: it checks the record and the file size; ``verify_variant`` re-hashes the bytes.
+    """
+    variant, _ = _paths(cache, spec)
+    record = read_record(cache, spec)
+    if record is None or record.source_sha256 != spec.model_sha256:
+        return None
+    with contextlib.suppress(OSError):
+        if variant.stat().st_size == record.size:
+            return variant
+    return None
+
+
+def verify_variant(cache: ModelCache, spec: ModelSpec) -> str | None:
+    """None when the model has no variant or it is intact; else what is wrong with it."""
+    variant, _ = _paths(cache, spec)
+    record = read_record(cache, spec)
+    if record is None:
+        return None
+    actual = file_sha256(variant) if variant.is_file() else "missing"
+    if actual != record.sha256:
+        return f"{variant}: sha256 {actual[:12]}…, expected {record.sha256[:12]}…"
+    return None
+
+
+def remove_variant(cache: ModelCache, spec: ModelSpec) -> bool:
+    """Delete the model's variant and its record; True when there was one."""
+    found = False
+    for path in _paths(cache, spec)[::-1]:  # the record first: without it the variant is never used
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            found = True
+    return found
+
+
+def make_variant(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: str) -> VariantRecord:
+    """Build, verify and install the int8 per-channel variant of the model (under the cache lock).
+
+    Raises EmbedderError, leaving nothing behind, when its vectors agree less than MIN_AGREEMENT
+    with the original's on the built-in sentences.
+    """
+    from remem.embedders.optimize import build_int8_variant  # noqa: PLC0415
+
+    variant, record_path = _paths(cache, spec)
+    with directory_lock(variant.parent):
+        staging = variant.with_name(f".{VARIANT_FILE}.new")
+        try:
+            build_int8_variant(files.model, staging)
+            agreement = _agreement(spec, files, staging)
+            record = VariantRecord(
+                spec.model_sha256, file_sha256(staging), staging.stat().st_size, agreement, runtime
+            )
+            remove_variant(cache, spec)
+            os.replace(staging, variant)
+            _write_atomically(record_path, record.to_json())
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                staging.unlink()
+    return record
+
+
+def _agreement(spec: ModelSpec, files: ModelFiles, candidate: Path) -> float:
+    from remem.embedders.optimize import AGREEMENT_SENTENCES, MIN_AGREEMENT, mean_agreement  # noqa: PLC0415
+    from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
+
+    reference = OnnxEmbedder(spec, files).embed_queries(AGREEMENT_SENTENCES).vectors
+    trial = OnnxEmbedder(spec, ModelFiles(candidate, files.tokenizer)).embed_queries(AGREEMENT_SENTENCES)
+    agreement = mean_agreement(reference, trial.vectors)
+    if agreement < MIN_AGREEMENT:
+        raise EmbedderError(
+            f"the optimised {spec.name} agrees only {agreement:.4f} (mean cosine) with the original, "
+            f"below {MIN_AGREEMENT}; refused, the original stays in use"
+        )
+    return agreement
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_name(f".{path.name}.new")
+    temporary.write_text(text + "\n", encoding="utf-8")
+    os.replace(temporary, path)

@@ -1,0 +1,45 @@
+"""Splitting a long text's tokens into overlapping model windows, as small pure functions.
+
+A text longer than the model window is covered by several windows, each ``[CLS] … [SEP]`` and at
+most ``window`` tokens long; consecutive windows share a quarter of their content tokens, so a
+sentence cut at one window's edge is whole in the next. Every token is in at least one window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+#: The fraction of a window's content tokens that the next window repeats.
+OVERLAP_FRACTION = 0.25
+
+
+def window_starts(length: int, size: int, overlap: int) -> list[int]:
+    """Start offsets of windows of ``size`` tokens over ``length`` tokens, ``overlap`` shared.
+
+    The last window ends exactly at ``length`` (it may overlap its neighbour by more).
+    """
+    if size < 1 or not 0 <= overlap < size:
+        raise ValueError(f"need size ≥ 1 and 0 ≤ overlap < size, got size={size}, overlap={overlap}")
+    if length <= size:
+        return [0]
+    step = size - overlap
+    starts = list(range(0, length - size + 1, step))
+    if starts[-1] + size < length:
+        starts.append(length - size)
+    return starts
+
+
+def split_windows(ids: Sequence[int], window: int) -> list[list[int]]:
+    """Token ids that start with [CLS] and end with [SEP], as windows of at most ``window`` ids.
+
+    A text that fits is one window, unchanged. Otherwise each window is [CLS], a run of the
+    content tokens, [SEP]; runs overlap by OVERLAP_FRACTION of their length.
+    """
+    if len(ids) <= window:
+        return [list(ids)]
+    if window < 3:
+        raise ValueError(f"a window needs room for [CLS], one token and [SEP], got {window}")
+    cls, body, sep = ids[0], ids[1:-1], ids[-1]
+    size = window - 2
+    overlap = int(size * OVERLAP_FRACTION)
+    return [[cls, *body[start : start + size], sep] for start in window_starts(len(body), size, overlap)]

@@ -18,6 +18,13 @@ def store_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def _no_ambient_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Never let a test touch the developer's real store: REMEM_HOME points into tmp_path."""
+    """Never let a test touch the developer's real store or model cache, or the network.
+
+    REMEM_HOME and REMEM_MODELS point into tmp_path; downloads go to a closed local port unless a
+    test starts its own stand-in hub.
+    """
     monkeypatch.setenv("REMEM_HOME", str(tmp_path / "ambient-home"))
-    monkeypatch.delenv("REMEM_DEBUG", raising=False)
+    monkeypatch.setenv("REMEM_MODELS", str(tmp_path / "ambient-models"))
+    monkeypatch.setenv("REMEM_HF_ENDPOINT", "http://127.0.0.1:9")
+    for name in ("REMEM_DEBUG", "REMEM_MODEL_DIR"):
+        monkeypatch.delenv(name, raising=False)

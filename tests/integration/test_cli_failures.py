@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -152,10 +153,9 @@ def test_missing_store_reads_as_empty(store_dir: Path) -> None:
     assert not store_dir.exists()
 
 
-def test_long_text_warns_and_is_stored_whole(store_dir: Path) -> None:
+def test_long_text_is_stored_whole_without_a_warning(store_dir: Path) -> None:
     text = " ".join(f"word{i}" for i in range(400))
     result = run_cli(["add", text], store_dir)
     assert result.code == 0
-    assert result.stderr.startswith("Warning: the text is longer than the model's 256-token window")
-    assert "tokens were not embedded" in result.stderr
-    assert text in run_cli(["export"], store_dir).stdout
+    assert "Warning" not in result.stderr
+    assert json.loads(run_cli(["export"], store_dir).stdout)["text"] == text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -45,7 +47,7 @@ def test_consecutive_windows_overlap_by_at_least_the_fraction(length: int, size:
     starts = window_starts(length, size, overlap)
     assert starts[0] == 0
     assert min(starts[-1] + size, length) == length
-    for before, after in zip(starts, starts[1:], strict=False):
+    for before, after in itertools.pairwise(starts):
         assert after > before
         assert before + size - after >= overlap  # shared tokens
 

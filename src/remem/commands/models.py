@@ -149,9 +149,8 @@ def verify(
         if not checks:
             typer.echo(f"--    {spec.name}: not installed")
         for check in checks:
-            typer.echo(
-                f"{'ok  ' if check.problem is None else 'FAIL'}  {spec.name}: {check.problem or check.path}"
-            )
+            detail = check.path if check.problem is None else f"{check.path}: {check.problem}"
+            typer.echo(f"{'ok  ' if check.problem is None else 'FAIL'}  {spec.name}: {detail}")
         problem = verify_variant(cache, spec)
         if problem is not None:
             typer.echo(f"FAIL  {spec.name} (optimized): {problem}")

@@ -48,17 +48,12 @@ def custom_model() -> tuple[ModelSpec, ModelFiles] | None:
 
 
 def resolve_model(name: str) -> tuple[ModelSpec, ModelFiles]:
-    """A model by name: a built-in one (installed) or the user's own from --model-dir."""
-    from remem.embedders.registry import get_spec, known_models  # noqa: PLC0415
+    """A model by name: the user's own from --model-dir, else a built-in one (installed)."""
+    from remem.embedders.registry import get_spec  # noqa: PLC0415
 
     custom = custom_model()
     if custom is not None and custom[0].name == name:
         return custom
-    if name not in {spec.name for spec in known_models()} and custom is None:
-        raise ModelMismatchError(
-            f"model {name} is not built in (built in: {', '.join(s.name for s in known_models())}); "
-            "if it is your own, pass --model-dir DIR (or set REMEM_MODEL_DIR) before the command"
-        )
     spec = get_spec(name)
     return spec, _prefer_variant(spec, model_cache().locate(spec))
 
@@ -109,7 +104,22 @@ def load_model(name: str | None, *, verify: bool) -> tuple[OnnxEmbedder, ModelSt
 
 def embedder_for(store: MemoryStore) -> tuple[OnnxEmbedder, ModelStamp]:
     """The embedder for this store's model (a new store chooses one), checked against the store."""
+    from remem.embedders.registry import known_models  # noqa: PLC0415
+
     recorded = store.model
+    custom = custom_model()
+    builtin = [spec.name for spec in known_models()]
+    if recorded is not None and custom is None and recorded.name not in builtin:
+        raise ModelMismatchError(
+            f"the store at {store.directory} holds vectors of model {recorded.name} ({recorded.dim}-d), "
+            f"which this remem cannot run (built in: {', '.join(builtin)}); if it is your own model, "
+            "pass --model-dir DIR (or set REMEM_MODEL_DIR) before the command"
+        )
+    if recorded is not None and custom is not None and custom[0].name != recorded.name:
+        raise ModelMismatchError(
+            f"the store at {store.directory} holds vectors of model {recorded.name} ({recorded.dim}-d); "
+            f"refusing to mix in {custom[0].name} from --model-dir"
+        )
     embedder, stamp = load_model(None if recorded is None else recorded.name, verify=recorded is None)
     store.check_model(stamp)
     return embedder, stamp

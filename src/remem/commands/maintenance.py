@@ -16,7 +16,7 @@ from remem.commands.common import (
     progress_bar,
     warn,
 )
-from remem.commands.modelsel import embedder_for, load_model
+from remem.commands.modelsel import embedder_for, load_model, verify_in_use
 from remem.errors import InvalidInputError
 from remem.index import MemoryStore
 from remem.index.kinds import HnswParams
@@ -117,10 +117,8 @@ def _model_check(store: MemoryStore) -> Check:
     if store.model is None:
         return Check("model", True, "none recorded yet")
     try:
-        from remem.embedders.spec import verify_model_files  # noqa: PLC0415
-
         embedder, _ = embedder_for(store)
-        verify_model_files(embedder.spec, embedder.files)
+        verify_in_use(embedder)
     except Exception as exc:  # any failure to find or verify the model is the finding
         return Check("model", False, str(exc))
     return Check("model", True, f"{embedder.spec.name} files verified (sha256)")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from remem.commands.common import note
 from remem.config import resolve_models_dir
-from remem.errors import ModelMismatchError
+from remem.errors import EmbedderError, ModelMismatchError
 from remem.index import MemoryStore, ModelStamp
 
 if TYPE_CHECKING:
@@ -100,6 +100,23 @@ def load_model(name: str | None, *, verify: bool) -> tuple[OnnxEmbedder, ModelSt
     if verify and is_builtin(spec):  # a user's own model was hashed just now to describe it
         verify_model_files(spec, model_cache().files(spec))
     return OnnxEmbedder(spec, files), ModelStamp(spec.name, spec.dim, spec.pooling.value, spec.model_sha256)
+
+
+def verify_in_use(embedder: OnnxEmbedder) -> None:
+    """Re-hash the files an embedder runs: a built-in model's originals against their pinned sha256
+    and its optimized variant against its record; EmbedderError naming a damaged file."""
+    from remem.embedders.registry import is_builtin  # noqa: PLC0415
+    from remem.embedders.spec import verify_model_files  # noqa: PLC0415
+    from remem.embedders.variants import verify_variant  # noqa: PLC0415
+
+    spec = embedder.spec
+    if not is_builtin(spec):
+        verify_model_files(spec, embedder.files)
+        return
+    cache = model_cache()
+    verify_model_files(spec, cache.files(spec))
+    if embedder.files.model != cache.files(spec).model and (problem := verify_variant(cache, spec)):
+        raise EmbedderError(f"the optimized variant is damaged: {problem}; run `remem model optimize`")
 
 
 def embedder_for(store: MemoryStore) -> tuple[OnnxEmbedder, ModelStamp]:

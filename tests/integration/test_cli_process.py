@@ -88,6 +88,8 @@ def test_help_list_and_export_do_not_load_onnxruntime_or_faiss(store_dir: Path) 
         ["export"],
         ["export", "-f", "csv"],
         ["add", "--help"],
+        ["model", "list"],
+        ["model", "path", "all-minilm-l6-v2"],
     ):
         loaded = _loaded_modules(args, store_dir)
         assert not loaded & {"onnxruntime", "faiss", "tokenizers", "numpy"}, args

@@ -175,3 +175,12 @@ def test_a_cut_download_resumes_and_a_wrong_file_leaves_nothing_behind(
     assert hub.requests[-1] == (path, "bytes=1000000-")
     assert sorted(p.name for p in directory.iterdir()) == [".lock"]
     assert _rows()[spec.name]["state"] == "not installed"
+
+
+def test_searching_a_store_without_vectors_chooses_no_model(hub: HubServer, store_dir: Path) -> None:
+    MemoryStore.open(store_dir, create=True).close()
+    for mode in ("vector", "hybrid"):
+        found = run_cli(["search", "anything", "--mode", mode], store_dir)
+        assert (found.code, found.stdout, found.stderr) == (1, "", "")
+    with MemoryStore.open(store_dir, create=False) as store:
+        assert store.model is None

@@ -85,7 +85,12 @@ def search(
 def search_once(
     store: MemoryStore, text: str, limit: int, filters: Filters, mode: SearchMode, threshold: float | None
 ) -> SearchOutcome:
-    """Embed the query (not in keyword mode) and search; once more if a re-embed swapped models."""
+    """Embed the query (not in keyword mode) and search; once more if a re-embed swapped models.
+
+    A store that holds no vectors yet finds nothing without loading (or choosing) a model.
+    """
+    if mode is not SearchMode.KEYWORD and store.model is None:
+        return SearchOutcome([], 0, None)
     for attempt in range(2):
         vector, stamp = None, None
         if mode is not SearchMode.KEYWORD:  # keyword search never loads the model

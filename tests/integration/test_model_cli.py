@@ -184,3 +184,27 @@ def test_searching_a_store_without_vectors_chooses_no_model(hub: HubServer, stor
         assert (found.code, found.stdout, found.stderr) == (1, "", "")
     with MemoryStore.open(store_dir, create=False) as store:
         assert store.model is None
+
+
+def test_reindex_moves_a_store_to_a_pulled_model_windows_and_all(
+    test_model: ModelSpec, store_dir: Path
+) -> None:
+    long_text = " ".join(
+        f"Note {i}: the build server in rack {i % 5} was patched on day {i}." for i in range(60)
+    )
+    for text in ["The login sequence uses OAuth device codes", long_text]:
+        assert run_cli(["add", text], store_dir).code == 0
+    with MemoryStore.open(store_dir, create=False) as store:
+        assert store.model is not None and store.model.name == BUNDLED_MODEL.name
+        before = len(store.records.vectors_of_memories([2])[2])
+    assert run_cli(["model", "pull", test_model.name]).code == 0
+    moved = run_cli(["reindex", "--model", test_model.name], store_dir)
+    assert moved.code == 0, moved.stderr
+    assert f"Re-embedded 2 memories with {test_model.name}" in moved.stderr
+    with MemoryStore.open(store_dir, create=False) as store:
+        assert store.model is not None and store.model.name == test_model.name
+        after = len(store.records.vectors_of_memories([2])[2])
+    assert before > after >= 2  # 256-token windows before, 512-token windows now
+    found = run_cli(["search", "auth flow", "--mode", "vector", "--json", "-k", "1"], store_dir)
+    assert json.loads(found.stdout)["id"] == 1
+    assert run_cli(["doctor"], store_dir).code == 0

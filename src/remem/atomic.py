@@ -28,10 +28,11 @@ def atomic_writer(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    _fsync_directory(path.parent)
+    fsync_directory(path.parent)
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: Path) -> None:
+    """Make a rename or new file in ``directory`` durable (best effort where directories can't be opened)."""
     with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)
         try:

@@ -6,6 +6,7 @@ Only `remem model pull` touches the network; nothing else in remem ever does.
 from __future__ import annotations
 
 import os
+import urllib.request
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -125,6 +126,7 @@ def pull(name: NameArgument) -> None:
             resolve_endpoint(os.environ),
             f"remem/{__version__}",
             None if bar is None else bar.update,
+            urllib.request.getproxies(),  # the usual *_proxy variables, read here at the edge
         )
     note(f"Installed {name} ({spec.size / 1e6:.0f} MB, sha256 verified).")
     typer.echo(str(files.model.parent))

@@ -7,6 +7,7 @@ directory are serialised by a lock file in it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +62,12 @@ class ModelCache:
         return self.files(spec)
 
     def pull(
-        self, spec: ModelSpec, endpoint: str, user_agent: str, progress: ProgressFn | None
+        self,
+        spec: ModelSpec,
+        endpoint: str,
+        user_agent: str,
+        progress: ProgressFn | None,
+        proxies: Mapping[str, str] | None = None,
     ) -> ModelFiles:
         """Download and verify both files of a downloadable model (resuming, under the lock).
 
@@ -80,6 +86,7 @@ class ModelCache:
                     size=file.size,
                     user_agent=user_agent,
                     progress=progress,
+                    proxies=proxies,
                 )
         return files
 

@@ -17,12 +17,12 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from remem.atomic import _fsync_directory
+from remem.atomic import fsync_directory
 from remem.errors import DownloadError
 
 ProgressFn = Callable[[int], None]
@@ -44,6 +44,7 @@ class _Job:
     user_agent: str
     progress: ProgressFn
     timeout: float
+    proxies: Mapping[str, str]
 
 
 class _CannotResumeError(Exception):
@@ -59,6 +60,7 @@ def fetch_verified(
     user_agent: str,
     progress: ProgressFn | None = None,
     timeout: float = 30.0,
+    proxies: Mapping[str, str] | None = None,
 ) -> None:
     """Download url to dest, resuming a partial download, and install it only if its sha256 matches.
 
@@ -67,6 +69,8 @@ def fetch_verified(
     is not http(s), the server refuses, the body is cut (the .part is kept so the same call resumes),
     the file is bigger than ``size``, or the sha256 differs (the .part is deleted). dest is never
     replaced by unverified data. Callers serialise concurrent calls with :func:`directory_lock`.
+    ``proxies`` maps a scheme to a proxy URL (as ``urllib.request.getproxies()`` returns); none by
+    default — this module never reads the environment.
     """
     _check_url(url)
     expected = sha256.strip().lower()
@@ -75,7 +79,7 @@ def fetch_verified(
     if dest.is_file() and _sha256_of(dest) == expected:
         return
     part = dest.with_name(dest.name + ".part")
-    job = _Job(url, dest, part, expected, size, user_agent, progress or _no_progress, timeout)
+    job = _Job(url, dest, part, expected, size, user_agent, progress or _no_progress, timeout, proxies or {})
     try:
         _download(job, _length_of(job.part))
     except _CannotResumeError:
@@ -130,7 +134,7 @@ def _download(job: _Job, offset: int) -> None:
         headers["Range"] = f"bytes={offset}-"
     request = urllib.request.Request(job.url, headers=headers)
     try:
-        response: http.client.HTTPResponse = _opener().open(request, timeout=job.timeout)
+        response: http.client.HTTPResponse = _opener(job.proxies).open(request, timeout=job.timeout)
     except urllib.error.HTTPError as exc:
         exc.close()
         if exc.code == 416 and offset > 0:  # nothing after offset: the .part may already be whole
@@ -145,11 +149,11 @@ def _download(job: _Job, offset: int) -> None:
         _stream(job, response, start, end)
 
 
-def _opener() -> urllib.request.OpenerDirector:
+def _opener(proxies: Mapping[str, str]) -> urllib.request.OpenerDirector:
     """An opener for http(s) only: redirects are followed, but never to file:, ftp: or data: URLs."""
     opener = urllib.request.OpenerDirector()
     for handler in (
-        urllib.request.ProxyHandler(),
+        urllib.request.ProxyHandler(dict(proxies)),
         urllib.request.UnknownHandler(),
         urllib.request.HTTPHandler(),
         urllib.request.HTTPSHandler(),
@@ -238,7 +242,7 @@ def _install(job: _Job) -> None:
         os.replace(job.part, job.dest)
     except OSError as exc:
         raise DownloadError(f"cannot install {job.dest}: {exc.strerror or exc}") from exc
-    _fsync_directory(job.dest.parent)
+    fsync_directory(job.dest.parent)
 
 
 def _sha256_of(path: Path) -> str:

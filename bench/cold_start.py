@@ -90,7 +90,7 @@ def build_store(directory: Path, count: int) -> None:
         verify_model_files(DEFAULT_MODEL, files),
     )
     texts = memory_texts(count)
-    vectors = OnnxEmbedder(DEFAULT_MODEL, files).embed_documents(texts).vectors
+    vectors = OnnxEmbedder(DEFAULT_MODEL, files).embed_documents(texts).windows
     with MemoryStore.open(directory, create=True) as store:
         for text, vector in zip(texts, vectors, strict=True):
             store.add(NewMemory(text=text, user="bench"), vector, stamp)

@@ -6,7 +6,6 @@ Only `remem model pull` touches the network; nothing else in remem ever does.
 from __future__ import annotations
 
 import os
-import urllib.request
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -118,6 +117,8 @@ def pull(name: NameArgument) -> None:
 
     Downloads from $REMEM_HF_ENDPOINT when set (a mirror), else huggingface.co, at a pinned revision.
     """
+    import urllib.request  # noqa: PLC0415 - only `pull` uses the network
+
     spec = _spec(name)
     cache = model_cache()
     with progress_bar(spec.size, f"Pulling {name}") as bar:

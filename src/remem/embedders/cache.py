@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from remem.embedders.download import ProgressFn, directory_lock, fetch_verified
 from remem.embedders.registry import bundled_files
 from remem.embedders.spec import ModelFile, ModelFiles, ModelSpec, file_sha256
 from remem.errors import EmbedderError
+
+if TYPE_CHECKING:
+    from remem.embedders.download import ProgressFn
 
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
@@ -74,6 +77,8 @@ class ModelCache:
         Files already installed with the right sha256 are not downloaded again; a damaged one is
         replaced. Raises EmbedderError for the bundled model, DownloadError when a file fails.
         """
+        from remem.embedders.download import directory_lock, fetch_verified  # noqa: PLC0415 - urllib
+
         if not spec.downloadable:
             raise EmbedderError(f"{spec.name} ships with remem; there is nothing to pull")
         files = self.files(spec)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from remem.embedders.cache import ModelCache
-from remem.embedders.download import directory_lock
 from remem.embedders.spec import ModelFiles, ModelSpec, file_sha256
 from remem.errors import EmbedderError
 
@@ -97,6 +96,7 @@ def make_variant(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime:
     Raises EmbedderError, leaving nothing behind, when its vectors agree less than MIN_AGREEMENT
     with the original's on the built-in sentences.
     """
+    from remem.embedders.download import directory_lock  # noqa: PLC0415
     from remem.embedders.optimize import build_int8_variant  # noqa: PLC0415
 
     variant, record_path = _paths(cache, spec)

@@ -77,6 +77,16 @@ def test_a_variant_that_agrees_too_little_is_refused_and_nothing_is_kept(
     assert sorted(p.name for p in directory.iterdir()) == [".lock"]
 
 
+def test_reindex_force_re_embeds_a_store_with_its_own_model(optimized: Path, store_dir: Path) -> None:
+    assert run_cli(["add", "The login sequence uses OAuth device codes"], store_dir).code == 0
+    same = run_cli(["reindex", "--model", BUNDLED_MODEL.name], store_dir)
+    assert "already uses" in same.stderr
+    forced = run_cli(["reindex", "--model", BUNDLED_MODEL.name, "--force"], store_dir)
+    assert forced.code == 0 and f"Re-embedded 1 memories with {BUNDLED_MODEL.name}" in forced.stderr
+    found = run_cli(["search", "auth flow", "--mode", "vector", "--json"], store_dir)
+    assert json.loads(found.stdout)["text"].startswith("The login sequence")
+
+
 def test_undo_removes_the_variant(models_dir: Path, optimized: Path) -> None:
     undone = run_cli(["model", "optimize", "--undo"])
     assert undone.code == 0 and not optimized.exists()

@@ -203,3 +203,28 @@ def test_doctor_finds_and_repairs_derived_damage(
     assert all(check.ok for check in examine(store))
     assert store.search("memory", None, 3, Filters(), mode=SearchMode.KEYWORD).hits
     assert vector_search(store, vectors[5], 1, Filters())[0].memory.id == 5
+
+
+def test_reembed_stages_every_window_and_force_redoes_the_same_model(
+    populated: tuple[MemoryStore, dict[int, np.ndarray]],
+) -> None:
+    store, _ = populated
+    long_id = store.add(
+        NewMemory("a long memory"), np.vstack([fake_vector("part one"), fake_vector("part two")]), FAKE_MODEL
+    ).id
+
+    def windowed(texts: list[str]) -> list[np.ndarray]:
+        return [np.vstack([fake_vector(f"{t} a"), fake_vector(f"{t} b")]) for t in texts]
+
+    assert reembed(store, FAKE_MODEL, windowed).swapped is False  # same model: nothing to do
+    report = reembed(store, FAKE_MODEL, windowed, force=True)
+    assert (report.swapped, report.embedded) == (True, 301)
+    windows = store.records.vectors_of_memories([long_id])[long_id]
+    assert [np.frombuffer(blob, dtype="<f4").tolist() for _, blob in windows] == [
+        fake_vector("a long memory a").tolist(),
+        fake_vector("a long memory b").tolist(),
+    ]
+    assert store.records.vector_count() == 2 * 301
+    hits = vector_search(store, fake_vector("a long memory b"), 1, Filters())
+    assert hits[0].memory.id == long_id and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert all(check.ok for check in examine(store))

@@ -68,7 +68,8 @@ def reindex(
 
     Without --model nothing is re-embedded. With --model every memory is embedded again (resumable
     if interrupted; searches keep using the old vectors until the new ones are swapped in at once).
-    Running it twice in a row does nothing the second time.
+    Running it twice in a row does nothing the second time; with --force it re-embeds even with the
+    store's own model (e.g. so every vector comes from the optimized variant).
     """
     if index is not None and index not in REQUESTED_KINDS:
         raise InvalidInputError(f"--index must be one of {', '.join(REQUESTED_KINDS)}, not {index!r}")
@@ -78,7 +79,7 @@ def reindex(
         if opened is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
         if model is not None:
-            _reembed(opened, model)
+            _reembed(opened, model, force)
         report = rebuild(opened, index, _hnsw(opened, hnsw_m, ef_construction, ef_search), force)
     parts = [f"{report.vectors} vectors"]
     parts.append(
@@ -90,7 +91,7 @@ def reindex(
     note(f"Reindexed: {', '.join(parts)} ({report.seconds:.1f} s).")
 
 
-def _reembed(store: MemoryStore, name: str) -> None:
+def _reembed(store: MemoryStore, name: str, force: bool) -> None:
     from remem.index.reembed import reembed  # noqa: PLC0415
 
     embedder, target = load_model(name, verify=True)
@@ -102,7 +103,11 @@ def _reembed(store: MemoryStore, name: str) -> None:
                 bar.update(done - bar.pos)
 
         report = reembed(
-            store, target, lambda texts: embedder.embed_documents(texts).windows, progress=progress
+            store,
+            target,
+            lambda texts: embedder.embed_documents(texts).windows,
+            progress=progress,
+            force=force,
         )
     if report.swapped:
         resumed = f" (resumed after {report.resumed_from})" if report.resumed_from else ""

@@ -92,12 +92,14 @@ def reembed(
     embed: EmbedFn,
     batch: int = 64,
     progress: ProgressFn | None = None,
+    force: bool = False,
 ) -> ReembedReport:
     """Re-embed every memory with ``target`` and make it the store's model (see the module docstring).
 
-    Does nothing when the store already uses ``target`` and nothing is staged.
+    Does nothing when the store already uses ``target`` and nothing is staged, unless ``force``
+    (e.g. to make every vector come from the same model file after ``remem model optimize``).
     """
-    if store.model == target and store.records.get_meta(_TARGET_KEY) is None:
+    if not force and store.model == target and store.records.get_meta(_TARGET_KEY) is None:
         return ReembedReport(0, 0, swapped=False)
     resumed = _stage(store, target)
     embedded = _embed_pending(store, embed, batch, progress)

@@ -7,6 +7,7 @@ that a store keeps its model: another one is refused (``MemoryStore.check_model`
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -40,8 +41,12 @@ def model_cache() -> ModelCache:
 def custom_model() -> tuple[ModelSpec, ModelFiles] | None:
     """The user's own model from --model-dir / $REMEM_MODEL_DIR, or None when none was given."""
     directory = _chosen["model_dir"]
-    if directory is None:
-        return None
+    return None if directory is None else _load_model_dir(directory)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_model_dir(directory: Path) -> tuple[ModelSpec, ModelFiles]:
+    """Described (and its files hashed) once per process."""
     from remem.embedders.custom import load_model_dir  # noqa: PLC0415
 
     return load_model_dir(directory)

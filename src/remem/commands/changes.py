@@ -11,7 +11,6 @@ from remem.commands import options as opt
 from remem.commands.common import (
     EXIT_NOTHING_FOUND,
     embed_document,
-    filters_from,
     note,
     open_store,
     print_results,
@@ -20,6 +19,7 @@ from remem.commands.common import (
 )
 from remem.commands.modelsel import embedder_for
 from remem.errors import InvalidInputError
+from remem.index import Filters
 from remem.inputs import read_text
 
 
@@ -48,17 +48,12 @@ def edit(
     print_results([memory], json_out, render.memory_record, render.memories_table)
 
 
+@opt.with_filters()
 def forget(
     ids: Annotated[list[int] | None, typer.Argument(metavar="ID", help="Memories to delete.")] = None,
     where: Annotated[bool, typer.Option("--where", help="Delete every memory the filters select.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be deleted.")] = False,
-    user: opt.UserOption = None,
-    conversation: opt.ConversationOption = None,
-    role: opt.RoleOption = None,
-    tag: opt.TagOption = None,
-    meta: opt.MetaFilterOption = None,
-    since: opt.SinceOption = None,
-    until: opt.UntilOption = None,
+    filters: Filters = opt.NO_FILTERS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -66,7 +61,6 @@ def forget(
 
     Prints what was deleted (with --dry-run: what would be). Exit 1 if nothing matched.
     """
-    filters = filters_from(user, conversation, tag, role=role, meta=meta, since=since, until=until)
     if bool(ids) == where:
         raise InvalidInputError("give memory ids, or --where with filters (not both)")
     if where and filters.is_empty():

@@ -14,7 +14,6 @@ from remem.commands.bulk import BulkReport, check_errors, print_report, read_sou
 from remem.commands.common import (
     EXIT_NOTHING_FOUND,
     embed_document,
-    filters_from,
     note,
     open_store,
     print_results,
@@ -23,7 +22,7 @@ from remem.commands.common import (
 from remem.commands.modelsel import embedder_for
 from remem.config import DEFAULT_LIST_LIMIT
 from remem.errors import InvalidInputError
-from remem.index import AddResult, MemoryStore, NewMemory
+from remem.index import AddResult, Filters, MemoryStore, NewMemory
 from remem.ingest import parse_jsonl, parse_lines
 from remem.inputs import clean_name, clean_tags, parse_meta, read_text
 
@@ -120,20 +119,14 @@ def _add_one(store: MemoryStore, memory: NewMemory) -> AddResult:
     return store.add(memory, embed_document(embedder, memory.text), stamp)
 
 
+@opt.with_filters()
 def list_memories(
     limit: opt.LimitOption = DEFAULT_LIST_LIMIT,
-    user: opt.UserOption = None,
-    conversation: opt.ConversationOption = None,
-    role: opt.RoleOption = None,
-    tag: opt.TagOption = None,
-    meta: opt.MetaFilterOption = None,
-    since: opt.SinceOption = None,
-    until: opt.UntilOption = None,
+    filters: Filters = opt.NO_FILTERS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
     """Show memories, newest first. Exit 1 if there are none."""
-    filters = filters_from(user, conversation, tag, role=role, meta=meta, since=since, until=until)
     with open_store(store, create=False) as opened:
         memories = [] if opened is None else opened.newest(filters, limit)
     if not memories:

@@ -1,11 +1,17 @@
-"""Command-line options shared by several remem commands, declared once."""
+"""Command-line options shared by several remem commands, declared once (the filters as one decorator)."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar, cast
 
 import typer
+
+from remem.commands.common import filters_from
+from remem.index import Filters
 
 StoreOption = Annotated[
     Path | None,
@@ -60,3 +66,56 @@ UntilOption = Annotated[
         "--until", metavar="WHEN", help="Only memories created before WHEN (same forms as --since)."
     ),
 ]
+
+#: What a command with filter options receives until the decorator fills in the real ones.
+NO_FILTERS = Filters()
+
+#: The filter options, in the order they are listed, with their defaults (none: no filtering).
+FILTER_OPTIONS: dict[str, Any] = {
+    "user": UserOption,
+    "conversation": ConversationOption,
+    "role": RoleOption,
+    "tag": TagOption,
+    "meta": MetaFilterOption,
+    "since": SinceOption,
+    "until": UntilOption,
+}
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def with_filters(*names: str) -> Callable[[Command], Command]:
+    """Give a command the shared filter options (all of them, or the ones named), declared once.
+
+    The command takes one ``filters: Filters`` parameter; the options appear in its place in the
+    help, and their values arrive validated as that one Filters (see ``common.filters_from``).
+    """
+    chosen = names or tuple(FILTER_OPTIONS)
+
+    def decorate(command: Command) -> Command:
+        signature = inspect.signature(command, eval_str=True)
+        options = [
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=FILTER_OPTIONS[name]
+            )
+            for name in chosen
+        ]
+        parameters: list[inspect.Parameter] = []
+        for parameter in signature.parameters.values():
+            parameters.extend(
+                options
+                if parameter.name == "filters"
+                else [parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY)]
+            )
+
+        @functools.wraps(command)
+        def with_options(**kwargs: Any) -> Any:
+            values = {name: kwargs.pop(name) for name in chosen}
+            user, conversation, tag = (values.pop(name, None) for name in ("user", "conversation", "tag"))
+            kwargs["filters"] = filters_from(user, conversation, tag, **values)
+            return command(**kwargs)
+
+        with_options.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        return cast(Command, with_options)
+
+    return decorate

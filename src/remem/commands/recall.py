@@ -9,7 +9,7 @@ import typer
 
 from remem import render
 from remem.commands import options as opt
-from remem.commands.common import EXIT_NOTHING_FOUND, filters_from, open_store, stdin
+from remem.commands.common import EXIT_NOTHING_FOUND, open_store, stdin
 from remem.commands.search import DEFAULT_SEARCH_MODE, search_once
 from remem.index import Filters, Memory, MemoryStore
 from remem.inputs import check_min_score, read_text
@@ -55,6 +55,7 @@ def prompt_line(memory: Memory) -> str:
     return f"[{when}]{f' ({who})' if who else ''} {' '.join(memory.text.split())}"
 
 
+@opt.with_filters("user", "conversation", "role", "tag")
 def context(
     query: Annotated[
         list[str] | None, typer.Argument(metavar="QUERY", help="What the conversation is about.")
@@ -69,10 +70,7 @@ def context(
     min_score: Annotated[
         float | None, typer.Option("--min-score", metavar="COSINE", help="Similar ones need this raw cosine.")
     ] = None,
-    user: opt.UserOption = None,
-    conversation: opt.ConversationOption = None,
-    role: opt.RoleOption = None,
-    tag: opt.TagOption = None,
+    filters: Filters = opt.NO_FILTERS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -80,7 +78,6 @@ def context(
     merged, each once — as prompt-ready lines or --json (with "source": recent or similar)."""
     text = read_text(query, stdin(), what="query") if similar else ""
     threshold = check_min_score(min_score)
-    filters = filters_from(user, conversation, tag, role=role)
     with open_store(store, create=False) as opened:
         if opened is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)

@@ -10,7 +10,6 @@ from remem import render
 from remem.commands import options as opt
 from remem.commands.common import (
     EXIT_NOTHING_FOUND,
-    filters_from,
     note,
     open_store,
     print_results,
@@ -33,6 +32,7 @@ def register(app: typer.Typer) -> None:
     app.command()(search)
 
 
+@opt.with_filters()
 def search(
     query: Annotated[
         list[str] | None,
@@ -47,13 +47,7 @@ def search(
         float | None,
         typer.Option("--min-score", metavar="COSINE", help="Leave out hits below this raw cosine (-1..1)."),
     ] = None,
-    user: opt.UserOption = None,
-    conversation: opt.ConversationOption = None,
-    role: opt.RoleOption = None,
-    tag: opt.TagOption = None,
-    meta: opt.MetaFilterOption = None,
-    since: opt.SinceOption = None,
-    until: opt.UntilOption = None,
+    filters: Filters = opt.NO_FILTERS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -68,7 +62,6 @@ def search(
     threshold = check_min_score(min_score)
     if threshold is not None and mode is SearchMode.KEYWORD:
         raise InvalidInputError("--min-score is a cosine; use it with --mode vector or hybrid")
-    filters = filters_from(user, conversation, tag, role=role, meta=meta, since=since, until=until)
     with open_store(store, create=False) as opened:
         if opened is None or opened.model is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)

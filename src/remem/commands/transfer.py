@@ -10,7 +10,7 @@ import typer
 
 from remem.commands import options as opt
 from remem.commands.bulk import BulkReport, check_errors, print_report, read_source, store_entries
-from remem.commands.common import filters_from, open_store
+from remem.commands.common import open_store
 from remem.errors import InvalidInputError, RememError
 from remem.exports import ExportFormat, csv_lines, jsonl_line, markdown_lines
 from remem.index import Filters, Memory, MemoryStore
@@ -56,6 +56,7 @@ def _lines(
     return iter(()) if store is None else _jsonl(store, filters, with_vectors)
 
 
+@opt.with_filters()
 def export(
     output: Annotated[
         Path | None,
@@ -70,20 +71,13 @@ def export(
         bool,
         typer.Option("--with-vectors", help="JSONL: include each vector (base64 float32) and its model."),
     ] = False,
-    user: opt.UserOption = None,
-    conversation: opt.ConversationOption = None,
-    role: opt.RoleOption = None,
-    tag: opt.TagOption = None,
-    meta: opt.MetaFilterOption = None,
-    since: opt.SinceOption = None,
-    until: opt.UntilOption = None,
+    filters: Filters = opt.NO_FILTERS,
     store: opt.StoreOption = None,
 ) -> None:
     """Write memories in id order: JSON Lines (every field; `remem import` reads it back), CSV
     (safe to open in a spreadsheet) or Markdown (grouped by conversation). Takes the filters."""
     if with_vectors and fmt is not ExportFormat.JSONL:
         raise InvalidInputError("--with-vectors needs --format jsonl")
-    filters = filters_from(user, conversation, tag, role=role, meta=meta, since=since, until=until)
     with open_store(store, create=False) as opened:
         lines = _lines(opened, filters, fmt, with_vectors)
         if output is None:

@@ -300,7 +300,7 @@ def save_run(path: Path, rankings: Rankings, tag: str) -> None:
 
 def main() -> None:
     """Parse options, build or reuse the store, run the queries, print timings and the table."""
-    from remem.embedders.registry import DEFAULT_MODEL
+    from remem.embedders.registry import BUNDLED_MODEL
     from remem.errors import RememError
     from remem.index import MemoryStore, SearchMode
 
@@ -308,7 +308,7 @@ def main() -> None:
     parser.add_argument(
         "--data", type=Path, default=DEFAULT_DATA, help="the SciFact folder (default: %(default)s)"
     )
-    parser.add_argument("--model", default=DEFAULT_MODEL.name, help="model name (default: %(default)s)")
+    parser.add_argument("--model", default=BUNDLED_MODEL.name, help="model name (default: %(default)s)")
     parser.add_argument(
         "--mode", choices=[m.value for m in SearchMode], default=SearchMode.VECTOR.value, help="search mode"
     )

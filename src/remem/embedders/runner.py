@@ -46,12 +46,6 @@ class DocumentEmbeddings:
 
     windows: tuple[FloatArray, ...]
 
-    def first_windows(self) -> FloatArray:
-        """One row per text: its first window's vector (the whole text when it fits)."""
-        return (
-            np.vstack([rows[:1] for rows in self.windows]) if self.windows else np.zeros((0, 0), np.float32)
-        )
-
 
 @dataclass(frozen=True)
 class _Tokens:

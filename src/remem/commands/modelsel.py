@@ -119,8 +119,9 @@ def verify_in_use(embedder: OnnxEmbedder) -> None:
         verify_model_files(spec, embedder.files)
         return
     cache = model_cache()
-    verify_model_files(spec, cache.files(spec))
-    if embedder.files.model != cache.files(spec).model and (problem := verify_variant(cache, spec)):
+    originals = cache.files(spec)
+    verify_model_files(spec, originals)
+    if embedder.files.model != originals.model and (problem := verify_variant(cache, spec)):
         raise EmbedderError(f"the optimized variant is damaged: {problem}; run `remem model optimize`")
 
 
@@ -137,11 +138,8 @@ def embedder_for(store: MemoryStore) -> tuple[OnnxEmbedder, ModelStamp]:
             f"which this remem cannot run (built in: {', '.join(builtin)}); if it is your own model, "
             "pass --model-dir DIR (or set REMEM_MODEL_DIR) before the command"
         )
-    if recorded is not None and custom is not None and custom[0].name != recorded.name:
-        raise ModelMismatchError(
-            f"the store at {store.directory} holds vectors of model {recorded.name} ({recorded.dim}-d); "
-            f"refusing to mix in {custom[0].name} from --model-dir"
-        )
-    embedder, stamp = load_model(None if recorded is None else recorded.name, verify=recorded is None)
+    # An own model given for a store of another model is refused by check_model, like any other.
+    name = None if recorded is None else (custom[0].name if custom is not None else recorded.name)
+    embedder, stamp = load_model(name, verify=recorded is None)
     store.check_model(stamp)
     return embedder, stamp

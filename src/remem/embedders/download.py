@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import http.client
 import os
 import re
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from remem.atomic import fsync_directory
+from remem.embedders.spec import file_sha256
 from remem.errors import DownloadError
 
 ProgressFn = Callable[[int], None]
@@ -76,7 +76,7 @@ def fetch_verified(
     expected = sha256.strip().lower()
     if not _SHA256.fullmatch(expected):
         raise DownloadError(f"cannot verify {dest.name}: {sha256!r} is not a sha256 hex digest")
-    if dest.is_file() and _sha256_of(dest) == expected:
+    if dest.is_file() and file_sha256(dest) == expected:
         return
     part = dest.with_name(dest.name + ".part")
     job = _Job(url, dest, part, expected, size, user_agent, progress or _no_progress, timeout, proxies or {})
@@ -138,7 +138,7 @@ def _download(job: _Job, offset: int) -> None:
     except urllib.error.HTTPError as exc:
         exc.close()
         if exc.code == 416 and offset > 0:  # nothing after offset: the .part may already be whole
-            if (job.size is None or offset == job.size) and _sha256_of(job.part) == job.sha256:
+            if (job.size is None or offset == job.size) and file_sha256(job.part) == job.sha256:
                 return
             raise _CannotResumeError from None
         raise DownloadError(f"cannot download {job.url}: HTTP {exc.code} {exc.reason}") from None
@@ -231,7 +231,7 @@ def _copy(
 
 def _install(job: _Job) -> None:
     """Rename the verified .part to dest, or delete it and raise if its sha256 is wrong."""
-    digest = _sha256_of(job.part)
+    digest = file_sha256(job.part)
     if digest != job.sha256:
         _discard(job.part)
         raise DownloadError(
@@ -243,17 +243,6 @@ def _install(job: _Job) -> None:
     except OSError as exc:
         raise DownloadError(f"cannot install {job.dest}: {exc.strerror or exc}") from exc
     fsync_directory(job.dest.parent)
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(CHUNK_SIZE):
-                digest.update(chunk)
-    except OSError as exc:
-        raise DownloadError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    return digest.hexdigest()
 
 
 def _length_of(path: Path) -> int:

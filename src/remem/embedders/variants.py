@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from remem.atomic import atomic_writer
 from remem.embedders.cache import ModelCache
 from remem.embedders.spec import ModelFiles, ModelSpec, file_sha256
 from remem.errors import EmbedderError
@@ -110,7 +111,8 @@ def make_variant(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime:
             )
             remove_variant(cache, spec)
             os.replace(staging, variant)
-            _write_atomically(record_path, record.to_json())
+            with atomic_writer(record_path, mode=0o644) as handle:
+                handle.write(record.to_json().encode() + b"\n")
         finally:
             with contextlib.suppress(FileNotFoundError):
                 staging.unlink()
@@ -130,9 +132,3 @@ def _agreement(spec: ModelSpec, files: ModelFiles, candidate: Path) -> float:
             f"below {MIN_AGREEMENT}; refused, the original stays in use"
         )
     return agreement
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.new")
-    temporary.write_text(text + "\n", encoding="utf-8")
-    os.replace(temporary, path)

@@ -130,15 +130,6 @@ def load_dataset(directory: Path) -> Dataset:
 # --- model, store, search ------------------------------------------------------------------------
 
 
-def load_model(name: str) -> tuple[OnnxEmbedder, ModelStamp]:
-    """The embedder and store stamp for a model, exactly as the CLI makes them for a new store
-    (``remem.commands.modelsel.load_model``: bundled, or pulled into $REMEM_MODELS / the user cache
-    dir; files verified against their pinned sha256; the optimized variant when one was made)."""
-    from remem.commands.modelsel import load_model as cli_load_model
-
-    return cli_load_model(name, verify=True)
-
-
 @dataclass
 class Ingest:
     """What ingesting did: documents embedded and stored now, and the seconds each part took."""
@@ -300,6 +291,7 @@ def save_run(path: Path, rankings: Rankings, tag: str) -> None:
 
 def main() -> None:
     """Parse options, build or reuse the store, run the queries, print timings and the table."""
+    from remem.commands.modelsel import load_model
     from remem.embedders.registry import BUNDLED_MODEL
     from remem.errors import RememError
     from remem.index import MemoryStore, SearchMode
@@ -326,7 +318,8 @@ def main() -> None:
     except (OSError, ValueError, KeyError) as exc:
         sys.exit(f"Error: cannot read the BEIR data in {args.data}: {exc}")
     try:
-        embedder, stamp = load_model(args.model)
+        # The model is found and verified exactly as the CLI does it for a new store.
+        embedder, stamp = load_model(args.model, verify=True)
         with tempfile.TemporaryDirectory(prefix="remem-beir-") as tmp:
             directory = args.store or Path(tmp) / "store"
             with MemoryStore.open(directory, create=True) as store:

@@ -8,10 +8,10 @@
 0.7127 nDCG@10; the model is found and verified exactly as the CLI finds it.
 
 Every corpus document (``title + " " + text``, as MTEB embeds it) is embedded with the model's
-``embed_documents`` and stored with ``MemoryStore.add_many`` (``meta={"beir_id": _id}``) in a
+``embed_documents`` and stored with ``LocalBackend.add_many`` (``meta={"beir_id": _id}``) in a
 temporary store, or in ``--store DIR`` (kept; a store that already holds the corpus is reused without
 ingesting again). Each test query is embedded with ``embed_queries`` (the model's query prefix) and
-answered by ``MemoryStore.search`` in the chosen mode (top 100, no filters); hits are mapped back to
+answered by ``LocalBackend.search`` in the chosen mode (top 100, no filters); hits are mapped back to
 BEIR ids through their meta. nDCG@10, Recall@10 and Recall@100 of remem's rankings are computed as
 pytrec_eval computes them for BEIR (linear gain, log2 discount, ideal from the qrels; recall over the
 documents judged relevant), averaged over the test queries, and compared with the published figures
@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from remem.embedders.runner import OnnxEmbedder
-    from remem.index import MemoryStore, ModelStamp, SearchMode
-    from remem.index.vectors import FloatArray
+    from remem.backends.local import LocalBackend, ModelInfo, SearchMode
+    from remem.backends.local.vectors import FloatArray
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "scifact"
@@ -144,7 +144,7 @@ class Ingest:
         return self.embed_seconds + self.store_seconds
 
 
-def memory_to_docs(store: MemoryStore, docs: Mapping[str, str]) -> dict[int, list[str]]:
+def memory_to_docs(store: LocalBackend, docs: Mapping[str, str]) -> dict[int, list[str]]:
     """Memory id -> every corpus id whose text it holds.
 
     The memory's ``beir_id`` meta names the document that created it; a document whose text was
@@ -169,9 +169,9 @@ def memory_to_docs(store: MemoryStore, docs: Mapping[str, str]) -> dict[int, lis
 
 
 def ingest(
-    store: MemoryStore,
+    store: LocalBackend,
     embedder: OnnxEmbedder,
-    stamp: ModelStamp,
+    stamp: ModelInfo,
     docs: Mapping[str, str],
     batch: int,
     truncate: bool = False,
@@ -181,7 +181,7 @@ def ingest(
     A document longer than the model window is stored as all its windows (what remem does), or
     with ``truncate`` as its first window only (the MTEB protocol behind the published figures).
     """
-    from remem.index import NewMemory
+    from remem.backends.local import NewMemory
 
     covered = {doc for ids in memory_to_docs(store, docs).values() for doc in ids}
     todo = [doc_id for doc_id in docs if doc_id not in covered]
@@ -213,16 +213,16 @@ class Query:
     vector: FloatArray | None
 
 
-def search(store: MemoryStore, mode: SearchMode, query: Query, k: int) -> list[tuple[int, float]]:
+def search(store: LocalBackend, mode: SearchMode, query: Query, k: int) -> list[tuple[int, float]]:
     """The top ``k`` memories for ``query`` in ``mode``, best first: (memory id, the mode's score)."""
-    from remem.index import Filters
+    from remem.backends.local import Filters
 
     outcome = store.search(query.text, query.vector, k, Filters(), mode=mode)
     return [(hit.memory.id, hit.score) for hit in outcome.hits]
 
 
 def retrieve(
-    store: MemoryStore,
+    store: LocalBackend,
     embedder: OnnxEmbedder,
     dataset: Dataset,
     mode: SearchMode,
@@ -234,7 +234,7 @@ def retrieve(
     contributes all of them at its place, by id descending as trec_eval breaks ties; like BEIR,
     each query keeps at most ``TOP_K`` documents.
     """
-    from remem.index import SearchMode
+    from remem.backends.local import SearchMode
 
     qids = list(dataset.queries)
     texts = [dataset.queries[qid] for qid in qids]
@@ -294,7 +294,7 @@ def main() -> None:
     from remem.commands.modelsel import load_model
     from remem.embedders.registry import BUNDLED_MODEL
     from remem.errors import RememError
-    from remem.index import MemoryStore, SearchMode
+    from remem.backends.local import LocalBackend, SearchMode
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -322,7 +322,7 @@ def main() -> None:
         embedder, stamp = load_model(args.model, verify=True)
         with tempfile.TemporaryDirectory(prefix="remem-beir-") as tmp:
             directory = args.store or Path(tmp) / "store"
-            with MemoryStore.open(directory, create=True) as store:
+            with LocalBackend.open(directory, create=True) as store:
                 store.check_model(stamp)
                 done = ingest(store, embedder, stamp, dataset.docs, args.batch, args.truncate)
                 mapping = memory_to_docs(store, dataset.docs)

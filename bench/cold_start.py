@@ -80,10 +80,10 @@ def build_store(directory: Path, count: int) -> None:
     from remem.embedders.registry import BUNDLED_MODEL, bundled_files
     from remem.embedders.runner import OnnxEmbedder
     from remem.embedders.spec import verify_model_files
-    from remem.index import MemoryStore, ModelStamp, NewMemory
+    from remem.backends.local import LocalBackend, ModelInfo, NewMemory
 
     files = bundled_files()
-    stamp = ModelStamp(
+    stamp = ModelInfo(
         BUNDLED_MODEL.name,
         BUNDLED_MODEL.dim,
         BUNDLED_MODEL.pooling.value,
@@ -91,7 +91,7 @@ def build_store(directory: Path, count: int) -> None:
     )
     texts = memory_texts(count)
     vectors = OnnxEmbedder(BUNDLED_MODEL, files).embed_documents(texts).windows
-    with MemoryStore.open(directory, create=True) as store:
+    with LocalBackend.open(directory, create=True) as store:
         for text, vector in zip(texts, vectors, strict=True):
             store.add(NewMemory(text=text, user="bench"), vector, stamp)
 

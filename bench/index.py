@@ -16,10 +16,10 @@ disk (``VectorIndex.save`` file) scaled to one million vectors. numpy's ``matrix
 argpartition top-10 over the same matrix, measured in the same run, is the memory-bandwidth reference
 for exact search.
 
-Part 2, a real store: ``MemoryStore.add_many`` of clustered vectors (texts "memory i", user
+Part 2, a real store: ``LocalBackend.add_many`` of clustered vectors (texts "memory i", user
 "u{i % 100}", so ``--user u7`` selects 1%), stamped with the bundled model so the CLI accepts it (the
 vectors are synthetic; fine for timing). For each kind (switched with ``remem reindex --index KIND
---force`` in a fresh process, which is also timed): ``MemoryStore.search`` latency with and without
+--force`` in a fresh process, which is also timed): ``LocalBackend.search`` latency with and without
 the 1% filter, the same ranking with the index already loaded, agreement with brute force on the
 filtered subset, and cold ``remem search`` wall time (fresh processes, page cache dropped when the
 machine allows it).
@@ -46,15 +46,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from remem.index.kinds import HnswParams, IndexKind
-from remem.index.vectors import VectorIndex
+from remem.backends.local.kinds import HnswParams, IndexKind
+from remem.backends.local.vectors import VectorIndex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cold_start import drop_caches
 
 if TYPE_CHECKING:
-    from remem.index import MemoryStore
-    from remem.index.vectors import FloatArray
+    from remem.backends.local import LocalBackend
+    from remem.backends.local.vectors import FloatArray
 
 DIM = 384
 K = 10
@@ -328,9 +328,9 @@ class StoreResult:
 def build_store(directory: Path, vectors: FloatArray) -> tuple[float, np.ndarray]:
     """A store holding ``vectors`` under the bundled model's stamp: (seconds, memory id per row)."""
     from remem.commands.common import embedder_for
-    from remem.index import MemoryStore, NewMemory
+    from remem.backends.local import LocalBackend, NewMemory
 
-    with MemoryStore.open(directory, create=True) as store:
+    with LocalBackend.open(directory, create=True) as store:
         _, stamp = embedder_for(store)
         memories = [NewMemory(text=f"memory {i}", user=f"u{i % USERS}") for i in range(len(vectors))]
         start = time.perf_counter()
@@ -366,14 +366,14 @@ def agreement(found: list[list[int]], truth: list[list[int]]) -> tuple[int, floa
 
 def filter_cases() -> dict[str, Any]:
     """The two filters compared: none, and the 1% user."""
-    from remem.index import Filters
+    from remem.backends.local import Filters
 
     return {"unfiltered": Filters(), f"user={FILTER_USER} (1%)": Filters(user=FILTER_USER)}
 
 
-def store_search(store: MemoryStore, queries: FloatArray, filters: Any) -> tuple[list[float], list]:
-    """MemoryStore.search (vector mode, top K) timings and result memory ids."""
-    from remem.index import SearchMode
+def store_search(store: LocalBackend, queries: FloatArray, filters: Any) -> tuple[list[float], list]:
+    """LocalBackend.search (vector mode, top K) timings and result memory ids."""
+    from remem.backends.local import SearchMode
 
     def one(q: FloatArray) -> list[int]:
         outcome = store.search("query", q, K, filters, mode=SearchMode.VECTOR)
@@ -382,20 +382,20 @@ def store_search(store: MemoryStore, queries: FloatArray, filters: Any) -> tuple
     return timed(one, list(queries))
 
 
-def ranking_only(store: MemoryStore, index: VectorIndex, queries: FloatArray, filters: Any) -> list[float]:
+def ranking_only(store: LocalBackend, index: VectorIndex, queries: FloatArray, filters: Any) -> list[float]:
     """Timings of the vector ranking alone (filter, score, map to memories) with the index loaded."""
-    from remem.index.search import vector_rank
+    from remem.backends.local.search import vector_rank
 
     return timed(lambda q: vector_rank(store.records, index, q, K, filters), list(queries))[0]
 
 
 def in_process(directory: Path, data: tuple[FloatArray, np.ndarray], queries: FloatArray, args) -> tuple:
     """(index load latency, search latency, ranking latency, agreement) per filter, in this process."""
-    from remem.index import MemoryStore
+    from remem.backends.local import LocalBackend
 
     vectors, ids = data
     search, ranking, agree = {}, {}, {}
-    with MemoryStore.open(directory, create=False) as store:
+    with LocalBackend.open(directory, create=False) as store:
         load_s, _ = timed(lambda _: store.vector_index(DIM), range(5))
         index = store.vector_index(DIM)
         for label, filters in filter_cases().items():
@@ -584,7 +584,7 @@ def store_goals(store: list[StoreResult]) -> list[tuple[str, str, str]]:
     """(goal, measured, verdict) rows for part 2: filtered no slower than unfiltered."""
     rows = []
     for result in store:
-        for what, table in (("MemoryStore.search", result.search), ("ranking, index loaded", result.ranking)):
+        for what, table in (("LocalBackend.search", result.search), ("ranking, index loaded", result.ranking)):
             unfiltered, filtered = table.values()
             rows.append(
                 (
@@ -610,9 +610,9 @@ def print_store(build_s: float, store: list[StoreResult], args: argparse.Namespa
     print(
         f"\n### Filter-then-search in a store ({args.store_size:,} clustered vectors, top-{K}, vector mode)\n"
     )
-    print(f"Store built with `MemoryStore.add_many` (one call) in {build_s:.1f} s.\n")
+    print(f"Store built with `LocalBackend.add_many` (one call) in {build_s:.1f} s.\n")
     print(
-        "| kind | filter | MemoryStore.search p50 ms | p99 ms | ranking only p50 ms | p99 ms "
+        "| kind | filter | LocalBackend.search p50 ms | p99 ms | ranking only p50 ms | p99 ms "
         "| same top-10 as brute force | mean overlap |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
@@ -625,7 +625,7 @@ def print_store(build_s: float, store: list[StoreResult], args: argparse.Namespa
             )
     loads = ", ".join(f"{r.kind} {r.load.p50:.0f} ms" for r in store)
     print(
-        f"\nMemoryStore.search: {args.store_queries} queries, each call as the CLI makes it (opens the "
+        f"\nLocalBackend.search: {args.store_queries} queries, each call as the CLI makes it (opens the "
         f"index file and checks it against SQLite every time; index load alone, p50: {loads}). Ranking "
         f"only: `search.vector_rank` with the index already loaded, {args.queries} queries. Brute force: "
         f"numpy over the stored vectors of the selected memories (filtered: every {USERS}th memory)."
@@ -710,7 +710,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--ef-construction", type=int, default=HnswParams.ef_construction)
     parser.add_argument("--ef-search", type=int, default=HnswParams.ef_search)
     parser.add_argument("--store-size", type=int, default=100_000)
-    parser.add_argument("--store-queries", type=int, default=50, help="MemoryStore.search calls per case")
+    parser.add_argument("--store-queries", type=int, default=50, help="LocalBackend.search calls per case")
     parser.add_argument("--cli-runs", type=int, default=5)
     parser.add_argument("--no-store", action="store_true", help="skip the store and CLI part")
     parser.add_argument("--seed", type=int, default=0)

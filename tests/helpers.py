@@ -1,9 +1,7 @@
-"""Shared test helpers: a deterministic fake embedder and an in-process CLI runner."""
+"""Shared test helpers: the fake embedder, an in-process CLI runner, searches below the API."""
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,24 +9,16 @@ from typing import Any
 import numpy as np
 from typer.testing import CliRunner
 
+from remem import Embedder, Filters, Hit, SearchMode, SearchResult
+from remem.backends.base import Backend
 from remem.cli import main
-from remem.index import Filters, Hit, MemoryStore, ModelStamp
+from remem.core.ranking import run_search
+from remem.testing import FAKE_DIM, FAKE_MODEL, FakeEmbedder, fake_vector
 
-FAKE_DIM = 64
-FAKE_MODEL = ModelStamp(name="fake-bag-of-words", dim=FAKE_DIM, pooling="mean", sha256="f" * 64)
+__all__ = ["FAKE_DIM", "FAKE_MODEL", "FakeEmbedder", "Outcome", "fake_vector", "run_cli", "search", "vector_search"]
 
-
-def fake_vector(text: str, dim: int = FAKE_DIM) -> np.ndarray:
-    """A unit vector from hashed lower-cased words: texts sharing words are close, deterministic."""
-    vector = np.zeros(dim, dtype=np.float32)
-    for word in re.findall(r"\w+", text.lower()):
-        digest = hashlib.sha256(word.encode()).digest()
-        vector[int.from_bytes(digest[:4], "little") % dim] += 1.0 if digest[4] % 2 else -1.0
-    norm = float(np.linalg.norm(vector))
-    if norm == 0.0:
-        vector[0] = 1.0
-        return vector
-    return vector / norm
+#: The embedder in-process CLI runs use: None runs the real model; tests/cli sets a FakeEmbedder.
+CLI = {"embedder": None}
 
 
 @dataclass(frozen=True)
@@ -43,14 +33,23 @@ class Outcome:
 def run_cli(args: list[str], store: Path | None = None, stdin: bytes | str | None = None) -> Outcome:
     """Run ``remem ARGS`` in this process (with ``--store`` when given) and capture its output."""
     argv = [*args, "--store", str(store)] if store is not None else list(args)
+    embedder: Embedder | None = CLI["embedder"]
     with CliRunner().isolation(input=stdin) as (out, err, _):
-        code = main(argv)
+        code = main(argv, embedder=embedder)
         stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
     return Outcome(code, stdout, stderr)
 
 
+def search(
+    backend: Backend, text: str, vector: np.ndarray | None, k: int, filters: Filters, **options: Any
+) -> SearchResult:
+    """A search of a back-end with a given query vector, through the core's ranking."""
+    return run_search(backend, text, vector, k, filters, **options)
+
+
 def vector_search(
-    store: MemoryStore, vector: np.ndarray | None, k: int, filters: Filters, **options: Any
+    backend: Backend, vector: np.ndarray | None, k: int, filters: Filters, **options: Any
 ) -> list[Hit]:
     """The hits of a vector-mode search (no query text)."""
-    return store.search("", vector, k, filters, **options).hits
+    options.setdefault("mode", SearchMode.VECTOR)
+    return list(search(backend, "", vector, k, filters, **options))

@@ -1,6 +1,7 @@
 """The remem command line: the Typer app, its commands, and the mapping of errors to exit codes.
 
-Exit codes (like grep): 0 success, 1 search/list found nothing, 2 usage error or failure.
+Exit codes (like grep): 0 success, 1 search/list found nothing or an id names no memory,
+2 usage error or failure.
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ from typing import Annotated
 
 import typer
 
-from remem import __version__
+from remem import Embedder, __version__
 from remem.commands import changes, maintenance, memories, models, recall, search, transfer
-from remem.commands.common import EXIT_FAILURE, EXIT_OK, set_quiet
-from remem.commands.modelsel import set_model_dir
-from remem.config import debug_enabled, resolve_model_dir
-from remem.errors import RememError
+from remem.commands.common import EXIT_FAILURE, EXIT_NOTHING_FOUND, EXIT_OK, Invocation, invocation, invoked
+from remem.config import debug_enabled
+from remem.errors import MemoryNotFoundError, RememError
 
 app = typer.Typer(
     name="remem",
@@ -63,8 +63,9 @@ def _root(
     The store is --store DIR, else $REMEM_HOME, else the user data directory.
     Exit codes: 0 success, 1 search/list found nothing, 2 usage error or failure.
     """
-    set_quiet(quiet)
-    set_model_dir(resolve_model_dir(model_dir, os.environ))
+    settings = invocation()
+    settings.quiet = quiet
+    settings.model_dir = model_dir
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
 
@@ -96,16 +97,25 @@ def _describe(exc: Exception) -> str:
     return f"unexpected {type(exc).__name__}: {exc} (set REMEM_DEBUG=1 for a traceback)"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code; errors become one ``Error: ...`` line on stderr."""
+def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
+    """Run the CLI and return its exit code; errors become one ``Error: ...`` line on stderr.
+
+    ``embedder`` replaces the model choice of every store the run opens (as ``remem.open``'s
+    argument does): tests run the real commands with a fake model this way.
+    """
+    command = typer.main.get_command(app)
     try:
-        result = typer.main.get_command(app).main(args=argv, prog_name="remem", standalone_mode=False)
+        with invoked(Invocation(embedder=embedder)):
+            result = command.main(args=argv, prog_name="remem", standalone_mode=False)
     except BrokenPipeError:  # e.g. `remem export | head`: the reader went away; that is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except (KeyboardInterrupt, typer.Abort):
         typer.echo("Interrupted.", err=True)
         return 130
+    except MemoryNotFoundError as exc:  # like grep: what was asked for is not there
+        _fail(str(exc))
+        return EXIT_NOTHING_FOUND
     except Exception as exc:
         return _fail(_describe(exc))
     return result if isinstance(result, int) else EXIT_OK

@@ -1,4 +1,6 @@
-"""remem's own exceptions. Library code raises these; only the CLI turns them into exit codes."""
+"""remem's own exceptions, one tree under ``RememError``. Library code raises these; only the
+front-ends turn them into exit codes or tool errors. Every message is one line for a person to read.
+"""
 
 
 class RememError(Exception):
@@ -6,11 +8,25 @@ class RememError(Exception):
 
 
 class InvalidInputError(RememError):
-    """The user's input (text, option value, stdin) cannot be used; nothing was changed."""
+    """The caller's input (text, option value, argument, stdin) cannot be used; nothing was changed."""
+
+
+class MemoryNotFoundError(InvalidInputError):
+    """No memory has the id(s) asked for; nothing was changed. ``ids`` holds the missing ids."""
+
+    def __init__(self, ids: list[int]) -> None:
+        """Name the missing ids (ascending)."""
+        self.ids = sorted(ids)
+        listed = ", ".join(str(i) for i in self.ids)
+        super().__init__(f"there is no memory {listed}" if len(self.ids) == 1 else f"there are no memories {listed}")
 
 
 class StoreError(RememError):
-    """The store directory or database cannot be opened, read or written."""
+    """The store cannot be opened, read or written."""
+
+
+class StoreNotFoundError(StoreError):
+    """No store exists where a call that does not create one was pointed."""
 
 
 class StoreCorruptError(StoreError):
@@ -19,6 +35,10 @@ class StoreCorruptError(StoreError):
 
 class ModelMismatchError(StoreError):
     """The store's vectors were made by a different model than the one asked to use it."""
+
+
+class ModelChangedError(StoreError):
+    """The store was re-embedded with another model while a query was being embedded; retry."""
 
 
 class EmbedderError(RememError):

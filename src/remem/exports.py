@@ -1,16 +1,14 @@
-"""Export formats: lossless JSON Lines (optionally with vectors), spreadsheet-safe CSV, Markdown."""
+"""Export formats besides JSON Lines (``Memories.export``): spreadsheet-safe CSV and Markdown."""
 
 from __future__ import annotations
 
-import base64
 import csv
 import io
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict
+from collections.abc import Iterable, Iterator
 from enum import Enum
 
 from remem import render
-from remem.index.memory import Memory, ModelStamp
+from remem.types import Memory
 
 #: A spreadsheet treats a cell starting with one of these as a formula (CSV injection).
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -24,22 +22,6 @@ class ExportFormat(str, Enum):
     JSONL = "jsonl"
     CSV = "csv"
     MARKDOWN = "markdown"
-
-
-def jsonl_line(memory: Memory, windows: Sequence[bytes] = (), model: ModelStamp | None = None) -> str:
-    """One memory as remem's lossless JSON record; with vectors, ``vector`` holds them and their model.
-
-    A long memory has one vector per window: ``float32_base64`` holds them one after another
-    (``windows`` × dim values).
-    """
-    record = render.memory_record(memory)
-    if windows and model is not None:
-        record["vector"] = {
-            "model": asdict(model),
-            "windows": len(windows),
-            "float32_base64": base64.b64encode(b"".join(windows)).decode("ascii"),
-        }
-    return render.json_line(record)
 
 
 def _safe_cell(value: str) -> str:

@@ -15,7 +15,7 @@ from datetime import timezone
 from typing import Any
 
 from remem.errors import InvalidInputError
-from remem.index.memory import ModelStamp, NewMemory, text_sha256, utc_iso
+from remem.types import ModelInfo, NewMemory, text_sha256, utc_iso
 from remem.inputs import clean_name, parse_iso
 
 _NAME_FIELDS = ("user", "conversation", "role")
@@ -39,7 +39,7 @@ class Entry:
     line: int
     memory: NewMemory
     vector: bytes | None = None
-    model: ModelStamp | None = None
+    model: ModelInfo | None = None
 
 
 @dataclass
@@ -145,12 +145,12 @@ def parse_jsonl(data: bytes, defaults: NewMemory) -> Parsed:
     return parsed
 
 
-def _vector(record: Mapping[str, Any]) -> tuple[bytes | None, ModelStamp | None]:
+def _vector(record: Mapping[str, Any]) -> tuple[bytes | None, ModelInfo | None]:
     carried = record.get("vector")
     if carried is None:
         return None, None
     try:
-        model = ModelStamp(**carried["model"])
+        model = ModelInfo(**carried["model"])
         data = base64.b64decode(carried["float32_base64"], validate=True)
         windows = carried.get("windows", 1)
     except (KeyError, TypeError, AttributeError, binascii.Error):
@@ -175,21 +175,25 @@ def parse_export(data: bytes) -> Parsed:
     return parsed
 
 
+def export_entry(record: Any, line: int) -> Entry:
+    """One record of remem's export (a decoded JSON object) as an entry; InvalidInputError if bad."""
+    memory = memory_from_object(record, NewMemory(text=""))
+    if record.get("sha256") not in (None, text_sha256(memory.text)):
+        raise InvalidInputError("sha256 does not match the text")
+    memory_id = record.get("id")
+    if memory_id is not None and (not isinstance(memory_id, int) or isinstance(memory_id, bool) or memory_id < 1):
+        raise InvalidInputError("id must be a positive integer")
+    updated = _timestamp(record.get("updated_at"), "updated_at")
+    vector, model = _vector(record)
+    return Entry(line, replace(memory, id=memory_id, updated_at=updated), vector, model)
+
+
 def _export_entries(data: bytes) -> Iterator[Entry | LineError]:
     for number, text in _lines(data):
         try:
             if text is None:
                 raise InvalidInputError("not valid UTF-8")
-            record = json.loads(text)
-            memory = memory_from_object(record, NewMemory(text=""))
-            if record.get("sha256") not in (None, text_sha256(memory.text)):
-                raise InvalidInputError("sha256 does not match the text")
-            memory_id = record.get("id")
-            if memory_id is not None and (not isinstance(memory_id, int) or memory_id < 1):
-                raise InvalidInputError("id must be a positive integer")
-            updated = _timestamp(record.get("updated_at"), "updated_at")
-            vector, model = _vector(record)
-            yield Entry(number, replace(memory, id=memory_id, updated_at=updated), vector, model)
+            yield export_entry(json.loads(text), number)
         except json.JSONDecodeError as exc:
             yield LineError(number, f"invalid JSON ({exc.msg} at column {exc.colno})")
         except InvalidInputError as exc:

@@ -78,12 +78,14 @@ _RELATIVE = re.compile(r"(\d+)\s*([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-def parse_when(value: str | None, option: str, now: datetime) -> datetime | None:
-    """A moment from ``30m``/``12h``/``7d``/``2w`` (that long before ``now``) or an ISO 8601 date or
-    date-time (without an offset it is local time). Raises InvalidInputError otherwise.
+def parse_when(value: str | datetime | None, option: str, now: datetime) -> datetime | None:
+    """A moment from ``30m``/``12h``/``7d``/``2w`` (that long before ``now``), an ISO 8601 date or
+    date-time, or a datetime (without an offset it is local time). Raises InvalidInputError otherwise.
     """
     if value is None:
         return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.astimezone()
     text = value.strip()
     relative = _RELATIVE.fullmatch(text.lower())
     if relative:

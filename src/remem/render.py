@@ -3,42 +3,14 @@
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from remem.index import Hit, Lane, Memory
+from remem.types import MEMORY_FIELDS, Hit, Lane, Memory, memory_record
 
-#: Field order of every JSON record remem prints (search adds ``score`` after ``id``).
-MEMORY_FIELDS = (
-    "id",
-    "text",
-    "sha256",
-    "created_at",
-    "updated_at",
-    "user",
-    "conversation",
-    "role",
-    "tags",
-    "meta",
-)
+__all__ = ["MEMORY_FIELDS", "hit_record", "hits_table", "json_line", "memories_table", "memory_record", "table"]
+
 SCORE_DECIMALS = 4
-
-
-def memory_record(memory: Memory) -> dict[str, Any]:
-    """A memory as a JSON-ready dict with the stable field names (never the vector)."""
-    return {
-        "id": memory.id,
-        "text": memory.text,
-        "sha256": memory.sha256,
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-        "user": memory.user,
-        "conversation": memory.conversation,
-        "role": memory.role,
-        "tags": list(memory.tags),
-        "meta": memory.meta,
-    }
 
 
 def _lane(lane: Lane | None) -> dict[str, Any] | None:
@@ -63,23 +35,21 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _char_width(char: str) -> int:
-    if unicodedata.combining(char):
-        return 0
-    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-
-
 def display_width(text: str) -> int:
-    """Terminal columns ``text`` occupies (wide CJK and emoji count 2, combining marks 0)."""
-    return sum(_char_width(char) for char in text)
+    """Terminal columns ``text`` occupies (rich's cell widths: wide CJK and emoji 2, zero-width 0)."""
+    from rich.cells import cell_len  # noqa: PLC0415 - only tables need it
+
+    return int(cell_len(text))
 
 
 def _clip(text: str, width: int | None) -> str:
     if width is None or display_width(text) <= width:
         return text
+    from rich.cells import get_character_cell_size  # noqa: PLC0415
+
     used, kept = 0, []
     for char in text:
-        used += _char_width(char)
+        used += get_character_cell_size(char)
         if used > width - 1:
             break
         kept.append(char)

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, run_cli
-from remem.index import MemoryStore, ModelStamp, NewMemory
-from remem.index.store import DB_FILE, INDEX_FILE
+from remem import ModelInfo, NewMemory
+from remem.backends.local import LocalBackend
+from remem.backends.local.store import DB_FILE, INDEX_FILE
 
 
 @pytest.fixture
@@ -88,13 +89,13 @@ def test_new_store_is_private(store_dir: Path) -> None:
     [
         (FAKE_MODEL, "which this remem cannot run"),
         (
-            ModelStamp(name="all-minilm-l6-v2", dim=FAKE_DIM, pooling="mean", sha256="0" * 64),
+            ModelInfo(name="all-minilm-l6-v2", dim=FAKE_DIM, pooling="mean", sha256="0" * 64),
             "refusing to mix in all-minilm-l6-v2",
         ),
     ],
 )
-def test_a_store_made_with_another_model_is_refused(store_dir: Path, stamp: ModelStamp, message: str) -> None:
-    with MemoryStore.open(store_dir, create=True) as store:
+def test_a_store_made_with_another_model_is_refused(store_dir: Path, stamp: ModelInfo, message: str) -> None:
+    with LocalBackend.open(store_dir, create=True) as store:
         store.add(NewMemory(text="made elsewhere"), fake_vector("made elsewhere"), stamp)
     for args in (["search", "anything"], ["add", "a new memory"]):
         result = run_cli(args, store_dir)

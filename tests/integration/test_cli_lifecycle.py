@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli
-from remem.index.store import DB_FILE, INDEX_FILE
+from remem.backends.local.store import DB_FILE, INDEX_FILE
 
 NOTES = [
     ("--user", "ann", "--role", "user", "--meta", "project=atlas", "The atlas project ships on Friday."),

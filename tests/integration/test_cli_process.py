@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from helpers import FAKE_MODEL, fake_vector
-from remem.index import MemoryStore, NewMemory
+from remem import NewMemory
+from remem.backends.local import LocalBackend
 
 REMEM = shutil.which("remem")
 
@@ -52,9 +53,9 @@ def test_python_dash_m_and_one_line_errors(store_dir: Path) -> None:
 
 def test_unexpected_errors_never_print_a_traceback(store_dir: Path) -> None:
     script = (
-        "import sys; import remem.index.store as s\n"
+        "import sys; import remem.backends.local.store as s\n"
         "def boom(*a, **k): raise ValueError('secret memory text')\n"
-        "s.MemoryStore.newest = boom\n"
+        "s.LocalBackend.newest = boom\n"
         "from remem.cli import main; sys.exit(main(['list']))\n"
     )
     store_dir.mkdir()
@@ -97,7 +98,7 @@ def test_help_list_and_export_do_not_load_onnxruntime_or_faiss(store_dir: Path) 
 
 
 def test_export_into_a_closed_pipe_is_quiet(store_dir: Path) -> None:
-    with MemoryStore.open(store_dir, create=True) as store:  # ~200 kB of export, more than a pipe holds
+    with LocalBackend.open(store_dir, create=True) as store:  # ~200 kB of export, more than a pipe holds
         for i in range(100):
             text = f"memory number {i} " + "padding " * 250
             store.add(NewMemory(text=text), fake_vector(text), FAKE_MODEL)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli
-from remem.commands.modelsel import embedder_for
-from remem.index import MemoryStore, NewMemory
+import remem
+from remem import NewMemory
 
 TEMPLATES = [
     "Rolled back deploy {hash} of the payments service after checkout latency doubled.",
@@ -69,9 +69,8 @@ def lookalike_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     memories += [NewMemory(text=text, user="carol") for text in PROSE]
     rng.shuffle(memories)
     directory = tmp_path_factory.mktemp("lookalike") / "store"
-    with MemoryStore.open(directory, create=True) as store:
-        embedder, stamp = embedder_for(store)
-        store.add_many(memories, embedder.embed_documents([m.text for m in memories]).windows, stamp)
+    with remem.open(directory) as store:
+        store.add_many(memories)
     return directory
 
 

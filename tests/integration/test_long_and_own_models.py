@@ -14,7 +14,7 @@ import pytest
 from helpers import run_cli
 from remem.embedders.custom import DESCRIPTION_FILE
 from remem.embedders.registry import BGE_QUERY_PREFIX, bundled_files
-from remem.index import MemoryStore
+from remem.backends.local import LocalBackend
 
 FILLER = " ".join(
     f"Paragraph {i} of the quarterly infrastructure review covers routine capacity planning, "
@@ -34,7 +34,7 @@ def test_a_fact_beyond_the_first_window_is_found_and_the_text_stays_whole(store_
     hit = json.loads(found.stdout)
     assert hit["text"] == LONG_TEXT
     assert found.stderr == ""  # nothing was cut, so there is nothing to warn about
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         windows = store.records.vectors_of_memories([hit["id"]])[hit["id"]]
     assert len(windows) >= 2
     exported = [
@@ -96,7 +96,7 @@ def test_an_own_model_directory_serves_a_store_and_is_required_later(
     assert missing.returncode == 2
     assert "my-encoder" in missing.stderr and "--model-dir" in missing.stderr
     assert missing.stderr.count("\n") == 1
-    with MemoryStore.open(store_dir, create=False) as opened:
+    with LocalBackend.open(store_dir, create=False) as opened:
         assert opened.model is not None
         assert (opened.model.name, opened.model.pooling) == ("my-encoder", "cls")
 

@@ -19,7 +19,7 @@ from hub_server import HubServer, hub_server
 from remem.embedders import registry
 from remem.embedders.registry import BGE_SMALL_EN_V1_5, BUNDLED_MODEL, bundled_files
 from remem.embedders.spec import ModelFile, ModelSpec, file_sha256
-from remem.index import MemoryStore
+from remem.backends.local import LocalBackend
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 
@@ -117,7 +117,7 @@ def test_a_new_store_chooses_the_pulled_model_and_keeps_it(test_model: ModelSpec
     assert f"New store: using {test_model.name}" in first.stderr
     second = run_cli(["add", "Lunch is at noon on Fridays"], store_dir)
     assert "New store" not in second.stderr
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         assert store.model is not None and store.model.name == test_model.name
         assert store.model.pooling == "cls"
     found = run_cli(["search", "auth flow", "--json", "--mode", "vector", "-k", "1"], store_dir)
@@ -178,11 +178,11 @@ def test_a_cut_download_resumes_and_a_wrong_file_leaves_nothing_behind(
 
 
 def test_searching_a_store_without_vectors_chooses_no_model(hub: HubServer, store_dir: Path) -> None:
-    MemoryStore.open(store_dir, create=True).close()
+    LocalBackend.open(store_dir, create=True).close()
     for mode in ("vector", "hybrid"):
         found = run_cli(["search", "anything", "--mode", mode], store_dir)
         assert (found.code, found.stdout, found.stderr) == (1, "", "")
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         assert store.model is None
 
 
@@ -194,14 +194,14 @@ def test_reindex_moves_a_store_to_a_pulled_model_windows_and_all(
     )
     for text in ["The login sequence uses OAuth device codes", long_text]:
         assert run_cli(["add", text], store_dir).code == 0
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         assert store.model is not None and store.model.name == BUNDLED_MODEL.name
         before = len(store.records.vectors_of_memories([2])[2])
     assert run_cli(["model", "pull", test_model.name]).code == 0
     moved = run_cli(["reindex", "--model", test_model.name], store_dir)
     assert moved.code == 0, moved.stderr
     assert f"Re-embedded 2 memories with {test_model.name}" in moved.stderr
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         assert store.model is not None and store.model.name == test_model.name
         after = len(store.records.vectors_of_memories([2])[2])
     assert before > after >= 2  # 256-token windows before, 512-token windows now

@@ -10,7 +10,7 @@ import pytest
 from helpers import run_cli
 from remem.embedders import optimize
 from remem.embedders.registry import BUNDLED_MODEL
-from remem.index import MemoryStore
+from remem.backends.local import LocalBackend
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_a_store_embeds_with_the_variant_and_keeps_the_models_stamp(optimized: P
         assert run_cli(["add", text], store_dir).code == 0
     found = run_cli(["search", "auth flow", "--mode", "vector", "--json", "-k", "1"], store_dir)
     assert json.loads(found.stdout)["text"].startswith("The login sequence")
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         assert store.model is not None and store.model.sha256 == BUNDLED_MODEL.model_sha256
     assert run_cli(["doctor"], store_dir).code == 0
 

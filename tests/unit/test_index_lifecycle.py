@@ -9,14 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, vector_search
+from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, search, vector_search
 from remem.errors import InvalidInputError
-from remem.index import Filters, MemoryStore, ModelStamp, NewMemory, SearchMode
-from remem.index.doctor import examine, repair
-from remem.index.maintenance import reindex
-from remem.index.memory import utc_iso
-from remem.index.reembed import reembed
-from remem.index.vectors import HnswParams, IndexKind, VectorIndex
+from remem import Filters, ModelInfo, NewMemory, SearchMode
+from remem.backends.local import LocalBackend
+from remem.backends.local.doctor import examine, repair
+from remem.backends.local.maintenance import reindex
+from remem.types import utc_iso
+from remem.backends.local.reembed import reembed
+from remem.backends.local.vectors import HnswParams, IndexKind, VectorIndex
 
 USERS, ROLES, TAGS = ("ann", "bob", "cy"), ("user", "assistant"), ("red", "green", "blue")
 
@@ -27,7 +28,7 @@ def _random_unit(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 @pytest.fixture
-def populated(store_dir: Path) -> tuple[MemoryStore, dict[int, np.ndarray]]:
+def populated(store_dir: Path) -> tuple[LocalBackend, dict[int, np.ndarray]]:
     """300 memories with random vectors and varied users, roles, tags, meta and timestamps."""
     rng, pick = np.random.default_rng(7), random.Random(7)
     vectors = _random_unit(rng, 300)
@@ -41,7 +42,7 @@ def populated(store_dir: Path) -> tuple[MemoryStore, dict[int, np.ndarray]]:
         )
         for i in range(300)
     ]
-    store = MemoryStore.open(store_dir, create=True)
+    store = LocalBackend.open(store_dir, create=True)
     results = store.add_many(memories, vectors, FAKE_MODEL)
     conn = store.records.conn  # spread creation times over 300 hours so --since/--until select
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -52,7 +53,7 @@ def populated(store_dir: Path) -> tuple[MemoryStore, dict[int, np.ndarray]]:
 
 
 def _brute_force(
-    store: MemoryStore, vectors: dict[int, np.ndarray], query: np.ndarray, k: int, f: Filters
+    store: LocalBackend, vectors: dict[int, np.ndarray], query: np.ndarray, k: int, f: Filters
 ) -> list[int]:
     allowed = set(store.records.candidate_ids(f))
     scored = sorted(((float(v @ query), mid) for mid, v in vectors.items() if mid in allowed), reverse=True)
@@ -73,7 +74,7 @@ FILTERS = [
 @pytest.mark.parametrize("kind", [IndexKind.EXACT, IndexKind.HNSW])
 @pytest.mark.parametrize("filters", FILTERS)
 def test_filtered_search_returns_the_true_top_k(
-    populated: tuple[MemoryStore, dict[int, np.ndarray]], kind: IndexKind, filters: Filters
+    populated: tuple[LocalBackend, dict[int, np.ndarray]], kind: IndexKind, filters: Filters
 ) -> None:
     store, vectors = populated
     reindex(store, kind.value)
@@ -86,11 +87,11 @@ def test_filtered_search_returns_the_true_top_k(
 
 
 def test_hnsw_with_a_large_filtered_set_uses_the_graph_and_stays_exact_enough(
-    populated: tuple[MemoryStore, dict[int, np.ndarray]], monkeypatch: pytest.MonkeyPatch
+    populated: tuple[LocalBackend, dict[int, np.ndarray]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from remem.index import search
+    from remem.backends.local import lanes
 
-    monkeypatch.setattr(search, "EXACT_CANDIDATES", 10)  # force the selector path
+    monkeypatch.setattr(lanes, "EXACT_CANDIDATES", 10)  # force the selector path
     store, vectors = populated
     reindex(store, "hnsw")
     for query in _random_unit(np.random.default_rng(3), 5):
@@ -112,7 +113,7 @@ def test_hnsw_recall_against_exact_on_random_vectors() -> None:
 
 @pytest.mark.parametrize("kind", ["exact", "hnsw"])
 def test_forget_and_edit_keep_sqlite_and_index_together(
-    populated: tuple[MemoryStore, dict[int, np.ndarray]], kind: str
+    populated: tuple[LocalBackend, dict[int, np.ndarray]], kind: str
 ) -> None:
     store, vectors = populated
     reindex(store, kind)
@@ -133,7 +134,7 @@ def test_forget_and_edit_keep_sqlite_and_index_together(
     assert len(index.tombstones) == (2 if kind == "hnsw" else 0)  # forgotten + edited-away vector
 
 
-def test_edit_errors(populated: tuple[MemoryStore, dict[int, np.ndarray]]) -> None:
+def test_edit_errors(populated: tuple[LocalBackend, dict[int, np.ndarray]]) -> None:
     store, _ = populated
     with pytest.raises(InvalidInputError, match="no memory 4242"):
         store.edit(4242, "x", fake_vector("x"), FAKE_MODEL)
@@ -145,7 +146,7 @@ def test_edit_errors(populated: tuple[MemoryStore, dict[int, np.ndarray]]) -> No
 
 
 def test_reindex_switches_kinds_clears_tombstones_and_is_idempotent(
-    populated: tuple[MemoryStore, dict[int, np.ndarray]],
+    populated: tuple[LocalBackend, dict[int, np.ndarray]],
 ) -> None:
     store, _ = populated
     first = reindex(store, "hnsw", HnswParams(m=16, ef_construction=100, ef_search=64))
@@ -161,10 +162,10 @@ def test_reindex_switches_kinds_clears_tombstones_and_is_idempotent(
 
 
 def test_reembed_is_resumable_and_swaps_atomically(
-    populated: tuple[MemoryStore, dict[int, np.ndarray]],
+    populated: tuple[LocalBackend, dict[int, np.ndarray]],
 ) -> None:
     store, _ = populated
-    other = ModelStamp(name="fake-other", dim=FAKE_DIM, pooling="cls", sha256="e" * 64)
+    other = ModelInfo(name="fake-other", dim=FAKE_DIM, pooling="cls", sha256="e" * 64)
     calls: list[int] = []
 
     def flaky(texts: list[str]) -> np.ndarray:
@@ -191,7 +192,7 @@ def test_reembed_is_resumable_and_swaps_atomically(
 
 
 def test_doctor_finds_and_repairs_derived_damage(
-    populated: tuple[MemoryStore, dict[int, np.ndarray]],
+    populated: tuple[LocalBackend, dict[int, np.ndarray]],
 ) -> None:
     store, vectors = populated
     store.index_path.write_bytes(b"garbage")
@@ -201,12 +202,12 @@ def test_doctor_finds_and_repairs_derived_damage(
     actions = repair(store)
     assert any("vector index" in a for a in actions) and any("keyword" in a for a in actions)
     assert all(check.ok for check in examine(store))
-    assert store.search("memory", None, 3, Filters(), mode=SearchMode.KEYWORD).hits
+    assert search(store, "memory", None, 3, Filters(), mode=SearchMode.KEYWORD).hits
     assert vector_search(store, vectors[5], 1, Filters())[0].memory.id == 5
 
 
 def test_reembed_stages_every_window_and_force_redoes_the_same_model(
-    populated: tuple[MemoryStore, dict[int, np.ndarray]],
+    populated: tuple[LocalBackend, dict[int, np.ndarray]],
 ) -> None:
     store, _ = populated
     long_id = store.add(

@@ -10,10 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import FAKE_MODEL, fake_vector
-from remem.index import Filters, MemoryStore, NewMemory, SearchMode
-from remem.index.keywords import analyze, fts_query
-from remem.index.search import RRF_K, Lane, fuse
+from helpers import FAKE_MODEL, fake_vector, search
+from remem import Filters, NewMemory, SearchMode
+from remem.backends.local import LocalBackend
+from remem.backends.local.keywords import analyze, fts_query
+from remem import Lane
+from remem.core.ranking import RRF_K, fuse
 
 
 @pytest.mark.parametrize(
@@ -52,7 +54,7 @@ def test_query_is_an_or_of_quoted_terms_with_prefix_for_hashes() -> None:
 
 
 @pytest.fixture
-def keyword_store(store_dir: Path) -> MemoryStore:
+def keyword_store(store_dir: Path) -> LocalBackend:
     texts = [
         ("Rolled back 9f3c2ab1d4e5f60718293a4b5c6d7e8f90a1b2c3 after latency doubled", "alice"),
         ("Deploy 4be81c07aa913f2d shipped onboarding emails", "bob"),
@@ -63,7 +65,7 @@ def keyword_store(store_dir: Path) -> MemoryStore:
         ("Container crashed: libcublas.so.12 missing", "alice"),
         ("The runners were running; one run failed", "bob"),
     ]
-    store = MemoryStore.open(store_dir, create=True)
+    store = LocalBackend.open(store_dir, create=True)
     memories = [NewMemory(text=text, user=user) for text, user in texts]
     vectors = np.vstack([fake_vector(m.text) for m in memories])
     store.add_many(memories, vectors, FAKE_MODEL)
@@ -85,23 +87,23 @@ def keyword_store(store_dir: Path) -> MemoryStore:
     ],
 )
 def test_keyword_search_puts_the_identifier_first(
-    keyword_store: MemoryStore, query: str, expected_id: int
+    keyword_store: LocalBackend, query: str, expected_id: int
 ) -> None:
-    hits = keyword_store.search(query, None, 3, Filters(), mode=SearchMode.KEYWORD).hits
+    hits = search(keyword_store, query, None, 3, Filters(), mode=SearchMode.KEYWORD).hits
     assert hits[0].memory.id == expected_id
     assert hits[0].keyword == Lane(1, hits[0].score) and hits[0].vector is None
 
 
-def test_stemming_matches_word_variants(keyword_store: MemoryStore) -> None:
+def test_stemming_matches_word_variants(keyword_store: LocalBackend) -> None:
     for word in ("run", "running", "runners"):
         assert [
-            h.memory.id for h in keyword_store.search(word, None, 5, Filters(), mode=SearchMode.KEYWORD).hits
+            h.memory.id for h in search(keyword_store, word, None, 5, Filters(), mode=SearchMode.KEYWORD).hits
         ] == [8]
 
 
-def test_keyword_lane_applies_filters(keyword_store: MemoryStore) -> None:
-    assert keyword_store.search("E1045", None, 5, Filters(user="bob"), mode=SearchMode.KEYWORD).hits == []
-    hits = keyword_store.search(
+def test_keyword_lane_applies_filters(keyword_store: LocalBackend) -> None:
+    assert search(keyword_store, "E1045", None, 5, Filters(user="bob"), mode=SearchMode.KEYWORD).hits == []
+    hits = search(keyword_store, 
         "10.0.0.12 10.0.4.17", None, 5, Filters(user="bob"), mode=SearchMode.KEYWORD
     ).hits
     assert hits[0].memory.id == 6
@@ -109,14 +111,14 @@ def test_keyword_lane_applies_filters(keyword_store: MemoryStore) -> None:
 
 
 def test_keyword_index_is_rebuilt_when_the_analyzer_changes(
-    keyword_store: MemoryStore, store_dir: Path
+    keyword_store: LocalBackend, store_dir: Path
 ) -> None:
     keyword_store.close()
     with sqlite3.connect(store_dir / "memories.sqlite3") as conn:
         conn.execute("DELETE FROM memories_fts")
         conn.execute("UPDATE store_meta SET value = 'old' WHERE key = 'keyword_analyzer'")
-    with MemoryStore.open(store_dir, create=False) as reopened:
-        assert reopened.search("E1045", None, 1, Filters(), mode=SearchMode.KEYWORD).hits[0].memory.id == 3
+    with LocalBackend.open(store_dir, create=False) as reopened:
+        assert search(reopened, "E1045", None, 1, Filters(), mode=SearchMode.KEYWORD).hits[0].memory.id == 3
 
 
 FTS_SYNTAX = st.sampled_from(
@@ -127,10 +129,10 @@ FTS_SYNTAX = st.sampled_from(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(FTS_SYNTAX, st.text(max_size=12)), max_size=12))
 def test_keyword_search_never_interprets_user_text_as_a_query_language(
-    keyword_store: MemoryStore, parts: list[str]
+    keyword_store: LocalBackend, parts: list[str]
 ) -> None:
     query = " ".join(parts)
-    hits = keyword_store.search(query, None, 5, Filters(), mode=SearchMode.KEYWORD).hits
+    hits = search(keyword_store, query, None, 5, Filters(), mode=SearchMode.KEYWORD).hits
     assert all(hit.score > 0 for hit in hits)
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from remem.errors import StoreCorruptError, StoreError
-from remem.index.memory import Filters, NewMemory, text_sha256, utc_now_iso
-from remem.index.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
-from remem.index.records import Records, connect
+from remem.types import Filters, NewMemory, text_sha256, utc_now_iso
+from remem.backends.local.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
+from remem.backends.local.records import Records, connect
 
 
 @pytest.fixture

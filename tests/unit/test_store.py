@@ -1,4 +1,4 @@
-"""MemoryStore behaviour with the fake embedder: round trip, dedup, filters, model stamp."""
+"""LocalBackend behaviour with the fake embedder: round trip, dedup, filters, model stamp."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import pytest
 
 from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, vector_search
 from remem.errors import ModelMismatchError, StoreError
-from remem.index import AddResult, Filters, Hit, MemoryStore, NewMemory
-from remem.index.memory import text_sha256
-from remem.index.vectors import VectorIndex
+from remem import AddResult, Filters, Hit, NewMemory
+from remem.backends.local import LocalBackend
+from remem.types import text_sha256
+from remem.backends.local.vectors import VectorIndex
 
 TEXTS = (
     "the cat sat on the mat",
@@ -31,20 +32,20 @@ TEXTS = (
 
 
 @pytest.fixture
-def store(store_dir: Path) -> Iterator[MemoryStore]:
-    with MemoryStore.open(store_dir, create=True) as opened:
+def store(store_dir: Path) -> Iterator[LocalBackend]:
+    with LocalBackend.open(store_dir, create=True) as opened:
         yield opened
 
 
-def _add(store: MemoryStore, memory: NewMemory) -> AddResult:
+def _add(store: LocalBackend, memory: NewMemory) -> AddResult:
     return store.add(memory, fake_vector(memory.text), FAKE_MODEL)
 
 
-def _row_count(store: MemoryStore) -> int:
+def _row_count(store: LocalBackend) -> int:
     return store.records.count()
 
 
-def _index_size(store: MemoryStore) -> int:
+def _index_size(store: LocalBackend) -> int:
     return VectorIndex.load(store.index_path, FAKE_DIM).size
 
 
@@ -71,7 +72,7 @@ def assert_exact_top_k(
 # --- round trip ----------------------------------------------------------------------------------------
 
 
-def test_round_trip_search_is_exact_top_k(store: MemoryStore) -> None:
+def test_round_trip_search_is_exact_top_k(store: LocalBackend) -> None:
     vectors = {_add(store, NewMemory(text)).id: fake_vector(text) for text in TEXTS}
     assert len(vectors) == len(TEXTS)
     for query_text in ("cat on a mat", "revenue report", "unit vectors index", "nothing in common zzz"):
@@ -82,7 +83,7 @@ def test_round_trip_search_is_exact_top_k(store: MemoryStore) -> None:
     assert store.warnings == []
 
 
-def test_search_for_stored_text_finds_it_first(store: MemoryStore) -> None:
+def test_search_for_stored_text_finds_it_first(store: LocalBackend) -> None:
     ids = {text: _add(store, NewMemory(text)).id for text in TEXTS}
     for text in TEXTS:
         (hit,) = vector_search(store, fake_vector(text), 1, Filters())
@@ -91,7 +92,7 @@ def test_search_for_stored_text_finds_it_first(store: MemoryStore) -> None:
         assert hit.score == pytest.approx(1.0, abs=1e-5)
 
 
-def test_search_scores_are_numpy_dot_products_random_vectors(store: MemoryStore) -> None:
+def test_search_scores_are_numpy_dot_products_random_vectors(store: LocalBackend) -> None:
     rng = np.random.default_rng(7)
     vectors = {}
     for i in range(40):
@@ -106,13 +107,13 @@ def test_search_scores_are_numpy_dot_products_random_vectors(store: MemoryStore)
     )
 
 
-def test_search_empty_store_returns_nothing(store: MemoryStore) -> None:
+def test_search_empty_store_returns_nothing(store: LocalBackend) -> None:
     assert vector_search(store, fake_vector("anything"), 5, Filters()) == []
     assert store.model is None
     assert store.warnings == []
 
 
-def test_add_returns_increasing_ids_and_fields_round_trip(store: MemoryStore) -> None:
+def test_add_returns_increasing_ids_and_fields_round_trip(store: LocalBackend) -> None:
     meta = {"source": "unit=test", "ключ": "значение ✓", "emoji": "🧠", "empty": ""}
     first = _add(store, NewMemory("plain text"))
     second = _add(
@@ -146,13 +147,13 @@ def test_add_returns_increasing_ids_and_fields_round_trip(store: MemoryStore) ->
     assert hit.memory == rich
 
 
-def test_newest_first_and_limit(store: MemoryStore) -> None:
+def test_newest_first_and_limit(store: LocalBackend) -> None:
     ids = [_add(store, NewMemory(text)).id for text in TEXTS]
     assert [m.id for m in store.newest(Filters(), 100)] == ids[::-1]
     assert [m.id for m in store.newest(Filters(), 3)] == ids[::-1][:3]
 
 
-def test_newest_orders_by_created_at_not_id(store: MemoryStore) -> None:
+def test_newest_orders_by_created_at_not_id(store: LocalBackend) -> None:
     ids = [_add(store, NewMemory(text)).id for text in TEXTS[:4]]
     store.records.conn.execute(
         "UPDATE memories SET created_at = '2999-01-01T00:00:00.000Z' WHERE id = ?", (ids[1],)
@@ -163,14 +164,14 @@ def test_newest_orders_by_created_at_not_id(store: MemoryStore) -> None:
     assert [m.id for m in store.newest(Filters(), 10)] == [ids[1], ids[2], ids[0], ids[3]]
 
 
-def test_iter_all_in_id_order(store: MemoryStore) -> None:
+def test_iter_all_in_id_order(store: LocalBackend) -> None:
     ids = [_add(store, NewMemory(text)).id for text in TEXTS]
     memories = list(store.iter_all())
     assert [m.id for m in memories] == sorted(ids) == ids
     assert [m.text for m in memories] == list(TEXTS)
 
 
-def test_wrong_vector_shape_is_rejected(store: MemoryStore) -> None:
+def test_wrong_vector_shape_is_rejected(store: LocalBackend) -> None:
     with pytest.raises(StoreError, match="shape"):
         store.add(NewMemory("x"), np.zeros(FAKE_DIM + 1, dtype=np.float32), FAKE_MODEL)
     assert _row_count(store) == 0
@@ -178,9 +179,9 @@ def test_wrong_vector_shape_is_rejected(store: MemoryStore) -> None:
 
 
 def test_store_reopens_with_same_content(store_dir: Path) -> None:
-    with MemoryStore.open(store_dir, create=True) as store:
+    with LocalBackend.open(store_dir, create=True) as store:
         ids = [_add(store, NewMemory(text, user="u")).id for text in TEXTS]
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         assert [m.id for m in store.iter_all()] == ids
         assert store.model == FAKE_MODEL
         (hit,) = vector_search(store, fake_vector(TEXTS[4]), 1, Filters())
@@ -191,7 +192,7 @@ def test_store_reopens_with_same_content(store_dir: Path) -> None:
 # --- dedup ---------------------------------------------------------------------------------------------
 
 
-def test_duplicate_returns_first_id_and_adds_nothing(store: MemoryStore) -> None:
+def test_duplicate_returns_first_id_and_adds_nothing(store: LocalBackend) -> None:
     first = _add(store, NewMemory("remember the milk", user="u", conversation="c", tags=("a",)))
     _add(store, NewMemory("something else", user="u", conversation="c"))
     rows, size = _row_count(store), _index_size(store)
@@ -207,7 +208,7 @@ def test_duplicate_returns_first_id_and_adds_nothing(store: MemoryStore) -> None
     assert memory.tags == ("a",) and memory.meta == {}
 
 
-def test_duplicate_without_user_or_conversation(store: MemoryStore) -> None:
+def test_duplicate_without_user_or_conversation(store: LocalBackend) -> None:
     first = _add(store, NewMemory("no owner"))
     assert _add(store, NewMemory("no owner")) == AddResult(id=first.id, duplicate=True)
     assert _row_count(store) == 1
@@ -224,7 +225,7 @@ def test_duplicate_without_user_or_conversation(store: MemoryStore) -> None:
     ],
 )
 def test_same_text_other_user_or_conversation_is_new(
-    store: MemoryStore, first: tuple[str | None, str | None], second: tuple[str | None, str | None]
+    store: LocalBackend, first: tuple[str | None, str | None], second: tuple[str | None, str | None]
 ) -> None:
     one = _add(store, NewMemory("shared text", user=first[0], conversation=first[1]))
     two = _add(store, NewMemory("shared text", user=second[0], conversation=second[1]))
@@ -234,18 +235,18 @@ def test_same_text_other_user_or_conversation_is_new(
     assert _index_size(store) == 2
 
 
-def test_role_and_tags_do_not_split_duplicates(store: MemoryStore) -> None:
+def test_role_and_tags_do_not_split_duplicates(store: LocalBackend) -> None:
     first = _add(store, NewMemory("t", user="u", role="user", tags=("x",)))
     second = _add(store, NewMemory("t", user="u", role="assistant", tags=("y",)))
     assert second == AddResult(id=first.id, duplicate=True)
 
 
-def test_text_differing_only_in_case_is_not_duplicate(store: MemoryStore) -> None:
+def test_text_differing_only_in_case_is_not_duplicate(store: LocalBackend) -> None:
     first = _add(store, NewMemory("Hello"))
     assert _add(store, NewMemory("hello")).id != first.id
 
 
-def test_find_duplicate(store: MemoryStore) -> None:
+def test_find_duplicate(store: LocalBackend) -> None:
     assert store.find_duplicate(NewMemory("x")) is None
     first = _add(store, NewMemory("x", user="u", conversation="c"))
     assert store.find_duplicate(NewMemory("x", user="u", conversation="c", tags=("t",))) == first.id
@@ -267,11 +268,11 @@ TAGS = ("red", "green", "blue", "rare")
 @pytest.fixture(scope="module")
 def populated(
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[MemoryStore, dict[int, np.ndarray], dict[int, NewMemory]]]:
+) -> Iterator[tuple[LocalBackend, dict[int, np.ndarray], dict[int, NewMemory]]]:
     """~200 random memories spread over users, conversations and tags, with random unit vectors."""
     rng = np.random.default_rng(2024)
     directory = tmp_path_factory.mktemp("populated") / "store"
-    store = MemoryStore.open(directory, create=True)
+    store = LocalBackend.open(directory, create=True)
     vectors: dict[int, np.ndarray] = {}
     memories: dict[int, NewMemory] = {}
     for i in range(200):
@@ -316,7 +317,7 @@ FILTER_CASES = [
 
 @pytest.mark.parametrize("filters", FILTER_CASES)
 def test_filtered_search_is_true_top_k_among_matching(
-    populated: tuple[MemoryStore, dict[int, np.ndarray], dict[int, NewMemory]], filters: Filters
+    populated: tuple[LocalBackend, dict[int, np.ndarray], dict[int, NewMemory]], filters: Filters
 ) -> None:
     store, vectors, memories = populated
     candidates = {mid for mid, memory in memories.items() if _matches(memory, filters)}
@@ -334,7 +335,7 @@ def test_filtered_search_is_true_top_k_among_matching(
 
 
 def test_filtered_search_returns_all_when_fewer_than_k_match(
-    populated: tuple[MemoryStore, dict[int, np.ndarray], dict[int, NewMemory]],
+    populated: tuple[LocalBackend, dict[int, np.ndarray], dict[int, NewMemory]],
 ) -> None:
     store, vectors, memories = populated
     filters = Filters(tags=("rare",))
@@ -347,7 +348,7 @@ def test_filtered_search_returns_all_when_fewer_than_k_match(
 
 
 def test_filter_matching_nothing_returns_empty(
-    populated: tuple[MemoryStore, dict[int, np.ndarray], dict[int, NewMemory]],
+    populated: tuple[LocalBackend, dict[int, np.ndarray], dict[int, NewMemory]],
 ) -> None:
     store, _, _ = populated
     query = _unit(np.random.default_rng(1))
@@ -359,7 +360,7 @@ def test_filter_matching_nothing_returns_empty(
 
 @pytest.mark.parametrize("filters", FILTER_CASES)
 def test_filtered_newest_and_iter_all(
-    populated: tuple[MemoryStore, dict[int, np.ndarray], dict[int, NewMemory]], filters: Filters
+    populated: tuple[LocalBackend, dict[int, np.ndarray], dict[int, NewMemory]], filters: Filters
 ) -> None:
     store, _, memories = populated
     expected = sorted(mid for mid, memory in memories.items() if _matches(memory, filters))
@@ -371,7 +372,7 @@ def test_filtered_newest_and_iter_all(
 
 
 def test_min_score_drops_hits_below_it(
-    populated: tuple[MemoryStore, dict[int, np.ndarray], dict[int, NewMemory]],
+    populated: tuple[LocalBackend, dict[int, np.ndarray], dict[int, NewMemory]],
 ) -> None:
     store, vectors, _ = populated
     query = _unit(np.random.default_rng(5))
@@ -390,7 +391,7 @@ def test_min_score_drops_hits_below_it(
 # --- model stamp ---------------------------------------------------------------------------------------
 
 
-def test_first_add_records_model(store: MemoryStore) -> None:
+def test_first_add_records_model(store: LocalBackend) -> None:
     assert store.model is None
     store.check_model(dataclasses.replace(FAKE_MODEL, name="anything"))  # empty store accepts any
     _add(store, NewMemory("first"))
@@ -402,7 +403,7 @@ def test_first_add_records_model(store: MemoryStore) -> None:
     "change",
     [{"name": "other-model"}, {"dim": FAKE_DIM // 2}, {"sha256": "0" * 64}, {"pooling": "cls"}],
 )
-def test_other_model_is_refused_and_changes_nothing(store: MemoryStore, change: dict[str, object]) -> None:
+def test_other_model_is_refused_and_changes_nothing(store: LocalBackend, change: dict[str, object]) -> None:
     _add(store, NewMemory("first"))
     other = dataclasses.replace(FAKE_MODEL, **change)  # type: ignore[arg-type]
     rows, size = _row_count(store), _index_size(store)

@@ -12,10 +12,12 @@ import pytest
 
 from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, vector_search
 from remem.errors import StoreCorruptError, StoreError
-from remem.index import Filters, MemoryStore, NewMemory, StoreNotFoundError
-from remem.index.migrations import LATEST_VERSION
-from remem.index.store import DB_FILE
-from remem.index.vectors import VectorIndex
+from remem import Filters, NewMemory
+from remem.backends.local import LocalBackend
+from remem.errors import StoreNotFoundError
+from remem.backends.local.migrations import LATEST_VERSION
+from remem.backends.local.store import DB_FILE
+from remem.backends.local.vectors import VectorIndex
 
 
 def _mode(path: Path) -> int:
@@ -27,7 +29,7 @@ def _mode(path: Path) -> int:
 
 def test_create_makes_private_dir_and_files(store_dir: Path) -> None:
     assert not store_dir.exists()
-    with MemoryStore.open(store_dir, create=True) as store:
+    with LocalBackend.open(store_dir, create=True) as store:
         assert store_dir.is_dir()
         assert _mode(store_dir) == 0o700
         assert _mode(store_dir / DB_FILE) == 0o600
@@ -39,12 +41,12 @@ def test_create_makes_private_dir_and_files(store_dir: Path) -> None:
 
 def test_create_makes_missing_parents(tmp_path: Path) -> None:
     directory = tmp_path / "a" / "b" / "store"
-    with MemoryStore.open(directory, create=True):
+    with LocalBackend.open(directory, create=True):
         assert (directory / DB_FILE).is_file()
 
 
 def test_new_store_database_at_latest_version(store_dir: Path) -> None:
-    MemoryStore.open(store_dir, create=True).close()
+    LocalBackend.open(store_dir, create=True).close()
     conn = sqlite3.connect(store_dir / DB_FILE)
     try:
         assert conn.execute("PRAGMA user_version").fetchone() == (LATEST_VERSION,)
@@ -53,9 +55,9 @@ def test_new_store_database_at_latest_version(store_dir: Path) -> None:
 
 
 def test_open_existing_without_create(store_dir: Path) -> None:
-    with MemoryStore.open(store_dir, create=True) as store:
+    with LocalBackend.open(store_dir, create=True) as store:
         store.add(NewMemory("kept"), fake_vector("kept"), FAKE_MODEL)
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         assert [m.text for m in store.iter_all()] == ["kept"]
 
 
@@ -64,20 +66,20 @@ def test_path_that_is_a_regular_file_raises(tmp_path: Path, create: bool) -> Non
     path = tmp_path / "afile"
     path.write_text("not a directory")
     with pytest.raises(StoreError, match="not a directory"):
-        MemoryStore.open(path, create=create)
+        LocalBackend.open(path, create=create)
     assert path.read_text() == "not a directory"
 
 
 def test_open_without_create_on_missing_dir_raises_not_found(store_dir: Path) -> None:
     with pytest.raises(StoreNotFoundError):
-        MemoryStore.open(store_dir, create=False)
+        LocalBackend.open(store_dir, create=False)
     assert not store_dir.exists()
 
 
 def test_open_without_create_on_empty_dir_raises_not_found(store_dir: Path) -> None:
     store_dir.mkdir()
     with pytest.raises(StoreNotFoundError):
-        MemoryStore.open(store_dir, create=False)
+        LocalBackend.open(store_dir, create=False)
     assert list(store_dir.iterdir()) == []
 
 
@@ -88,24 +90,24 @@ def test_garbage_database_raises_corrupt_naming_file(store_dir: Path, create: bo
     garbage = np.random.default_rng(3).bytes(8192)
     db.write_bytes(garbage)
     with pytest.raises(StoreCorruptError) as info:
-        MemoryStore.open(store_dir, create=create)
+        LocalBackend.open(store_dir, create=create)
     assert str(db) in str(info.value)
     assert db.read_bytes() == garbage
 
 
 def test_newer_schema_raises_store_error(store_dir: Path) -> None:
-    MemoryStore.open(store_dir, create=True).close()
+    LocalBackend.open(store_dir, create=True).close()
     conn = sqlite3.connect(store_dir / DB_FILE)
     conn.execute(f"PRAGMA user_version = {LATEST_VERSION + 5}")
     conn.close()
     with pytest.raises(StoreError, match="newer"):
-        MemoryStore.open(store_dir, create=False)
+        LocalBackend.open(store_dir, create=False)
 
 
 def test_unwritable_location_raises_store_error() -> None:
     # /proc refuses new entries even for root
     with pytest.raises(StoreError, match="cannot use store directory"):
-        MemoryStore.open(Path("/proc/remem-test/store"), create=True)
+        LocalBackend.open(Path("/proc/remem-test/store"), create=True)
 
 
 # --- index file repair ---------------------------------------------------------------------------------
@@ -116,7 +118,7 @@ def filled(store_dir: Path) -> Iterator[tuple[Path, dict[int, np.ndarray]]]:
     """A store directory with 30 memories of random unit vectors (store closed)."""
     rng = np.random.default_rng(11)
     vectors: dict[int, np.ndarray] = {}
-    with MemoryStore.open(store_dir, create=True) as store:
+    with LocalBackend.open(store_dir, create=True) as store:
         for i in range(30):
             vector = rng.normal(size=FAKE_DIM).astype(np.float32)
             vector /= np.linalg.norm(vector)
@@ -125,7 +127,7 @@ def filled(store_dir: Path) -> Iterator[tuple[Path, dict[int, np.ndarray]]]:
     yield store_dir, vectors
 
 
-def _check_search(store: MemoryStore, vectors: dict[int, np.ndarray], seed: int = 0, k: int = 5) -> None:
+def _check_search(store: LocalBackend, vectors: dict[int, np.ndarray], seed: int = 0, k: int = 5) -> None:
     query = np.random.default_rng(seed).normal(size=FAKE_DIM).astype(np.float32)
     query /= np.linalg.norm(query)
     hits = vector_search(store, query, k, Filters())
@@ -137,7 +139,7 @@ def _check_search(store: MemoryStore, vectors: dict[int, np.ndarray], seed: int 
 
 
 def _index_file(store_dir: Path) -> Path:
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         return store.index_path
 
 
@@ -155,7 +157,7 @@ def test_damaged_index_is_rebuilt_on_search(filled: tuple[Path, dict[int, np.nda
     store_dir, vectors = filled
     index_path = _index_file(store_dir)
     DAMAGES[damage](index_path)
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         _check_search(store, vectors)
         assert len(store.warnings) == 1
         assert "rebuilt" in store.warnings[0]
@@ -164,7 +166,7 @@ def test_damaged_index_is_rebuilt_on_search(filled: tuple[Path, dict[int, np.nda
     assert repaired.size == len(vectors)
     assert sorted(repaired.ids().tolist()) == sorted(vectors)
     assert _mode(index_path) == 0o600
-    with MemoryStore.open(store_dir, create=False) as store:  # no second warning: the file was fixed
+    with LocalBackend.open(store_dir, create=False) as store:  # no second warning: the file was fixed
         _check_search(store, vectors, seed=1)
         assert store.warnings == []
 
@@ -172,13 +174,13 @@ def test_damaged_index_is_rebuilt_on_search(filled: tuple[Path, dict[int, np.nda
 def test_damaged_index_is_rebuilt_on_add(filled: tuple[Path, dict[int, np.ndarray]]) -> None:
     store_dir, vectors = filled
     DAMAGES["garbage"](_index_file(store_dir))
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         vector = np.zeros(FAKE_DIM, dtype=np.float32)
         vector[0] = 1.0
         vectors[store.add(NewMemory("new one"), vector, FAKE_MODEL).id] = vector
         assert any("rebuilt" in warning for warning in store.warnings)
     assert VectorIndex.load(_index_file(store_dir), FAKE_DIM).size == len(vectors)
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         _check_search(store, vectors)
         assert store.warnings == []
 
@@ -189,7 +191,7 @@ def test_index_of_wrong_dimension_is_rebuilt(filled: tuple[Path, dict[int, np.nd
     other = VectorIndex.empty(FAKE_DIM // 2)
     other.add([1, 2], np.eye(2, FAKE_DIM // 2, dtype=np.float32))
     other.save(index_path)
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         _check_search(store, vectors)
         assert any("rebuilt" in warning for warning in store.warnings)
     assert VectorIndex.load(index_path, FAKE_DIM).size == len(vectors)
@@ -205,14 +207,14 @@ def test_index_disagreeing_with_database_is_rebuilt(
     ids = [*range(1, 41)]
     foreign.add(ids, np.tile(np.eye(1, FAKE_DIM, dtype=np.float32), (40, 1)))
     foreign.save(index_path)
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         _check_search(store, vectors)
         assert any("rebuilt" in warning for warning in store.warnings)
     assert VectorIndex.load(index_path, FAKE_DIM).size == len(vectors)
 
 
 def test_missing_index_on_empty_store_does_not_warn(store_dir: Path) -> None:
-    with MemoryStore.open(store_dir, create=True) as store:
+    with LocalBackend.open(store_dir, create=True) as store:
         assert not store.index_path.exists()
         assert vector_search(store, fake_vector("q"), 5, Filters()) == []
         store.add(NewMemory("first"), fake_vector("first"), FAKE_MODEL)
@@ -222,7 +224,7 @@ def test_missing_index_on_empty_store_does_not_warn(store_dir: Path) -> None:
 
 def test_index_behind_database_catches_up_silently(store_dir: Path) -> None:
     texts = ["alpha beta", "gamma delta", "epsilon zeta"]
-    with MemoryStore.open(store_dir, create=True) as store:
+    with LocalBackend.open(store_dir, create=True) as store:
         for text in texts:
             store.add(NewMemory(text), fake_vector(text), FAKE_MODEL)
         older = store.index_path.read_bytes()
@@ -230,7 +232,7 @@ def test_index_behind_database_catches_up_silently(store_dir: Path) -> None:
         store.index_path.write_bytes(older)  # as if the index save after the commit was lost
         index_path = store.index_path
     assert VectorIndex.load(index_path, FAKE_DIM).size == 3
-    with MemoryStore.open(store_dir, create=False) as store:
+    with LocalBackend.open(store_dir, create=False) as store:
         (hit,) = vector_search(store, fake_vector("omega lambda"), 1, Filters())
         assert hit.memory.id == new_id
         assert hit.score == pytest.approx(1.0, abs=1e-5)
@@ -242,7 +244,7 @@ def test_index_behind_database_catches_up_silently(store_dir: Path) -> None:
 
 
 def test_index_behind_database_catches_up_on_add(store_dir: Path) -> None:
-    with MemoryStore.open(store_dir, create=True) as store:
+    with LocalBackend.open(store_dir, create=True) as store:
         store.add(NewMemory("one"), fake_vector("one"), FAKE_MODEL)
         older = store.index_path.read_bytes()
         second = store.add(NewMemory("two"), fake_vector("two"), FAKE_MODEL).id

@@ -11,7 +11,7 @@ import pytest
 
 from remem.atomic import atomic_writer
 from remem.errors import StoreError
-from remem.index.vectors import IndexFileError, VectorIndex
+from remem.backends.local.vectors import IndexFileError, VectorIndex
 
 DIM = 16
 

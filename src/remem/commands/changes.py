@@ -1,4 +1,10 @@
-"""Commands that change stored memories: edit and forget."""
+"""Commands that change stored memories: edit and forget.
+
+An id that names no memory is one rule everywhere (``show``, ``edit``, ``forget``): when no named
+memory exists the command changes nothing and fails with ``Error: there is no memory N``, exit 1
+(``remem.cli`` maps ``MemoryNotFoundError``); ``forget`` of several ids forgets the ones that exist
+and warns about the others.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +12,11 @@ from typing import Annotated
 
 import typer
 
+import remem
 from remem import render
 from remem.commands import options as opt
-from remem.commands.common import (
-    EXIT_NOTHING_FOUND,
-    embed_document,
-    note,
-    open_store,
-    print_results,
-    stdin,
-    warn,
-)
-from remem.commands.modelsel import embedder_for
-from remem.errors import InvalidInputError
-from remem.index import Filters
+from remem.commands.common import EXIT_NOTHING_FOUND, note, open_memories, print_results, stdin, warn
+from remem.errors import InvalidInputError, MemoryNotFoundError
 from remem.inputs import read_text
 
 
@@ -38,13 +35,13 @@ def edit(
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
-    """Replace a memory's text: re-embeds it, keeps its id and created_at, records updated_at."""
+    """Replace a memory's text: re-embeds it, keeps its id and created_at, records updated_at.
+    Exit 1 if there is no such memory."""
     new_text = read_text(text, stdin())
-    with open_store(store, create=False) as opened:
-        if opened is None or not opened.records.get_many([memory_id]):
-            raise InvalidInputError(f"there is no memory {memory_id}")
-        embedder, stamp = embedder_for(opened)
-        memory = opened.edit(memory_id, new_text, embed_document(embedder, new_text), stamp)
+    with open_memories(store, create=False) as memories:
+        if memories is None:
+            raise MemoryNotFoundError([memory_id])
+        memory = memories.edit(memory_id, new_text)
     print_results([memory], json_out, render.memory_record, render.memories_table)
 
 
@@ -53,7 +50,7 @@ def forget(
     ids: Annotated[list[int] | None, typer.Argument(metavar="ID", help="Memories to delete.")] = None,
     where: Annotated[bool, typer.Option("--where", help="Delete every memory the filters select.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be deleted.")] = False,
-    filters: Filters = opt.NO_FILTERS,
+    filters: remem.Filters = opt.NO_FILTERS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -63,21 +60,19 @@ def forget(
     """
     if bool(ids) == where:
         raise InvalidInputError("give memory ids, or --where with filters (not both)")
-    if where and filters.is_empty():
-        raise InvalidInputError("--where needs at least one filter (to forget everything, delete the store)")
     if not where and not filters.is_empty():
         raise InvalidInputError("filters only apply with --where")
-    with open_store(store, create=False) as opened:
-        if opened is None:
+    with open_memories(store, create=False) as memories:
+        if memories is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
-        chosen = opened.records.candidate_ids(filters) if where else sorted(set(ids or []))
-        found = opened.records.get_many(chosen)
-        for missing in sorted(set(chosen) - set(found)):
-            warn(f"there is no memory {missing}")
-        if found and not dry_run:
-            opened.forget(sorted(found))
-    if not found:
+        result = memories.forget(None if where else ids, where=filters if where else None, dry_run=dry_run)
+    if not result.forgotten:
+        if result.missing:
+            raise MemoryNotFoundError(list(result.missing))
         raise typer.Exit(EXIT_NOTHING_FOUND)
-    print_results([found[i] for i in sorted(found)], json_out, render.memory_record, render.memories_table)
-    verb = "Would forget" if dry_run else "Forgot"
-    note(f"{verb} {len(found)} memor{'y' if len(found) == 1 else 'ies'}.")
+    for missing in result.missing:
+        warn(f"there is no memory {missing}")
+    print_results(list(result.forgotten), json_out, render.memory_record, render.memories_table)
+    count = len(result.forgotten)
+    verb = "Would forget" if result.dry_run else "Forgot"
+    note(f"{verb} {count} memor{'y' if count == 1 else 'ies'}.")

@@ -1,61 +1,56 @@
-"""What the commands share: opening the store, joining it with its embedder, printing results.
+"""What the commands share: the invocation's settings, opening the store, printing results.
 
-This and the other ``remem.commands`` modules are the CLI layer, the only code that joins embedder
-and store.
+Commands are a thin front-end: they parse, call the ``remem`` API, render, and leave the mapping of
+errors to exit codes to ``remem.cli``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timezone
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import typer
 
+import remem
 from remem import render
-from remem.config import resolve_store_dir
-from remem.errors import InvalidInputError
-from remem.index import Filters, MemoryStore, StoreNotFoundError
-from remem.index.memory import utc_iso
-from remem.inputs import clean_name, clean_tags, parse_meta, parse_when
-
-if TYPE_CHECKING:
-    from remem.embedders.pooling import FloatArray
-    from remem.embedders.runner import OnnxEmbedder
+from remem.errors import StoreNotFoundError
 
 EXIT_OK, EXIT_NOTHING_FOUND, EXIT_FAILURE = 0, 1, 2
 T = TypeVar("T")
 
 
-def filters_from(
-    user: str | None = None,
-    conversation: str | None = None,
-    tags: list[str] | None = None,
-    *,
-    role: str | None = None,
-    meta: list[str] | None = None,
-    since: str | None = None,
-    until: str | None = None,
-) -> Filters:
-    """Filters from the shared filter options, validated (times become UTC ISO strings)."""
-    now = datetime.now(timezone.utc)
-    start, end = parse_when(since, "--since", now), parse_when(until, "--until", now)
-    if start is not None and end is not None and start >= end:
-        raise InvalidInputError("--since must be before --until")
-    return Filters(
-        user=clean_name(user, "--user"),
-        conversation=clean_name(conversation, "--conversation"),
-        role=clean_name(role, "--role"),
-        tags=clean_tags(tags),
-        meta=tuple(sorted(parse_meta(meta).items())),
-        since=None if start is None else utc_iso(start),
-        until=None if end is None else utc_iso(end),
-    )
+@dataclass
+class Invocation:
+    """One run of the CLI: its global options, and an embedder a caller injected (tests)."""
+
+    quiet: bool = False
+    model_dir: Path | None = None
+    embedder: remem.Embedder | None = None
+
+
+_CURRENT: ContextVar[Invocation | None] = ContextVar("remem_invocation", default=None)
+
+
+@contextlib.contextmanager
+def invoked(settings: Invocation) -> Iterator[Invocation]:
+    """Make ``settings`` the current invocation's for the duration of one CLI run."""
+    token = _CURRENT.set(settings)
+    try:
+        yield settings
+    finally:
+        _CURRENT.reset(token)
+
+
+def invocation() -> Invocation:
+    """The settings of the running command (fresh defaults outside a CLI run)."""
+    current = _CURRENT.get()
+    return current if current is not None else Invocation()
 
 
 def stdin() -> BinaryIO:
@@ -82,17 +77,9 @@ def print_results(
         typer.echo(to_table(items, terminal_width()))
 
 
-_settings = {"quiet": False}
-
-
-def set_quiet(quiet: bool) -> None:
-    """With ``quiet``, notes and warnings are not printed (errors always are)."""
-    _settings["quiet"] = quiet
-
-
 def note(message: str) -> None:
     """One line for the human on stderr (a summary, a hint); silent with --quiet."""
-    if not _settings["quiet"]:
+    if not invocation().quiet:
         typer.echo(message, err=True)
 
 
@@ -101,33 +88,42 @@ def warn(message: str) -> None:
     note(f"Warning: {message}")
 
 
+def model_catalog() -> remem.ModelCatalog:
+    """The models of this installation, with --model-dir when given."""
+    return remem.model_catalog(model_dir=invocation().model_dir)
+
+
 @contextlib.contextmanager
-def open_store(option: Path | None, *, create: bool) -> Iterator[MemoryStore | None]:
-    """The store, or None when a read-only command finds none; its self-repairs become warnings."""
+def open_memories(option: Path | None, *, create: bool) -> Iterator[remem.Memories | None]:
+    """The store's Memories, or None when a read-only command finds no store; its notes and
+    self-repairs are printed when the block ends."""
+    settings = invocation()
     try:
-        store = MemoryStore.open(resolve_store_dir(option, os.environ), create=create)
+        memories = remem.open(option, create=create, model_dir=settings.model_dir, embedder=settings.embedder)
     except StoreNotFoundError:
         yield None
         return
     try:
-        yield store
+        yield memories
     finally:
-        for warning in store.warnings:
+        for message in memories.notes:
+            note(message)
+        for warning in memories.warnings:
             warn(warning)
-        store.close()
+        memories.close()
 
 
 @contextlib.contextmanager
-def progress_bar(length: int, label: str) -> Iterator[Any]:
-    """A progress bar on stderr when it is a terminal (yields it), else None; never with --quiet."""
-    if _settings["quiet"] or not sys.stderr.isatty():
-        yield None
+def progress_bar(length: int, label: str) -> Iterator[Callable[[int, int], None]]:
+    """A ``progress(done, total)`` callback drawing a bar on stderr when it is a terminal (never
+    with --quiet); a no-op otherwise."""
+    if invocation().quiet or not sys.stderr.isatty():
+        yield lambda done, total: None
         return
     with typer.progressbar(length=length, label=label, file=sys.stderr) as bar:
-        yield bar
 
+        def update(done: int, total: int) -> None:
+            bar.length = total
+            bar.update(done - bar.pos)
 
-def embed_document(embedder: OnnxEmbedder, text: str) -> FloatArray:
-    """The vectors of one text to store: (windows, dim), one row per window of a long text."""
-    rows: FloatArray = embedder.embed_documents([text]).windows[0]
-    return rows
+        yield update

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+import remem
 from remem import render
 from remem.commands import options as opt
-from remem.commands.bulk import BulkReport, check_errors, print_report, read_source, store_entries
-from remem.commands.common import (
-    EXIT_NOTHING_FOUND,
-    embed_document,
-    note,
-    open_store,
-    print_results,
-    stdin,
-)
-from remem.commands.modelsel import embedder_for
-from remem.config import DEFAULT_LIST_LIMIT
+from remem.commands.bulk import check_errors, print_report, read_source, store_entries
+from remem.commands.common import EXIT_NOTHING_FOUND, note, open_memories, print_results, stdin
 from remem.errors import InvalidInputError
-from remem.index import AddResult, Filters, MemoryStore, NewMemory
 from remem.ingest import parse_jsonl, parse_lines
 from remem.inputs import clean_name, clean_tags, parse_meta, read_text
+
+DEFAULT_LIST_LIMIT = 20
 
 
 def register(app: typer.Typer) -> None:
@@ -67,7 +59,7 @@ def add(
     existing id (and says so on stderr) without loading the model. A batch (--lines, --jsonl) is one
     transaction: all of it is added, or nothing; the options give every memory of it their values.
     """
-    defaults = NewMemory(
+    defaults = remem.NewMemory(
         text="",
         user=clean_name(user, "--user"),
         conversation=clean_name(conversation, "--conversation"),
@@ -80,10 +72,11 @@ def add(
             raise InvalidInputError("give TEXT, --lines FILE or --jsonl FILE (only one)")
         _add_batch(lines, jsonl, defaults, skip_invalid, json_out, store)
         return
-    memory = replace(defaults, text=read_text(text, stdin()))
-    with open_store(store, create=True) as opened:
-        assert opened is not None
-        result = _add_one(opened, memory)
+    body = read_text(text, stdin())
+    with open_memories(store, create=True) as memories:
+        assert memories is not None
+        d = defaults
+        result = memories.add(body, user=d.user, conversation=d.conversation, role=d.role, tags=d.tags, meta=d.meta)
     if json_out:
         typer.echo(render.json_line({"id": result.id, "duplicate": result.duplicate}))
     else:
@@ -95,7 +88,7 @@ def add(
 def _add_batch(
     lines: str | None,
     jsonl: str | None,
-    defaults: NewMemory,
+    defaults: remem.NewMemory,
     skip_invalid: bool,
     json_out: bool,
     store: Path | None,
@@ -104,31 +97,23 @@ def _add_batch(
         parsed = parse_lines(read_source(lines), defaults)
     else:
         parsed = parse_jsonl(read_source(jsonl or "-"), defaults)
-    report = BulkReport(skipped=check_errors(parsed, skip_invalid))
-    with open_store(store, create=True) as opened:
-        assert opened is not None
-        store_entries(opened, parsed.entries, report)
+    skipped = check_errors(parsed, skip_invalid)
+    with open_memories(store, create=True) as memories:
+        assert memories is not None
+        report = store_entries(memories, parsed.entries, skipped)
     print_report(report, json_out)
-
-
-def _add_one(store: MemoryStore, memory: NewMemory) -> AddResult:
-    existing = store.find_duplicate(memory)
-    if existing is not None:  # re-adding is free: no model load
-        return AddResult(id=existing, duplicate=True)
-    embedder, stamp = embedder_for(store)
-    return store.add(memory, embed_document(embedder, memory.text), stamp)
 
 
 @opt.with_filters()
 def list_memories(
     limit: opt.LimitOption = DEFAULT_LIST_LIMIT,
-    filters: Filters = opt.NO_FILTERS,
+    filters: remem.Filters = opt.NO_FILTERS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
     """Show memories, newest first. Exit 1 if there are none."""
-    with open_store(store, create=False) as opened:
-        memories = [] if opened is None else opened.newest(filters, limit)
-    if not memories:
+    with open_memories(store, create=False) as memories:
+        found = [] if memories is None else memories.list(limit=limit, where=filters)
+    if not found:
         raise typer.Exit(EXIT_NOTHING_FOUND)
-    print_results(memories, json_out, render.memory_record, render.memories_table)
+    print_results(found, json_out, render.memory_record, render.memories_table)

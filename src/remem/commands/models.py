@@ -6,7 +6,7 @@ Only `remem model pull` touches the network; nothing else in remem ever does.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -15,17 +15,13 @@ from remem.commands import options as opt
 from remem.commands.common import (
     EXIT_FAILURE,
     EXIT_NOTHING_FOUND,
+    model_catalog,
     note,
-    open_store,
+    open_memories,
     print_results,
     progress_bar,
 )
-from remem.commands.modelsel import custom_model, model_cache
 from remem.config import resolve_endpoint
-
-if TYPE_CHECKING:
-    from remem.embedders.cache import ModelCache
-    from remem.embedders.spec import ModelSpec
 
 model_app = typer.Typer(
     name="model",
@@ -40,48 +36,6 @@ NameArgument = Annotated[str, typer.Argument(metavar="NAME", help="A model name 
 def register(app: typer.Typer) -> None:
     """Add the `model` command group to the app."""
     app.add_typer(model_app)
-
-
-def _spec(name: str) -> ModelSpec:
-    from remem.embedders.registry import get_spec  # noqa: PLC0415
-
-    return get_spec(name)
-
-
-def _state(cache: ModelCache, spec: ModelSpec) -> str:
-    from remem.embedders.variants import find_variant  # noqa: PLC0415
-
-    if not spec.downloadable:
-        state = "bundled"
-    elif cache.is_installed(spec):
-        state = "installed"
-    else:
-        return "not installed"
-    return f"{state}, optimized" if find_variant(cache, spec) is not None else state
-
-
-def _model_rows(store_model: str | None) -> list[dict[str, Any]]:
-    from remem.embedders.registry import known_models  # noqa: PLC0415
-
-    cache = model_cache()
-    described = [(spec, _state(cache, spec)) for spec in known_models()]
-    custom = custom_model()
-    if custom is not None:
-        described.append((custom[0], "your own"))
-    return [
-        {
-            "name": spec.name,
-            "dim": spec.dim,
-            "pooling": spec.pooling.value,
-            "max_tokens": spec.max_tokens,
-            "size_bytes": spec.size,
-            "state": state,
-            "store": spec.name == store_model,
-            "license": spec.license,
-            "source": spec.source,
-        }
-        for spec, state in described
-    ]
 
 
 def _table(rows: Any, width: int | None) -> str:
@@ -106,9 +60,9 @@ def list_models(json_out: opt.JsonOption = False, store: opt.StoreOption = None)
 
     A * marks the model the store uses.
     """
-    with open_store(store, create=False) as opened:
-        recorded = None if opened is None or opened.model is None else opened.model.name
-    print_results(_model_rows(recorded), json_out, lambda row: row, _table)
+    with open_memories(store, create=False) as memories:
+        recorded = None if memories is None or memories.model is None else memories.model.name
+    print_results(model_catalog().describe(recorded), json_out, lambda row: row, _table)
 
 
 @model_app.command()
@@ -119,18 +73,24 @@ def pull(name: NameArgument) -> None:
     """
     import urllib.request  # noqa: PLC0415 - only `pull` uses the network
 
-    spec = _spec(name)
-    cache = model_cache()
-    with progress_bar(spec.size, f"Pulling {name}") as bar:
-        files = cache.pull(
-            spec,
+    catalog = model_catalog()
+    size = catalog.describe_one(name)["size_bytes"]
+    with progress_bar(size, f"Pulling {name}") as progress:
+        pulled = [0]
+
+        def advance(count: int) -> None:
+            pulled[0] += count
+            progress(pulled[0], size)
+
+        directory = catalog.pull(
+            name,
             resolve_endpoint(os.environ),
             f"remem/{__version__}",
-            None if bar is None else bar.update,
+            advance,
             urllib.request.getproxies(),  # the usual *_proxy variables, read here at the edge
         )
-    note(f"Installed {name} ({spec.size / 1e6:.0f} MB, sha256 verified).")
-    typer.echo(str(files.model.parent))
+    note(f"Installed {name} ({size / 1e6:.0f} MB, sha256 verified).")
+    typer.echo(str(directory))
 
 
 @model_app.command()
@@ -141,23 +101,14 @@ def verify(
 
     Exit 0 when all are intact, 2 when any is damaged (`remem model pull NAME` replaces it).
     """
-    from remem.embedders.registry import known_models  # noqa: PLC0415
-    from remem.embedders.variants import verify_variant  # noqa: PLC0415
-
-    cache = model_cache()
-    specs = known_models() if name is None else (_spec(name),)
     damaged = 0
-    for spec in specs:
-        checks = cache.verify(spec)
-        if not checks:
-            typer.echo(f"--    {spec.name}: not installed")
-        for check in checks:
-            detail = check.path if check.problem is None else f"{check.path}: {check.problem}"
-            typer.echo(f"{'ok  ' if check.problem is None else 'FAIL'}  {spec.name}: {detail}")
-        problem = verify_variant(cache, spec)
-        if problem is not None:
-            typer.echo(f"FAIL  {spec.name} (optimized): {problem}")
-        damaged += sum(check.problem is not None for check in checks) + (problem is not None)
+    for row in model_catalog().verify(name):
+        if not row.path and row.problem is None:
+            typer.echo(f"--    {row.model}: not installed")
+            continue
+        detail = row.path if row.problem is None else f"{row.path}: {row.problem}" if row.path else row.problem
+        typer.echo(f"{'ok  ' if row.problem is None else 'FAIL'}  {row.model}: {detail}")
+        damaged += row.problem is not None
     if damaged:
         raise typer.Exit(EXIT_FAILURE)
 
@@ -165,12 +116,11 @@ def verify(
 @model_app.command()
 def path(name: NameArgument) -> None:
     """Print the path of a model's ONNX file (exit 1 when it is not installed)."""
-    spec = _spec(name)
-    cache = model_cache()
-    if not cache.is_installed(spec):
+    found = model_catalog().path(name)
+    if found is None:
         note(f"{name} is not installed; `remem model pull {name}` installs it.")
         raise typer.Exit(EXIT_NOTHING_FOUND)
-    typer.echo(str(cache.files(spec).model))
+    typer.echo(str(found))
 
 
 @model_app.command()
@@ -182,18 +132,14 @@ def optimize(
 ) -> None:
     """Make a faster int8 per-channel variant of a model, once; kept only if it agrees ≥ 0.99.
 
-    The original stays installed; stores keep their model (the variant computes the same vectors).
+    The original stays installed; stores keep their model (the variant's vectors agree with the
+    original's at a mean cosine of at least 0.99, so a store's search stays as it was).
     """
-    from remem.embedders import variants  # noqa: PLC0415
-
-    spec = _spec(name)
-    cache = model_cache()
+    catalog = model_catalog()
     if undo:
-        removed = variants.remove_variant(cache, spec)
+        removed = catalog.remove_optimized(name)
         note(f"Removed the optimized {name}." if removed else f"{name} has no optimized variant.")
         return
-    import onnxruntime  # noqa: PLC0415
-
-    record = variants.make_variant(cache, spec, cache.locate(spec), f"onnxruntime {onnxruntime.__version__}")
-    note(f"Optimized {name}: agreement {record.agreement:.4f} (mean cosine) with the original; now in use.")
-    typer.echo(str(cache.directory(spec) / variants.VARIANT_FILE))
+    variant, agreement = catalog.optimize(name)
+    note(f"Optimized {name}: agreement {agreement:.4f} (mean cosine) with the original; now in use.")
+    typer.echo(str(variant))

@@ -10,8 +10,8 @@ from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
-from remem.commands.common import filters_from
-from remem.index import Filters
+from remem import Filters
+from remem.inputs import parse_meta
 
 StoreOption = Annotated[
     Path | None,
@@ -88,7 +88,7 @@ def with_filters(*names: str) -> Callable[[Command], Command]:
     """Give a command the shared filter options (all of them, or the ones named), declared once.
 
     The command takes one ``filters: Filters`` parameter; the options appear in its place in the
-    help, and their values arrive validated as that one Filters (see ``common.filters_from``).
+    help, and their values arrive validated as that one Filters (see ``Filters.of``).
     """
     chosen = names or tuple(FILTER_OPTIONS)
 
@@ -111,8 +111,9 @@ def with_filters(*names: str) -> Callable[[Command], Command]:
         @functools.wraps(command)
         def with_options(**kwargs: Any) -> Any:
             values = {name: kwargs.pop(name) for name in chosen}
-            user, conversation, tag = (values.pop(name, None) for name in ("user", "conversation", "tag"))
-            kwargs["filters"] = filters_from(user, conversation, tag, **values)
+            values["tags"] = values.pop("tag", None)
+            values["meta"] = parse_meta(values.get("meta"))
+            kwargs["filters"] = Filters.of(**values)
             return command(**kwargs)
 
         with_options.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]

@@ -8,15 +8,14 @@ from typing import Annotated
 
 import typer
 
+import remem
+from remem import render
 from remem.commands import options as opt
-from remem.commands.bulk import BulkReport, check_errors, print_report, read_source, store_entries
-from remem.commands.common import open_store
+from remem.commands.bulk import check_errors, print_report, read_source, store_entries
+from remem.commands.common import open_memories
 from remem.errors import InvalidInputError, RememError
-from remem.exports import ExportFormat, csv_lines, jsonl_line, markdown_lines
-from remem.index import Filters, Memory, MemoryStore
+from remem.exports import ExportFormat, csv_lines, markdown_lines
 from remem.ingest import parse_export
-
-CHUNK = 1000
 
 
 def register(app: typer.Typer) -> None:
@@ -25,35 +24,17 @@ def register(app: typer.Typer) -> None:
     app.command("import")(import_memories)
 
 
-def _batches(memories: Iterator[Memory], size: int) -> Iterator[list[Memory]]:
-    batch: list[Memory] = []
-    for memory in memories:
-        batch.append(memory)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
-def _jsonl(store: MemoryStore, filters: Filters, with_vectors: bool) -> Iterator[str]:
-    model = store.model if with_vectors else None
-    for batch in _batches(store.iter_all(filters), CHUNK):
-        vectors = store.records.vectors_of_memories([m.id for m in batch]) if model else {}
-        for memory in batch:
-            windows = [blob for _, blob in vectors.get(memory.id, [])]
-            yield jsonl_line(memory, windows, model) + "\n"
-
-
 def _lines(
-    store: MemoryStore | None, filters: Filters, fmt: ExportFormat, with_vectors: bool
+    memories: remem.Memories | None, filters: remem.Filters, fmt: ExportFormat, with_vectors: bool
 ) -> Iterator[str]:
-    memories = iter(()) if store is None else store.iter_all(filters)
+    if memories is None:
+        return iter(())
     if fmt is ExportFormat.CSV:
-        return csv_lines(memories)
+        return csv_lines(memories.iter(where=filters))
     if fmt is ExportFormat.MARKDOWN:
-        return markdown_lines(memories)
-    return iter(()) if store is None else _jsonl(store, filters, with_vectors)
+        return markdown_lines(memories.iter(where=filters))
+    records = memories.export(with_vectors=with_vectors, where=filters)
+    return (render.json_line(record) + "\n" for record in records)
 
 
 @opt.with_filters()
@@ -71,15 +52,15 @@ def export(
         bool,
         typer.Option("--with-vectors", help="JSONL: include each vector (base64 float32) and its model."),
     ] = False,
-    filters: Filters = opt.NO_FILTERS,
+    filters: remem.Filters = opt.NO_FILTERS,
     store: opt.StoreOption = None,
 ) -> None:
     """Write memories in id order: JSON Lines (every field; `remem import` reads it back), CSV
     (safe to open in a spreadsheet) or Markdown (grouped by conversation). Takes the filters."""
     if with_vectors and fmt is not ExportFormat.JSONL:
         raise InvalidInputError("--with-vectors needs --format jsonl")
-    with open_store(store, create=False) as opened:
-        lines = _lines(opened, filters, fmt, with_vectors)
+    with open_memories(store, create=False) as memories:
+        lines = _lines(memories, filters, fmt, with_vectors)
         if output is None:
             for line in lines:
                 typer.echo(line, nl=False)
@@ -108,8 +89,8 @@ def import_memories(
     vectors made by this store's model and embeds the others.
     """
     parsed = parse_export(read_source(source))
-    report = BulkReport(skipped=check_errors(parsed, skip_invalid))
-    with open_store(store, create=True) as opened:
-        assert opened is not None
-        store_entries(opened, parsed.entries, report)
+    skipped = check_errors(parsed, skip_invalid)
+    with open_memories(store, create=True) as memories:
+        assert memories is not None
+        report = store_entries(memories, parsed.entries, skipped)
     print_report(report, json_out)

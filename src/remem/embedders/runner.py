@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from remem.embedders.base import DocumentEmbeddings, Embeddings
 from remem.embedders.pooling import FloatArray, pool
 from remem.embedders.spec import ModelFiles, ModelSpec
 from remem.embedders.windows import split_windows
 from remem.errors import EmbedderError
+from remem.types import ModelInfo
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -22,29 +24,6 @@ if TYPE_CHECKING:
 IntArray = npt.NDArray[np.int64]
 
 DEFAULT_BATCH_SIZE = 32
-
-
-@dataclass(frozen=True)
-class Embeddings:
-    """Unit-length float32 vectors, one row per input text, in input order.
-
-    ``dropped_tokens[i]`` counts the tokens of text i beyond the model window that the
-    vector does not cover (0 when the whole text fit).
-    """
-
-    vectors: FloatArray
-    dropped_tokens: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class DocumentEmbeddings:
-    """Each text's window vectors, in input order: ``windows[i]`` is (w, dim) with w ≥ 1.
-
-    A text within the model window has one vector; a longer one has one per overlapping window
-    (see ``remem.embedders.windows``), so nothing of it is left out.
-    """
-
-    windows: tuple[FloatArray, ...]
 
 
 @dataclass(frozen=True)
@@ -102,6 +81,13 @@ class OnnxEmbedder:
         self.files = files
         self._batch_size = batch_size
         self._threads = threads
+
+    @property
+    def info(self) -> ModelInfo:
+        """The model's identity, as a store records it (the sha256 is the original file's, also
+        when an optimized variant runs)."""
+        spec = self.spec
+        return ModelInfo(spec.name, spec.dim, spec.pooling.value, spec.model_sha256)
 
     def embed_documents(self, texts: Sequence[str]) -> DocumentEmbeddings:
         """Vectors for texts to be stored (no query prefix): one per window, the whole text covered."""

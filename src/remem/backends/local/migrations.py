@@ -6,7 +6,8 @@ import sqlite3
 from collections.abc import Callable
 
 from remem.errors import StoreError
-from remem.index import fts
+from remem.backends.local import fts
+from remem.backends.local.transactions import atomic
 
 _V1 = (
     """CREATE TABLE memories (
@@ -107,10 +108,8 @@ def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRAT
             f"({len(migrations)}); upgrade remem"
         )
     for number in range(version + 1, len(migrations) + 1):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with atomic(conn):
             if schema_version(conn) >= number:  # another process migrated meanwhile
-                conn.execute("ROLLBACK")
                 continue
             step = migrations[number - 1]
             if callable(step):
@@ -119,8 +118,4 @@ def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRAT
                 for statement in step:
                     conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {number:d}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     return schema_version(conn)

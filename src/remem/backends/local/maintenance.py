@@ -4,31 +4,22 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from remem.index import fts, sync
-from remem.index.kinds import HnswParams, IndexKind
-from remem.index.settings import IndexSettings
-from remem.index.vectors import IndexFileError, VectorIndex
+from remem.backends.local import fts, sync
+from remem.backends.local.kinds import HnswParams, IndexKind
+from remem.backends.local.settings import IndexSettings
+from remem.backends.local.transactions import atomic
+from remem.reports import ReindexReport
+from remem.backends.local.vectors import IndexFileError, VectorIndex
 
 if TYPE_CHECKING:
-    from remem.index.store import MemoryStore
+    from remem.backends.local.store import LocalBackend
 
 
-@dataclass(frozen=True)
-class ReindexReport:
-    """What a reindex did: the kind built, how many vectors, whether anything changed, seconds."""
-
-    kind: IndexKind | None
-    vectors: int
-    rebuilt_index: bool
-    rebuilt_keywords: bool
-    seconds: float
-
-
-def _index_is_current(store: MemoryStore, kind: IndexKind, hnsw: HnswParams) -> bool:
+def _index_is_current(store: LocalBackend, kind: IndexKind, hnsw: HnswParams) -> bool:
     model = store.model
     if model is None:
         return True
@@ -46,7 +37,7 @@ def _index_is_current(store: MemoryStore, kind: IndexKind, hnsw: HnswParams) -> 
     )
 
 
-def keywords_are_current(store: MemoryStore) -> bool:
+def keywords_are_current(store: LocalBackend) -> bool:
     """True when the keyword table has exactly one row per memory, built by this analyzer."""
     conn = store.records.conn
     (rows,) = conn.execute("SELECT count(*) FROM memories_fts").fetchone()
@@ -56,8 +47,18 @@ def keywords_are_current(store: MemoryStore) -> bool:
     return fts.is_current(conn) and rows == store.records.count() and orphans == 0
 
 
+def with_hnsw(current: HnswParams, asked: tuple[int | None, int | None, int | None]) -> HnswParams | None:
+    """HNSW parameters with the asked (m, ef_construction, ef_search) replacing the current ones,
+    or None when none was asked (the core has checked each is at least 2)."""
+    if all(value is None for value in asked):
+        return None
+    m, ef_construction, ef_search = asked
+    values = (m or current.m, ef_construction or current.ef_construction, ef_search or current.ef_search)
+    return HnswParams(*values)
+
+
 def reindex(
-    store: MemoryStore, requested: str | None = None, hnsw: HnswParams | None = None, force: bool = False
+    store: LocalBackend, requested: str | None = None, hnsw: HnswParams | None = None, force: bool = False
 ) -> ReindexReport:
     """Rebuild the vector index from the stored vectors (no re-embedding) and the keyword table.
 
@@ -76,17 +77,11 @@ def reindex(
     return ReindexReport(kind, count, rebuild_index, rebuild_keywords, time.perf_counter() - started)
 
 
-def _apply(store: MemoryStore, settings: IndexSettings, rebuild_index: bool, rebuild_keywords: bool) -> None:
-    conn = store.records.conn
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+def _apply(store: LocalBackend, settings: IndexSettings, rebuild_index: bool, rebuild_keywords: bool) -> None:
+    with atomic(store.records.conn) as conn:
         settings.write(store.records)
         if rebuild_keywords:
             fts.rebuild(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     model = store.model
     if rebuild_index and model is not None:
         sync.build(store.records, model.dim, settings.built_kind, settings.hnsw).save(store.index_path)

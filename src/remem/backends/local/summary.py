@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from remem.index.vectors_header import read_header
+from remem.backends.local.vectors_header import read_header
 
 if TYPE_CHECKING:
-    from remem.index.store import MemoryStore
+    from remem.backends.local.store import LocalBackend
 
 TOP = 20  # the most frequent users, conversations and tags listed
 
 
-def _counts(store: MemoryStore, sql: str) -> dict[str, int]:
+def _counts(store: LocalBackend, sql: str) -> dict[str, int]:
     return {str(name): int(count) for name, count in store.records.conn.execute(sql + f" LIMIT {TOP}")}
 
 
-def summarize(store: MemoryStore) -> dict[str, Any]:
+def summarize(store: LocalBackend) -> dict[str, Any]:
     """Counts, model, index, disk size and time span of a store, as JSON-ready values."""
     conn = store.records.conn
     oldest, newest = conn.execute("SELECT min(created_at), max(created_at) FROM memories").fetchone()

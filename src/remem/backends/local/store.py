@@ -9,91 +9,62 @@ writer is between its commit and its save.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from remem.errors import InvalidInputError, ModelMismatchError, StoreError
-from remem.index.memory import Filters, Memory, ModelStamp, NewMemory, text_sha256, utc_now_iso
-from remem.index.records import Records, connect
-from remem.index.search import SearchMode, SearchOutcome, run_search
-from remem.index.settings import IndexSettings
+from remem.backends.local.files import DB_FILE, INDEX_FILE, locked, prepare_directory
+from remem.backends.local.records import Records, connect
+from remem.backends.local.transactions import atomic
+from remem.backends.local.settings import IndexSettings
+from remem.errors import (
+    InvalidInputError,
+    MemoryNotFoundError,
+    ModelChangedError,
+    ModelMismatchError,
+    StoreError,
+)
+from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
-    from remem.index.vectors import FloatArray, VectorIndex
+    from remem.backends.base import EmbedFn, ProgressFn, Scored
+    from remem.backends.local.lanes import LocalVectorLane
+    from remem.backends.local.vectors import FloatArray, VectorIndex
+    from remem.reports import Check, ReembedReport, ReindexReport
 
-DB_FILE = "memories.sqlite3"
-INDEX_FILE = "vectors.faiss"
-LOCK_FILE = "write.lock"
 _MODEL_KEYS = ("model_name", "model_dim", "model_pooling", "model_sha256")
 
 
-class StoreNotFoundError(StoreError):
-    """No store exists at the directory a read-only command was pointed at."""
-
-
-class ModelChangedError(StoreError):
-    """The store was re-embedded with another model while a query was being embedded; retry."""
-
-
-@dataclass(frozen=True)
-class AddResult:
-    """The id a text is stored under, and whether it was already there."""
-
-    id: int
-    duplicate: bool
-
-
-def _prepare_directory(directory: Path, create: bool) -> Path:
-    if directory.exists() and not directory.is_dir():
-        raise StoreError(f"store path {directory} exists and is not a directory")
-    db_path = directory / DB_FILE
-    if not create:
-        if not db_path.is_file():
-            raise StoreNotFoundError(f"no remem store at {directory}")
-        return db_path
-    try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not os.access(directory, os.W_OK | os.X_OK):
-            raise PermissionError(13, "Permission denied")
-        os.close(os.open(db_path, os.O_RDWR | os.O_CREAT, 0o600))
-    except OSError as exc:
-        raise StoreError(f"cannot use store directory {directory}: {exc.strerror or exc}") from exc
-    return db_path
-
-
-class MemoryStore:
+class LocalBackend:
     """A memory store in one directory. SQLite is the truth; the vector index is derived from it."""
 
     def __init__(self, directory: Path, records: Records) -> None:
-        """Use ``MemoryStore.open``; this wraps an already-open database."""
+        """Use ``LocalBackend.open``; this wraps an already-open database."""
         self.directory = directory
+        self.location = str(directory)
         self.records = records
         #: Problems remem repaired by itself while serving this store (for the caller to report).
         self.warnings: list[str] = []
 
     @classmethod
-    def open(cls, directory: Path, *, create: bool) -> MemoryStore:
+    def open(cls, directory: Path, *, create: bool) -> LocalBackend:
         """Open the store in ``directory``; with ``create``, make it (0700 dir, 0600 files) if absent.
 
         Raises StoreNotFoundError when it does not exist and ``create`` is false, StoreError when
         the directory is unusable, StoreCorruptError when the database file is damaged.
         """
-        db_path = _prepare_directory(directory, create)
+        db_path = prepare_directory(directory, create)
         # A new (empty) database is initialised by one process at a time: the others wait for it.
         new = db_path.stat().st_size == 0
-        with _locked(directory) if new else contextlib.nullcontext():
+        with locked(directory) if new else contextlib.nullcontext():
             return cls(directory, Records(connect(db_path)))
 
     def close(self) -> None:
         """Close the database connection."""
         self.records.conn.close()
 
-    def __enter__(self) -> MemoryStore:
+    def __enter__(self) -> LocalBackend:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -110,14 +81,14 @@ class MemoryStore:
         return IndexSettings.read(self.records)
 
     @property
-    def model(self) -> ModelStamp | None:
+    def model(self) -> ModelInfo | None:
         """The model whose vectors this store holds, or None if it holds none yet."""
         name, dim, pooling, sha = (self.records.get_meta(key) for key in _MODEL_KEYS)
         if name is None or dim is None or pooling is None or sha is None:
             return None
-        return ModelStamp(name=name, dim=int(dim), pooling=pooling, sha256=sha)
+        return ModelInfo(name=name, dim=int(dim), pooling=pooling, sha256=sha)
 
-    def check_model(self, model: ModelStamp) -> None:
+    def check_model(self, model: ModelInfo) -> None:
         """Raise ModelMismatchError unless the store holds no vectors yet or was made by ``model``."""
         recorded = self.model
         if recorded is not None and recorded != model:
@@ -128,7 +99,7 @@ class MemoryStore:
                 f"sha256 {model.sha256[:12]}…)"
             )
 
-    def record_model(self, model: ModelStamp) -> None:
+    def record_model(self, model: ModelInfo) -> None:
         """Make ``model`` the store's model (inside the caller's transaction)."""
         values = (model.name, model.dim, model.pooling, model.sha256)
         for key, value in zip(_MODEL_KEYS, values, strict=True):
@@ -138,12 +109,12 @@ class MemoryStore:
         """The id of an identical text already stored for the same user and conversation."""
         return self.records.find_duplicate(text_sha256(memory.text), memory.user, memory.conversation)
 
-    def add(self, memory: NewMemory, vectors: FloatArray, model: ModelStamp) -> AddResult:
+    def add(self, memory: NewMemory, vectors: FloatArray, model: ModelInfo) -> AddResult:
         """Store one memory with its unit vector(s) (see ``add_many``)."""
         return self.add_many([memory], [vectors], model)[0]
 
     def add_many(
-        self, memories: Sequence[NewMemory], vectors: Sequence[FloatArray] | FloatArray, model: ModelStamp
+        self, memories: Sequence[NewMemory], vectors: Sequence[FloatArray] | FloatArray, model: ModelInfo
     ) -> list[AddResult]:
         """Store memories with their unit vectors in one transaction.
 
@@ -166,11 +137,11 @@ class MemoryStore:
                 index.add([vid for vid, _ in self.records.vectors_of_memories([memory_id])[memory_id]], rows)
         return results
 
-    def edit(self, memory_id: int, text: str, vectors: FloatArray, model: ModelStamp) -> Memory:
+    def edit(self, memory_id: int, text: str, vectors: FloatArray, model: ModelInfo) -> Memory:
         """Replace a memory's text and vector(s), keeping its id and created_at; records updated_at.
 
-        Raises InvalidInputError if there is no such memory or the same user/conversation already
-        holds that text in another memory.
+        Raises MemoryNotFoundError if there is no such memory, InvalidInputError if the same
+        user/conversation already holds that text in another memory.
         """
         (rows,) = _windows([vectors], 1, model.dim)
         with self.writing(model) as (index, _):
@@ -183,7 +154,7 @@ class MemoryStore:
                     "another memory of the same user/conversation already holds this text"
                 ) from None
             if not found:
-                raise InvalidInputError(f"there is no memory {memory_id}")
+                raise MemoryNotFoundError([memory_id])
             index.remove(old)
             index.add([vid for vid, _ in self.records.vectors_of_memories([memory_id])[memory_id]], rows)
         return self.records.get_many([memory_id])[memory_id]
@@ -199,7 +170,7 @@ class MemoryStore:
         return deleted
 
     @contextlib.contextmanager
-    def writing(self, model: ModelStamp | None) -> Iterator[tuple[VectorIndex, Records]]:
+    def writing(self, model: ModelInfo | None) -> Iterator[tuple[VectorIndex, Records]]:
         """A write transaction under the store lock, with the synced index to update alongside.
 
         On success the transaction commits with a new generation and the index is saved; on error
@@ -209,48 +180,78 @@ class MemoryStore:
             if model is not None:
                 self.check_model(model)
             index = self.vector_index(model.dim) if model is not None else None
-            conn = self.records.conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
+            with atomic(self.records.conn):
                 if model is not None and self.model is None:
                     self.record_model(model)
                 yield index, self.records  # type: ignore[misc]
                 generation = self.records.bump_generation()
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
             if index is not None:
                 index.save(self.index_path, generation)
 
-    def search(
-        self,
-        text: str,
-        vector: FloatArray | None,
-        k: int,
-        filters: Filters,
-        *,
-        mode: SearchMode = SearchMode.VECTOR,
-        min_score: float | None = None,
-        embedded_with: ModelStamp | None = None,
-    ) -> SearchOutcome:
-        """The top ``k`` memories the filters select for a query, best first (see ``search``).
+    def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
+        """The memories with these ids (missing ids are absent)."""
+        return self.records.get_many(memory_ids)
 
-        ``vector`` (the embedded query) is needed unless ``mode`` is keyword. With ``embedded_with``,
-        raises ModelChangedError if the store no longer uses that model (a re-embed was swapped in).
-        """
-        index = None
-        if mode is not SearchMode.KEYWORD:
-            model = self.model
-            if model is None:
-                return SearchOutcome([], 0, None)
-            if embedded_with is not None and embedded_with != model:
-                raise ModelChangedError(
-                    f"the store at {self.directory} switched to model {model.name}; retry"
-                )
-            index = self.vector_index(model.dim, persist_repairs=True)
-        return run_search(self.records, index, text, vector, k, filters, mode, min_score)
+    def candidate_ids(self, filters: Filters) -> list[int]:
+        """Ids of every memory the filters select, ascending."""
+        return self.records.candidate_ids(filters)
+
+    def vectors_of_memories(self, memory_ids: Sequence[int]) -> dict[int, list[bytes]]:
+        """memory id → its window vectors as float32 bytes, in window order."""
+        found = self.records.vectors_of_memories(memory_ids)
+        return {mid: [blob for _, blob in windows] for mid, windows in found.items()}
+
+    def vector_lane(self, embedded_with: ModelInfo | None = None) -> LocalVectorLane:
+        """The vector lane over the synced index; ModelChangedError if the store's model is no
+        longer ``embedded_with`` (a re-embed was swapped in), StoreError if it holds no vectors."""
+        from remem.backends.local.lanes import LocalVectorLane  # noqa: PLC0415 - numpy only when needed
+
+        model = self.model
+        if model is None:
+            raise StoreError(f"the store at {self.directory} holds no vectors yet")
+        if embedded_with is not None and embedded_with != model:
+            raise ModelChangedError(f"the store at {self.directory} switched to model {model.name}; retry")
+        return LocalVectorLane(self.records, self.vector_index(model.dim, persist_repairs=True))
+
+    def keyword_top(
+        self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
+    ) -> list[Scored]:
+        """BM25 top ``k`` among the filtered memories (see ``fts.search``)."""
+        return self.records.keyword_search(text, filters, k, among)
+
+    def keyword_coverage(self, text: str, memory_ids: Sequence[int]) -> dict[int, float]:
+        """Share of the query's IDF-weighted terms each memory matches (see ``fts.coverage``)."""
+        return self.records.keyword_coverage(text, memory_ids)
+
+    def reembed(
+        self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool
+    ) -> ReembedReport:
+        """Re-embed every memory with ``target``: staged, resumable, swapped in at once (``reembed``)."""
+        from remem.backends.local.reembed import reembed  # noqa: PLC0415
+
+        return reembed(self, target, embed, progress=progress, force=force)
+
+    def reindex(
+        self, kind: str | None, hnsw: tuple[int | None, int | None, int | None], force: bool
+    ) -> ReindexReport:
+        """Rebuild the vector index and keyword table from the database (``maintenance.reindex``)."""
+        from remem.backends.local.maintenance import reindex, with_hnsw  # noqa: PLC0415 - numpy, FAISS
+
+        return reindex(self, kind, with_hnsw(self.settings.hnsw, hnsw), force)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts, model, index, disk size and time span (``summary.summarize``)."""
+        from remem.backends.local.summary import summarize  # noqa: PLC0415
+
+        return summarize(self)
+
+    def doctor(self, repair: bool) -> tuple[list[Check], list[str]]:
+        """Catch up the index, repair what is asked, then check everything (``doctor``)."""
+        from remem.backends.local import doctor  # noqa: PLC0415 - numpy, FAISS
+
+        doctor.recover(self)
+        repaired = doctor.repair(self) if repair else []
+        return doctor.examine(self), repaired
 
     def newest(self, filters: Filters, limit: int) -> list[Memory]:
         """Up to ``limit`` memories the filters select, newest first."""
@@ -262,7 +263,7 @@ class MemoryStore:
 
     def vector_index(self, dim: int, *, persist_repairs: bool = False) -> VectorIndex:
         """The index, level with SQLite; repairs are saved when asked and no writer holds the lock."""
-        from remem.index import sync  # noqa: PLC0415 - numpy and FAISS only when vectors are needed
+        from remem.backends.local import sync  # noqa: PLC0415 - numpy and FAISS only when vectors are needed
 
         settings = self.settings
         synced = sync.synced_index(self.records, self.index_path, dim, settings.built_kind, settings.hnsw)
@@ -276,7 +277,7 @@ class MemoryStore:
     def write_lock(self, *, blocking: bool = True) -> contextlib.AbstractContextManager[None]:
         """The store's exclusive writer lock (an OS file lock; BlockingIOError if not ``blocking``
         and it is held). Taking it removes temporary files a killed writer left behind."""
-        return _locked(self.directory, blocking=blocking)
+        return locked(self.directory, blocking=blocking)
 
 
 def _windows(vectors: Sequence[FloatArray] | FloatArray, count: int, dim: int) -> list[FloatArray]:
@@ -289,19 +290,3 @@ def _windows(vectors: Sequence[FloatArray] | FloatArray, count: int, dim: int) -
             raise StoreError(f"vectors of shape {item.shape} do not fit a {dim}-d model")
         shaped.append(item.reshape(-1, dim))
     return shaped
-
-
-@contextlib.contextmanager
-def _locked(directory: Path, *, blocking: bool = True) -> Iterator[None]:
-    try:
-        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise StoreError(f"cannot lock {directory}: {exc.strerror or exc}") from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        for leftover in directory.glob(".*.tmp"):  # from a writer that was killed mid-save
-            with contextlib.suppress(OSError):
-                leftover.unlink()
-        yield
-    finally:
-        os.close(fd)

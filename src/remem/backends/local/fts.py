@@ -6,8 +6,10 @@ import math
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from remem.index.keywords import ANALYZER_VERSION, FTS_TOKENIZER, fts_query, index_text, term_queries
-from remem.index.memory import Filters
+from remem.backends.local.keywords import ANALYZER_VERSION, FTS_TOKENIZER, fts_query, index_text, term_queries
+from remem.backends.local import filtering
+from remem.backends.local.transactions import atomic
+from remem.types import Filters
 
 CREATE_TABLE = f'CREATE VIRTUAL TABLE memories_fts USING fts5(terms, tokenize = "{FTS_TOKENIZER}")'
 ANALYZER_KEY = "keyword_analyzer"
@@ -43,14 +45,9 @@ def ensure_current(conn: sqlite3.Connection) -> None:
     """Rebuild the keyword table if an older analyzer built it (autocommit connection; own transaction)."""
     if is_current(conn):
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with atomic(conn):
         if not is_current(conn):  # another process may have rebuilt it meanwhile
             rebuild(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def search(
@@ -62,7 +59,7 @@ def search(
     match = fts_query(text)
     if match is None or (among is not None and not among):
         return []
-    where, params = filters.where()
+    where, params = filtering.where(filters)
     if among is not None:
         where += f" AND m.id IN ({','.join('?' * len(among))})"
         params = [*params, *among]

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from remem.index import sync
-from remem.index.memory import ModelStamp
+from remem.backends.local import sync
+from remem.backends.local.transactions import atomic
+from remem.reports import ReembedReport
+from remem.types import ModelInfo
 
 if TYPE_CHECKING:
-    from remem.index.store import MemoryStore
-    from remem.index.vectors import FloatArray
+    from remem.backends.local.store import LocalBackend
+    from remem.backends.local.vectors import FloatArray
 
 #: Embeds document texts: for each text its unit vectors, (windows, dim) — one row when it fits.
 EmbedFn = Callable[[Sequence[str]], Sequence["FloatArray"]]
@@ -34,28 +36,18 @@ _STAGING = """CREATE TABLE IF NOT EXISTS vectors_next (
 _TARGET_KEY = "reembed_target"
 
 
-@dataclass(frozen=True)
-class ReembedReport:
-    """How many memories were embedded by this run, and whether the store's model changed."""
-
-    embedded: int
-    resumed_from: int
-    swapped: bool
-
-
-def _stage(store: MemoryStore, target: ModelStamp) -> int:
+def _stage(store: LocalBackend, target: ModelInfo) -> int:
     """Create or reuse the staging table for ``target``; returns how many memories are staged."""
     conn = store.records.conn
     conn.execute(_STAGING)
     if store.records.get_meta(_TARGET_KEY) != json.dumps(asdict(target)):
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("DELETE FROM vectors_next")
-        store.records.set_meta(_TARGET_KEY, json.dumps(asdict(target)))
-        conn.execute("COMMIT")
+        with atomic(conn):
+            conn.execute("DELETE FROM vectors_next")
+            store.records.set_meta(_TARGET_KEY, json.dumps(asdict(target)))
     return int(conn.execute("SELECT count(*) FROM vectors_next").fetchone()[0])
 
 
-def _pending(store: MemoryStore, limit: int) -> list[tuple[int, str, str]]:
+def _pending(store: LocalBackend, limit: int) -> list[tuple[int, str, str]]:
     """Memories without a staged vector of their current text: (id, text, sha256)."""
     sql = (
         "SELECT m.id, m.text, m.sha256 FROM memories m LEFT JOIN vectors_next n ON n.memory_id = m.id "
@@ -64,21 +56,20 @@ def _pending(store: MemoryStore, limit: int) -> list[tuple[int, str, str]]:
     return [(int(i), t, s) for i, t, s in store.records.conn.execute(sql, (limit,))]
 
 
-def _embed_pending(store: MemoryStore, embed: EmbedFn, batch: int, progress: ProgressFn | None) -> int:
+def _embed_pending(store: LocalBackend, embed: EmbedFn, batch: int, progress: ProgressFn | None) -> int:
     done = 0
     total = store.records.count()
     while rows := _pending(store, batch):
         windows = embed([text for _, text, _ in rows])
         conn = store.records.conn
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(
-            "INSERT OR REPLACE INTO vectors_next (memory_id, sha256, vector) VALUES (?, ?, ?)",
-            [
-                (mid, sha, vectors.astype("<f4").tobytes())
-                for (mid, _, sha), vectors in zip(rows, windows, strict=True)
-            ],
-        )
-        conn.execute("COMMIT")
+        with atomic(conn):
+            conn.executemany(
+                "INSERT OR REPLACE INTO vectors_next (memory_id, sha256, vector) VALUES (?, ?, ?)",
+                [
+                    (mid, sha, vectors.astype("<f4").tobytes())
+                    for (mid, _, sha), vectors in zip(rows, windows, strict=True)
+                ],
+            )
         done += len(rows)
         if progress is not None:
             staged = int(conn.execute("SELECT count(*) FROM vectors_next").fetchone()[0])
@@ -87,8 +78,8 @@ def _embed_pending(store: MemoryStore, embed: EmbedFn, batch: int, progress: Pro
 
 
 def reembed(
-    store: MemoryStore,
-    target: ModelStamp,
+    store: LocalBackend,
+    target: ModelInfo,
     embed: EmbedFn,
     batch: int = 64,
     progress: ProgressFn | None = None,
@@ -111,10 +102,8 @@ def reembed(
     return ReembedReport(embedded, resumed, swapped=True)
 
 
-def _swap(store: MemoryStore, target: ModelStamp) -> None:
-    conn = store.records.conn
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+def _swap(store: LocalBackend, target: ModelInfo) -> None:
+    with atomic(store.records.conn) as conn:
         conn.execute("DELETE FROM vectors")
         step = 4 * target.dim
         staged = conn.execute("SELECT memory_id, vector FROM vectors_next ORDER BY memory_id")
@@ -130,7 +119,3 @@ def _swap(store: MemoryStore, target: ModelStamp) -> None:
         conn.execute("DELETE FROM store_meta WHERE key = ?", (_TARGET_KEY,))
         store.record_model(target)
         store.records.bump_generation()
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise

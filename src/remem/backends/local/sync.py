@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from remem.index.kinds import HnswParams, IndexKind
-from remem.index.records import Records
-from remem.index.vectors import IndexFileError, VectorIndex
+from remem.backends.local.kinds import HnswParams, IndexKind
+from remem.backends.local.records import Records
+from remem.backends.local.vectors import IndexFileError, VectorIndex
 
 
 @dataclass(frozen=True)

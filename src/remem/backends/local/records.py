@@ -1,6 +1,6 @@
 """SQLite records: the source of truth for memories, their tags, metadata, keyword terms and vectors.
 
-Every write method runs inside the caller's transaction (see ``MemoryStore``), so a memory, its tags,
+Every write method runs inside the caller's transaction (see ``LocalBackend``), so a memory, its tags,
 its keyword terms and its vectors always change together.
 """
 
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from remem.errors import StoreCorruptError, StoreError
-from remem.index import fts
-from remem.index.memory import Filters, Memory, NewMemory, text_sha256
-from remem.index.migrations import migrate
+from remem.backends.local import filtering, fts
+from remem.types import Filters, Memory, NewMemory, text_sha256
+from remem.backends.local.migrations import migrate
 
 BUSY_TIMEOUT_MS = 30_000
 _CHUNK = 500  # ids per "IN (...)" list
@@ -242,7 +242,7 @@ class Records:
 
     def candidate_ids(self, filters: Filters) -> list[int]:
         """Ids of every memory the filters select, ascending."""
-        where, params = filters.where()
+        where, params = filtering.where(filters)
         return [
             int(r[0])
             for r in self.conn.execute(f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.id", params)
@@ -250,7 +250,7 @@ class Records:
 
     def candidate_vector_ids(self, filters: Filters) -> list[int]:
         """Ids of the vectors of every memory the filters select, ascending."""
-        where, params = filters.where()
+        where, params = filtering.where(filters)
         sql = f"SELECT v.id FROM vectors v JOIN memories m ON m.id = v.memory_id WHERE {where} ORDER BY v.id"
         return [int(r[0]) for r in self.conn.execute(sql, params)]
 
@@ -277,14 +277,14 @@ class Records:
 
     def newest(self, filters: Filters, limit: int) -> list[Memory]:
         """Up to ``limit`` memories the filters select, newest first (ties: higher id first)."""
-        where, params = filters.where()
+        where, params = filtering.where(filters)
         order = "ORDER BY m.created_at DESC, m.id DESC"
         sql = f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where} {order} LIMIT ?"
         return [_memory(row) for row in self.conn.execute(sql, [*params, limit])]
 
     def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:
         """Every memory the filters select, in id order, streamed."""
-        where, params = (filters or Filters()).where()
+        where, params = filtering.where(filters)
         for row in self.conn.execute(
             f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where} ORDER BY m.id", params
         ):

@@ -12,6 +12,10 @@ class IndexKind(str, Enum):
     EXACT = "exact"  # IndexIDMap2(IndexFlatIP): every vector scored; deletions are physical
     HNSW = "hnsw"  # IndexIDMap2(IndexHNSWFlat, inner product): approximate; deletions are tombstoned
 
+    def __str__(self) -> str:
+        """The kind's name, as users write it."""
+        return self.value
+
 
 @dataclass(frozen=True)
 class HnswParams:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from remem.index.kinds import HnswParams, IndexKind
-from remem.index.records import Records
+from remem.backends.local.kinds import HnswParams, IndexKind
+from remem.backends.local.records import Records
 
 #: With "auto", a reindex builds HNSW from this many vectors up, exact below (see bench/index.py:
 #: exact search of 50k 384-d vectors takes ≈5 ms, past that HNSW's sub-millisecond answers win).
 AUTO_HNSW_THRESHOLD = 50_000
-REQUESTED_KINDS = ("exact", "hnsw", "auto")
 
 
 @dataclass(frozen=True)

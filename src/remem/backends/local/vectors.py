@@ -19,8 +19,8 @@ import numpy.typing as npt
 
 from remem.atomic import atomic_writer
 from remem.errors import StoreError
-from remem.index.kinds import HnswParams, IndexKind
-from remem.index.vectors_header import MAGIC
+from remem.backends.local.kinds import HnswParams, IndexKind
+from remem.backends.local.vectors_header import MAGIC
 
 FloatArray = npt.NDArray[np.float32]
 IdArray = npt.NDArray[np.int64]

@@ -5,29 +5,20 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from remem.errors import StoreError
-from remem.index import fts, sync
-from remem.index.maintenance import keywords_are_current, leftover_temp_files, loose_permissions
-from remem.index.vectors import IndexFileError, VectorIndex
+from remem.reports import Check
+from remem.backends.local import fts, sync
+from remem.backends.local.transactions import atomic
+from remem.backends.local.maintenance import keywords_are_current, leftover_temp_files, loose_permissions
+from remem.backends.local.vectors import IndexFileError, VectorIndex
 
 if TYPE_CHECKING:
-    from remem.index.store import MemoryStore
+    from remem.backends.local.store import LocalBackend
 
 
-@dataclass(frozen=True)
-class Check:
-    """One finding: what was checked, whether it is fine, details, and whether --repair fixes it."""
-
-    name: str
-    ok: bool
-    detail: str
-    repairable: bool = False
-
-
-def _database(store: MemoryStore) -> Check:
+def _database(store: LocalBackend) -> Check:
     try:
         (result,) = store.records.conn.execute("PRAGMA quick_check").fetchone()
     except sqlite3.DatabaseError as exc:
@@ -36,7 +27,7 @@ def _database(store: MemoryStore) -> Check:
     return Check("database", result == "ok", detail if result == "ok" else f"quick_check: {result}")
 
 
-def _keywords(store: MemoryStore) -> Check:
+def _keywords(store: LocalBackend) -> Check:
     conn = store.records.conn
     try:
         conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
@@ -50,7 +41,7 @@ def _keywords(store: MemoryStore) -> Check:
     return Check("keyword index", intact and current, detail, repairable=True)
 
 
-def _vectors(store: MemoryStore) -> Check:
+def _vectors(store: LocalBackend) -> Check:
     model = store.model
     conn = store.records.conn
     (bare,) = conn.execute(
@@ -71,7 +62,7 @@ def _vectors(store: MemoryStore) -> Check:
     return Check("vectors", ok, detail)
 
 
-def _index_file(store: MemoryStore) -> Check:
+def _index_file(store: LocalBackend) -> Check:
     model = store.model
     if model is None:
         return Check("vector index", True, "no vectors yet")
@@ -91,7 +82,7 @@ def _index_file(store: MemoryStore) -> Check:
     return Check("vector index", not problems, "; ".join(problems) or detail, repairable=True)
 
 
-def _files(store: MemoryStore) -> list[Check]:
+def _files(store: LocalBackend) -> list[Check]:
     loose = loose_permissions(store.directory)
     leftovers = leftover_temp_files(store.directory)
     return [
@@ -107,7 +98,7 @@ def _files(store: MemoryStore) -> list[Check]:
     ]
 
 
-def recover(store: MemoryStore) -> None:
+def recover(store: LocalBackend) -> None:
     """The recovery every command does on open, made explicit: catch the index file up with SQLite
     (after a writer died between its commit and its save) and remove leftover temporary files."""
     model = store.model
@@ -121,12 +112,12 @@ def recover(store: MemoryStore) -> None:
                     synced.index.save(store.index_path)
 
 
-def examine(store: MemoryStore) -> list[Check]:
+def examine(store: LocalBackend) -> list[Check]:
     """Every check of the store's database, keyword index, vectors, index file and files."""
     return [_database(store), _keywords(store), _vectors(store), _index_file(store), *_files(store)]
 
 
-def repair(store: MemoryStore) -> list[str]:
+def repair(store: LocalBackend) -> list[str]:
     """Rebuild what is derived (index file, keyword table), tighten permissions, remove temp files.
 
     Returns what was done. Damage to the database itself is not repaired here.
@@ -140,10 +131,8 @@ def repair(store: MemoryStore) -> list[str]:
             sync.build(store.records, model.dim, settings.built_kind, settings.hnsw).save(store.index_path)
             done.append("rebuilt the vector index from the stored vectors")
         if not checks["keyword index"].ok:
-            conn = store.records.conn
-            conn.execute("BEGIN IMMEDIATE")
-            fts.rebuild(conn)
-            conn.execute("COMMIT")
+            with atomic(store.records.conn) as conn:
+                fts.rebuild(conn)
             done.append("rebuilt the keyword index")
         for path in loose_permissions(store.directory):
             os.chmod(path, 0o700 if path.is_dir() else 0o600)

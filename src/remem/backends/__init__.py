@@ -1,0 +1,1 @@
+"""Storage back-ends behind the ``Backend`` protocol (``base``): ``local`` (SQLite + FAISS)."""

@@ -1,0 +1,138 @@
+"""The storage seam: what the core needs from a back-end, and nothing about how it is kept.
+
+A back-end holds memories, their window vectors, a keyword index and the store's model stamp. It
+selects by ``Filters`` *before* it ranks, so every lane returns the true top ``k`` among the
+filtered memories. It knows nothing of embedders (vectors arrive computed) nor of front-ends.
+Every write is one transaction: all of it happens, or none of it. The contract tests in
+``tests/contract`` state what every back-end must do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from remem.embedders.pooling import FloatArray
+    from remem.reports import Check, ReembedReport, ReindexReport
+    from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory
+
+#: (memory id, lane score), best first.
+Scored = tuple[int, float]
+#: Embeds document texts: for each text its unit vectors, (windows, dim).
+EmbedFn = Callable[[Sequence[str]], Sequence["FloatArray"]]
+#: Called with (done so far, total).
+ProgressFn = Callable[[int, int], None]
+
+
+class VectorLane(Protocol):
+    """Cosine ranking over the vectors of one model, as of one moment of the store."""
+
+    def top(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
+        """The exact top ``k`` (memory id, cosine) among the filtered memories, best first; a
+        memory scores as its best window."""
+        ...
+
+    def cosines(self, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
+        """(memory id, cosine of its best window) for these memories, best first."""
+        ...
+
+
+class Backend(Protocol):
+    """A store of memories (see the module docstring)."""
+
+    #: Where the store is, for messages (a directory, or a URL without its password).
+    location: str
+    #: Problems the back-end repaired by itself while serving (for the caller to report).
+    warnings: list[str]
+
+    @property
+    def model(self) -> ModelInfo | None:
+        """The model whose vectors the store holds, or None while it holds none."""
+        ...
+
+    def check_model(self, model: ModelInfo) -> None:
+        """ModelMismatchError unless the store holds no vectors yet or was made by ``model``."""
+        ...
+
+    def find_duplicate(self, memory: NewMemory) -> int | None:
+        """The id of a memory with the same text, user and conversation, if one is stored."""
+        ...
+
+    def add_many(
+        self, memories: Sequence[NewMemory], vectors: Sequence[FloatArray], model: ModelInfo
+    ) -> list[AddResult]:
+        """Store memories with their (windows, dim) unit vectors in one transaction; a duplicate
+        (of a stored memory or an earlier one in the batch) is not stored and reports the existing id."""
+        ...
+
+    def edit(self, memory_id: int, text: str, vectors: FloatArray, model: ModelInfo) -> Memory:
+        """Replace a memory's text and vectors, keeping id and created_at, setting updated_at.
+
+        MemoryNotFoundError if there is none; InvalidInputError if its user/conversation already
+        holds that text in another memory.
+        """
+        ...
+
+    def forget(self, memory_ids: Sequence[int]) -> list[int]:
+        """Delete memories with everything derived from them; returns the ids that existed."""
+        ...
+
+    def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
+        """The memories with these ids (missing ids are absent)."""
+        ...
+
+    def newest(self, filters: Filters, limit: int) -> list[Memory]:
+        """Up to ``limit`` filtered memories, newest first (ties: higher id first)."""
+        ...
+
+    def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:
+        """Every filtered memory in id order, streamed."""
+        ...
+
+    def candidate_ids(self, filters: Filters) -> list[int]:
+        """Ids of every filtered memory, ascending."""
+        ...
+
+    def vectors_of_memories(self, memory_ids: Sequence[int]) -> dict[int, list[bytes]]:
+        """memory id → its window vectors as float32 bytes, in window order."""
+        ...
+
+    def vector_lane(self, embedded_with: ModelInfo | None = None) -> VectorLane:
+        """The vector lane; ModelChangedError if the store no longer uses ``embedded_with``."""
+        ...
+
+    def keyword_top(
+        self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
+    ) -> list[Scored]:
+        """BM25 top ``k`` (memory id, score; higher is better) among the filtered memories (only
+        ``among`` if given); [] when the text has no searchable terms."""
+        ...
+
+    def keyword_coverage(self, text: str, memory_ids: Sequence[int]) -> dict[int, float]:
+        """For each memory, the share (0..1) of the query's IDF-weighted terms it matches."""
+        ...
+
+    def reembed(
+        self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool
+    ) -> ReembedReport:
+        """Re-embed every memory with ``target`` (staged, resumable) and swap it in at once."""
+        ...
+
+    def reindex(self, kind: str | None, hnsw: tuple[int | None, int | None, int | None], force: bool) -> ReindexReport:
+        """Rebuild the derived indexes (vector index of ``kind``, HNSW (m, ef_construction,
+        ef_search) where given; keyword index); what is current is left alone unless ``force``."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """Counts, model, index, size and time span, as JSON-ready values."""
+        ...
+
+    def doctor(self, repair: bool) -> tuple[list[Check], list[str]]:
+        """Every check of the store (after repairing what can be derived again, with ``repair``),
+        and what was repaired."""
+        ...
+
+    def close(self) -> None:
+        """Release the store (connections, files)."""
+        ...

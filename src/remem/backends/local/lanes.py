@@ -1,0 +1,120 @@
+"""The local back-end's lanes: cosine over the FAISS index (or stored vectors), BM25 over FTS5.
+
+Filters select candidate memories in SQLite first; every lane ranks only those, so ``k`` results are
+the true top ``k`` among the filtered memories. The vector lane scores few candidates exactly (their
+vectors taken from the loaded index), and many through the index with an id selector (an exact
+index is exact; if HNSW returns fewer than it should, the candidates are scored exactly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from remem.backends.base import Scored
+from remem.backends.local.kinds import IndexKind
+from remem.backends.local.records import Records
+from remem.types import Filters
+
+if TYPE_CHECKING:
+    from remem.backends.local.vectors import FloatArray, VectorIndex
+
+#: Up to this many filtered candidates are scored exactly from their stored vectors.
+EXACT_CANDIDATES = 20_000
+
+def _exact_scores(records: Records, vector: FloatArray, vector_ids: Sequence[int], k: int) -> list[Scored]:
+    """Top ``k`` (vector id, cosine) among the given stored vectors, by exact scoring."""
+    import numpy as np  # noqa: PLC0415 - keeps numpy off the startup path of list/export
+
+    best: list[Scored] = []
+    for chunk in records.iter_vectors(vector_ids):
+        ids = [vid for vid, _ in chunk]
+        matrix = np.frombuffer(b"".join(blob for _, blob in chunk), dtype="<f4").reshape(len(chunk), -1)
+        best = _top([*(i for i, _ in best), *ids], [*(s for _, s in best), *(matrix @ vector).tolist()], k)
+    return best
+
+
+def _top(ids: Sequence[int], scores: Sequence[float], k: int) -> list[Scored]:
+    return sorted(zip(ids, scores, strict=True), key=lambda pair: (-pair[1], pair[0]))[:k]
+
+
+def _candidate_scores(
+    records: Records, index: VectorIndex, vector: FloatArray, among: list[int], k: int
+) -> list[Scored]:
+    """Exact top ``k`` among few candidates: their vectors from the loaded index (else from SQLite)."""
+    try:
+        matrix = index.vectors(among)
+    except KeyError:  # the index lacks one of them: score the stored vectors instead
+        return _exact_scores(records, vector, among, k)
+    return _top(among, (matrix @ vector).tolist(), k)
+
+
+def _vector_hits(
+    records: Records, index: VectorIndex, vector: FloatArray, k: int, filters: Filters
+) -> list[Scored]:
+    """Top ``k`` (vector id, cosine) among the vectors of the filtered memories."""
+    among = None if filters.is_empty() else records.candidate_vector_ids(filters)
+    if among is not None and len(among) <= EXACT_CANDIDATES:
+        return _candidate_scores(records, index, vector, among, k)
+    hits = index.search(vector, k, among)
+    expected = min(k, len(among) if among is not None else index.size - len(index.tombstones))
+    if index.kind is IndexKind.HNSW and len(hits) < expected:  # the graph walk ran dry
+        hits = index.search(vector, k, among, ef_search=max(4 * k, 16 * index.header.hnsw.ef_search))
+        if len(hits) < expected:
+            hits = _exact_scores(records, vector, among if among is not None else records.vector_ids(), k)
+    return hits
+
+
+def _vector_rank(
+    records: Records, index: VectorIndex, vector: FloatArray, k: int, filters: Filters
+) -> list[Scored]:
+    """Top ``k`` (memory id, cosine), a memory scoring as its best vector (window).
+
+    When long memories fill the top vectors with several windows each, more vectors are fetched
+    until ``k`` distinct memories are found or there are no more.
+    """
+    fetch = k
+    while True:
+        hits = _vector_hits(records, index, vector, fetch, filters)
+        best = _best_per_memory(records, hits)
+        if len(best) >= k or len(hits) < fetch:
+            return best[:k]
+        fetch *= 2
+
+
+def _best_per_memory(records: Records, hits: list[Scored]) -> list[Scored]:
+    owner = records.memory_of_vectors([vid for vid, _ in hits])
+    best: dict[int, float] = {}
+    for vid, score in hits:
+        mid = owner.get(vid)
+        if mid is not None and score > best.get(mid, -2.0):
+            best[mid] = score
+    return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def _memory_cosines(records: Records, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
+    """(memory id, cosine of its best vector), best first, scored exactly."""
+    owner = {
+        vid: mid for mid, windows in records.vectors_of_memories(memory_ids).items() for vid, _ in windows
+    }
+    best: dict[int, float] = {}
+    for vid, score in _exact_scores(records, vector, list(owner), len(owner)):
+        best[owner[vid]] = max(score, best.get(owner[vid], -2.0))
+    return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+class LocalVectorLane:
+    """The vector lane over one synced index and the store's records."""
+
+    def __init__(self, records: Records, index: VectorIndex) -> None:
+        """Rank with ``index`` (level with ``records``)."""
+        self._records = records
+        self._index = index
+
+    def top(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
+        """Exact top ``k`` (memory id, cosine of its best window) among the filtered memories."""
+        return _vector_rank(self._records, self._index, vector, k, filters)
+
+    def cosines(self, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
+        """(memory id, cosine of its best window), best first, scored exactly."""
+        return _memory_cosines(self._records, vector, memory_ids)

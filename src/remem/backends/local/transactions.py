@@ -1,0 +1,25 @@
+"""The local back-end's one transaction helper: every write to the database goes through it."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+
+
+@contextlib.contextmanager
+def atomic(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``; on any exception a ``ROLLBACK`` (only if a transaction is
+    open, so the original error is never hidden by a failing rollback), then the exception re-raised.
+
+    The connection must be in autocommit mode (``isolation_level=None``); transactions do not nest.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise

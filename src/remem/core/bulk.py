@@ -1,0 +1,72 @@
+"""Adding many memories in one transaction: dedup first (duplicates are never embedded), reuse
+vectors an export carried when the store's model made them, embed the rest in chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from remem.reports import BulkResult
+from remem.types import text_sha256
+
+if TYPE_CHECKING:
+    from remem.backends.base import Backend, ProgressFn
+    from remem.embedders.base import Embedder
+    from remem.embedders.pooling import FloatArray
+    from remem.ingest import Entry
+
+EMBED_CHUNK = 256
+
+
+def split_duplicates(backend: Backend, entries: Sequence[Entry]) -> tuple[list[Entry], list[Entry]]:
+    """(entries to store, duplicates of a stored memory or of an earlier entry)."""
+    fresh, duplicates, seen = [], [], set()
+    for entry in entries:
+        memory = entry.memory
+        key = (text_sha256(memory.text), memory.user or "", memory.conversation or "")
+        if key in seen or backend.find_duplicate(memory) is not None:
+            duplicates.append(entry)
+        else:
+            seen.add(key)
+            fresh.append(entry)
+    return fresh, duplicates
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[str], progress: ProgressFn | None) -> list[FloatArray]:
+    """Each text's window vectors, embedded in chunks; ``progress(done, total)`` after each chunk."""
+    embedded: list[FloatArray] = []
+    for start in range(0, len(texts), EMBED_CHUNK):
+        embedded.extend(embedder.embed_documents(texts[start : start + EMBED_CHUNK]).windows)
+        if progress is not None:
+            progress(len(embedded), len(texts))
+    return embedded
+
+
+def store_entries(
+    backend: Backend,
+    embedder: Callable[[], Embedder],
+    entries: Sequence[Entry],
+    progress: ProgressFn | None = None,
+) -> BulkResult:
+    """Store entries in one transaction (see the module docstring); ``embedder`` is called only
+    when something needs embedding or checking."""
+    import numpy as np  # noqa: PLC0415 - keeps numpy off the startup path
+
+    result = BulkResult()
+    fresh, duplicates = split_duplicates(backend, entries)
+    if fresh:
+        model = embedder()
+        stamp = model.info
+        windows: list[FloatArray | None] = [None] * len(fresh)
+        for row, entry in enumerate(fresh):
+            if entry.vector is not None and entry.model == stamp:
+                windows[row] = np.frombuffer(entry.vector, dtype="<f4").reshape(-1, stamp.dim)
+                result.reused_vectors += 1
+        todo = [row for row, found in enumerate(windows) if found is None]
+        for row, rows in zip(todo, embed_texts(model, [fresh[r].memory.text for r in todo], progress), strict=True):
+            windows[row] = rows
+        added = backend.add_many([e.memory for e in fresh], [w for w in windows if w is not None], stamp)
+        result.added = [r.id for r in added if not r.duplicate]
+        result.duplicates = [r.id for r in added if r.duplicate]  # added by another process meanwhile
+    result.duplicates += [backend.find_duplicate(entry.memory) or -1 for entry in duplicates]
+    return result

@@ -1,0 +1,299 @@
+"""``Memories``: one store and its model, with everything a front-end does to memories.
+
+It adds (dedup first: re-adding a text loads no model), searches (the re-embed retry, fusion in
+``ranking``), lists, edits, forgets, packs context, exports and imports, and maintains the store.
+It never prints: what a person should hear comes back as ``notes`` and ``warnings``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from remem.core import arguments, bulk, ranking, upkeep
+from remem.core.context import ContextItem, Merge, merge
+from remem.errors import InvalidInputError, MemoryNotFoundError, ModelChangedError
+from remem.inputs import check_min_score
+from remem.reports import BulkResult, Check, DoctorReport, ForgetResult, SearchResult
+from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
+
+if TYPE_CHECKING:
+    from remem.backends.base import Backend, ProgressFn
+    from remem.core.models import ModelCatalog
+    from remem.embedders.base import Embedder
+    from remem.ingest import Entry
+
+#: Chosen by measurement on SciFact and the memory-shaped set in tests/data (see README).
+DEFAULT_SEARCH_MODE = SearchMode.HYBRID
+DEFAULT_SEARCH_LIMIT = 5
+DEFAULT_LIST_LIMIT = 20
+
+
+class Memories:
+    """A store of memories and the model that embeds them. Use ``remem.open``; close when done
+    (or use it as a context manager)."""
+
+    def __init__(self, backend: Backend, catalog: ModelCatalog, embedder: Embedder | None = None) -> None:
+        """Serve ``backend``; models come from ``catalog`` unless ``embedder`` is given."""
+        self.backend = backend
+        self.catalog = catalog
+        self._embedder = embedder
+        self._checked = False
+        #: What a person should know about what happened (e.g. the model a new store chose).
+        self.notes: list[str] = []
+
+    @property
+    def warnings(self) -> list[str]:
+        """Problems the store repaired by itself while serving (e.g. a rebuilt index file)."""
+        return self.backend.warnings
+
+    @property
+    def location(self) -> str:
+        """Where the store is."""
+        return self.backend.location
+
+    @property
+    def model(self) -> ModelInfo | None:
+        """The model whose vectors the store holds, or None while it holds none."""
+        return self.backend.model
+
+    def close(self) -> None:
+        """Release the store."""
+        self.backend.close()
+
+    def __enter__(self) -> Memories:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def embedder(self) -> Embedder:
+        """The store's embedder, loaded on first use (a new store chooses its model, with a note)
+        and checked against the store's model (ModelMismatchError)."""
+        if self._embedder is None:
+            loaded, note = self.catalog.for_store(self.backend.model, self.location)
+            self._embedder = loaded
+            if note:
+                self.notes.append(note)
+        if not self._checked:
+            self.backend.check_model(self._embedder.info)
+            self._checked = True
+        return self._embedder
+
+    # --- adding ----------------------------------------------------------------------------------
+
+    def add(
+        self,
+        text: str,
+        *,
+        user: str | None = None,
+        conversation: str | None = None,
+        role: str | None = None,
+        tags: Sequence[str] = (),
+        meta: Mapping[str, str] | None = None,
+        created_at: str | datetime | None = None,
+    ) -> AddResult:
+        """Store one memory; the same text in the same user/conversation is stored once (the
+        existing id comes back with ``duplicate=True``, and no model is loaded)."""
+        memory = arguments.new_memory(text, user, conversation, role, tags, meta, created_at)
+        existing = self.backend.find_duplicate(memory)
+        if existing is not None:
+            return AddResult(id=existing, duplicate=True)
+        embedder = self.embedder()
+        vectors = embedder.embed_documents([memory.text]).windows[0]
+        return self.backend.add_many([memory], [vectors], embedder.info)[0]
+
+    def add_many(self, memories: Iterable[NewMemory | str], *, progress: ProgressFn | None = None) -> BulkResult:
+        """Store many memories in one transaction: all or nothing; duplicates are reported, not
+        stored, never embedded. ``progress(done, total)`` is called as texts are embedded."""
+        from remem.ingest import Entry  # noqa: PLC0415
+
+        entries = []
+        for line, item in enumerate(memories, start=1):
+            memory = NewMemory(item) if isinstance(item, str) else item
+            entries.append(Entry(line, arguments.checked(memory)))
+        return self.add_entries(entries, progress=progress)
+
+    def add_entries(self, entries: Sequence[Entry], *, progress: ProgressFn | None = None) -> BulkResult:
+        """Store parsed input entries (``remem.ingest``) in one transaction, reusing the vectors an
+        export carried when this store's model made them."""
+        return bulk.store_entries(self.backend, self.embedder, entries, progress)
+
+    def import_(
+        self, records: Iterable[Mapping[str, Any]], *, skip_invalid: bool = False, progress: ProgressFn | None = None
+    ) -> BulkResult:
+        """Add the records of an ``export`` (ids kept where unused, timestamps, vectors of this
+        store's model reused) in one transaction. A bad record raises InvalidInputError naming it
+        and nothing is added, unless ``skip_invalid`` (then its number is in ``skipped``)."""
+        from remem.ingest import export_entry  # noqa: PLC0415
+
+        entries, skipped = [], []
+        for number, record in enumerate(records, start=1):
+            try:
+                entries.append(export_entry(record, number))
+            except InvalidInputError as exc:
+                if not skip_invalid:
+                    raise InvalidInputError(f"record {number}: {exc}; nothing was imported") from None
+                skipped.append(number)
+        result = self.add_entries(entries, progress=progress)
+        result.skipped = skipped
+        return result
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = DEFAULT_SEARCH_LIMIT,
+        mode: SearchMode | str = DEFAULT_SEARCH_MODE,
+        min_score: float | None = None,
+        where: Filters | None = None,
+        **filters: Any,
+    ) -> SearchResult:
+        """The ``k`` best memories for ``query`` among those the filters select, best first.
+
+        ``mode``: hybrid (default; both lanes fused), vector (cosine) or keyword (BM25, loads no
+        model). ``min_score`` is a raw cosine: hits below it are left out (not in keyword mode).
+        Filters: ``where=Filters(...)`` or the keywords of ``Filters.of`` (user, tags, since…).
+        """
+        text, mode = arguments.text(query, "query"), SearchMode(mode)
+        threshold = check_min_score(min_score)
+        if threshold is not None and mode is SearchMode.KEYWORD:
+            raise InvalidInputError("--min-score is a cosine; use it with --mode vector or hybrid")
+        chosen = arguments.filters(where, filters)
+        if k < 1:
+            raise InvalidInputError("k must be at least 1")
+        if mode is not SearchMode.KEYWORD and self.backend.model is None:
+            return SearchResult()  # nothing to rank by meaning, and no model to choose
+        for attempt in range(2):
+            vector, stamp, notes = None, None, ()
+            if mode is not SearchMode.KEYWORD:  # keyword search never loads the model
+                embedder = self.embedder()
+                embedded = embedder.embed_queries([text])
+                vector, stamp = embedded.vectors[0], embedder.info
+                notes = arguments.dropped_note(embedded.dropped_tokens[0])
+            try:
+                result = ranking.run_search(
+                    self.backend, text, vector, k, chosen, mode=mode, min_score=threshold, embedded_with=stamp
+                )
+                return replace(result, notes=notes)
+            except ModelChangedError:
+                if attempt:
+                    raise
+                self._embedder, self._checked = None, False
+        raise AssertionError("unreachable")
+
+    def list(self, *, limit: int = DEFAULT_LIST_LIMIT, where: Filters | None = None, **filters: Any) -> list[Memory]:
+        """Up to ``limit`` memories the filters select, newest first."""
+        return self.backend.newest(arguments.filters(where, filters), limit)
+
+    def get(self, memory_id: int) -> Memory:
+        """One memory; MemoryNotFoundError if there is none."""
+        found = self.backend.get_many([memory_id])
+        if memory_id not in found:
+            raise MemoryNotFoundError([memory_id])
+        return found[memory_id]
+
+    def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
+        """The memories with these ids (missing ids are absent)."""
+        return self.backend.get_many(memory_ids)
+
+    def iter(self, *, where: Filters | None = None, **filters: Any) -> Iterator[Memory]:
+        """Every memory the filters select, in id order, streamed."""
+        return self.backend.iter_all(arguments.filters(where, filters))
+
+    def context(
+        self,
+        query: str | None = None,
+        *,
+        recent: int = 10,
+        similar: int = 5,
+        merge_as: Merge | str = Merge.APPEND,
+        min_score: float | None = None,
+        where: Filters | None = None,
+        **filters: Any,
+    ) -> list[ContextItem]:
+        """What an assistant should see: the ``recent`` newest memories and the ``similar`` most
+        similar to ``query`` (hybrid search), merged as asked, each memory once."""
+        chosen = arguments.filters(where, filters)
+        newest = self.backend.newest(chosen, recent) if recent else []
+        found: list[Memory] = []
+        if similar and query is not None and self.backend.model is not None:
+            hits = self.search(query, k=similar, min_score=min_score, where=chosen)
+            found = [hit.memory for hit in hits]
+        return merge(newest, found, Merge(merge_as))
+
+    # --- changing --------------------------------------------------------------------------------
+
+    def edit(self, memory_id: int, text: str) -> Memory:
+        """Replace a memory's text (re-embedded), keeping its id and created_at; sets updated_at.
+        MemoryNotFoundError if there is none (nothing is loaded or changed)."""
+        text = arguments.text(text)
+        if not self.backend.get_many([memory_id]):
+            raise MemoryNotFoundError([memory_id])
+        embedder = self.embedder()
+        vectors = embedder.embed_documents([text]).windows[0]
+        return self.backend.edit(memory_id, text, vectors, embedder.info)
+
+    def forget(
+        self, ids: Iterable[int] | None = None, *, where: Filters | None = None, dry_run: bool = False
+    ) -> ForgetResult:
+        """Delete memories by id, or every memory ``where`` selects (at least one filter). With
+        ``dry_run`` nothing is deleted. The result names what was (would be) forgotten and the
+        ids asked for that do not exist."""
+        if (ids is None) == (where is None):
+            raise InvalidInputError("give memory ids, or --where with filters (not both)")
+        if where is not None and where.is_empty():
+            raise InvalidInputError("--where needs at least one filter (to forget everything, delete the store)")
+        chosen = self.backend.candidate_ids(where) if where is not None else sorted(set(ids or []))
+        found = self.backend.get_many(chosen)
+        missing = tuple(sorted(set(chosen) - set(found)))
+        ids = sorted(found)
+        if ids and not dry_run:
+            ids = self.backend.forget(ids)
+        return ForgetResult(tuple(found[i] for i in ids), missing, dry_run)
+
+    # --- moving and maintaining ------------------------------------------------------------------
+
+    def export(
+        self, *, with_vectors: bool = False, where: Filters | None = None, **filters: Any
+    ) -> Iterator[dict[str, Any]]:
+        """Every memory the filters select, in id order, as remem's lossless JSON records (what
+        ``import_`` reads back); ``with_vectors`` adds each memory's window vectors and their model."""
+        return upkeep.export_records(self.backend, arguments.filters(where, filters), with_vectors)
+
+    def reindex(
+        self,
+        *,
+        index: str | None = None,
+        hnsw: tuple[int | None, int | None, int | None] = (None, None, None),
+        model: str | None = None,
+        force: bool = False,
+        progress: ProgressFn | None = None,
+    ) -> upkeep.ReindexOutcome:
+        """Rebuild the derived indexes (``index``: exact, hnsw or auto; ``hnsw``: m, ef_construction,
+        ef_search); with ``model`` re-embed every memory with that model first (staged, resumable,
+        swapped in at once; with ``force`` even when it is the store's model already)."""
+        outcome = upkeep.reindex(self.backend, self.catalog, index, hnsw, model, force, progress)
+        self._embedder, self._checked = (None, False) if model is not None else (self._embedder, self._checked)
+        return outcome
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by user, conversation, tag and role; model, index, disk size, oldest and newest."""
+        return self.backend.stats()
+
+    def doctor(self, *, repair: bool = False) -> DoctorReport:
+        """Check the store and its model files; with ``repair`` first rebuild what can be derived."""
+        return upkeep.doctor(self.backend, self._model_check, repair)
+
+    def _model_check(self) -> Check:
+        if self.backend.model is None:
+            return Check("model", True, "none recorded yet")
+        try:
+            detail = self.catalog.verify_in_use(self.embedder())
+        except Exception as exc:  # any failure to find or verify the model is the finding
+            return Check("model", False, str(exc))
+        return Check("model", True, detail)

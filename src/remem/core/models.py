@@ -1,0 +1,250 @@
+"""Which models remem can run and which one a store uses: the catalog of built-in models (bundled or
+pulled), a user's own model directory, the optimised variants, and the checks that keep a store on
+its model.
+
+A new store takes, in order: the user's own model (``model_dir``); bge-small-en-v1.5 when it has
+been pulled; the bundled all-minilm-l6-v2 — and says so in a note. After that a store keeps its
+model: another one is refused (``Backend.check_model``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from remem.errors import EmbedderError, ModelMismatchError
+
+if TYPE_CHECKING:
+    from remem.embedders.base import Embedder
+    from remem.embedders.cache import ModelCache
+    from remem.embedders.runner import OnnxEmbedder
+    from remem.embedders.spec import ModelFiles, ModelSpec
+    from remem.types import ModelInfo
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """One installed file that ``verify`` re-hashed: ``problem`` is None when it is intact."""
+
+    model: str
+    path: str
+    problem: str | None
+
+
+@functools.lru_cache(maxsize=2)
+def _own_model(directory: Path) -> tuple[ModelSpec, ModelFiles]:
+    """A user's own model, described (and its files hashed) once per process."""
+    from remem.embedders.custom import load_model_dir  # noqa: PLC0415
+
+    return load_model_dir(directory)
+
+
+class ModelCatalog:
+    """The models of one installation: ``models_dir`` (pulled models), ``model_dir`` (a user's own)."""
+
+    def __init__(self, models_dir: Path, model_dir: Path | None = None) -> None:
+        """Look for pulled models in ``models_dir`` and for a user's own model in ``model_dir``."""
+        self.models_dir = models_dir
+        self.model_dir = model_dir
+
+    @property
+    def cache(self) -> ModelCache:
+        """Where pulled models (and optimised variants) live."""
+        from remem.embedders.cache import ModelCache  # noqa: PLC0415
+
+        return ModelCache(self.models_dir)
+
+    def own_model(self) -> tuple[ModelSpec, ModelFiles] | None:
+        """The user's own model, or None when no ``model_dir`` was given."""
+        return None if self.model_dir is None else _own_model(self.model_dir)
+
+    def spec(self, name: str) -> ModelSpec:
+        """A built-in model's description; EmbedderError if remem does not know the name."""
+        from remem.embedders.registry import get_spec  # noqa: PLC0415
+
+        return get_spec(name)
+
+    def resolve(self, name: str) -> tuple[ModelSpec, ModelFiles]:
+        """A model by name: the user's own when its name matches, else a built-in one (installed),
+        its optimised variant preferred when one was made."""
+        own = self.own_model()
+        if own is not None and own[0].name == name:
+            return own
+        spec = self.spec(name)
+        return spec, self._prefer_variant(spec, self.cache.locate(spec))
+
+    def _prefer_variant(self, spec: ModelSpec, files: ModelFiles) -> ModelFiles:
+        from remem.embedders.variants import find_variant  # noqa: PLC0415
+
+        variant = find_variant(self.cache, spec)
+        return files if variant is None else replace(files, model=variant)
+
+    def new_store_model(self) -> tuple[ModelSpec, ModelFiles, str]:
+        """The model a new store takes, its files, and the note that says which and why."""
+        from remem.embedders.registry import BUNDLED_MODEL, PREFERRED_MODEL  # noqa: PLC0415
+
+        own = self.own_model()
+        if own is not None:
+            return (*own, f"New store: using your model {own[0].name} from {own[1].model.parent}.")
+        cache = self.cache
+        if cache.is_installed(PREFERRED_MODEL):
+            chosen = PREFERRED_MODEL
+            note = f"New store: using {chosen.name} ({chosen.dim}-d); the store keeps this model."
+        else:
+            chosen = BUNDLED_MODEL
+            note = (
+                f"New store: using the bundled {chosen.name}. For better search, stop and run "
+                f"`remem model pull {PREFERRED_MODEL.name}` ({PREFERRED_MODEL.size / 1e6:.0f} MB, once) "
+                f"before the first add, or switch later with `remem reindex --model {PREFERRED_MODEL.name}`."
+            )
+        return chosen, self._prefer_variant(chosen, cache.locate(chosen)), note
+
+    def load(self, name: str, *, verify: bool) -> OnnxEmbedder:
+        """The embedder of a model by name. With ``verify`` a built-in model's files are hashed
+        against their pinned sha256 first (an own model is hashed whenever it is described)."""
+        return self._embedder(*self.resolve(name), verify=verify)
+
+    def _embedder(self, spec: ModelSpec, files: ModelFiles, *, verify: bool) -> OnnxEmbedder:
+        from remem.embedders.registry import is_builtin  # noqa: PLC0415
+        from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
+        from remem.embedders.spec import verify_model_files  # noqa: PLC0415
+
+        if verify and is_builtin(spec):
+            verify_model_files(spec, self.cache.files(spec))
+        return OnnxEmbedder(spec, files)
+
+    def for_store(self, recorded: ModelInfo | None, location: str) -> tuple[OnnxEmbedder, str | None]:
+        """The embedder for a store's recorded model (a new store's choice when None) and a note
+        when a choice was made. The caller checks it against the store (``check_model``)."""
+        from remem.embedders.registry import known_models  # noqa: PLC0415
+
+        if recorded is None:
+            spec, files, note = self.new_store_model()
+            return self._embedder(spec, files, verify=True), note
+        own = self.own_model()
+        builtin = [spec.name for spec in known_models()]
+        if own is None and recorded.name not in builtin:
+            raise ModelMismatchError(
+                f"the store at {location} holds vectors of model {recorded.name} ({recorded.dim}-d), "
+                f"which this remem cannot run (built in: {', '.join(builtin)}); if it is your own model, "
+                "pass --model-dir DIR (or set REMEM_MODEL_DIR) before the command"
+            )
+        # An own model given for a store of another model is refused by check_model, like any other.
+        return self.load(own[0].name if own is not None else recorded.name, verify=False), None
+
+    def verify_in_use(self, embedder: Embedder) -> str:
+        """Re-hash the files an ONNX embedder runs (a built-in model's originals against their pinned
+        sha256, its optimised variant against its record); returns what was checked, raises
+        EmbedderError naming a damaged file. Other embedders are not checked."""
+        from remem.embedders.registry import is_builtin  # noqa: PLC0415
+        from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
+        from remem.embedders.spec import verify_model_files  # noqa: PLC0415
+        from remem.embedders.variants import verify_variant  # noqa: PLC0415
+
+        if not isinstance(embedder, OnnxEmbedder):
+            return f"{embedder.info.name} (supplied by the caller; not verified)"
+        spec = embedder.spec
+        if not is_builtin(spec):
+            verify_model_files(spec, embedder.files)
+        else:
+            originals = self.cache.files(spec)
+            verify_model_files(spec, originals)
+            if embedder.files.model != originals.model and (problem := verify_variant(self.cache, spec)):
+                raise EmbedderError(f"the optimized variant is damaged: {problem}; run `remem model optimize`")
+        return f"{spec.name} files verified (sha256)"
+
+    def describe(self, store_model: str | None = None) -> list[dict[str, Any]]:
+        """Every model known here as JSON-ready rows: name, dim, pooling, max_tokens, size_bytes,
+        state (bundled / installed / not installed, optimized; your own), whether ``store_model``."""
+        from remem.embedders.registry import known_models  # noqa: PLC0415
+
+        described = [(spec, self._state(spec)) for spec in known_models()]
+        own = self.own_model()
+        if own is not None:
+            described.append((own[0], "your own"))
+        return [
+            {
+                "name": spec.name,
+                "dim": spec.dim,
+                "pooling": spec.pooling.value,
+                "max_tokens": spec.max_tokens,
+                "size_bytes": spec.size,
+                "state": state,
+                "store": spec.name == store_model,
+                "license": spec.license,
+                "source": spec.source,
+            }
+            for spec, state in described
+        ]
+
+    def describe_one(self, name: str) -> dict[str, Any]:
+        """The row of one built-in model (see ``describe``); EmbedderError for an unknown name."""
+        spec = self.spec(name)
+        return next(row for row in self.describe() if row["name"] == spec.name)
+
+    def _state(self, spec: ModelSpec) -> str:
+        from remem.embedders.variants import find_variant  # noqa: PLC0415
+
+        if not spec.downloadable:
+            state = "bundled"
+        elif self.cache.is_installed(spec):
+            state = "installed"
+        else:
+            return "not installed"
+        return f"{state}, optimized" if find_variant(self.cache, spec) is not None else state
+
+    def pull(
+        self,
+        name: str,
+        endpoint: str,
+        user_agent: str,
+        progress: Callable[[int], Any] | None = None,
+        proxies: Mapping[str, str] | None = None,
+    ) -> Path:
+        """Download a built-in model's files once from ``endpoint`` (a Hugging Face hub or mirror),
+        verify their sha256, install them; returns the model's directory."""
+        files = self.cache.pull(self.spec(name), endpoint, user_agent, progress, proxies)
+        return files.model.parent
+
+    def verify(self, name: str | None = None) -> list[FileProblem]:
+        """Re-hash every installed file (and optimised variant) of one model or all; a model that
+        is not installed gives one row with path "" and problem None."""
+        from remem.embedders.registry import known_models  # noqa: PLC0415
+        from remem.embedders.variants import verify_variant  # noqa: PLC0415
+
+        rows = []
+        for spec in known_models() if name is None else (self.spec(name),):
+            checks = self.cache.verify(spec)
+            if not checks:
+                rows.append(FileProblem(spec.name, "", None))
+            rows += [FileProblem(spec.name, str(c.path), c.problem) for c in checks]
+            problem = verify_variant(self.cache, spec)
+            if problem is not None:
+                rows.append(FileProblem(f"{spec.name} (optimized)", "", problem))
+        return rows
+
+    def path(self, name: str) -> Path | None:
+        """The ONNX file of an installed model, or None when it is not installed."""
+        spec = self.spec(name)
+        return self.cache.files(spec).model if self.cache.is_installed(spec) else None
+
+    def optimize(self, name: str) -> tuple[Path, float]:
+        """Build, verify and install a model's int8 variant; its path and its agreement (mean cosine)
+        with the original. EmbedderError, nothing kept, when it agrees too little."""
+        import onnxruntime  # noqa: PLC0415
+
+        from remem.embedders import variants  # noqa: PLC0415
+
+        spec = self.spec(name)
+        runtime = f"onnxruntime {onnxruntime.__version__}"
+        record = variants.make_variant(self.cache, spec, self.cache.locate(spec), runtime)
+        return self.cache.directory(spec) / variants.VARIANT_FILE, record.agreement
+
+    def remove_optimized(self, name: str) -> bool:
+        """Delete a model's optimised variant; True when there was one."""
+        from remem.embedders.variants import remove_variant  # noqa: PLC0415
+
+        return remove_variant(self.cache, self.spec(name))

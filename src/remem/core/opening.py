@@ -1,0 +1,55 @@
+"""``remem.open``: the one place that resolves remem's documented defaults from the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from remem.config import resolve_model_dir, resolve_models_dir, resolve_store_dir
+from remem.core.memories import Memories
+from remem.core.models import ModelCatalog
+
+if TYPE_CHECKING:
+    from remem.embedders.base import Embedder
+
+
+def model_catalog(
+    *,
+    models_dir: str | Path | None = None,
+    model_dir: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ModelCatalog:
+    """The models this installation can run: pulled ones in ``models_dir`` (default
+    ``$REMEM_MODELS``, else the user cache directory) and a user's own in ``model_dir`` (default
+    ``$REMEM_MODEL_DIR``, else none). ``environ`` replaces ``os.environ`` for the defaults."""
+    env = os.environ if environ is None else environ
+    models = Path(models_dir).expanduser().absolute() if models_dir is not None else resolve_models_dir(env)
+    own = resolve_model_dir(None if model_dir is None else Path(model_dir), env)
+    return ModelCatalog(models, own)
+
+
+def open(  # noqa: A001 - remem.open, like io.open, is the entry point
+    store: str | Path | None = None,
+    *,
+    create: bool = True,
+    model_dir: str | Path | None = None,
+    models_dir: str | Path | None = None,
+    embedder: Embedder | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Memories:
+    """Open (with ``create``, make) the store in directory ``store`` and return its ``Memories``.
+
+    ``store`` defaults to ``$REMEM_HOME``, else the user data directory; ``model_dir`` and
+    ``models_dir`` as in ``model_catalog``. ``embedder`` replaces the model choice (for tests, or a
+    model of your own in Python); the store still refuses vectors of a model it does not hold.
+    Raises StoreNotFoundError when there is no store and ``create`` is false, StoreError when the
+    directory is unusable, StoreCorruptError when its database is damaged.
+    """
+    from remem.backends.local import LocalBackend  # noqa: PLC0415
+
+    env = os.environ if environ is None else environ
+    directory = resolve_store_dir(None if store is None else Path(store), env)
+    catalog = model_catalog(models_dir=models_dir, model_dir=model_dir, environ=env)
+    return Memories(LocalBackend.open(directory, create=create), catalog, embedder)

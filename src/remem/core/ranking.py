@@ -1,0 +1,145 @@
+"""Ranking above any back-end: the lanes' results in each mode, and their fusion (RRF).
+
+Hybrid search pools each lane's top ``depth`` and then lets *both* lanes rank every pooled memory —
+the vector lane by its exact cosine (pooled memories beyond its top ``depth`` rank after it, by
+cosine), the keyword lane by BM25 among the pooled memories that match at least
+``MIN_KEYWORD_COVERAGE`` (a fifth) of the query's IDF-weighted terms (the others get no keyword
+rank). Each memory's fused score is Reciprocal Rank Fusion: the sum over lanes of 1 / (RRF_K + rank).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from remem.reports import SearchResult
+from remem.types import Filters, Hit, Lane, ModelInfo, SearchMode
+
+if TYPE_CHECKING:
+    from remem.backends.base import Backend, Scored, VectorLane
+    from remem.embedders.pooling import FloatArray
+
+#: The RRF constant of Cormack, Clarke & Büttcher (SIGIR 2009); it damps the weight of the top
+#: ranks so that one lane's first place does not outvote agreement between lanes.
+RRF_K = 60
+#: In hybrid mode a keyword match counts only if it matches at least this share of the query's
+#: IDF-weighted terms: one common word shared by chance ("flow", "server") must not outvote meaning,
+#: while a rare identifier carries most of a query's weight on its own.
+MIN_KEYWORD_COVERAGE = 0.2
+#: How deep each lane looks before fusion: at least this many, and at least 4 × the requested k.
+MIN_HYBRID_DEPTH = 100
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A memory id with its lanes, before the memory itself is fetched."""
+
+    id: int
+    score: float
+    vector: Lane | None
+    keyword: Lane | None
+
+
+def _ranked(scored: Sequence[Scored]) -> list[tuple[int, tuple[float, Lane]]]:
+    return [(mid, (score, Lane(place, score))) for place, (mid, score) in enumerate(scored, start=1)]
+
+
+def _lanes(scored: Sequence[Scored]) -> dict[int, Lane]:
+    return {mid: lane for mid, (_, lane) in _ranked(scored)}
+
+
+def fuse(vector_ranked: Sequence[Scored], keyword_ranked: Sequence[Scored]) -> list[Ranked]:
+    """Reciprocal Rank Fusion of two best-first (id, score) lists, best first.
+
+    Ties are broken by the better vector score, then the smaller id, so the order is deterministic.
+    """
+    vector, keyword = _lanes(vector_ranked), _lanes(keyword_ranked)
+    fused = []
+    for mid in vector.keys() | keyword.keys():
+        lanes = (vector.get(mid), keyword.get(mid))
+        score = sum(1.0 / (RRF_K + lane.rank) for lane in lanes if lane is not None)
+        fused.append(Ranked(mid, score, *lanes))
+    return sorted(fused, key=lambda r: (-r.score, -(r.vector.score if r.vector else -2.0), r.id))
+
+
+def _substantial(backend: Backend, text: str, scored: list[Scored]) -> list[Scored]:
+    """Keep the keyword matches that cover at least MIN_KEYWORD_COVERAGE of the query's term weight."""
+    if not scored:
+        return scored
+    coverage = backend.keyword_coverage(text, [mid for mid, _ in scored])
+    return [(mid, score) for mid, score in scored if coverage[mid] >= MIN_KEYWORD_COVERAGE]
+
+
+def hybrid_rank(
+    backend: Backend, lane: VectorLane, text: str, vector: FloatArray, k: int, filters: Filters
+) -> list[Ranked]:
+    """Both lanes over the same filtered memories, pooled and fused (see the module docstring)."""
+    depth = max(MIN_HYBRID_DEPTH, 4 * k)
+    by_vector = lane.top(vector, depth, filters)
+    by_keyword = _substantial(backend, text, backend.keyword_top(text, filters, depth))
+    seen = {mid for mid, _ in by_vector}
+    extra = [mid for mid, _ in by_keyword if mid not in seen]
+    if extra:
+        by_vector = by_vector + lane.cosines(vector, extra)
+    matched = {mid for mid, _ in by_keyword}
+    missing = [mid for mid, _ in by_vector if mid not in matched]
+    if missing:
+        more = backend.keyword_top(text, filters, len(missing), among=missing)
+        by_keyword = by_keyword + _substantial(backend, text, more)
+    return fuse(by_vector, by_keyword)
+
+
+def rank(
+    backend: Backend,
+    lane: VectorLane | None,
+    text: str,
+    vector: FloatArray | None,
+    k: int,
+    filters: Filters,
+    mode: SearchMode,
+) -> list[Ranked]:
+    """The best memories for a query in the given mode, best first, at most ``k`` (hybrid: the pool)."""
+    if mode is SearchMode.KEYWORD:
+        by_keyword = backend.keyword_top(text, filters, k)
+        return [Ranked(mid, score, None, lane) for mid, (score, lane) in _ranked(by_keyword)]
+    if lane is None or vector is None:
+        raise ValueError(f"{mode.value} search needs the vector lane and a query vector")
+    if mode is SearchMode.HYBRID:
+        return hybrid_rank(backend, lane, text, vector, k, filters)
+    by_vector = lane.top(vector, k, filters)
+    return [Ranked(mid, score, found, None) for mid, (score, found) in _ranked(by_vector)]
+
+
+def run_search(
+    backend: Backend,
+    text: str,
+    vector: FloatArray | None,
+    k: int,
+    filters: Filters,
+    *,
+    mode: SearchMode = SearchMode.VECTOR,
+    min_score: float | None = None,
+    embedded_with: ModelInfo | None = None,
+) -> SearchResult:
+    """Rank, apply ``min_score`` (a cosine; not for keyword mode), cut to ``k``, fetch the memories.
+
+    A store without vectors finds nothing outside keyword mode. With ``embedded_with``, raises
+    ModelChangedError if the store no longer uses that model (a re-embed was swapped in meanwhile).
+    """
+    if min_score is not None and mode is SearchMode.KEYWORD:
+        raise ValueError("min_score is a cosine; keyword search has none")
+    lane = None
+    if mode is not SearchMode.KEYWORD:
+        if backend.model is None:
+            return SearchResult()
+        lane = backend.vector_lane(embedded_with)
+    ranked = rank(backend, lane, text, vector, k, filters, mode)
+    below = []
+    if min_score is not None:
+        below = [r.vector.score for r in ranked if r.vector is not None and r.vector.score < min_score]
+        ranked = [r for r in ranked if r.vector is not None and r.vector.score >= min_score]
+    ranked = ranked[:k]
+    memories = backend.get_many([r.id for r in ranked])
+    hits = [Hit(memories[r.id], r.score, r.vector, r.keyword) for r in ranked if r.id in memories]
+    return SearchResult(hits, len(below), max(below) if below else None)

@@ -1,0 +1,88 @@
+"""Moving memories out and keeping a store healthy: export records, reindex (with re-embedding),
+doctor — above any back-end."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from remem.errors import InvalidInputError
+from remem.reports import Check, DoctorReport, ReembedReport, ReindexReport
+from remem.types import Filters, Memory, memory_record
+
+if TYPE_CHECKING:
+    from remem.backends.base import Backend, ProgressFn
+    from remem.core.models import ModelCatalog
+
+EXPORT_CHUNK = 1000
+#: The vector index kinds a reindex can ask for ("auto": HNSW from 50,000 vectors up, else exact).
+INDEX_KINDS = ("exact", "hnsw", "auto")
+
+
+@dataclass(frozen=True)
+class ReindexOutcome:
+    """What ``reindex`` did: the re-embedding (None without a model) and the index rebuild."""
+
+    reembedded: ReembedReport | None
+    rebuilt: ReindexReport
+
+
+def _batches(memories: Iterator[Memory], size: int) -> Iterator[list[Memory]]:
+    batch: list[Memory] = []
+    for memory in memories:
+        batch.append(memory)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def export_records(backend: Backend, filters: Filters, with_vectors: bool) -> Iterator[dict[str, Any]]:
+    """Each filtered memory's JSON record in id order; with vectors, ``vector`` holds its windows
+    (``windows`` × dim float32 values, base64) and the model that made them."""
+    model = backend.model if with_vectors else None
+    for batch in _batches(backend.iter_all(filters), EXPORT_CHUNK):
+        vectors = backend.vectors_of_memories([m.id for m in batch]) if model else {}
+        for memory in batch:
+            record = memory_record(memory)
+            windows = vectors.get(memory.id, [])
+            if windows and model is not None:
+                record["vector"] = {
+                    "model": asdict(model),
+                    "windows": len(windows),
+                    "float32_base64": base64.b64encode(b"".join(windows)).decode("ascii"),
+                }
+            yield record
+
+
+def reindex(
+    backend: Backend,
+    catalog: ModelCatalog,
+    index: str | None,
+    hnsw: tuple[int | None, int | None, int | None],
+    model: str | None,
+    force: bool,
+    progress: ProgressFn | None,
+) -> ReindexOutcome:
+    """Re-embed with ``model`` when asked (its files verified first), then rebuild the indexes.
+    Every argument is checked before anything is done."""
+    if index is not None and index not in INDEX_KINDS:
+        raise InvalidInputError(f"--index must be one of {', '.join(INDEX_KINDS)}, not {index!r}")
+    if any(value is not None and value < 2 for value in hnsw):
+        raise InvalidInputError("--hnsw-m, --ef-construction and --ef-search must be at least 2")
+    reembedded = None
+    if model is not None:
+        embedder = catalog.load(model, verify=True)
+        reembedded = backend.reembed(
+            embedder.info, lambda texts: embedder.embed_documents(texts).windows, progress, force
+        )
+    return ReindexOutcome(reembedded, backend.reindex(index, hnsw, force))
+
+
+def doctor(backend: Backend, model_check: Callable[[], Check], repair: bool) -> DoctorReport:
+    """The back-end's checks (after its repairs, with ``repair``) and the model check."""
+    checks, repaired = backend.doctor(repair)
+    return DoctorReport((*checks, model_check()), tuple(repaired))

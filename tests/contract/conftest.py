@@ -1,0 +1,54 @@
+"""The back-ends the contract suite runs against.
+
+Every test in ``tests/contract`` takes the ``backend`` fixture and runs once per name in
+``BACKENDS``. To put a new back-end under the contract, add an opener to ``OPENERS`` (it must give a
+new, empty store for each call with a new ``place``, and the same store again for the same
+``place``) and its name to ``BACKENDS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from remem.backends.local import LocalBackend
+
+if TYPE_CHECKING:
+    from remem.backends.base import Backend
+
+#: Opens the store kept at ``place`` (a test's own directory), creating it if needed.
+Opener = Callable[[Path], "Backend"]
+
+
+def _open_local(place: Path) -> Backend:
+    return LocalBackend.open(place / "store", create=True)
+
+
+OPENERS: dict[str, Opener] = {"local": _open_local}
+BACKENDS = ["local"]
+
+
+@pytest.fixture(params=BACKENDS)
+def open_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Backend]]:
+    """Opens this test's store (new and empty at first; the same store on every call); every
+    back-end it opened is closed after the test."""
+    opener = OPENERS[request.param]
+    opened: list[Backend] = []
+
+    def open_again() -> Backend:
+        backend = opener(tmp_path)
+        opened.append(backend)
+        return backend
+
+    yield open_again
+    for backend in reversed(opened):
+        backend.close()
+
+
+@pytest.fixture
+def backend(open_backend: Callable[[], Backend]) -> Backend:
+    """A new, empty store of each back-end under contract."""
+    return open_backend()

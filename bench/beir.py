@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from remem.embedders.runner import OnnxEmbedder
     from remem.backends.local import LocalBackend, ModelInfo, SearchMode
     from remem.backends.local.vectors import FloatArray
+    from remem.embedders.runner import OnnxEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "scifact"
@@ -292,9 +292,10 @@ def save_run(path: Path, rankings: Rankings, tag: str) -> None:
 def main() -> None:
     """Parse options, build or reuse the store, run the queries, print timings and the table."""
     from remem.commands.modelsel import load_model
+
+    from remem.backends.local import LocalBackend, SearchMode
     from remem.embedders.registry import BUNDLED_MODEL
     from remem.errors import RememError
-    from remem.backends.local import LocalBackend, SearchMode
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(

@@ -77,10 +77,10 @@ def memory_texts(count: int, seed: int = 0) -> list[str]:
 
 def build_store(directory: Path, count: int) -> None:
     """Fill a new store with ``count`` memories embedded by the bundled model."""
+    from remem.backends.local import LocalBackend, ModelInfo, NewMemory
     from remem.embedders.registry import BUNDLED_MODEL, bundled_files
     from remem.embedders.runner import OnnxEmbedder
     from remem.embedders.spec import verify_model_files
-    from remem.backends.local import LocalBackend, ModelInfo, NewMemory
 
     files = bundled_files()
     stamp = ModelInfo(

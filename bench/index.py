@@ -327,8 +327,8 @@ class StoreResult:
 
 def build_store(directory: Path, vectors: FloatArray) -> tuple[float, np.ndarray]:
     """A store holding ``vectors`` under the bundled model's stamp: (seconds, memory id per row)."""
-    from remem.commands.common import embedder_for
     from remem.backends.local import LocalBackend, NewMemory
+    from remem.commands.common import embedder_for
 
     with LocalBackend.open(directory, create=True) as store:
         _, stamp = embedder_for(store)
@@ -584,7 +584,10 @@ def store_goals(store: list[StoreResult]) -> list[tuple[str, str, str]]:
     """(goal, measured, verdict) rows for part 2: filtered no slower than unfiltered."""
     rows = []
     for result in store:
-        for what, table in (("LocalBackend.search", result.search), ("ranking, index loaded", result.ranking)):
+        for what, table in (
+            ("LocalBackend.search", result.search),
+            ("ranking, index loaded", result.ranking),
+        ):
             unfiltered, filtered = table.values()
             rows.append(
                 (

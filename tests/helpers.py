@@ -15,7 +15,16 @@ from remem.cli import main
 from remem.core.ranking import run_search
 from remem.testing import FAKE_DIM, FAKE_MODEL, FakeEmbedder, fake_vector
 
-__all__ = ["FAKE_DIM", "FAKE_MODEL", "FakeEmbedder", "Outcome", "fake_vector", "run_cli", "search", "vector_search"]
+__all__ = [
+    "FAKE_DIM",
+    "FAKE_MODEL",
+    "FakeEmbedder",
+    "Outcome",
+    "fake_vector",
+    "run_cli",
+    "search",
+    "vector_search",
+]
 
 #: The embedder in-process CLI runs use: None runs the real model; tests/cli sets a FakeEmbedder.
 CLI = {"embedder": None}

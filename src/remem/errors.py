@@ -18,7 +18,9 @@ class MemoryNotFoundError(InvalidInputError):
         """Name the missing ids (ascending)."""
         self.ids = sorted(ids)
         listed = ", ".join(str(i) for i in self.ids)
-        super().__init__(f"there is no memory {listed}" if len(self.ids) == 1 else f"there are no memories {listed}")
+        super().__init__(
+            f"there is no memory {listed}" if len(self.ids) == 1 else f"there are no memories {listed}"
+        )
 
 
 class StoreError(RememError):

@@ -15,8 +15,8 @@ from datetime import timezone
 from typing import Any
 
 from remem.errors import InvalidInputError
-from remem.types import ModelInfo, NewMemory, text_sha256, utc_iso
 from remem.inputs import clean_name, parse_iso
+from remem.types import ModelInfo, NewMemory, text_sha256, utc_iso
 
 _NAME_FIELDS = ("user", "conversation", "role")
 
@@ -181,7 +181,9 @@ def export_entry(record: Any, line: int) -> Entry:
     if record.get("sha256") not in (None, text_sha256(memory.text)):
         raise InvalidInputError("sha256 does not match the text")
     memory_id = record.get("id")
-    if memory_id is not None and (not isinstance(memory_id, int) or isinstance(memory_id, bool) or memory_id < 1):
+    if memory_id is not None and (
+        not isinstance(memory_id, int) or isinstance(memory_id, bool) or memory_id < 1
+    ):
         raise InvalidInputError("id must be a positive integer")
     updated = _timestamp(record.get("updated_at"), "updated_at")
     vector, model = _vector(record)

@@ -8,7 +8,15 @@ from typing import Any
 
 from remem.types import MEMORY_FIELDS, Hit, Lane, Memory, memory_record
 
-__all__ = ["MEMORY_FIELDS", "hit_record", "hits_table", "json_line", "memories_table", "memory_record", "table"]
+__all__ = [
+    "MEMORY_FIELDS",
+    "hit_record",
+    "hits_table",
+    "json_line",
+    "memories_table",
+    "memory_record",
+    "table",
+]
 
 SCORE_DECIMALS = 4
 

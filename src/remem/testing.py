@@ -12,7 +12,7 @@ from remem.embedders.base import DocumentEmbeddings, Embeddings
 from remem.types import ModelInfo
 
 if TYPE_CHECKING:
-    from remem.embedders.pooling import FloatArray
+    from remem.arrays import FloatArray
 
 FAKE_DIM = 64
 FAKE_MODEL = ModelInfo(name="fake-bag-of-words", dim=FAKE_DIM, pooling="mean", sha256="f" * 64)

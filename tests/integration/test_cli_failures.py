@@ -11,7 +11,7 @@ import pytest
 from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, run_cli
 from remem import ModelInfo, NewMemory
 from remem.backends.local import LocalBackend
-from remem.backends.local.store import DB_FILE, INDEX_FILE
+from remem.backends.local.files import DB_FILE, INDEX_FILE
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli
-from remem.backends.local.store import DB_FILE, INDEX_FILE
+from remem.backends.local.files import DB_FILE, INDEX_FILE
 
 NOTES = [
     ("--user", "ann", "--role", "user", "--meta", "project=atlas", "The atlas project ships on Friday."),
@@ -66,7 +66,6 @@ def test_forget_by_id_and_where_with_dry_run(notes: Path) -> None:
         (["forget", "1", "--where", "--user", "ann"], "give memory ids, or --where"),
         (["forget", "--where"], "--where needs at least one filter"),
         (["forget", "1", "--user", "ann"], "filters only apply with --where"),
-        (["edit", "42", "new text"], "there is no memory 42"),
         (["edit", "1", "  "], "memory text is empty"),
         (["reindex", "--index", "ivf"], "--index must be one of exact, hnsw, auto"),
         (["reindex", "--hnsw-m", "1"], "must be at least 2"),
@@ -82,6 +81,15 @@ def test_lifecycle_bad_input_is_one_error_line_and_changes_nothing(
     result = run_cli(args, notes)
     assert result.code == 2 and result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
     assert message in result.stderr, result.stderr
+    assert run_cli(["export"], notes).stdout == before
+
+
+@pytest.mark.parametrize("args", [["show", "42"], ["edit", "42", "new text"], ["forget", "42"]])
+def test_an_id_that_names_no_memory_is_one_rule_everywhere(notes: Path, args: list[str]) -> None:
+    """show, edit and forget agree: one ``Error:`` line, exit 1 (nothing found), nothing changed."""
+    before = run_cli(["export"], notes).stdout
+    result = run_cli(args, notes)
+    assert (result.code, result.stdout, result.stderr) == (1, "", "Error: there is no memory 42\n")
     assert run_cli(["export"], notes).stdout == before
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
 import remem
+from helpers import run_cli
 from remem import NewMemory
 
 TEMPLATES = [

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli
+from remem.backends.local import LocalBackend
 from remem.embedders.custom import DESCRIPTION_FILE
 from remem.embedders.registry import BGE_QUERY_PREFIX, bundled_files
-from remem.backends.local import LocalBackend
 
 FILLER = " ".join(
     f"Paragraph {i} of the quarterly infrastructure review covers routine capacity planning, "

@@ -16,10 +16,10 @@ import pytest
 
 from helpers import run_cli
 from hub_server import HubServer, hub_server
+from remem.backends.local import LocalBackend
 from remem.embedders import registry
 from remem.embedders.registry import BGE_SMALL_EN_V1_5, BUNDLED_MODEL, bundled_files
 from remem.embedders.spec import ModelFile, ModelSpec, file_sha256
-from remem.backends.local import LocalBackend
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli
+from remem.backends.local import LocalBackend
 from remem.embedders import optimize
 from remem.embedders.registry import BUNDLED_MODEL
-from remem.backends.local import LocalBackend
 
 
 @pytest.fixture(scope="module")

@@ -39,3 +39,51 @@ def test_mypy_strict_passes() -> None:
 def test_modules_stay_small() -> None:
     sizes = {path.relative_to(ROOT): len(path.read_text().splitlines()) for path in SOURCE.rglob("*.py")}
     assert sizes and max(sizes.values()) <= 330, sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
+
+
+#: What the CLI's commands may import: the public API and the front-end's own helpers. Never the
+#: core, the back-ends or the embedders directly (checked on the import statements of the source).
+COMMAND_IMPORTS = {
+    "remem",
+    "remem.errors",
+    "remem.render",
+    "remem.exports",
+    "remem.inputs",
+    "remem.ingest",
+    "remem.atomic",
+}
+
+
+def _remem_imports(path: Path) -> set[str]:
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "remem":
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "remem")
+    return found
+
+
+def test_commands_import_only_the_public_api() -> None:
+    for path in sorted((SOURCE / "commands").glob("*.py")):
+        wrong = {
+            m for m in _remem_imports(path) if m not in COMMAND_IMPORTS and not m.startswith("remem.commands")
+        }
+        assert not wrong, f"{path.name} imports {sorted(wrong)}"
+
+
+def test_imports_point_down() -> None:
+    """The core never imports a front-end; back-ends and embedders never import each other, the
+    core or a front-end."""
+    front = ("remem.cli", "remem.commands", "remem.render")
+    rules = {
+        "core": front,
+        "backends": (*front, "remem.core", "remem.embedders"),
+        "embedders": (*front, "remem.core", "remem.backends"),
+    }
+    for folder, forbidden in rules.items():
+        for path in sorted((SOURCE / folder).rglob("*.py")):
+            wrong = {m for m in _remem_imports(path) if m.startswith(forbidden) or m == "remem"}
+            assert not wrong, f"{folder}/{path.name} imports {sorted(wrong)}"

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, search, vector_search
-from remem.errors import InvalidInputError
 from remem import Filters, ModelInfo, NewMemory, SearchMode
 from remem.backends.local import LocalBackend
 from remem.backends.local.doctor import examine, repair
 from remem.backends.local.maintenance import reindex
-from remem.types import utc_iso
 from remem.backends.local.reembed import reembed
 from remem.backends.local.vectors import HnswParams, IndexKind, VectorIndex
+from remem.errors import InvalidInputError
+from remem.types import utc_iso
 
 USERS, ROLES, TAGS = ("ann", "bob", "cy"), ("user", "assistant"), ("red", "green", "blue")
 

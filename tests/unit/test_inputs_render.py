@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remem import render
+from remem import Hit, Lane, Memory, render
 from remem.errors import InvalidInputError
-from remem import Hit, Lane, Memory
 from remem.inputs import check_min_score, clean_name, clean_tags, parse_meta, read_text
 from remem.render import MEMORY_FIELDS, hit_record, hits_table, json_line, memories_table, memory_record
 

@@ -11,10 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import FAKE_MODEL, fake_vector, search
-from remem import Filters, NewMemory, SearchMode
+from remem import Filters, Lane, NewMemory, SearchMode
 from remem.backends.local import LocalBackend
 from remem.backends.local.keywords import analyze, fts_query
-from remem import Lane
 from remem.core.ranking import RRF_K, fuse
 
 
@@ -103,8 +102,8 @@ def test_stemming_matches_word_variants(keyword_store: LocalBackend) -> None:
 
 def test_keyword_lane_applies_filters(keyword_store: LocalBackend) -> None:
     assert search(keyword_store, "E1045", None, 5, Filters(user="bob"), mode=SearchMode.KEYWORD).hits == []
-    hits = search(keyword_store, 
-        "10.0.0.12 10.0.4.17", None, 5, Filters(user="bob"), mode=SearchMode.KEYWORD
+    hits = search(
+        keyword_store, "10.0.0.12 10.0.4.17", None, 5, Filters(user="bob"), mode=SearchMode.KEYWORD
     ).hits
     assert hits[0].memory.id == 6
     assert {h.memory.user for h in hits} == {"bob"}

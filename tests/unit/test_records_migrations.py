@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from remem.errors import StoreCorruptError, StoreError
-from remem.types import Filters, NewMemory, text_sha256, utc_now_iso
 from remem.backends.local.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
 from remem.backends.local.records import Records, connect
+from remem.errors import StoreCorruptError, StoreError
+from remem.types import Filters, NewMemory, text_sha256, utc_now_iso
 
 
 @pytest.fixture

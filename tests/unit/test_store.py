@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, vector_search
-from remem.errors import ModelMismatchError, StoreError
 from remem import AddResult, Filters, Hit, NewMemory
 from remem.backends.local import LocalBackend
-from remem.types import text_sha256
 from remem.backends.local.vectors import VectorIndex
+from remem.errors import ModelMismatchError, StoreError
+from remem.types import text_sha256
 
 TEXTS = (
     "the cat sat on the mat",

@@ -11,13 +11,12 @@ import numpy as np
 import pytest
 
 from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, vector_search
-from remem.errors import StoreCorruptError, StoreError
 from remem import Filters, NewMemory
 from remem.backends.local import LocalBackend
-from remem.errors import StoreNotFoundError
 from remem.backends.local.migrations import LATEST_VERSION
-from remem.backends.local.store import DB_FILE
+from remem.backends.local.files import DB_FILE
 from remem.backends.local.vectors import VectorIndex
+from remem.errors import StoreCorruptError, StoreError, StoreNotFoundError
 
 
 def _mode(path: Path) -> int:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from remem.atomic import atomic_writer
-from remem.errors import StoreError
 from remem.backends.local.vectors import IndexFileError, VectorIndex
+from remem.errors import StoreError
 
 DIM = 16
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from remem.embedders.pooling import FloatArray
+    from remem.arrays import FloatArray
     from remem.reports import Check, ReembedReport, ReindexReport
     from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory
 
@@ -119,7 +119,9 @@ class Backend(Protocol):
         """Re-embed every memory with ``target`` (staged, resumable) and swap it in at once."""
         ...
 
-    def reindex(self, kind: str | None, hnsw: tuple[int | None, int | None, int | None], force: bool) -> ReindexReport:
+    def reindex(
+        self, kind: str | None, hnsw: tuple[int | None, int | None, int | None], force: bool
+    ) -> ReindexReport:
         """Rebuild the derived indexes (vector index of ``kind``, HNSW (m, ef_construction,
         ef_search) where given; keyword index); what is current is left alone unless ``force``."""
         ...

@@ -49,7 +49,11 @@ def reindex(
             raise typer.Exit(EXIT_NOTHING_FOUND)
         with progress_bar(1, f"Embedding with {model}") as progress:
             outcome = memories.reindex(
-                index=index, hnsw=(hnsw_m, ef_construction, ef_search), model=model, force=force, progress=progress
+                index=index,
+                hnsw=(hnsw_m, ef_construction, ef_search),
+                model=model,
+                force=force,
+                progress=progress,
             )
     embedded = outcome.reembedded
     if embedded is not None and embedded.swapped:
@@ -59,7 +63,9 @@ def reindex(
         note(f"The store already uses {model}; nothing to re-embed.")
     report = outcome.rebuilt
     parts = [f"{report.vectors} vectors"]
-    parts.append(f"{report.kind} index rebuilt" if report.rebuilt_index and report.kind else "vector index current")
+    parts.append(
+        f"{report.kind} index rebuilt" if report.rebuilt_index and report.kind else "vector index current"
+    )
     parts.append("keyword index rebuilt" if report.rebuilt_keywords else "keyword index current")
     note(f"Reindexed: {', '.join(parts)} ({report.seconds:.1f} s).")
 

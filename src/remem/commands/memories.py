@@ -76,7 +76,9 @@ def add(
     with open_memories(store, create=True) as memories:
         assert memories is not None
         d = defaults
-        result = memories.add(body, user=d.user, conversation=d.conversation, role=d.role, tags=d.tags, meta=d.meta)
+        result = memories.add(
+            body, user=d.user, conversation=d.conversation, role=d.role, tags=d.tags, meta=d.meta
+        )
     if json_out:
         typer.echo(render.json_line({"id": result.id, "duplicate": result.duplicate}))
     else:

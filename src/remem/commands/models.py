@@ -5,7 +5,6 @@ Only `remem model pull` touches the network; nothing else in remem ever does.
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Any
 
 import typer
@@ -21,7 +20,6 @@ from remem.commands.common import (
     print_results,
     progress_bar,
 )
-from remem.config import resolve_endpoint
 
 model_app = typer.Typer(
     name="model",
@@ -84,7 +82,6 @@ def pull(name: NameArgument) -> None:
 
         directory = catalog.pull(
             name,
-            resolve_endpoint(os.environ),
             f"remem/{__version__}",
             advance,
             urllib.request.getproxies(),  # the usual *_proxy variables, read here at the edge
@@ -106,7 +103,9 @@ def verify(
         if not row.path and row.problem is None:
             typer.echo(f"--    {row.model}: not installed")
             continue
-        detail = row.path if row.problem is None else f"{row.path}: {row.problem}" if row.path else row.problem
+        detail = (
+            row.path if row.problem is None else f"{row.path}: {row.problem}" if row.path else row.problem
+        )
         typer.echo(f"{'ok  ' if row.problem is None else 'FAIL'}  {row.model}: {detail}")
         damaged += row.problem is not None
     if damaged:

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
 
 from remem.errors import InvalidInputError
 from remem.inputs import clean_name, clean_tags, parse_iso
 from remem.types import Filters, NewMemory, utc_iso
 
+E = TypeVar("E", bound=Enum)
 _FILTER_KEYWORDS = ("user", "conversation", "role", "tags", "meta", "since", "until")
 
 
@@ -45,6 +47,8 @@ def new_memory(
     created_at: str | datetime | None,
 ) -> NewMemory:
     """A validated memory to add."""
+    if isinstance(tags, str):
+        raise InvalidInputError("tags must be a sequence of strings, not one string")
     return checked(
         NewMemory(body, user, conversation, role, tuple(tags), dict(meta or {}), timestamp(created_at))
     )
@@ -78,6 +82,15 @@ def filters(where: Filters | None, keywords: Mapping[str, Any]) -> Filters:
     if where is not None and given:
         raise InvalidInputError("give where=Filters(...) or filter keywords, not both")
     return where if where is not None else Filters.of(**given)
+
+
+def choice(kind: type[E], value: E | str, what: str) -> E:
+    """``value`` as a member of the enum ``kind``; InvalidInputError naming the choices."""
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(str(member.value) for member in kind)
+        raise InvalidInputError(f"{what} must be one of {choices}, not {value!r}") from None
 
 
 def dropped_note(dropped: int) -> tuple[str, ...]:

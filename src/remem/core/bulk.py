@@ -10,9 +10,9 @@ from remem.reports import BulkResult
 from remem.types import text_sha256
 
 if TYPE_CHECKING:
+    from remem.arrays import FloatArray
     from remem.backends.base import Backend, ProgressFn
     from remem.embedders.base import Embedder
-    from remem.embedders.pooling import FloatArray
     from remem.ingest import Entry
 
 EMBED_CHUNK = 256
@@ -63,7 +63,9 @@ def store_entries(
                 windows[row] = np.frombuffer(entry.vector, dtype="<f4").reshape(-1, stamp.dim)
                 result.reused_vectors += 1
         todo = [row for row, found in enumerate(windows) if found is None]
-        for row, rows in zip(todo, embed_texts(model, [fresh[r].memory.text for r in todo], progress), strict=True):
+        for row, rows in zip(
+            todo, embed_texts(model, [fresh[r].memory.text for r in todo], progress), strict=True
+        ):
             windows[row] = rows
         added = backend.add_many([e.memory for e in fresh], [w for w in windows if w is not None], stamp)
         result.added = [r.id for r in added if not r.duplicate]

@@ -7,6 +7,7 @@ It never prints: what a person should hear comes back as ``notes`` and ``warning
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -105,7 +106,9 @@ class Memories:
         vectors = embedder.embed_documents([memory.text]).windows[0]
         return self.backend.add_many([memory], [vectors], embedder.info)[0]
 
-    def add_many(self, memories: Iterable[NewMemory | str], *, progress: ProgressFn | None = None) -> BulkResult:
+    def add_many(
+        self, memories: Iterable[NewMemory | str], *, progress: ProgressFn | None = None
+    ) -> BulkResult:
         """Store many memories in one transaction: all or nothing; duplicates are reported, not
         stored, never embedded. ``progress(done, total)`` is called as texts are embedded."""
         from remem.ingest import Entry  # noqa: PLC0415
@@ -122,7 +125,11 @@ class Memories:
         return bulk.store_entries(self.backend, self.embedder, entries, progress)
 
     def import_(
-        self, records: Iterable[Mapping[str, Any]], *, skip_invalid: bool = False, progress: ProgressFn | None = None
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        skip_invalid: bool = False,
+        progress: ProgressFn | None = None,
     ) -> BulkResult:
         """Add the records of an ``export`` (ids kept where unused, timestamps, vectors of this
         store's model reused) in one transaction. A bad record raises InvalidInputError naming it
@@ -159,7 +166,7 @@ class Memories:
         model). ``min_score`` is a raw cosine: hits below it are left out (not in keyword mode).
         Filters: ``where=Filters(...)`` or the keywords of ``Filters.of`` (user, tags, since…).
         """
-        text, mode = arguments.text(query, "query"), SearchMode(mode)
+        text, mode = arguments.text(query, "query"), arguments.choice(SearchMode, mode, "mode")
         threshold = check_min_score(min_score)
         if threshold is not None and mode is SearchMode.KEYWORD:
             raise InvalidInputError("--min-score is a cosine; use it with --mode vector or hybrid")
@@ -169,7 +176,8 @@ class Memories:
         if mode is not SearchMode.KEYWORD and self.backend.model is None:
             return SearchResult()  # nothing to rank by meaning, and no model to choose
         for attempt in range(2):
-            vector, stamp, notes = None, None, ()
+            vector, stamp = None, None
+            notes: tuple[str, ...] = ()
             if mode is not SearchMode.KEYWORD:  # keyword search never loads the model
                 embedder = self.embedder()
                 embedded = embedder.embed_queries([text])
@@ -186,7 +194,9 @@ class Memories:
                 self._embedder, self._checked = None, False
         raise AssertionError("unreachable")
 
-    def list(self, *, limit: int = DEFAULT_LIST_LIMIT, where: Filters | None = None, **filters: Any) -> list[Memory]:
+    def list(
+        self, *, limit: int = DEFAULT_LIST_LIMIT, where: Filters | None = None, **filters: Any
+    ) -> list[Memory]:
         """Up to ``limit`` memories the filters select, newest first."""
         return self.backend.newest(arguments.filters(where, filters), limit)
 
@@ -215,16 +225,16 @@ class Memories:
         min_score: float | None = None,
         where: Filters | None = None,
         **filters: Any,
-    ) -> list[ContextItem]:
+    ) -> builtins.list[ContextItem]:
         """What an assistant should see: the ``recent`` newest memories and the ``similar`` most
         similar to ``query`` (hybrid search), merged as asked, each memory once."""
-        chosen = arguments.filters(where, filters)
+        chosen, how = arguments.filters(where, filters), arguments.choice(Merge, merge_as, "merge")
         newest = self.backend.newest(chosen, recent) if recent else []
         found: list[Memory] = []
         if similar and query is not None and self.backend.model is not None:
             hits = self.search(query, k=similar, min_score=min_score, where=chosen)
             found = [hit.memory for hit in hits]
-        return merge(newest, found, Merge(merge_as))
+        return merge(newest, found, how)
 
     # --- changing --------------------------------------------------------------------------------
 
@@ -247,7 +257,9 @@ class Memories:
         if (ids is None) == (where is None):
             raise InvalidInputError("give memory ids, or --where with filters (not both)")
         if where is not None and where.is_empty():
-            raise InvalidInputError("--where needs at least one filter (to forget everything, delete the store)")
+            raise InvalidInputError(
+                "--where needs at least one filter (to forget everything, delete the store)"
+            )
         chosen = self.backend.candidate_ids(where) if where is not None else sorted(set(ids or []))
         found = self.backend.get_many(chosen)
         missing = tuple(sorted(set(chosen) - set(found)))
@@ -278,7 +290,9 @@ class Memories:
         ef_search); with ``model`` re-embed every memory with that model first (staged, resumable,
         swapped in at once; with ``force`` even when it is the store's model already)."""
         outcome = upkeep.reindex(self.backend, self.catalog, index, hnsw, model, force, progress)
-        self._embedder, self._checked = (None, False) if model is not None else (self._embedder, self._checked)
+        self._embedder, self._checked = (
+            (None, False) if model is not None else (self._embedder, self._checked)
+        )
         return outcome
 
     def stats(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from remem.config import DEFAULT_ENDPOINT
 from remem.errors import EmbedderError, ModelMismatchError
 
 if TYPE_CHECKING:
@@ -45,10 +46,14 @@ def _own_model(directory: Path) -> tuple[ModelSpec, ModelFiles]:
 class ModelCatalog:
     """The models of one installation: ``models_dir`` (pulled models), ``model_dir`` (a user's own)."""
 
-    def __init__(self, models_dir: Path, model_dir: Path | None = None) -> None:
-        """Look for pulled models in ``models_dir`` and for a user's own model in ``model_dir``."""
+    def __init__(
+        self, models_dir: Path, model_dir: Path | None = None, endpoint: str = DEFAULT_ENDPOINT
+    ) -> None:
+        """Look for pulled models in ``models_dir`` and for a user's own model in ``model_dir``;
+        ``pull`` from the Hugging Face ``endpoint`` (or a mirror of it)."""
         self.models_dir = models_dir
         self.model_dir = model_dir
+        self.endpoint = endpoint
 
     @property
     def cache(self) -> ModelCache:
@@ -153,7 +158,9 @@ class ModelCatalog:
             originals = self.cache.files(spec)
             verify_model_files(spec, originals)
             if embedder.files.model != originals.model and (problem := verify_variant(self.cache, spec)):
-                raise EmbedderError(f"the optimized variant is damaged: {problem}; run `remem model optimize`")
+                raise EmbedderError(
+                    f"the optimized variant is damaged: {problem}; run `remem model optimize`"
+                )
         return f"{spec.name} files verified (sha256)"
 
     def describe(self, store_model: str | None = None) -> list[dict[str, Any]]:
@@ -199,14 +206,14 @@ class ModelCatalog:
     def pull(
         self,
         name: str,
-        endpoint: str,
         user_agent: str,
         progress: Callable[[int], Any] | None = None,
         proxies: Mapping[str, str] | None = None,
     ) -> Path:
-        """Download a built-in model's files once from ``endpoint`` (a Hugging Face hub or mirror),
-        verify their sha256, install them; returns the model's directory."""
-        files = self.cache.pull(self.spec(name), endpoint, user_agent, progress, proxies)
+        """Download a built-in model's files once from the catalog's endpoint, verify their sha256,
+        install them (resuming a cut-off download); returns the model's directory. ``progress``
+        gets the bytes of each chunk; ``proxies`` as urllib's ``getproxies()``."""
+        files = self.cache.pull(self.spec(name), self.endpoint, user_agent, progress, proxies)
         return files.model.parent
 
     def verify(self, name: str | None = None) -> list[FileProblem]:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from remem.config import resolve_model_dir, resolve_models_dir, resolve_store_dir
+from remem.config import resolve_endpoint, resolve_model_dir, resolve_models_dir, resolve_store_dir
 from remem.core.memories import Memories
 from remem.core.models import ModelCatalog
 
@@ -23,14 +23,15 @@ def model_catalog(
 ) -> ModelCatalog:
     """The models this installation can run: pulled ones in ``models_dir`` (default
     ``$REMEM_MODELS``, else the user cache directory) and a user's own in ``model_dir`` (default
-    ``$REMEM_MODEL_DIR``, else none). ``environ`` replaces ``os.environ`` for the defaults."""
+    ``$REMEM_MODEL_DIR``, else none); ``pull`` downloads from ``$REMEM_HF_ENDPOINT`` (a mirror),
+    else huggingface.co. ``environ`` replaces ``os.environ`` for the defaults."""
     env = os.environ if environ is None else environ
     models = Path(models_dir).expanduser().absolute() if models_dir is not None else resolve_models_dir(env)
     own = resolve_model_dir(None if model_dir is None else Path(model_dir), env)
-    return ModelCatalog(models, own)
+    return ModelCatalog(models, own, resolve_endpoint(env))
 
 
-def open(  # noqa: A001 - remem.open, like io.open, is the entry point
+def open(
     store: str | Path | None = None,
     *,
     create: bool = True,

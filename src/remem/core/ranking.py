@@ -17,8 +17,8 @@ from remem.reports import SearchResult
 from remem.types import Filters, Hit, Lane, ModelInfo, SearchMode
 
 if TYPE_CHECKING:
+    from remem.arrays import FloatArray
     from remem.backends.base import Backend, Scored, VectorLane
-    from remem.embedders.pooling import FloatArray
 
 #: The RRF constant of Cormack, Clarke & Büttcher (SIGIR 2009); it damps the weight of the top
 #: ranks so that one lane's first place does not outvote agreement between lanes.

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from remem.embedders.pooling import FloatArray
+    from remem.arrays import FloatArray
     from remem.types import ModelInfo
 
 

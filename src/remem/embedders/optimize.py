@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from remem.embedders.pooling import FloatArray
+from remem.arrays import FloatArray
 from remem.errors import EmbedderError
 
 if TYPE_CHECKING:

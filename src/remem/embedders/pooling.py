@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from remem.arrays import FloatArray
 from remem.embedders.spec import Pooling
-
-FloatArray = npt.NDArray[np.float32]
 
 #: Norms below this are treated as zero vectors (left as zeros rather than divided by ~0).
 _MIN_NORM = 1e-12

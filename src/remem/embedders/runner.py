@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from remem.arrays import FloatArray
 from remem.embedders.base import DocumentEmbeddings, Embeddings
-from remem.embedders.pooling import FloatArray, pool
+from remem.embedders.pooling import pool
 from remem.embedders.spec import ModelFiles, ModelSpec
 from remem.embedders.windows import split_windows
 from remem.errors import EmbedderError

@@ -7,12 +7,12 @@ import os
 import sqlite3
 from typing import TYPE_CHECKING
 
+from remem.backends.local import fts, sync
+from remem.backends.local.maintenance import keywords_are_current, leftover_temp_files, loose_permissions
+from remem.backends.local.transactions import atomic
+from remem.backends.local.vectors import IndexFileError, VectorIndex
 from remem.errors import StoreError
 from remem.reports import Check
-from remem.backends.local import fts, sync
-from remem.backends.local.transactions import atomic
-from remem.backends.local.maintenance import keywords_are_current, leftover_temp_files, loose_permissions
-from remem.backends.local.vectors import IndexFileError, VectorIndex
 
 if TYPE_CHECKING:
     from remem.backends.local.store import LocalBackend

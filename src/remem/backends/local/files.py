@@ -14,6 +14,7 @@ DB_FILE = "memories.sqlite3"
 INDEX_FILE = "vectors.faiss"
 LOCK_FILE = "write.lock"
 
+
 def prepare_directory(directory: Path, create: bool) -> Path:
     """The database path in ``directory``, made (0700 dir, 0600 file) when ``create``.
 

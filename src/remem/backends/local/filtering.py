@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from remem.types import Filters
@@ -21,9 +20,9 @@ def where(filters: Filters | None) -> tuple[str, list[Any]]:
     for tag in sorted(set(filters.tags)):
         clauses.append("m.id IN (SELECT memory_id FROM memory_tags WHERE tag = ?)")
         params.append(tag)
-    for key, value in filters.meta:
-        clauses.append("json_extract(m.meta, ?) = ?")
-        params.extend([f"$.{json.dumps(key)}", value])
+    for key, value in filters.meta:  # json_each, not a JSON path: any key (quotes, non-ASCII) works
+        clauses.append("EXISTS (SELECT 1 FROM json_each(m.meta) AS j WHERE j.key = ? AND j.value = ?)")
+        params.extend([key, value])
     if filters.since is not None:
         clauses.append("m.created_at >= ?")
         params.append(filters.since)

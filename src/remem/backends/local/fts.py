@@ -6,8 +6,8 @@ import math
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from remem.backends.local.keywords import ANALYZER_VERSION, FTS_TOKENIZER, fts_query, index_text, term_queries
 from remem.backends.local import filtering
+from remem.backends.local.keywords import ANALYZER_VERSION, FTS_TOKENIZER, fts_query, index_text, term_queries
 from remem.backends.local.transactions import atomic
 from remem.types import Filters
 

@@ -17,10 +17,12 @@ from remem.backends.local.records import Records
 from remem.types import Filters
 
 if TYPE_CHECKING:
-    from remem.backends.local.vectors import FloatArray, VectorIndex
+    from remem.arrays import FloatArray
+    from remem.backends.local.vectors import VectorIndex
 
 #: Up to this many filtered candidates are scored exactly from their stored vectors.
 EXACT_CANDIDATES = 20_000
+
 
 def _exact_scores(records: Records, vector: FloatArray, vector_ids: Sequence[int], k: int) -> list[Scored]:
     """Top ``k`` (vector id, cosine) among the given stored vectors, by exact scoring."""

@@ -12,8 +12,8 @@ from remem.backends.local import fts, sync
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.settings import IndexSettings
 from remem.backends.local.transactions import atomic
-from remem.reports import ReindexReport
 from remem.backends.local.vectors import IndexFileError, VectorIndex
+from remem.reports import ReindexReport
 
 if TYPE_CHECKING:
     from remem.backends.local.store import LocalBackend

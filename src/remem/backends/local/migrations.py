@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from remem.errors import StoreError
 from remem.backends.local import fts
 from remem.backends.local.transactions import atomic
+from remem.errors import StoreError
 
 _V1 = (
     """CREATE TABLE memories (

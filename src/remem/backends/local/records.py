@@ -12,10 +12,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from remem.errors import StoreCorruptError, StoreError
 from remem.backends.local import filtering, fts
-from remem.types import Filters, Memory, NewMemory, text_sha256
 from remem.backends.local.migrations import migrate
+from remem.errors import StoreCorruptError, StoreError
+from remem.types import Filters, Memory, NewMemory, text_sha256
 
 BUSY_TIMEOUT_MS = 30_000
 _CHUNK = 500  # ids per "IN (...)" list

@@ -19,8 +19,8 @@ from remem.reports import ReembedReport
 from remem.types import ModelInfo
 
 if TYPE_CHECKING:
+    from remem.arrays import FloatArray
     from remem.backends.local.store import LocalBackend
-    from remem.backends.local.vectors import FloatArray
 
 #: Embeds document texts: for each text its unit vectors, (windows, dim) — one row when it fits.
 EmbedFn = Callable[[Sequence[str]], Sequence["FloatArray"]]

@@ -14,10 +14,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remem.backends.local.files import DB_FILE, INDEX_FILE, locked, prepare_directory
+from remem.backends.local.files import INDEX_FILE, locked, prepare_directory
 from remem.backends.local.records import Records, connect
-from remem.backends.local.transactions import atomic
 from remem.backends.local.settings import IndexSettings
+from remem.backends.local.transactions import atomic
 from remem.errors import (
     InvalidInputError,
     MemoryNotFoundError,
@@ -28,9 +28,10 @@ from remem.errors import (
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
+    from remem.arrays import FloatArray
     from remem.backends.base import EmbedFn, ProgressFn, Scored
     from remem.backends.local.lanes import LocalVectorLane
-    from remem.backends.local.vectors import FloatArray, VectorIndex
+    from remem.backends.local.vectors import VectorIndex
     from remem.reports import Check, ReembedReport, ReindexReport
 
 _MODEL_KEYS = ("model_name", "model_dim", "model_pooling", "model_sha256")

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from remem.arrays import FloatArray
 from remem.atomic import atomic_writer
-from remem.errors import StoreError
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.vectors_header import MAGIC
+from remem.errors import StoreError
 
-FloatArray = npt.NDArray[np.float32]
 IdArray = npt.NDArray[np.int64]
 
 

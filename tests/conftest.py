@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -28,3 +29,23 @@ def _no_ambient_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("REMEM_HF_ENDPOINT", "http://127.0.0.1:9")
     for name in ("REMEM_DEBUG", "REMEM_MODEL_DIR"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def varied(store_dir: Path) -> Path:
+    """A store with CSV-hostile texts, two conversations, a forgotten id and an edited memory."""
+    from helpers import run_cli
+
+    data = "\n".join(
+        json.dumps(record)
+        for record in [
+            {"text": '=HYPERLINK("http://evil")', "conversation": "c1", "tags": ["csv"]},
+            {"text": "+1 for the plan; -2 for the cost", "conversation": "c2", "meta": {"a": "@b"}},
+            {"text": 'multi\nline, with "quotes"', "conversation": "c1", "user": "ann", "role": "user"},
+            {"text": "no conversation at all", "created_at": "2024-01-01T00:00:00Z"},
+        ]
+    )
+    assert run_cli(["add", "--jsonl", "-"], store_dir, stdin=data.encode()).code == 0
+    assert run_cli(["forget", "2"], store_dir).code == 0  # a gap in the ids
+    assert run_cli(["edit", "3", 'multi\nline, with "quotes" (edited)'], store_dir).code == 0
+    return store_dir

@@ -13,8 +13,8 @@ import pytest
 from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, vector_search
 from remem import Filters, NewMemory
 from remem.backends.local import LocalBackend
-from remem.backends.local.migrations import LATEST_VERSION
 from remem.backends.local.files import DB_FILE
+from remem.backends.local.migrations import LATEST_VERSION
 from remem.backends.local.vectors import VectorIndex
 from remem.errors import StoreCorruptError, StoreError, StoreNotFoundError
 

@@ -113,23 +113,6 @@ def test_an_interrupted_ingest_leaves_all_or_nothing(store_dir: Path, tmp_path: 
     assert run_cli(["doctor"], store_dir).code == 0
 
 
-@pytest.fixture
-def varied(store_dir: Path) -> Path:
-    data = "\n".join(
-        json.dumps(record)
-        for record in [
-            {"text": '=HYPERLINK("http://evil")', "conversation": "c1", "tags": ["csv"]},
-            {"text": "+1 for the plan; -2 for the cost", "conversation": "c2", "meta": {"a": "@b"}},
-            {"text": 'multi\nline, with "quotes"', "conversation": "c1", "user": "ann", "role": "user"},
-            {"text": "no conversation at all", "created_at": "2024-01-01T00:00:00Z"},
-        ]
-    )
-    assert run_cli(["add", "--jsonl", "-"], store_dir, stdin=data.encode()).code == 0
-    assert run_cli(["forget", "2"], store_dir).code == 0  # a gap in the ids
-    assert run_cli(["edit", "3", 'multi\nline, with "quotes" (edited)'], store_dir).code == 0
-    return store_dir
-
-
 @pytest.mark.parametrize("with_vectors", [False, True])
 def test_export_import_export_round_trips_exactly(varied: Path, tmp_path: Path, with_vectors: bool) -> None:
     args = ["export", *(["--with-vectors"] if with_vectors else [])]
@@ -190,22 +173,6 @@ def test_context_merges_recent_and_similar(varied: Path) -> None:
     text = run_cli(["context", "--recent", "1", "--similar", "0"], varied).stdout
     assert text.startswith("[20") and "(user, ann)" in text and "multi line" in text
     assert run_cli(["context", "--recent", "0", "--similar", "0", "x"], varied).code == 1
-
-
-def test_show_stats_and_quiet(varied: Path) -> None:
-    shown = json.loads(run_cli(["show", "--json", "3"], varied).stdout)
-    assert shown["updated_at"] and shown["user"] == "ann"
-    missing = run_cli(["show", "2"], varied)
-    assert missing.code == 1 and "there is no memory 2" in missing.stderr
-    stats = json.loads(run_cli(["stats", "--json"], varied).stdout)
-    assert (stats["memories"], stats["by_conversation"], stats["by_tag"]) == (
-        3,
-        {"c1": 2, "(none)": 1},
-        {"csv": 1},
-    )
-    assert stats["model"].startswith("all-minilm-l6-v2") and stats["disk_bytes"] > 0
-    quiet = run_cli(["-q", "add", "no conversation at all", "--store", str(varied)])
-    assert quiet.code == 0 and quiet.stderr == ""
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, run_cli
-from remem import ModelInfo, NewMemory
-from remem.backends.local import LocalBackend
+from helpers import run_cli
 from remem.backends.local.files import DB_FILE, INDEX_FILE
 
 
@@ -82,30 +80,6 @@ def test_new_store_is_private(store_dir: Path) -> None:
     assert store_dir.stat().st_mode & 0o777 == 0o700
     for name in (DB_FILE, INDEX_FILE):
         assert (store_dir / name).stat().st_mode & 0o777 == 0o600
-
-
-@pytest.mark.parametrize(
-    ("stamp", "message"),
-    [
-        (FAKE_MODEL, "which this remem cannot run"),
-        (
-            ModelInfo(name="all-minilm-l6-v2", dim=FAKE_DIM, pooling="mean", sha256="0" * 64),
-            "refusing to mix in all-minilm-l6-v2",
-        ),
-    ],
-)
-def test_a_store_made_with_another_model_is_refused(store_dir: Path, stamp: ModelInfo, message: str) -> None:
-    with LocalBackend.open(store_dir, create=True) as store:
-        store.add(NewMemory(text="made elsewhere"), fake_vector("made elsewhere"), stamp)
-    for args in (["search", "anything"], ["add", "a new memory"]):
-        result = run_cli(args, store_dir)
-        assert result.code == 2
-        assert result.stderr.startswith(
-            f"Error: the store at {store_dir} holds vectors of model {stamp.name}"
-        )
-        assert message in result.stderr
-    assert len(run_cli(["export"], store_dir).stdout.splitlines()) == 1  # nothing was added
-    assert run_cli(["list"], store_dir).code == 0  # reading texts needs no model
 
 
 @pytest.mark.parametrize("damage", ["delete", "truncate", "zero", "garbage"])

@@ -125,3 +125,13 @@ def test_doctor_reports_and_repairs_damage(notes: Path) -> None:
     assert repaired.code == 0, repaired.stdout + repaired.stderr
     assert repaired.stderr.count("Repaired: ") >= 3
     assert _ids(run_cli(["search", "--mode", "keyword", "--json", "atlas"], notes).stdout) == [1]
+
+
+def test_doctor_says_which_leftover_temporary_files_it_removed(notes: Path) -> None:
+    """Plain doctor's recovery removes a killed writer's temp file; it says so, not "none left over"."""
+    (notes / ".vectors.faiss.4242.tmp").write_bytes(b"partial")
+    result = run_cli(["doctor"], notes)
+    assert result.code == 0, result.stdout
+    assert "temporary files: removed .vectors.faiss.4242.tmp" in result.stdout
+    assert not (notes / ".vectors.faiss.4242.tmp").exists()
+    assert "temporary files: none left over" in run_cli(["doctor"], notes).stdout

@@ -4,7 +4,8 @@ A variant (``model.int8.onnx``, int8 per-channel weights) lives next to where th
 pulled to, with a record (``model.int8.json``) of what it was made from and how closely its vectors
 agree with the original's on a built-in sentence set. A variant that agrees less than
 ``MIN_AGREEMENT`` is refused and nothing is kept. The original file is never touched, and the
-store's model stamp stays the original's: the variant is a faster way to compute the same vectors.
+store's model stamp stays the original's: the variant is a faster way to compute vectors that agree
+with the original's at a mean cosine of at least ``MIN_AGREEMENT`` (0.99), not the same vectors.
 """
 
 from __future__ import annotations

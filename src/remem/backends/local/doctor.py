@@ -82,9 +82,16 @@ def _index_file(store: LocalBackend) -> Check:
     return Check("vector index", not problems, "; ".join(problems) or detail, repairable=True)
 
 
-def _files(store: LocalBackend) -> list[Check]:
+def _files(store: LocalBackend, removed: list[str]) -> list[Check]:
     loose = loose_permissions(store.directory)
     leftovers = leftover_temp_files(store.directory)
+    found = (
+        ", ".join(p.name for p in leftovers)
+        if leftovers
+        else f"removed {', '.join(removed)} (left by an interrupted write)"
+        if removed
+        else "none left over"
+    )
     return [
         Check(
             "permissions",
@@ -92,9 +99,7 @@ def _files(store: LocalBackend) -> list[Check]:
             ", ".join(str(p) for p in loose) or "private (0700/0600)",
             repairable=True,
         ),
-        Check(
-            "temporary files", not leftovers, ", ".join(p.name for p in leftovers) or "none left over", True
-        ),
+        Check("temporary files", not leftovers, found, True),
     ]
 
 
@@ -112,9 +117,26 @@ def recover(store: LocalBackend) -> None:
                     synced.index.save(store.index_path)
 
 
-def examine(store: LocalBackend) -> list[Check]:
-    """Every check of the store's database, keyword index, vectors, index file and files."""
-    return [_database(store), _keywords(store), _vectors(store), _index_file(store), *_files(store)]
+def examine(store: LocalBackend, removed: list[str] | None = None) -> list[Check]:
+    """Every check of the store's database, keyword index, vectors, index file and files
+    (``removed``: temporary files the recovery removed, reported as such)."""
+    return [
+        _database(store),
+        _keywords(store),
+        _vectors(store),
+        _index_file(store),
+        *_files(store, removed or []),
+    ]
+
+
+def diagnose(store: LocalBackend, repair_: bool) -> tuple[list[Check], list[str]]:
+    """Recover as every command does (noting the temporary files that removes), repair what can be
+    derived again when ``repair_``, then examine: (checks, what was repaired)."""
+    leftovers = [path.name for path in leftover_temp_files(store.directory)]
+    recover(store)
+    removed = [name for name in leftovers if not (store.directory / name).exists()]
+    repaired = repair(store) if repair_ else []
+    return examine(store, removed), repaired
 
 
 def repair(store: LocalBackend) -> list[str]:

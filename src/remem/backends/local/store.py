@@ -247,12 +247,10 @@ class LocalBackend:
         return summarize(self)
 
     def doctor(self, repair: bool) -> tuple[list[Check], list[str]]:
-        """Catch up the index, repair what is asked, then check everything (``doctor``)."""
+        """Catch up the index, repair what is asked, then check everything (``doctor.diagnose``)."""
         from remem.backends.local import doctor  # noqa: PLC0415 - numpy, FAISS
 
-        doctor.recover(self)
-        repaired = doctor.repair(self) if repair else []
-        return doctor.examine(self), repaired
+        return doctor.diagnose(self, repair)
 
     def newest(self, filters: Filters, limit: int) -> list[Memory]:
         """Up to ``limit`` memories the filters select, newest first."""

@@ -61,7 +61,7 @@ def _root(
     """Local semantic memory: add short texts, search them by meaning. Offline; data stays here.
 
     The store is --store DIR, else $REMEM_HOME, else the user data directory.
-    Exit codes: 0 success, 1 search/list found nothing, 2 usage error or failure.
+    Exit codes: 0 success, 1 nothing found (or an id names no memory), 2 usage error or failure.
     """
     settings = invocation()
     settings.quiet = quiet

@@ -289,3 +289,13 @@ def test_hybrid_table_shows_the_fused_score_and_the_cosine() -> None:
     assert header.split()[:3] == ["ID", "SCORE", "COSINE"]
     assert first.split()[:3] == ["1", "0.0328", "0.5123"]
     assert second.split()[:2] == ["2", "0.0161"] and "2024-05-06" in second.split()[2]
+
+
+@pytest.mark.parametrize(
+    ("text", "cells"),
+    [("abc", 3), ("東京", 4), ("👍🏽", 2), ("a\u200bb", 2), ("e\u0301", 1), ("🧠 note", 7)],
+)
+def test_display_width_counts_terminal_cells(text: str, cells: int) -> None:
+    """Widths come from a maintained cell-width table (rich): a skin-toned emoji is 2 cells, a
+    zero-width space 0, a combining accent 0."""
+    assert render.display_width(text) == cells

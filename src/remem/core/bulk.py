@@ -3,9 +3,10 @@ vectors an export carried when the store's model made them, embed the rest in ch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from remem.errors import InvalidInputError
 from remem.reports import BulkResult
 from remem.types import text_sha256
 
@@ -72,3 +73,19 @@ def store_entries(
         result.duplicates = [r.id for r in added if r.duplicate]  # added by another process meanwhile
     result.duplicates += [backend.find_duplicate(entry.memory) or -1 for entry in duplicates]
     return result
+
+
+def export_entries(records: Iterable[Mapping[str, Any]], skip_invalid: bool) -> tuple[list[Entry], list[int]]:
+    """The entries of export records (numbered from 1) and the numbers of the bad ones skipped;
+    without ``skip_invalid`` a bad record is an InvalidInputError naming it."""
+    from remem.ingest import export_entry  # noqa: PLC0415
+
+    entries, skipped = [], []
+    for number, record in enumerate(records, start=1):
+        try:
+            entries.append(export_entry(record, number))
+        except InvalidInputError as exc:
+            if not skip_invalid:
+                raise InvalidInputError(f"record {number}: {exc}; nothing was imported") from None
+            skipped.append(number)
+    return entries, skipped

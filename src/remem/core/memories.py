@@ -17,7 +17,7 @@ from remem.core import arguments, bulk, ranking, upkeep
 from remem.core.context import ContextItem, Merge, merge
 from remem.errors import InvalidInputError, MemoryNotFoundError, ModelChangedError
 from remem.inputs import check_min_score
-from remem.reports import BulkResult, Check, DoctorReport, ForgetResult, SearchResult
+from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ class Memories:
         """Serve ``backend``; models come from ``catalog`` unless ``embedder`` is given."""
         self.backend = backend
         self.catalog = catalog
+        self._given = embedder
         self._embedder = embedder
         self._checked = False
         #: What a person should know about what happened (e.g. the model a new store chose).
@@ -82,6 +83,11 @@ class Memories:
             self.backend.check_model(self._embedder.info)
             self._checked = True
         return self._embedder
+
+    def _reload_model(self) -> None:
+        """The store's model changed: choose and check its embedder again on next use (a given
+        embedder is kept, and checked again)."""
+        self._embedder, self._checked = self._given, False
 
     # --- adding ----------------------------------------------------------------------------------
 
@@ -134,16 +140,7 @@ class Memories:
         """Add the records of an ``export`` (ids kept where unused, timestamps, vectors of this
         store's model reused) in one transaction. A bad record raises InvalidInputError naming it
         and nothing is added, unless ``skip_invalid`` (then its number is in ``skipped``)."""
-        from remem.ingest import export_entry  # noqa: PLC0415
-
-        entries, skipped = [], []
-        for number, record in enumerate(records, start=1):
-            try:
-                entries.append(export_entry(record, number))
-            except InvalidInputError as exc:
-                if not skip_invalid:
-                    raise InvalidInputError(f"record {number}: {exc}; nothing was imported") from None
-                skipped.append(number)
+        entries, skipped = bulk.export_entries(records, skip_invalid)
         result = self.add_entries(entries, progress=progress)
         result.skipped = skipped
         return result
@@ -191,7 +188,7 @@ class Memories:
             except ModelChangedError:
                 if attempt:
                     raise
-                self._embedder, self._checked = None, False
+                self._reload_model()
         raise AssertionError("unreachable")
 
     def list(
@@ -290,9 +287,8 @@ class Memories:
         ef_search); with ``model`` re-embed every memory with that model first (staged, resumable,
         swapped in at once; with ``force`` even when it is the store's model already)."""
         outcome = upkeep.reindex(self.backend, self.catalog, index, hnsw, model, force, progress)
-        self._embedder, self._checked = (
-            (None, False) if model is not None else (self._embedder, self._checked)
-        )
+        if model is not None:
+            self._reload_model()
         return outcome
 
     def stats(self) -> dict[str, Any]:
@@ -301,13 +297,4 @@ class Memories:
 
     def doctor(self, *, repair: bool = False) -> DoctorReport:
         """Check the store and its model files; with ``repair`` first rebuild what can be derived."""
-        return upkeep.doctor(self.backend, self._model_check, repair)
-
-    def _model_check(self) -> Check:
-        if self.backend.model is None:
-            return Check("model", True, "none recorded yet")
-        try:
-            detail = self.catalog.verify_in_use(self.embedder())
-        except Exception as exc:  # any failure to find or verify the model is the finding
-            return Check("model", False, str(exc))
-        return Check("model", True, detail)
+        return upkeep.doctor(self.backend, self.catalog, self.embedder, repair)

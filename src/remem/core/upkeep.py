@@ -15,6 +15,7 @@ from remem.types import Filters, Memory, memory_record
 if TYPE_CHECKING:
     from remem.backends.base import Backend, ProgressFn
     from remem.core.models import ModelCatalog
+    from remem.embedders.base import Embedder
 
 EXPORT_CHUNK = 1000
 #: The vector index kinds a reindex can ask for ("auto": HNSW from 50,000 vectors up, else exact).
@@ -82,7 +83,20 @@ def reindex(
     return ReindexOutcome(reembedded, backend.reindex(index, hnsw, force))
 
 
-def doctor(backend: Backend, model_check: Callable[[], Check], repair: bool) -> DoctorReport:
-    """The back-end's checks (after its repairs, with ``repair``) and the model check."""
+def doctor(
+    backend: Backend, catalog: ModelCatalog, embedder: Callable[[], Embedder], repair: bool
+) -> DoctorReport:
+    """The back-end's checks (after its repairs, with ``repair``) and the model check: the files
+    of the store's model re-hashed (``ModelCatalog.verify_in_use``)."""
     checks, repaired = backend.doctor(repair)
-    return DoctorReport((*checks, model_check()), tuple(repaired))
+    return DoctorReport((*checks, _model_check(backend, catalog, embedder)), tuple(repaired))
+
+
+def _model_check(backend: Backend, catalog: ModelCatalog, embedder: Callable[[], Embedder]) -> Check:
+    if backend.model is None:
+        return Check("model", True, "none recorded yet")
+    try:
+        detail = catalog.verify_in_use(embedder())
+    except Exception as exc:  # any failure to find or verify the model is the finding
+        return Check("model", False, str(exc))
+    return Check("model", True, detail)

@@ -5,17 +5,20 @@
                          [--save-run FILE]
 
 ``--model bge-small-en-v1.5`` (after ``remem model pull bge-small-en-v1.5``) reproduces its published
-0.7127 nDCG@10; the model is found and verified exactly as the CLI finds it.
+0.7127 nDCG@10; the model is found and verified through the public API, ``remem.model_catalog().load``
+(the catalog the CLI uses, with the same defaults).
 
-Every corpus document (``title + " " + text``, as MTEB embeds it) is embedded with the model's
-``embed_documents`` and stored with ``LocalBackend.add_many`` (``meta={"beir_id": _id}``) in a
-temporary store, or in ``--store DIR`` (kept; a store that already holds the corpus is reused without
-ingesting again). Each test query is embedded with ``embed_queries`` (the model's query prefix) and
-answered by ``LocalBackend.search`` in the chosen mode (top 100, no filters); hits are mapped back to
-BEIR ids through their meta. nDCG@10, Recall@10 and Recall@100 of remem's rankings are computed as
-pytrec_eval computes them for BEIR (linear gain, log2 discount, ideal from the qrels; recall over the
-documents judged relevant), averaged over the test queries, and compared with the published figures
-in the data's README.
+Everything else goes through the public API too, as a Python user would: ``remem.open(DIR,
+embedder=...)`` on a temporary store, or on ``--store DIR`` (kept; a store that already holds the
+corpus is reused without ingesting again). Every corpus document (``title + " " + text``, as MTEB
+embeds it) is added with ``Memories.add_many`` (``meta={"beir_id": _id}``), which embeds it with the
+model's ``embed_documents`` (every window of a long document, as remem stores it; with ``--truncate``
+only its first window, the MTEB protocol behind the published figures). Each test query is answered
+by ``Memories.search`` in the chosen mode (top 100, no filters), which embeds it with
+``embed_queries`` (the model's query prefix); hits are mapped back to BEIR ids through their meta.
+nDCG@10, Recall@10 and Recall@100 of remem's rankings are computed as pytrec_eval computes them for
+BEIR (linear gain, log2 discount, ideal from the qrels; recall over the documents judged relevant),
+averaged over the test queries, and compared with the published figures in the data's README.
 
 The data is not part of the repository (CC BY-NC 4.0, evaluation only): pass its folder with --data.
 """
@@ -35,9 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from remem.backends.local import LocalBackend, ModelInfo, SearchMode
-    from remem.backends.local.vectors import FloatArray
-    from remem.embedders.runner import OnnxEmbedder
+    from remem import DocumentEmbeddings, Embedder, Embeddings, Memories, ModelInfo, SearchMode
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "scifact"
@@ -130,6 +131,45 @@ def load_dataset(directory: Path) -> Dataset:
 # --- model, store, search ------------------------------------------------------------------------
 
 
+class TimedEmbedder:
+    """An ``Embedder`` around the model's: adds the seconds each call takes, and with ``truncate``
+    stores each document as its first window only (MTEB embeds a document cut to the model window).
+
+    The first window is the one ``embed_documents`` makes: [CLS], the first ``max_tokens - 2`` tokens,
+    [SEP]: the text cut to the window. ``info`` is the model's: the vectors are the model's vectors.
+    """
+
+    def __init__(self, inner: Embedder, *, truncate: bool = False) -> None:
+        """Wrap ``inner``; documents keep only their first window when ``truncate``."""
+        self.inner = inner
+        self.truncate = truncate
+        self.document_seconds = 0.0
+        self.query_seconds = 0.0
+
+    @property
+    def info(self) -> ModelInfo:
+        """The wrapped model's identity."""
+        return self.inner.info
+
+    def embed_documents(self, texts: Sequence[str]) -> DocumentEmbeddings:
+        """The model's document vectors (first windows only with ``truncate``), timed."""
+        from remem import DocumentEmbeddings
+
+        started = time.perf_counter()
+        embedded = self.inner.embed_documents(texts)
+        if self.truncate:
+            embedded = DocumentEmbeddings(tuple(rows[:1] for rows in embedded.windows))
+        self.document_seconds += time.perf_counter() - started
+        return embedded
+
+    def embed_queries(self, texts: Sequence[str]) -> Embeddings:
+        """The model's query vectors, timed."""
+        started = time.perf_counter()
+        embedded = self.inner.embed_queries(texts)
+        self.query_seconds += time.perf_counter() - started
+        return embedded
+
+
 @dataclass
 class Ingest:
     """What ingesting did: documents embedded and stored now, and the seconds each part took."""
@@ -144,7 +184,7 @@ class Ingest:
         return self.embed_seconds + self.store_seconds
 
 
-def memory_to_docs(store: LocalBackend, docs: Mapping[str, str]) -> dict[int, list[str]]:
+def memory_to_docs(memories: Memories, docs: Mapping[str, str]) -> dict[int, list[str]]:
     """Memory id -> every corpus id whose text it holds.
 
     The memory's ``beir_id`` meta names the document that created it; a document whose text was
@@ -153,11 +193,11 @@ def memory_to_docs(store: LocalBackend, docs: Mapping[str, str]) -> dict[int, li
     """
     mapping: dict[int, list[str]] = {}
     by_text: dict[str, int] = {}
-    for memory in store.iter_all():
+    for memory in memories.iter():
         doc_id = memory.meta.get(META_KEY)
         if doc_id is None or docs.get(doc_id) != memory.text:
             raise SystemExit(
-                f"Error: {store.directory} holds memory {memory.id}, which is not a corpus document"
+                f"Error: {memories.location} holds memory {memory.id}, which is not a corpus document"
             )
         mapping[memory.id] = [doc_id]
         by_text[memory.text] = memory.id
@@ -168,87 +208,58 @@ def memory_to_docs(store: LocalBackend, docs: Mapping[str, str]) -> dict[int, li
     return mapping
 
 
-def ingest(
-    store: LocalBackend,
-    embedder: OnnxEmbedder,
-    stamp: ModelInfo,
-    docs: Mapping[str, str],
-    batch: int,
-    truncate: bool = False,
-) -> Ingest:
-    """Embed and add every corpus document the store does not hold yet, ``batch`` texts at a time.
+def ingest(memories: Memories, embedder: TimedEmbedder, docs: Mapping[str, str], batch: int) -> Ingest:
+    """Add every corpus document the store does not hold yet with ``Memories.add_many``, ``batch``
+    documents a call (each call embeds them, in chunks of at most 256, and stores them in one
+    transaction). ``embed_seconds`` is the time spent in ``embedder``; ``store_seconds`` the rest."""
+    from remem import NewMemory
 
-    A document longer than the model window is stored as all its windows (what remem does), or
-    with ``truncate`` as its first window only (the MTEB protocol behind the published figures).
-    """
-    from remem.backends.local import NewMemory
-
-    covered = {doc for ids in memory_to_docs(store, docs).values() for doc in ids}
+    covered = {doc for ids in memory_to_docs(memories, docs).values() for doc in ids}
     todo = [doc_id for doc_id in docs if doc_id not in covered]
     done = Ingest(embedded=len(todo))
     for start in range(0, len(todo), batch):
         ids = todo[start : start + batch]
-        texts = [docs[doc_id] for doc_id in ids]
+        embedded_before = embedder.document_seconds
         started = time.perf_counter()
-        windows = embedder.embed_documents(texts).windows
-        vectors = [rows[:1] for rows in windows] if truncate else list(windows)
-        embedded = time.perf_counter()
-        memories = [
-            NewMemory(text=text, meta={META_KEY: doc_id}) for doc_id, text in zip(ids, texts, strict=True)
-        ]
-        store.add_many(memories, vectors, stamp)
-        done.embed_seconds += embedded - started
-        done.store_seconds += time.perf_counter() - embedded
+        memories.add_many(NewMemory(text=docs[doc_id], meta={META_KEY: doc_id}) for doc_id in ids)
+        embed_seconds = embedder.document_seconds - embedded_before
+        done.embed_seconds += embed_seconds
+        done.store_seconds += time.perf_counter() - started - embed_seconds
         print(f"\r  ingested {start + len(ids)}/{len(todo)}", end="", file=sys.stderr, flush=True)
     if todo:
         print(file=sys.stderr)
     return done
 
 
-@dataclass(frozen=True)
-class Query:
-    """One query as every search mode may need it: its text and (unless keyword mode) its embedding."""
-
-    text: str
-    vector: FloatArray | None
-
-
-def search(store: LocalBackend, mode: SearchMode, query: Query, k: int) -> list[tuple[int, float]]:
-    """The top ``k`` memories for ``query`` in ``mode``, best first: (memory id, the mode's score)."""
-    from remem.backends.local import Filters
-
-    outcome = store.search(query.text, query.vector, k, Filters(), mode=mode)
-    return [(hit.memory.id, hit.score) for hit in outcome.hits]
+def search(memories: Memories, mode: SearchMode, text: str, k: int) -> list[tuple[int, float]]:
+    """The top ``k`` memories for ``text`` in ``mode``, best first: (memory id, the mode's score)."""
+    return [(hit.memory.id, hit.score) for hit in memories.search(text, k=k, mode=mode)]
 
 
 def retrieve(
-    store: LocalBackend,
-    embedder: OnnxEmbedder,
+    memories: Memories,
+    embedder: TimedEmbedder,
     dataset: Dataset,
     mode: SearchMode,
     mapping: Mapping[int, Sequence[str]],
 ) -> tuple[dict[str, list[str]], float, float]:
     """Each query's ranking (corpus ids, best first), seconds spent embedding queries and searching.
 
-    The ranking is remem's order. A memory that holds several corpus documents (identical texts)
-    contributes all of them at its place, by id descending as trec_eval breaks ties; like BEIR,
-    each query keeps at most ``TOP_K`` documents.
+    Each query is one ``Memories.search`` call (which embeds it, unless in keyword mode); the
+    embedding time is what ``embedder`` spent, the search time the rest. The ranking is remem's
+    order. A memory that holds several corpus documents (identical texts) contributes all of them at
+    its place, by id descending as trec_eval breaks ties; like BEIR, each query keeps at most
+    ``TOP_K`` documents.
     """
-    from remem.backends.local import SearchMode
-
-    qids = list(dataset.queries)
-    texts = [dataset.queries[qid] for qid in qids]
-    started = time.perf_counter()
-    vectors = (
-        [None] * len(qids) if mode is SearchMode.KEYWORD else list(embedder.embed_queries(texts).vectors)
-    )
-    embedded = time.perf_counter()
     rankings: dict[str, list[str]] = {}
-    for qid, text, vector in zip(qids, texts, vectors, strict=True):
-        hits = search(store, mode, Query(text, vector), TOP_K)
+    embedded_before = embedder.query_seconds
+    started = time.perf_counter()
+    for qid, text in dataset.queries.items():
+        hits = search(memories, mode, text, TOP_K)
         ranked = [doc_id for mid, _ in hits for doc_id in sorted(mapping[mid], reverse=True)]
         rankings[qid] = ranked[:TOP_K]
-    return rankings, embedded - started, time.perf_counter() - embedded
+    embed_seconds = embedder.query_seconds - embedded_before
+    return rankings, embed_seconds, time.perf_counter() - started - embed_seconds
 
 
 # --- report --------------------------------------------------------------------------------------
@@ -291,9 +302,7 @@ def save_run(path: Path, rankings: Rankings, tag: str) -> None:
 
 def main() -> None:
     """Parse options, build or reuse the store, run the queries, print timings and the table."""
-    from remem.commands.modelsel import load_model
-
-    from remem.backends.local import LocalBackend, SearchMode
+    import remem
     from remem.embedders.registry import BUNDLED_MODEL
     from remem.errors import RememError
 
@@ -303,10 +312,13 @@ def main() -> None:
     )
     parser.add_argument("--model", default=BUNDLED_MODEL.name, help="model name (default: %(default)s)")
     parser.add_argument(
-        "--mode", choices=[m.value for m in SearchMode], default=SearchMode.VECTOR.value, help="search mode"
+        "--mode",
+        choices=[m.value for m in remem.SearchMode],
+        default=remem.SearchMode.VECTOR.value,
+        help="search mode",
     )
     parser.add_argument("--store", type=Path, help="keep the store here (reused if it holds the corpus)")
-    parser.add_argument("--batch", type=int, default=256, help="texts per embed + add_many call")
+    parser.add_argument("--batch", type=int, default=256, help="texts per Memories.add_many call")
     parser.add_argument(
         "--truncate", action="store_true", help="store only each document's first window (as MTEB does)"
     )
@@ -319,16 +331,17 @@ def main() -> None:
     except (OSError, ValueError, KeyError) as exc:
         sys.exit(f"Error: cannot read the BEIR data in {args.data}: {exc}")
     try:
-        # The model is found and verified exactly as the CLI does it for a new store.
-        embedder, stamp = load_model(args.model, verify=True)
+        # The model is found and verified through the catalog the CLI uses (same defaults).
+        model = remem.model_catalog().load(args.model, verify=True)
+        embedder = TimedEmbedder(model, truncate=args.truncate)
         with tempfile.TemporaryDirectory(prefix="remem-beir-") as tmp:
             directory = args.store or Path(tmp) / "store"
-            with LocalBackend.open(directory, create=True) as store:
-                store.check_model(stamp)
-                done = ingest(store, embedder, stamp, dataset.docs, args.batch, args.truncate)
-                mapping = memory_to_docs(store, dataset.docs)
+            with remem.open(directory, embedder=embedder) as memories:
+                memories.embedder()  # refuses a kept store of another model before anything is done
+                done = ingest(memories, embedder, dataset.docs, args.batch)
+                mapping = memory_to_docs(memories, dataset.docs)
                 rankings, embed_s, search_s = retrieve(
-                    store, embedder, dataset, SearchMode(args.mode), mapping
+                    memories, embedder, dataset, remem.SearchMode(args.mode), mapping
                 )
     except RememError as exc:
         sys.exit(f"Error: {exc}")

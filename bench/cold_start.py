@@ -2,11 +2,12 @@
 
     python bench/cold_start.py [--memories 1000] [--runs 5]
 
-Builds a store of N memory-sized texts with the real bundled model (through the library's store, the
-same code path `remem add` uses), then times `remem --help`, `list`, `export` and `search` in fresh
-processes. The baseline measured in the same run is a bare `python -c pass` interpreter start; the
-table shows medians and each command's ratio to it. Page caches are dropped before each run when the
-machine allows it (root on bare Linux); otherwise "cold" means a new process with a warm disk cache.
+Builds a store of N memory-sized texts with the real bundled model (through the public API,
+``remem.open`` and ``Memories.add_many``, the code path of `remem add --lines`), then times
+`remem --help`, `list`, `export` and `search` in fresh processes. The baseline measured in the same
+run is a bare `python -c pass` interpreter start; the table shows medians and each command's ratio to
+it. Page caches are dropped before each run when the machine allows it (root on bare Linux);
+otherwise "cold" means a new process with a warm disk cache.
 """
 
 from __future__ import annotations
@@ -76,24 +77,19 @@ def memory_texts(count: int, seed: int = 0) -> list[str]:
 
 
 def build_store(directory: Path, count: int) -> None:
-    """Fill a new store with ``count`` memories embedded by the bundled model."""
-    from remem.backends.local import LocalBackend, ModelInfo, NewMemory
-    from remem.embedders.registry import BUNDLED_MODEL, bundled_files
-    from remem.embedders.runner import OnnxEmbedder
-    from remem.embedders.spec import verify_model_files
+    """Fill a new store with ``count`` memories embedded by the bundled model (files verified)."""
+    import remem
+    from remem.embedders.registry import BUNDLED_MODEL
 
-    files = bundled_files()
-    stamp = ModelInfo(
-        BUNDLED_MODEL.name,
-        BUNDLED_MODEL.dim,
-        BUNDLED_MODEL.pooling.value,
-        verify_model_files(BUNDLED_MODEL, files),
-    )
-    texts = memory_texts(count)
-    vectors = OnnxEmbedder(BUNDLED_MODEL, files).embed_documents(texts).windows
-    with LocalBackend.open(directory, create=True) as store:
-        for text, vector in zip(texts, vectors, strict=True):
-            store.add(NewMemory(text=text, user="bench"), vector, stamp)
+    embedder = remem.model_catalog().load(BUNDLED_MODEL.name, verify=True)
+    with remem.open(directory, embedder=embedder) as memories:
+        memories.add_many(remem.NewMemory(text=text, user="bench") for text in memory_texts(count))
+
+
+def remem_command() -> str:
+    """The ``remem`` executable: on PATH, else beside this Python (a venv run without activating it)."""
+    found = shutil.which("remem") or shutil.which("remem", path=str(Path(sys.executable).parent))
+    return found or sys.exit("remem is not installed in this environment")
 
 
 def drop_caches() -> bool:
@@ -124,7 +120,7 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    remem = shutil.which("remem") or sys.exit("remem is not installed in this environment")
+    remem = remem_command()
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store"
         started = time.perf_counter()

@@ -19,8 +19,9 @@ for exact search.
 Part 2, a real store: ``LocalBackend.add_many`` of clustered vectors (texts "memory i", user
 "u{i % 100}", so ``--user u7`` selects 1%), stamped with the bundled model so the CLI accepts it (the
 vectors are synthetic; fine for timing). For each kind (switched with ``remem reindex --index KIND
---force`` in a fresh process, which is also timed): ``LocalBackend.search`` latency with and without
-the 1% filter, the same ranking with the index already loaded, agreement with brute force on the
+--force`` in a fresh process, which is also timed): search latency through ``run_search`` (the
+ranking ``Memories.search`` runs once the query is embedded) with and without the 1% filter, the same
+ranking with the index already loaded (``LocalVectorLane.top``), agreement with brute force on the
 filtered subset, and cold ``remem search`` wall time (fresh processes, page cache dropped when the
 machine allows it).
 """
@@ -33,7 +34,6 @@ import ctypes
 import os
 import re
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -50,11 +50,11 @@ from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.vectors import VectorIndex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cold_start import drop_caches
+from cold_start import drop_caches, remem_command
 
 if TYPE_CHECKING:
+    from remem.arrays import FloatArray
     from remem.backends.local import LocalBackend
-    from remem.backends.local.vectors import FloatArray
 
 DIM = 384
 K = 10
@@ -327,12 +327,14 @@ class StoreResult:
 
 def build_store(directory: Path, vectors: FloatArray) -> tuple[float, np.ndarray]:
     """A store holding ``vectors`` under the bundled model's stamp: (seconds, memory id per row)."""
-    from remem.backends.local import LocalBackend, NewMemory
-    from remem.commands.common import embedder_for
+    import remem
+    from remem.backends.local import LocalBackend
 
     with LocalBackend.open(directory, create=True) as store:
-        _, stamp = embedder_for(store)
-        memories = [NewMemory(text=f"memory {i}", user=f"u{i % USERS}") for i in range(len(vectors))]
+        # The model the CLI gives a new store (the bundled one unless another was pulled or set).
+        embedder, _ = remem.model_catalog().for_store(store.model, store.location)
+        stamp = embedder.info
+        memories = [remem.NewMemory(text=f"memory {i}", user=f"u{i % USERS}") for i in range(len(vectors))]
         start = time.perf_counter()
         added = store.add_many(memories, vectors, stamp)
         return time.perf_counter() - start, np.array([a.id for a in added], dtype=np.int64)
@@ -366,17 +368,18 @@ def agreement(found: list[list[int]], truth: list[list[int]]) -> tuple[int, floa
 
 def filter_cases() -> dict[str, Any]:
     """The two filters compared: none, and the 1% user."""
-    from remem.backends.local import Filters
+    from remem import Filters
 
     return {"unfiltered": Filters(), f"user={FILTER_USER} (1%)": Filters(user=FILTER_USER)}
 
 
 def store_search(store: LocalBackend, queries: FloatArray, filters: Any) -> tuple[list[float], list]:
-    """LocalBackend.search (vector mode, top K) timings and result memory ids."""
-    from remem.backends.local import SearchMode
+    """run_search (vector mode, top K) timings and result memory ids."""
+    from remem import SearchMode
+    from remem.core.ranking import run_search
 
     def one(q: FloatArray) -> list[int]:
-        outcome = store.search("query", q, K, filters, mode=SearchMode.VECTOR)
+        outcome = run_search(store, "query", q, K, filters, mode=SearchMode.VECTOR)
         return [hit.memory.id for hit in outcome.hits]
 
     return timed(one, list(queries))
@@ -384,9 +387,10 @@ def store_search(store: LocalBackend, queries: FloatArray, filters: Any) -> tupl
 
 def ranking_only(store: LocalBackend, index: VectorIndex, queries: FloatArray, filters: Any) -> list[float]:
     """Timings of the vector ranking alone (filter, score, map to memories) with the index loaded."""
-    from remem.backends.local.search import vector_rank
+    from remem.backends.local.lanes import LocalVectorLane
 
-    return timed(lambda q: vector_rank(store.records, index, q, K, filters), list(queries))[0]
+    lane = LocalVectorLane(store.records, index)
+    return timed(lambda q: lane.top(q, K, filters), list(queries))[0]
 
 
 def in_process(directory: Path, data: tuple[FloatArray, np.ndarray], queries: FloatArray, args) -> tuple:
@@ -585,7 +589,7 @@ def store_goals(store: list[StoreResult]) -> list[tuple[str, str, str]]:
     rows = []
     for result in store:
         for what, table in (
-            ("LocalBackend.search", result.search),
+            ("run_search", result.search),
             ("ranking, index loaded", result.ranking),
         ):
             unfiltered, filtered = table.values()
@@ -615,7 +619,7 @@ def print_store(build_s: float, store: list[StoreResult], args: argparse.Namespa
     )
     print(f"Store built with `LocalBackend.add_many` (one call) in {build_s:.1f} s.\n")
     print(
-        "| kind | filter | LocalBackend.search p50 ms | p99 ms | ranking only p50 ms | p99 ms "
+        "| kind | filter | run_search p50 ms | p99 ms | ranking only p50 ms | p99 ms "
         "| same top-10 as brute force | mean overlap |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
@@ -628,9 +632,9 @@ def print_store(build_s: float, store: list[StoreResult], args: argparse.Namespa
             )
     loads = ", ".join(f"{r.kind} {r.load.p50:.0f} ms" for r in store)
     print(
-        f"\nLocalBackend.search: {args.store_queries} queries, each call as the CLI makes it (opens the "
+        f"\nrun_search: {args.store_queries} queries, each call as the CLI makes it (opens the "
         f"index file and checks it against SQLite every time; index load alone, p50: {loads}). Ranking "
-        f"only: `search.vector_rank` with the index already loaded, {args.queries} queries. Brute force: "
+        f"only: `LocalVectorLane.top` with the index already loaded, {args.queries} queries. Brute force: "
         f"numpy over the stored vectors of the selected memories (filtered: every {USERS}th memory)."
     )
 
@@ -713,7 +717,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--ef-construction", type=int, default=HnswParams.ef_construction)
     parser.add_argument("--ef-search", type=int, default=HnswParams.ef_search)
     parser.add_argument("--store-size", type=int, default=100_000)
-    parser.add_argument("--store-queries", type=int, default=50, help="LocalBackend.search calls per case")
+    parser.add_argument("--store-queries", type=int, default=50, help="run_search calls per case")
     parser.add_argument("--cli-runs", type=int, default=5)
     parser.add_argument("--no-store", action="store_true", help="skip the store and CLI part")
     parser.add_argument("--seed", type=int, default=0)
@@ -734,9 +738,7 @@ def stopwatch() -> Iterator[None]:
 def main() -> None:
     """Run both parts and print the tables."""
     args = parse_args()
-    args.remem = shutil.which("remem")
-    if not args.no_store and args.remem is None:
-        sys.exit("remem is not installed in this environment (or pass --no-store)")
+    args.remem = None if args.no_store else remem_command()
     args.cold = drop_caches()
     with stopwatch():
         print_header(args)

@@ -1,8 +1,6 @@
-"""Sentence embedders: frozen model descriptions, pooling, and the ONNX runner.
+"""Sentence embedders: the ``Embedder`` seam (base.py), frozen model descriptions (spec.py,
+registry.py), pooling, long texts as windows, and the ONNX runner.
 
-Importing this package is cheap: onnxruntime, tokenizers and numpy load only when a model runs.
+Importing this package is cheap: it imports none of its modules; onnxruntime, tokenizers and numpy
+load only when a model runs.
 """
-
-from remem.embedders.spec import ModelFiles, ModelSpec, Pooling
-
-__all__ = ["ModelFiles", "ModelSpec", "Pooling"]

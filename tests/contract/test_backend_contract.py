@@ -871,3 +871,59 @@ def test_everything_survives_closing_and_reopening(open_backend: Callable[[], Ba
     assert ids_of(again.vector_lane().top(fake_vector("alpha edited"), 1, EVERYTHING)) == [ids[0]]
     assert ids_of(again.keyword_top("rollbacks", EVERYTHING, 5)) == [ids[2]]
     assert add_one(again, "after reopening") > ids[-1]
+
+
+# --- memories waiting for their vectors ---------------------------------------------------------
+
+
+def test_a_pending_memory_is_found_by_keyword_at_once_and_by_vector_once_attached(backend: Backend) -> None:
+    """Stored without vectors it is a memory like any other for reads and the keyword lane; the
+    vector lane sees it only after ``attach_vectors``."""
+    anchor = add_one(backend, "an embedded note about the kitchen")
+    (waiting,) = backend.add_pending([NewMemory("rolled back deploy E7731 of the billing service")])
+    assert not waiting.duplicate and waiting.id > anchor
+    assert backend.pending_count() == 1
+    assert backend.pending(10) == [(waiting.id, "rolled back deploy E7731 of the billing service")]
+    assert ids_of(backend.keyword_top("E7731", Filters(), 5)) == [waiting.id]
+    query = fake_vector("rolled back deploy E7731 of the billing service")
+    assert waiting.id not in ids_of(backend.vector_lane().top(query, 10, Filters()))
+    attached = backend.attach_vectors(
+        [
+            (
+                waiting.id,
+                "rolled back deploy E7731 of the billing service",
+                windows_of("rolled back deploy E7731 of the billing service"),
+            )
+        ],
+        FAKE_MODEL,
+    )
+    assert attached == [waiting.id] and backend.pending_count() == 0
+    assert ids_of(backend.vector_lane().top(query, 1, Filters())) == [waiting.id]
+
+
+def test_pending_memories_are_deduplicated_like_others(backend: Backend) -> None:
+    first = add_one(backend, "the same words")
+    again, fresh = backend.add_pending([NewMemory("the same words"), NewMemory("other words")])
+    assert (again.id, again.duplicate, fresh.duplicate) == (first, True, False)
+    assert backend.add_pending([NewMemory("other words")])[0] == AddResult(fresh.id, True)
+
+
+def test_attach_skips_memories_edited_or_forgotten_meanwhile(backend: Backend) -> None:
+    add_one(backend, "something embedded first")
+    edited, forgotten, kept = (
+        r.id for r in backend.add_pending([NewMemory(t) for t in ("e one", "f two", "k three")])
+    )
+    backend.edit(edited, "e one, edited", windows_of("e one, edited"), FAKE_MODEL)  # now has vectors
+    backend.forget([forgotten])
+    items = [(i, t, windows_of(t)) for i, t in ((edited, "e one"), (forgotten, "f two"), (kept, "k three"))]
+    assert backend.attach_vectors(items, FAKE_MODEL) == [kept]
+    assert backend.pending_count() == 0
+    assert len(backend.vectors_of_memories([edited])[edited]) == 1
+
+
+def test_a_store_with_only_pending_memories_has_no_model_yet(backend: Backend) -> None:
+    backend.add_pending([NewMemory("waiting"), NewMemory("also waiting")])
+    assert backend.model is None and backend.pending_count() == 2
+    checks, _ = backend.doctor(False)
+    vectors = next(c for c in checks if c.name == "vectors")
+    assert vectors.ok and "2 waiting to be embedded" in vectors.detail

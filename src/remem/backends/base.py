@@ -66,6 +66,24 @@ class Backend(Protocol):
         (of a stored memory or an earlier one in the batch) is not stored and reports the existing id."""
         ...
 
+    def add_pending(self, memories: Sequence[NewMemory]) -> list[AddResult]:
+        """Store memories without vectors yet, in one transaction (duplicates as in ``add_many``);
+        the keyword lane finds them at once, the vector lane once ``attach_vectors`` gave them theirs."""
+        ...
+
+    def pending(self, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` (id, text) of memories waiting for their vectors, oldest first."""
+        ...
+
+    def pending_count(self) -> int:
+        """How many memories wait for their vectors."""
+        ...
+
+    def attach_vectors(self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo) -> list[int]:
+        """Give pending memories the (windows, dim) vectors of ``text`` in one transaction; a memory
+        deleted, edited or embedded meanwhile is skipped. Returns the ids that got vectors."""
+        ...
+
     def edit(self, memory_id: int, text: str, vectors: FloatArray, model: ModelInfo) -> Memory:
         """Replace a memory's text and vectors, keeping id and created_at, setting updated_at.
 

@@ -55,6 +55,8 @@ def reindex(
                 force=force,
                 progress=progress,
             )
+    if outcome.embedded_pending:
+        note(f"Embedded {outcome.embedded_pending} memories that were waiting for their vectors.")
     embedded = outcome.reembedded
     if embedded is not None and embedded.swapped:
         resumed = f" (resumed after {embedded.resumed_from})" if embedded.resumed_from else ""

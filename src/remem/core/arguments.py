@@ -91,10 +91,3 @@ def choice(kind: type[E], value: E | str, what: str) -> E:
     except ValueError:
         choices = ", ".join(str(member.value) for member in kind)
         raise InvalidInputError(f"{what} must be one of {choices}, not {value!r}") from None
-
-
-def dropped_note(dropped: int) -> tuple[str, ...]:
-    """The note for a query longer than the model window."""
-    if not dropped:
-        return ()
-    return (f"The query's last {dropped} tokens were beyond the model window and were not used.",)

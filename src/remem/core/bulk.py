@@ -89,3 +89,21 @@ def export_entries(records: Iterable[Mapping[str, Any]], skip_invalid: bool) -> 
                 raise InvalidInputError(f"record {number}: {exc}; nothing was imported") from None
             skipped.append(number)
     return entries, skipped
+
+
+def embed_pending(backend: Backend, embedder: Callable[[], Embedder], progress: ProgressFn | None) -> int:
+    """Embed the memories waiting for their vectors, a chunk per transaction, until none is left
+    (or a chunk makes no progress: its memories changed meanwhile)."""
+    total, done = backend.pending_count(), 0
+    while rows := backend.pending(EMBED_CHUNK):
+        model = embedder()
+        windows = model.embed_documents([text for _, text in rows]).windows
+        attached = backend.attach_vectors(
+            [(mid, text, rows_) for (mid, text), rows_ in zip(rows, windows, strict=True)], model.info
+        )
+        done += len(attached)
+        if progress is not None:
+            progress(min(done, total), max(total, done))
+        if not attached:
+            break
+    return done

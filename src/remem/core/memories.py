@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from remem.core import arguments, bulk, ranking, upkeep
 from remem.core.context import ContextItem, Merge, merge
-from remem.errors import InvalidInputError, MemoryNotFoundError, ModelChangedError
+from remem.errors import InvalidInputError, MemoryNotFoundError
 from remem.inputs import check_min_score
 from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
@@ -101,16 +101,37 @@ class Memories:
         tags: Sequence[str] = (),
         meta: Mapping[str, str] | None = None,
         created_at: str | datetime | None = None,
+        embed: bool = True,
     ) -> AddResult:
         """Store one memory; the same text in the same user/conversation is stored once (the
-        existing id comes back with ``duplicate=True``, and no model is loaded)."""
+        existing id comes back with ``duplicate=True``, and no model is loaded). With
+        ``embed=False`` it is stored at once without vectors: keyword search finds it now, vector
+        search after ``embed_pending`` (or ``remem reindex``)."""
         memory = arguments.new_memory(text, user, conversation, role, tags, meta, created_at)
         existing = self.backend.find_duplicate(memory)
         if existing is not None:
             return AddResult(id=existing, duplicate=True)
+        if not embed:
+            return self.backend.add_pending([memory])[0]
         embedder = self.embedder()
         vectors = embedder.embed_documents([memory.text]).windows[0]
         return self.backend.add_many([memory], [vectors], embedder.info)[0]
+
+    def pending_count(self) -> int:
+        """How many memories wait for their vectors (added with ``embed=False``)."""
+        return self.backend.pending_count()
+
+    def embed_pending(self, *, progress: ProgressFn | None = None) -> int:
+        """Embed every memory added with ``embed=False`` (a new store chooses its model); returns
+        how many got their vectors."""
+        return bulk.embed_pending(self.backend, self.embedder, progress)
+
+    def warm_up(self) -> None:
+        """Load the model and the vector index now, so the next searches answer at once."""
+        embedder = self.embedder()
+        embedder.embed_queries(["warm up"])
+        if self.backend.model is not None:
+            self.backend.vector_lane(embedder.info)
 
     def add_many(
         self, memories: Iterable[NewMemory | str], *, progress: ProgressFn | None = None
@@ -170,26 +191,9 @@ class Memories:
         chosen = arguments.filters(where, filters)
         if k < 1:
             raise InvalidInputError("k must be at least 1")
-        if mode is not SearchMode.KEYWORD and self.backend.model is None:
-            return SearchResult()  # nothing to rank by meaning, and no model to choose
-        for attempt in range(2):
-            vector, stamp = None, None
-            notes: tuple[str, ...] = ()
-            if mode is not SearchMode.KEYWORD:  # keyword search never loads the model
-                embedder = self.embedder()
-                embedded = embedder.embed_queries([text])
-                vector, stamp = embedded.vectors[0], embedder.info
-                notes = arguments.dropped_note(embedded.dropped_tokens[0])
-            try:
-                result = ranking.run_search(
-                    self.backend, text, vector, k, chosen, mode=mode, min_score=threshold, embedded_with=stamp
-                )
-                return replace(result, notes=notes)
-            except ModelChangedError:
-                if attempt:
-                    raise
-                self._reload_model()
-        raise AssertionError("unreachable")
+        return ranking.search_with_retry(
+            self.backend, self.embedder, self._reload_model, text, k, chosen, mode, threshold
+        )
 
     def list(
         self, *, limit: int = DEFAULT_LIST_LIMIT, where: Filters | None = None, **filters: Any
@@ -286,7 +290,9 @@ class Memories:
         """Rebuild the derived indexes (``index``: exact, hnsw or auto; ``hnsw``: m, ef_construction,
         ef_search); with ``model`` re-embed every memory with that model first (staged, resumable,
         swapped in at once; with ``force`` even when it is the store's model already)."""
+        waiting = self.embed_pending(progress=progress) if model is None and self.pending_count() else 0
         outcome = upkeep.reindex(self.backend, self.catalog, index, hnsw, model, force, progress)
+        outcome = replace(outcome, embedded_pending=waiting)
         if model is not None:
             self._reload_model()
         return outcome

@@ -9,16 +9,18 @@ rank). Each memory's fused score is Reciprocal Rank Fusion: the sum over lanes o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from remem.errors import ModelChangedError
 from remem.reports import SearchResult
 from remem.types import Filters, Hit, Lane, ModelInfo, SearchMode
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
     from remem.backends.base import Backend, Scored, VectorLane
+    from remem.embedders.base import Embedder
 
 #: The RRF constant of Cormack, Clarke & Büttcher (SIGIR 2009); it damps the weight of the top
 #: ranks so that one lane's first place does not outvote agreement between lanes.
@@ -143,3 +145,42 @@ def run_search(
     memories = backend.get_many([r.id for r in ranked])
     hits = [Hit(memories[r.id], r.score, r.vector, r.keyword) for r in ranked if r.id in memories]
     return SearchResult(hits, len(below), max(below) if below else None)
+
+
+def search_with_retry(
+    backend: Backend,
+    embedder: Callable[[], Embedder],
+    reload_model: Callable[[], None],
+    text: str,
+    k: int,
+    filters: Filters,
+    mode: SearchMode,
+    min_score: float | None,
+) -> SearchResult:
+    """Embed the query (not in keyword mode) and search; once more, with the model chosen again,
+    if a re-embed swapped the store's model meanwhile. A store without vectors finds nothing
+    outside keyword mode, without choosing or loading a model."""
+    if mode is not SearchMode.KEYWORD and backend.model is None:
+        return SearchResult()
+    for attempt in range(2):
+        vector, stamp = None, None
+        notes: tuple[str, ...] = ()
+        if mode is not SearchMode.KEYWORD:  # keyword search never loads the model
+            model = embedder()
+            embedded = model.embed_queries([text])
+            vector, stamp, dropped = embedded.vectors[0], model.info, embedded.dropped_tokens[0]
+            notes = (
+                (f"The query's last {dropped} tokens were beyond the model window and were not used.",)
+                if dropped
+                else ()
+            )
+        try:
+            found = run_search(
+                backend, text, vector, k, filters, mode=mode, min_score=min_score, embedded_with=stamp
+            )
+            return replace(found, notes=notes)
+        except ModelChangedError:
+            if attempt:
+                raise
+            reload_model()
+    raise AssertionError("unreachable")

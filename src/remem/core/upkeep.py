@@ -24,10 +24,12 @@ INDEX_KINDS = ("exact", "hnsw", "auto")
 
 @dataclass(frozen=True)
 class ReindexOutcome:
-    """What ``reindex`` did: the re-embedding (None without a model) and the index rebuild."""
+    """What ``reindex`` did: the re-embedding (None without a model), the index rebuild, and how
+    many memories waiting for their vectors (added with ``embed=False``) it embedded."""
 
     reembedded: ReembedReport | None
     rebuilt: ReindexReport
+    embedded_pending: int = 0
 
 
 def _batches(memories: Iterator[Memory], size: int) -> Iterator[list[Memory]]:

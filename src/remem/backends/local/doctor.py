@@ -42,24 +42,19 @@ def _keywords(store: LocalBackend) -> Check:
 
 
 def _vectors(store: LocalBackend) -> Check:
+    """Every vector of the store's model's size; memories without vectors are waiting (added
+    before the model was loaded) and said so, not a fault."""
     model = store.model
-    conn = store.records.conn
-    (bare,) = conn.execute(
-        "SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.memory_id = m.id)"
-    ).fetchone()
+    waiting = store.pending_count()
+    note = f"; {waiting} waiting to be embedded (`remem reindex` embeds them)" if waiting else ""
     if model is None:
-        ok = bare == 0 and store.records.vector_count() == 0
-        return Check("vectors", ok, "no model recorded" + ("" if ok else f"; {bare} memories lack vectors"))
-    (wrong,) = conn.execute(
+        ok = store.records.vector_count() == 0
+        return Check("vectors", ok, ("no model recorded" if ok else "vectors without a model") + note)
+    (wrong,) = store.records.conn.execute(
         "SELECT count(*) FROM vectors WHERE length(vector) != ?", (4 * model.dim,)
     ).fetchone()
-    ok = bare == 0 and wrong == 0
-    detail = (
-        f"{model.name}, {model.dim}-d"
-        if ok
-        else f"{bare} memories without a vector, {wrong} of the wrong size"
-    )
-    return Check("vectors", ok, detail)
+    detail = f"{model.name}, {model.dim}-d" if not wrong else f"{wrong} vectors of the wrong size"
+    return Check("vectors", wrong == 0, detail + note)
 
 
 def _index_file(store: LocalBackend) -> Check:

@@ -31,7 +31,10 @@ def connect(path: Path) -> sqlite3.Connection:
     Raises StoreCorruptError naming the file when it is not a usable SQLite database.
     """
     try:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        # One connection may serve several threads (a server); callers serialise its use.
+        conn = sqlite3.connect(
+            path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+        )
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {path}: {exc}") from exc
     try:
@@ -153,7 +156,7 @@ class Records:
             [(memory_id, tag) for tag in sorted(set(memory.tags))],
         )
         fts.write_terms(self.conn, [(memory_id, memory.text)])
-        self._insert_vectors(memory_id, vectors)
+        self.add_vectors(memory_id, vectors)
         return memory_id
 
     def _last_id(self) -> int:
@@ -161,7 +164,8 @@ class Records:
         row = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memories'").fetchone()
         return 0 if row is None else int(row[0])
 
-    def _insert_vectors(self, memory_id: int, vectors: Sequence[bytes]) -> None:
+    def add_vectors(self, memory_id: int, vectors: Sequence[bytes]) -> None:
+        """Store a memory's window vectors (float32 bytes, in window order) under new vector ids."""
         self.conn.executemany(
             "INSERT INTO vectors (memory_id, window, vector) VALUES (?, ?, ?)",
             [(memory_id, window, blob) for window, blob in enumerate(vectors)],
@@ -181,7 +185,7 @@ class Records:
         self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
         fts.write_terms(self.conn, [(memory_id, text)])
         self.conn.execute("DELETE FROM vectors WHERE memory_id = ?", (memory_id,))
-        self._insert_vectors(memory_id, vectors)
+        self.add_vectors(memory_id, vectors)
         return True
 
     def delete(self, memory_ids: Sequence[int]) -> list[int]:

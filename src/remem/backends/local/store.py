@@ -14,9 +14,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from remem.backends.local import pending
 from remem.backends.local.files import INDEX_FILE, locked, prepare_directory
 from remem.backends.local.records import Records, connect
 from remem.backends.local.settings import IndexSettings
+from remem.backends.local.shapes import windows_of
 from remem.backends.local.transactions import atomic
 from remem.errors import (
     InvalidInputError,
@@ -45,6 +47,7 @@ class LocalBackend:
         self.directory = directory
         self.location = str(directory)
         self.records = records
+        self._index: VectorIndex | None = None
         #: Problems remem repaired by itself while serving this store (for the caller to report).
         self.warnings: list[str] = []
 
@@ -124,7 +127,7 @@ class LocalBackend:
         same user/conversation (or earlier in this batch) is not stored again; its result carries
         the existing id and ``duplicate=True``.
         """
-        windows = _windows(vectors, len(memories), model.dim)
+        windows = windows_of(vectors, len(memories), model.dim)
         results: list[AddResult] = []
         with self.writing(model) as (index, _):
             created_at = utc_now_iso()
@@ -144,7 +147,7 @@ class LocalBackend:
         Raises MemoryNotFoundError if there is no such memory, InvalidInputError if the same
         user/conversation already holds that text in another memory.
         """
-        (rows,) = _windows([vectors], 1, model.dim)
+        (rows,) = windows_of([vectors], 1, model.dim)
         with self.writing(model) as (index, _):
             old = [vid for vid, _ in self.records.vectors_of_memories([memory_id]).get(memory_id, [])]
             blobs = [row.astype("<f4").tobytes() for row in rows]
@@ -181,13 +184,33 @@ class LocalBackend:
             if model is not None:
                 self.check_model(model)
             index = self.vector_index(model.dim) if model is not None else None
-            with atomic(self.records.conn):
-                if model is not None and self.model is None:
-                    self.record_model(model)
-                yield index, self.records  # type: ignore[misc]
-                generation = self.records.bump_generation()
+            try:
+                with atomic(self.records.conn):
+                    if model is not None and self.model is None:
+                        self.record_model(model)
+                    yield index, self.records  # type: ignore[misc]
+                    generation = self.records.bump_generation()
+            except BaseException:
+                self._index = None  # it may hold what was rolled back
+                raise
             if index is not None:
                 index.save(self.index_path, generation)
+
+    def add_pending(self, memories: Sequence[NewMemory]) -> list[AddResult]:
+        """Store memories without vectors yet (see ``pending``), in one transaction."""
+        return pending.add_pending(self, memories)
+
+    def pending(self, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` (id, text) of memories waiting for their vectors, oldest first."""
+        return pending.pending(self, limit)
+
+    def pending_count(self) -> int:
+        """How many memories wait for their vectors."""
+        return pending.pending_count(self)
+
+    def attach_vectors(self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo) -> list[int]:
+        """Give pending memories the vectors of their text (skipping any changed meanwhile)."""
+        return pending.attach(self, items, model)
 
     def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (missing ids are absent)."""
@@ -261,11 +284,15 @@ class LocalBackend:
         return self.records.iter_all(filters)
 
     def vector_index(self, dim: int, *, persist_repairs: bool = False) -> VectorIndex:
-        """The index, level with SQLite; repairs are saved when asked and no writer holds the lock."""
+        """The index, level with SQLite (the one loaded before, caught up, when there is one);
+        repairs are saved when asked and no writer holds the lock."""
         from remem.backends.local import sync  # noqa: PLC0415 - numpy and FAISS only when vectors are needed
 
         settings = self.settings
-        synced = sync.synced_index(self.records, self.index_path, dim, settings.built_kind, settings.hnsw)
+        synced = sync.cached_index(
+            self.records, self._index, self.index_path, dim, settings.built_kind, settings.hnsw
+        )
+        self._index = synced.index  # kept: a long-lived process catches it up instead of re-reading
         if synced.warning:
             self.warnings.append(synced.warning)
         if persist_repairs and synced.changed:
@@ -277,15 +304,3 @@ class LocalBackend:
         """The store's exclusive writer lock (an OS file lock; BlockingIOError if not ``blocking``
         and it is held). Taking it removes temporary files a killed writer left behind."""
         return locked(self.directory, blocking=blocking)
-
-
-def _windows(vectors: Sequence[FloatArray] | FloatArray, count: int, dim: int) -> list[FloatArray]:
-    """Each memory's vectors as a (w, dim) matrix with w ≥ 1; StoreError on a wrong shape."""
-    if len(vectors) != count:
-        raise StoreError(f"got vectors for {len(vectors)} memories, expected {count}")
-    shaped = []
-    for item in vectors:
-        if item.size == 0 or item.size % dim or item.ndim > 2 or (item.ndim == 2 and item.shape[1] != dim):
-            raise StoreError(f"vectors of shape {item.shape} do not fit a {dim}-d model")
-        shaped.append(item.reshape(-1, dim))
-    return shaped

@@ -92,3 +92,24 @@ def catch_up(records: Records, index: VectorIndex, dim: int) -> None:
     index.remove(sorted(indexed - live - index.tombstones))
     add_stored(records, index, dim, sorted(live - indexed))
     index.header.generation = generation
+
+
+def cached_index(
+    records: Records, cached: VectorIndex | None, path: Path, dim: int, kind: IndexKind, hnsw: HnswParams
+) -> Synced:
+    """``cached`` (an index this process synced before) caught up incrementally when it is of this
+    store, of the kind and parameters the store's settings now name (a reindex elsewhere may have
+    rebuilt it), and not ahead of the database — no file read; else the file, synced."""
+    same_shape = cached is not None and (cached.kind, cached.header.hnsw, cached.header.dim) == (
+        kind,
+        hnsw,
+        dim,
+    )
+    if cached is not None and same_shape and cached.header.store_id == records.store_id():
+        generation = records.generation()
+        if cached.header.generation == generation:
+            return Synced(cached, changed=False)
+        if cached.header.generation < generation:
+            catch_up(records, cached, dim)
+            return Synced(cached, changed=False)
+    return synced_index(records, path, dim, kind, hnsw)

@@ -1,0 +1,60 @@
+"""Memories stored before they are embedded ("pending"): found by keyword at once, given their
+vectors later (``Memories.embed_pending``, ``remem reindex``). A pending memory has no vector rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from remem.backends.local.shapes import windows_of
+from remem.types import AddResult, ModelInfo, NewMemory, text_sha256, utc_now_iso
+
+if TYPE_CHECKING:
+    from remem.arrays import FloatArray
+    from remem.backends.local.store import LocalBackend
+
+_PENDING = "FROM memories m WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.memory_id = m.id)"
+
+
+def add_pending(store: LocalBackend, memories: Sequence[NewMemory]) -> list[AddResult]:
+    """Store memories without vectors in one transaction; duplicates report the existing id."""
+    results: list[AddResult] = []
+    with store.writing(None):
+        created_at = utc_now_iso()
+        for memory in memories:
+            memory_id = store.records.insert(memory, [], created_at)
+            if memory_id is None:
+                results.append(AddResult(id=store.find_duplicate(memory) or -1, duplicate=True))
+            else:
+                results.append(AddResult(id=memory_id, duplicate=False))
+    return results
+
+
+def pending(store: LocalBackend, limit: int) -> list[tuple[int, str]]:
+    """Up to ``limit`` (id, text) of memories without vectors, oldest id first."""
+    sql = f"SELECT m.id, m.text {_PENDING} ORDER BY m.id LIMIT ?"
+    return [(int(i), str(t)) for i, t in store.records.conn.execute(sql, (limit,))]
+
+
+def pending_count(store: LocalBackend) -> int:
+    """How many memories wait for their vectors."""
+    return int(store.records.conn.execute(f"SELECT count(*) {_PENDING}").fetchone()[0])
+
+
+def attach(store: LocalBackend, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo) -> list[int]:
+    """Give pending memories their (windows, dim) vectors, made from ``text``, in one transaction.
+
+    A memory that was deleted, edited (its text differs) or embedded meanwhile is skipped; returns
+    the ids that got vectors.
+    """
+    done: list[int] = []
+    shaped = windows_of([rows for _, _, rows in items], len(items), model.dim)
+    with store.writing(model) as (index, records):
+        for (memory_id, text, _), rows in zip(items, shaped, strict=True):
+            row = records.conn.execute(f"SELECT m.sha256 {_PENDING} AND m.id = ?", (memory_id,)).fetchone()
+            if row is None or row[0] != text_sha256(text):
+                continue
+            records.add_vectors(memory_id, [r.astype("<f4").tobytes() for r in rows])
+            index.add([vid for vid, _ in records.vectors_of_memories([memory_id])[memory_id]], rows)
+            done.append(memory_id)
+    return done

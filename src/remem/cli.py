@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from remem import Embedder, __version__
-from remem.commands import changes, maintenance, memories, models, recall, search, transfer
+from remem.commands import changes, maintenance, mcp, memories, models, recall, search, transfer
 from remem.commands.common import EXIT_FAILURE, EXIT_NOTHING_FOUND, EXIT_OK, Invocation, invocation, invoked
 from remem.config import debug_enabled
 from remem.errors import MemoryNotFoundError, RememError
@@ -77,6 +77,7 @@ recall.register(app)
 changes.register(app)
 maintenance.register(app)
 models.register(app)
+mcp.register(app)
 
 
 def _fail(message: str) -> int:

@@ -15,6 +15,7 @@ __all__ = [
     "json_line",
     "memories_table",
     "memory_record",
+    "prompt_line",
     "table",
 ]
 
@@ -83,6 +84,13 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | No
         return "  ".join([*parts, _clip(cells[-1], room)]).rstrip()
 
     return "\n".join([line(headers), *(line(r) for r in rows)])
+
+
+def prompt_line(memory: Memory) -> str:
+    """A memory as one prompt-ready line: ``[date time] (role, user) text``."""
+    who = ", ".join(part for part in (memory.role, memory.user) if part)
+    when = memory.created_at[:16].replace("T", " ")
+    return f"[{when}]{f' ({who})' if who else ''} {_one_line(memory.text)}"
 
 
 def _memory_cells(memory: Memory) -> list[str]:

@@ -80,7 +80,7 @@ def _loaded_modules(args: list[str], store: Path) -> set[str]:
     return {name.split(".")[0] for name in modules.split()}
 
 
-def test_help_list_and_export_do_not_load_onnxruntime_or_faiss(store_dir: Path) -> None:
+def test_help_list_and_export_do_not_load_onnxruntime_faiss_or_the_mcp_sdk(store_dir: Path) -> None:
     _run([sys.executable, "-m", "remem", "add", "a memory so list has something"], store_dir)
     for args in (
         ["--help"],
@@ -91,9 +91,10 @@ def test_help_list_and_export_do_not_load_onnxruntime_or_faiss(store_dir: Path) 
         ["add", "--help"],
         ["model", "list"],
         ["model", "path", "all-minilm-l6-v2"],
+        ["mcp", "--help"],
     ):
         loaded = _loaded_modules(args, store_dir)
-        assert not loaded & {"onnxruntime", "faiss", "tokenizers", "numpy"}, args
+        assert not loaded & {"onnxruntime", "faiss", "tokenizers", "numpy", "mcp"}, args
     assert {"onnxruntime", "faiss"} <= _loaded_modules(["search", "memory"], store_dir)
 
 

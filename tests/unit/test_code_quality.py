@@ -51,6 +51,7 @@ COMMAND_IMPORTS = {
     "remem.inputs",
     "remem.ingest",
     "remem.atomic",
+    "remem.mcp",
 }
 
 
@@ -74,10 +75,21 @@ def test_commands_import_only_the_public_api() -> None:
         assert not wrong, f"{path.name} imports {sorted(wrong)}"
 
 
+def test_the_mcp_server_imports_only_the_public_api() -> None:
+    """remem.mcp is a front-end like the commands: the public API, render and the input helpers."""
+    paths = sorted((SOURCE / "mcp").glob("*.py"))
+    assert paths
+    for path in paths:
+        wrong = {
+            m for m in _remem_imports(path) if m not in COMMAND_IMPORTS and not m.startswith("remem.mcp")
+        }
+        assert not wrong, f"mcp/{path.name} imports {sorted(wrong)}"
+
+
 def test_imports_point_down() -> None:
     """The core never imports a front-end; back-ends and embedders never import each other, the
     core or a front-end."""
-    front = ("remem.cli", "remem.commands", "remem.render")
+    front = ("remem.cli", "remem.commands", "remem.render", "remem.mcp")
     rules = {
         "core": front,
         "backends": (*front, "remem.core", "remem.embedders"),

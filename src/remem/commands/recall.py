@@ -21,13 +21,6 @@ def register(app: typer.Typer) -> None:
     app.command()(stats)
 
 
-def prompt_line(memory: remem.Memory) -> str:
-    """A memory as one prompt-ready line: ``[date time] (role, user) text``."""
-    who = ", ".join(part for part in (memory.role, memory.user) if part)
-    when = memory.created_at[:16].replace("T", " ")
-    return f"[{when}]{f' ({who})' if who else ''} {' '.join(memory.text.split())}"
-
-
 @opt.with_filters("user", "conversation", "role", "tag")
 def context(
     query: Annotated[
@@ -61,7 +54,7 @@ def context(
         raise typer.Exit(EXIT_NOTHING_FOUND)
     for item in items:
         record = {**render.memory_record(item.memory), "source": item.source}
-        typer.echo(render.json_line(record) if json_out else prompt_line(item.memory))
+        typer.echo(render.json_line(record) if json_out else render.prompt_line(item.memory))
 
 
 def show(

@@ -70,6 +70,8 @@ def checked(memory: NewMemory) -> NewMemory:
         role=clean_name(memory.role, "--role"),
         tags=clean_tags(memory.tags),
         meta=meta,
+        created_at=timestamp(memory.created_at),
+        updated_at=timestamp(memory.updated_at),
     )
 
 

@@ -91,11 +91,15 @@ def export_entries(records: Iterable[Mapping[str, Any]], skip_invalid: bool) -> 
     return entries, skipped
 
 
-def embed_pending(backend: Backend, embedder: Callable[[], Embedder], progress: ProgressFn | None) -> int:
-    """Embed the memories waiting for their vectors, a chunk per transaction, until none is left
-    (or a chunk makes no progress: its memories changed meanwhile)."""
+def embed_pending(
+    backend: Backend, embedder: Callable[[], Embedder], progress: ProgressFn | None, limit: int | None = None
+) -> int:
+    """Embed the memories waiting for their vectors, a chunk per transaction, until none is left,
+    ``limit`` are done, or a chunk makes no progress (its memories changed meanwhile)."""
     total, done = backend.pending_count(), 0
-    while rows := backend.pending(EMBED_CHUNK):
+    while (room := EMBED_CHUNK if limit is None else min(EMBED_CHUNK, limit - done)) > 0 and (
+        rows := backend.pending(room)
+    ):
         model = embedder()
         windows = model.embed_documents([text for _, text in rows]).windows
         attached = backend.attach_vectors(

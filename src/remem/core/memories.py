@@ -121,10 +121,10 @@ class Memories:
         """How many memories wait for their vectors (added with ``embed=False``)."""
         return self.backend.pending_count()
 
-    def embed_pending(self, *, progress: ProgressFn | None = None) -> int:
-        """Embed every memory added with ``embed=False`` (a new store chooses its model); returns
-        how many got their vectors."""
-        return bulk.embed_pending(self.backend, self.embedder, progress)
+    def embed_pending(self, *, limit: int | None = None, progress: ProgressFn | None = None) -> int:
+        """Embed the memories added with ``embed=False`` — all, or at most ``limit`` (oldest first),
+        a chunk per transaction (a new store chooses its model); returns how many got vectors."""
+        return bulk.embed_pending(self.backend, self.embedder, progress, limit)
 
     def warm_up(self) -> None:
         """Load the model and the vector index now, so the next searches answer at once."""

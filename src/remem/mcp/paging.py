@@ -1,0 +1,99 @@
+"""memory_list's pages: newest first, and a cursor that is a position, not an offset.
+
+The cursor names the last memory returned by its (created_at, id) — the list's order — so a page
+starts right after it whatever was added or forgotten meanwhile: every memory that stays is listed
+exactly once. ``Filters`` can only say "created before", so a page asks for memories created up to
+the cursor's millisecond (a text bound: the order is the text's) and drops those at or before the
+cursor's place; the cursor also counts the
+memories of that millisecond already listed, which is how many extra to fetch (a store written
+meanwhile can need more, and then more are fetched).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, replace
+from datetime import timedelta
+
+import remem
+from remem.errors import InvalidInputError
+from remem.inputs import parse_iso
+
+#: A cursor's count of ties is a hint (how many more to fetch); a larger one is not believed.
+MAX_TIES = 10_000
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a page ended: the last memory's created_at and id, and how many listed memories
+    share that created_at."""
+
+    created_at: str
+    id: int
+    ties: int
+
+    def encode(self) -> str:
+        """The opaque cursor string."""
+        raw = json.dumps([self.created_at, self.id, self.ties], separators=(",", ":"))
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, cursor: str) -> Position:
+        """The position a cursor names; InvalidInputError when it is not one of ours."""
+        try:
+            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+            created_at, memory_id, ties = json.loads(raw)
+            if isinstance(created_at, str) and created_at:
+                return cls(created_at, int(memory_id), min(max(0, int(ties)), MAX_TIES))
+        except (ValueError, TypeError):
+            pass
+        raise InvalidInputError("cursor is not a next_cursor from memory_list")
+
+    def before(self, memory: remem.Memory) -> bool:
+        """Whether ``memory`` comes after this position in the list (older, or as old with a lower id)."""
+        return (memory.created_at, memory.id) < (self.created_at, self.id)
+
+
+def page(
+    memories: remem.Memories, where: remem.Filters, limit: int, cursor: str | None
+) -> tuple[list[remem.Memory], str | None]:
+    """Up to ``limit`` memories ``where`` selects, newest first, after ``cursor``; and the cursor
+    of the next page (None when this is the last)."""
+    if cursor is None:
+        rows = memories.list(limit=limit + 1, where=where)
+        return _cut(rows, limit, None)
+    position = Position.decode(cursor)
+    where = _up_to(where, position.created_at)
+    fetch = limit + position.ties + 1
+    while True:
+        rows = memories.list(limit=fetch, where=where)
+        after = [memory for memory in rows if position.before(memory)]
+        if len(after) > limit or len(rows) < fetch:
+            return _cut(after, limit, position)
+        fetch *= 2
+
+
+def _cut(
+    rows: list[remem.Memory], limit: int, previous: Position | None
+) -> tuple[list[remem.Memory], str | None]:
+    shown = rows[:limit]
+    if len(rows) <= limit:
+        return shown, None
+    last = shown[-1]
+    ties = sum(1 for memory in shown if memory.created_at == last.created_at)
+    if previous is not None and previous.created_at == last.created_at:
+        ties += previous.ties
+    return shown, Position(last.created_at, last.id, ties).encode()
+
+
+def _up_to(where: remem.Filters, created_at: str) -> remem.Filters:
+    """``where`` narrowed to memories created at or before ``created_at``: until the next
+    millisecond, or — for a created_at not in remem's own format, which sorts differently as text —
+    until a text bound just above it (what is above the cursor anyway is dropped by the caller)."""
+    moment = parse_iso(created_at)
+    bound = None if moment is None else remem.Filters.of(until=moment + timedelta(milliseconds=1)).until
+    if bound is None or bound <= created_at:
+        bound = created_at + "~"  # "~" sorts after every character of an ISO 8601 time
+    until = bound if where.until is None else min(where.until, bound)
+    return replace(where, until=until)

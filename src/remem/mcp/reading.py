@@ -1,0 +1,172 @@
+"""The tools that read: memory_search, memory_get, memory_list, memory_context.
+
+Each takes the server's ``Service`` first (bound by ``remem.mcp.server``), then the tool's
+arguments; its docstring is the tool's description. A remem error becomes the tool's error.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import remem
+from remem import render
+from remem.mcp import paging
+from remem.mcp.schemas import (
+    ContextItemOut,
+    ContextOut,
+    ContextQuery,
+    Conversation,
+    Cursor,
+    GetOut,
+    HitOut,
+    Ids,
+    K,
+    Limit,
+    ListOut,
+    MaxChars,
+    MemoryOut,
+    MinScore,
+    Mode,
+    Query,
+    Recent,
+    Role,
+    SearchOut,
+    Similar,
+    Since,
+    TagFilter,
+    Until,
+    User,
+    cut,
+)
+from remem.mcp.service import Service
+
+#: A line that does not fit the rest of the budget is cut when at least this much room is left.
+MIN_CUT_LINE = 80
+
+
+def memory_search(
+    service: Service,
+    query: Query,
+    k: K = 5,
+    mode: Mode = "hybrid",
+    min_score: MinScore = None,
+    tags: TagFilter = (),
+    role: Role = None,
+    since: Since = None,
+    until: Until = None,
+    user: User = None,
+    conversation: Conversation = None,
+) -> SearchOut:
+    """Search memories by meaning and exact words, best first."""
+    where = service.scope.filters(
+        user=user, conversation=conversation, role=role, tags=tags, since=since, until=until
+    )
+    result, used, note = service.run(
+        lambda memories: _search(service, memories, query, k, mode, min_score, where)
+    )
+    hits = [HitOut.of(hit) for hit in result]
+    return SearchOut(mode=used, hits=hits, lane_note=note, notes=list(result.notes))
+
+
+def _search(
+    service: Service,
+    memories: remem.Memories,
+    query: str,
+    k: int,
+    mode: str,
+    min_score: float | None,
+    where: remem.Filters,
+) -> tuple[remem.SearchResult, str, str | None]:
+    """The search, on the keyword lane alone while the model loads (then with a note saying so)."""
+    if mode == "keyword" or service.ready:
+        return memories.search(query, k=k, mode=mode, min_score=min_score, where=where), mode, None
+    note = service.waiting_note + ("; min_score not applied" if min_score is not None else "")
+    return memories.search(query, k=k, mode="keyword", where=where), "keyword", note
+
+
+def memory_get(service: Service, ids: Ids) -> GetOut:
+    """Memories by id, whole; ids that name no memory are listed as missing."""
+    wanted = list(dict.fromkeys(ids))
+    found = service.scope.visible(service.run(lambda memories: memories.get_many(wanted)))
+    return GetOut(
+        memories=[MemoryOut.of(found[i], limit=None) for i in wanted if i in found],
+        missing=[i for i in wanted if i not in found],
+    )
+
+
+def memory_list(
+    service: Service,
+    limit: Limit = 20,
+    cursor: Cursor = None,
+    tags: TagFilter = (),
+    role: Role = None,
+    since: Since = None,
+    until: Until = None,
+    user: User = None,
+    conversation: Conversation = None,
+) -> ListOut:
+    """List memories, newest first, a page at a time (pass next_cursor back for the next)."""
+    where = service.scope.filters(
+        user=user, conversation=conversation, role=role, tags=tags, since=since, until=until
+    )
+    shown, following = service.run(lambda memories: paging.page(memories, where, limit, cursor))
+    return ListOut(memories=[MemoryOut.of(memory) for memory in shown], next_cursor=following)
+
+
+def memory_context(
+    service: Service,
+    query: ContextQuery = None,
+    recent: Recent = 10,
+    similar: Similar = 5,
+    max_chars: MaxChars = 4_000,
+    tags: TagFilter = (),
+    role: Role = None,
+    since: Since = None,
+    until: Until = None,
+    user: User = None,
+    conversation: Conversation = None,
+) -> ContextOut:
+    """What to know before answering: the newest memories and those most similar to the query,
+    each once, as prompt lines within a character budget."""
+    where = service.scope.filters(
+        user=user, conversation=conversation, role=role, tags=tags, since=since, until=until
+    )
+
+    def gather(memories: remem.Memories) -> tuple[list[remem.ContextItem], str | None]:
+        newest = memories.list(limit=recent, where=where) if recent else []
+        found: list[remem.Memory] = []
+        note = None
+        if similar and query is not None:
+            hits, _, note = _search(service, memories, query, similar, "hybrid", None, where)
+            found = [hit.memory for hit in hits]
+        first: dict[int, remem.ContextItem] = {}  # as `remem context --merge append`: each memory once
+        for source, chosen in (("recent", newest), ("similar", found)):
+            for memory in chosen:
+                first.setdefault(memory.id, remem.ContextItem(source, memory))
+        return list(first.values()), note
+
+    items, note = service.run(gather)
+    return _pack(items, max_chars, note)
+
+
+def _pack(items: list[remem.ContextItem], max_chars: int, note: str | None) -> ContextOut:
+    """The items' prompt lines while they fit in ``max_chars`` (newline-separated); the first line
+    that does not fit is cut when there is room enough left, and the rest left out."""
+    packed: list[ContextItemOut] = []
+    used = 0
+    for item in items:
+        line = render.prompt_line(item.memory)
+        room = max_chars - used - (1 if packed else 0)
+        fits = len(line) <= room
+        if not fits and room < MIN_CUT_LINE:
+            break
+        text, truncated = cut(line, None if fits else room)
+        source: Literal["recent", "similar"] = "recent" if item.source == "recent" else "similar"
+        packed.append(ContextItemOut(id=item.memory.id, source=source, line=text, truncated=truncated))
+        used += len(text) + (1 if len(packed) > 1 else 0)
+        if truncated:
+            break
+    prompt = "\n".join(entry.line for entry in packed)
+    omitted = len(items) - len(packed)
+    cut_any = bool(omitted) or any(entry.truncated for entry in packed)
+    return ContextOut(prompt=prompt, items=packed, cut=cut_any, omitted=omitted, lane_note=note)

@@ -1,0 +1,210 @@
+"""What the tools take and give: typed, bounded arguments and structured results (pydantic), from
+which the SDK writes each tool's input and output JSON schema."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+import remem
+
+#: Texts longer than this are cut in search and list results (``truncated``); memory_get is whole.
+TEXT_LIMIT = 2_000
+
+_Name = Annotated[str, Field(min_length=1, max_length=200)]
+_WHEN = "ISO date/time (2026-11-29, 2026-11-29T14:00) or an age before now (30m, 12h, 7d, 2w)"
+
+Text = Annotated[str, Field(min_length=1, max_length=100_000, description="The memory's text.")]
+Query = Annotated[str, Field(min_length=1, max_length=10_000, description="What to look for, in words.")]
+K = Annotated[int, Field(ge=1, le=50, description="How many hits at most.")]
+Mode = Annotated[
+    Literal["hybrid", "vector", "keyword"],
+    Field(description="hybrid: both lanes fused; vector: by meaning; keyword: exact words (BM25)."),
+]
+MinScore = Annotated[
+    float | None,
+    Field(ge=-1.0, le=1.0, description="Vector and hybrid only: leave out hits below this cosine."),
+]
+TagFilter = Annotated[
+    tuple[_Name, ...], Field(max_length=20, description="Only memories that have all these tags.")
+]
+Tags = Annotated[tuple[_Name, ...], Field(max_length=20, description="Tags to file the memory under.")]
+Role = Annotated[
+    str | None, Field(max_length=200, description="Only memories of this role (user, assistant…).")
+]
+NewRole = Annotated[str | None, Field(max_length=200, description="Who said it: user, assistant…")]
+User = Annotated[str | None, Field(max_length=200, description="Only this user's memories.")]
+Conversation = Annotated[str | None, Field(max_length=200, description="Only this conversation's memories.")]
+NewConversation = Annotated[str | None, Field(max_length=200, description="The conversation it belongs to.")]
+Since = Annotated[str | None, Field(max_length=64, description=f"Only memories created at/after: {_WHEN}.")]
+Until = Annotated[str | None, Field(max_length=64, description=f"Only memories created before: {_WHEN}.")]
+Meta = Annotated[
+    dict[_Name, Annotated[str, Field(max_length=1_000)]] | None,
+    Field(max_length=20, description="Key/value details to keep with the memory."),
+]
+MemoryId = Annotated[int, Field(ge=1, description="The memory's id.")]
+Ids = Annotated[
+    list[Annotated[int, Field(ge=1)]], Field(min_length=1, max_length=50, description="Memory ids.")
+]
+ForgetIds = Annotated[
+    list[Annotated[int, Field(ge=1)]] | None,
+    Field(min_length=1, max_length=100, description="The memories to forget (or use filters instead)."),
+]
+Limit = Annotated[int, Field(ge=1, le=100, description="How many memories per page.")]
+Cursor = Annotated[
+    str | None, Field(max_length=500, description="next_cursor of the previous page; omit for the first.")
+]
+DryRun = Annotated[bool, Field(description="Only count and list what would be forgotten.")]
+ConfirmCount = Annotated[
+    int | None,
+    Field(
+        ge=0, description="Forgetting by filter: the count a dry run reported (required; must still match)."
+    ),
+]
+ContextQuery = Annotated[
+    str | None,
+    Field(min_length=1, max_length=10_000, description="What the conversation is about (for similar ones)."),
+]
+Recent = Annotated[int, Field(ge=0, le=50, description="The N newest memories.")]
+Similar = Annotated[int, Field(ge=0, le=50, description="The K memories most similar to the query.")]
+MaxChars = Annotated[
+    int,
+    Field(ge=200, le=50_000, description="Character budget of the prompt; what does not fit is left out."),
+]
+
+
+class MemoryOut(BaseModel):
+    """A stored memory."""
+
+    id: int
+    text: str
+    truncated: bool = Field(description="The text was cut (memory_get gives it whole).")
+    created_at: str
+    updated_at: str | None
+    user: str | None
+    conversation: str | None
+    role: str | None
+    tags: list[str]
+    meta: dict[str, str]
+
+    @classmethod
+    def of(cls, memory: remem.Memory, limit: int | None = TEXT_LIMIT) -> MemoryOut:
+        """``memory`` with its text cut to ``limit`` characters (None: whole)."""
+        text, truncated = cut(memory.text, limit)
+        return cls(
+            id=memory.id,
+            text=text,
+            truncated=truncated,
+            created_at=memory.created_at,
+            updated_at=memory.updated_at,
+            user=memory.user,
+            conversation=memory.conversation,
+            role=memory.role,
+            tags=list(memory.tags),
+            meta=dict(memory.meta),
+        )
+
+
+class HitOut(BaseModel):
+    """A search hit: the mode's score and the memory's rank in each lane (null: not ranked there)."""
+
+    id: int
+    text: str
+    truncated: bool = Field(description="The text was cut; memory_get gives it whole.")
+    score: float = Field(description="hybrid: fused RRF score; vector: cosine; keyword: BM25.")
+    vector_rank: int | None
+    keyword_rank: int | None
+    created_at: str
+    tags: list[str]
+    user: str | None
+    conversation: str | None
+    role: str | None
+
+    @classmethod
+    def of(cls, hit: remem.Hit) -> HitOut:
+        """A search hit, its text cut to ``TEXT_LIMIT``."""
+        memory = hit.memory
+        text, truncated = cut(memory.text, TEXT_LIMIT)
+        return cls(
+            id=memory.id,
+            text=text,
+            truncated=truncated,
+            score=round(hit.score, 6),
+            vector_rank=None if hit.vector is None else hit.vector.rank,
+            keyword_rank=None if hit.keyword is None else hit.keyword.rank,
+            created_at=memory.created_at,
+            tags=list(memory.tags),
+            user=memory.user,
+            conversation=memory.conversation,
+            role=memory.role,
+        )
+
+
+class SearchOut(BaseModel):
+    """Search results, best first."""
+
+    mode: str = Field(description="The mode the search ran in.")
+    hits: list[HitOut]
+    lane_note: str | None = Field(description="Set while the model loads: only the keyword lane ran.")
+    notes: list[str] = Field(description="E.g. a query cut to the model's window.")
+
+
+class AddOut(BaseModel):
+    """Where a memory was stored."""
+
+    id: int
+    duplicate: bool = Field(description="The same text was stored already (this id); nothing was added.")
+    embedded: bool = Field(
+        description="Stored with vectors now; false while the model loads (found by keyword now, "
+        "by meaning once it is loaded) or for a duplicate."
+    )
+
+
+class GetOut(BaseModel):
+    """The memories asked for, in the order asked, and the ids that name none."""
+
+    memories: list[MemoryOut]
+    missing: list[int]
+
+
+class ListOut(BaseModel):
+    """A page of memories, newest first."""
+
+    memories: list[MemoryOut]
+    next_cursor: str | None = Field(description="Pass it as cursor for the next page; null on the last.")
+
+
+class ForgetOut(BaseModel):
+    """What was forgotten (with dry_run: what would be)."""
+
+    dry_run: bool
+    count: int = Field(description="How many memories were (would be) forgotten.")
+    forgotten: list[int]
+    missing: list[int] = Field(description="Ids asked for that name no memory.")
+
+
+class ContextItemOut(BaseModel):
+    """One memory of a context pack."""
+
+    id: int
+    source: Literal["recent", "similar"]
+    line: str = Field(description="The memory as a prompt line: [date time] (role, user) text.")
+    truncated: bool = Field(description="The line was cut to fit the budget.")
+
+
+class ContextOut(BaseModel):
+    """What an assistant should see: the newest and the most similar memories, each once."""
+
+    prompt: str = Field(description="The lines, ready to paste into a prompt (at most max_chars).")
+    items: list[ContextItemOut]
+    cut: bool = Field(description="Something was cut or left out to keep within max_chars.")
+    omitted: int = Field(description="Memories left out for the budget.")
+    lane_note: str | None = Field(description="Set while the model loads: similar ones by keyword only.")
+
+
+def cut(text: str, limit: int | None) -> tuple[str, bool]:
+    """``text`` cut to ``limit`` characters (ending in …), and whether it was."""
+    if limit is None or len(text) <= limit:
+        return text, False
+    return text[: limit - 1] + "…", True

@@ -1,0 +1,189 @@
+"""The MCP server: remem's tools on the SDK's ``MCPServer`` (mcp ≥ 2.3), bound to one ``Service``.
+
+Imported only when a server is built (``remem mcp``, tests): it loads the SDK and pydantic. Every
+failure a client can cause comes back as a tool error (``is_error``) with one line of text — remem's
+own messages, and the argument checks in one line — never a traceback; the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, Tool, ToolAnnotations
+from pydantic import ValidationError
+
+import remem
+from remem.errors import RememError
+from remem.mcp import reading, writing
+from remem.mcp.scope import Scope
+from remem.mcp.service import Service
+
+INSTRUCTIONS = (
+    "remem is the user's long-term memory on this computer. Search it (memory_search, or "
+    "memory_context for a prompt-ready digest) before answering questions that may depend on earlier "
+    "conversations, decisions or preferences; remember durable facts with memory_add."
+)
+
+READS = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+ADDS = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+CHANGES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+
+#: The tools in the order tools/list gives them, and whether they write (--read-only leaves those out).
+TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
+    (reading.memory_search, READS),
+    (reading.memory_context, READS),
+    (reading.memory_get, READS),
+    (reading.memory_list, READS),
+    (writing.memory_add, ADDS),
+    (writing.memory_edit, CHANGES),
+    (writing.memory_forget, CHANGES),
+)
+
+
+class RememServer(MCPServer[None]):
+    """An ``MCPServer`` serving one store through ``service``."""
+
+    def __init__(self, service: Service, *, warm_up: bool = True) -> None:
+        """Serve ``service``; with ``warm_up``, load the model in the background once running."""
+        self.service = service
+        self.warms_up = warm_up
+        #: Set once the server has answered a request: the warm-up waits for it (start fast).
+        self.answered = threading.Event()
+        self._arguments: dict[str, frozenset[str]] = {}
+        super().__init__(
+            name="remem",
+            version=remem.__version__,
+            instructions=INSTRUCTIONS,
+            lifespan=_lifespan,
+            log_level="WARNING",
+        )
+
+    def add_remem_tool(self, function: Callable[..., Any], annotations: ToolAnnotations) -> None:
+        """Offer ``function(service, ...)`` as a tool named after it, its docstring the description,
+        without the arguments the pin replaces."""
+        tool = bind(function, self.service)
+        self._arguments[function.__name__] = frozenset(inspect.signature(tool).parameters)
+        description = " ".join((function.__doc__ or "").split())
+        self.add_tool(
+            tool,
+            name=function.__name__,
+            description=description,
+            annotations=annotations,
+            structured_output=True,
+        )
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools; answering starts the warm-up."""
+        try:
+            return await super().list_tools()
+        finally:
+            self.answered.set()
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[None, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """Run a tool; arguments it does not take are refused, and a failure is one line."""
+        try:
+            unknown = sorted(set(arguments) - self._arguments.get(name, frozenset(arguments)))
+            if unknown:
+                raise ToolError(f"{name} takes no argument {', '.join(unknown)}")
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:  # a bug: the SDK logs it on stderr, the client reads only the tool's name
+            raise
+        except ToolError as exc:
+            raise ToolError(one_line(exc)) from exc.__cause__
+        finally:
+            self.answered.set()
+
+
+@asynccontextmanager
+async def _lifespan(server: MCPServer[None]) -> AsyncIterator[None]:
+    """While serving: the warm-up in the background; afterwards the store is closed."""
+    assert isinstance(server, RememServer)
+    if server.warms_up:
+        server.service.start_warm_up(server.answered)
+    try:
+        yield None
+    finally:
+        await anyio.to_thread.run_sync(server.service.close)
+
+
+def bind(function: Callable[..., Any], service: Service) -> Callable[..., Any]:
+    """``function`` with ``service`` as its first argument, its pinned arguments removed from its
+    signature (they keep their defaults), and remem's errors turned into tool errors."""
+    signature = inspect.signature(function, eval_str=True)
+    hidden = {"service", *service.scope.pinned}
+    parameters = [p for name, p in signature.parameters.items() if name not in hidden]
+
+    def tool(**arguments: Any) -> Any:
+        try:
+            return function(service, **arguments)
+        except RememError as exc:
+            raise ToolError(" ".join(str(exc).split())) from exc
+
+    tool.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    tool.__annotations__ = {p.name: p.annotation for p in parameters} | {
+        "return": signature.return_annotation
+    }
+    tool.__name__ = tool.__qualname__ = function.__name__
+    tool.__doc__ = function.__doc__
+    return tool
+
+
+def one_line(error: ToolError) -> str:
+    """A tool error's message in one line, without the SDK's ``Error executing tool`` prefix:
+    remem's message, or each rejected argument and why."""
+    cause = error.__cause__
+    if isinstance(cause, ValidationError):
+        return "; ".join(_problem(problem) for problem in cause.errors())
+    message = str(cause) if isinstance(cause, ToolError) else str(error)
+    return " ".join(message.split())
+
+
+def _problem(problem: Mapping[str, Any]) -> str:
+    where = ".".join(str(part) for part in problem["loc"]) or "arguments"
+    if problem["type"] == "missing":
+        return f"missing argument {where}"
+    return f"invalid argument {where}: {problem['msg']}"
+
+
+def build_server(
+    store: str | Path | None = None,
+    *,
+    user: str | None = None,
+    conversation: str | None = None,
+    read_only: bool = False,
+    embedder: remem.Embedder | None = None,
+    model_dir: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    note: Callable[[str], None] = lambda message: None,
+    warm_up: bool = True,
+) -> RememServer:
+    """The server for ``store`` (as ``remem.open``: created on first use unless ``read_only``),
+    pinned to ``user``/``conversation`` when given; ``read_only`` leaves out add, edit and forget.
+    ``embedder`` replaces the model (tests); ``note`` receives lines for a person (stderr);
+    without ``warm_up`` the model loads only when ``server.service.warm_up()`` is called."""
+    scope = Scope.of(user, conversation)
+
+    def opener() -> remem.Memories:
+        return remem.open(
+            store, create=not read_only, model_dir=model_dir, embedder=embedder, environ=environ
+        )
+
+    server = RememServer(Service(opener, scope, read_only=read_only, note=note), warm_up=warm_up)
+    for function, hints in TOOLS:
+        if not (read_only and hints is not READS):
+            server.add_remem_tool(function, hints)
+    return server

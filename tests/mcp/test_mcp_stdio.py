@@ -1,0 +1,148 @@
+"""`remem mcp` as an assistant runs it: a subprocess spoken to over stdio by the SDK's own client,
+with the real bundled model — the time to a handshake and tools/list, adds before the model is
+loaded, and the CLI and the running server seeing each other's writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+pytestmark = pytest.mark.integration
+
+#: Generous: about 0.7 s here (interpreter, the CLI, the MCP SDK); the model loads afterwards.
+HANDSHAKE_BOUND = 5.0
+
+
+@asynccontextmanager
+async def _server(store: Path, errlog: IO[str]) -> AsyncIterator[ClientSession]:
+    command = [sys.executable, "-m", "remem", "mcp", "--store", str(store)]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def _call(session: ClientSession, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await session.call_tool(name, arguments)
+    assert not result.is_error and result.structured_content is not None, result.content
+    return result.structured_content
+
+
+async def _until_warm(session: ClientSession) -> None:
+    """Search until the answers come from every lane (the model and index are loaded)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (await _call(session, "memory_search", {"query": "anything"}))["lane_note"] is None:
+            return
+        await anyio.sleep(0.05)
+    raise AssertionError("the model did not load within 60 s")
+
+
+def _cli(store: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "remem", *args, "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_it_answers_fast_and_sees_the_clis_writes_and_the_cli_its(store_dir: Path, tmp_path: Path) -> None:
+    _cli(store_dir, "add", "Postgres 16 runs on the main box")
+
+    async def scenario() -> None:
+        with (tmp_path / "stderr.txt").open("w+") as errlog:
+            started = time.perf_counter()
+            async with _server(store_dir, errlog) as session:
+                tools = await session.list_tools()
+                answered = time.perf_counter() - started
+                print(f"remem mcp over stdio: handshake and tools/list in {answered:.2f} s")
+                assert len(tools.tools) == 7 and answered < HANDSHAKE_BOUND
+                await _until_warm(session)
+                _cli(store_dir, "add", "The billing service retries a failed charge three times")
+                query = {"query": "how often is a declined payment tried again", "k": 1}
+                found = await _call(session, "memory_search", {**query, "mode": "vector"})
+                assert found["hits"][0]["text"].startswith("The billing service retries")
+                added = await _call(session, "memory_add", {"text": "Staging runs on the small box"})
+                assert added["embedded"]
+                cli_found = _cli(
+                    store_dir, "search", "--json", "-k", "1", "--mode", "vector", "where is staging"
+                )
+                assert json.loads(cli_found)["id"] == added["id"]
+            errlog.seek(0)
+            said = errlog.read()
+        assert "remem mcp: serving over stdio (nothing pinned)" in said and "Traceback" not in said
+
+    anyio.run(scenario)
+
+
+def test_an_add_before_the_model_loads_is_found_by_keyword_at_once_then_by_meaning(
+    store_dir: Path, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        with (tmp_path / "stderr.txt").open("w+") as errlog:
+            async with _server(store_dir, errlog) as session:  # a new store, made by the server
+                added = await _call(session, "memory_add", {"text": "The deploy key rotates every 90 days"})
+                assert added == {"id": 1, "duplicate": False, "embedded": False}  # the warm-up waits for it
+                early = await _call(session, "memory_search", {"query": "deploy key"})
+                assert (
+                    early["mode"] == "keyword" and early["lane_note"] == "model loading; keyword results only"
+                )
+                assert [hit["id"] for hit in early["hits"]] == [1]
+                await _until_warm(session)
+                query = {"query": "how often do credentials change", "mode": "vector", "k": 1}
+                assert [hit["id"] for hit in (await _call(session, "memory_search", query))["hits"]] == [1]
+            errlog.seek(0)
+            said = errlog.read()
+        assert "New store: using the bundled all-minilm-l6-v2" in said
+        assert "; 1 pending memory embedded" in said and "Traceback" not in said
+
+    anyio.run(scenario)
+
+
+def test_two_servers_and_a_cli_writer_on_one_store_find_every_memory(store_dir: Path, tmp_path: Path) -> None:
+    """Each of three writers adds N memories with a word of its own; every side then finds all 3N,
+    by meaning and by that word (no write is lost, none is missed by a warm server)."""
+    count = 8
+    _cli(store_dir, "add", "A first memory so that the store exists")
+    texts = {
+        side: [f"Writer {side} noted fact {i} about the {word} rollout" for i in range(count)]
+        for side, word in (("a", "zephyr"), ("b", "quokka"), ("cli", "marmot"))
+    }
+
+    async def scenario() -> None:
+        with (tmp_path / "a.txt").open("w+") as log_a, (tmp_path / "b.txt").open("w+") as log_b:
+            async with _server(store_dir, log_a) as one, _server(store_dir, log_b) as two:
+                await _until_warm(one)
+                await _until_warm(two)
+                for i in range(count):  # interleaved: the three writers take turns on the store
+                    await _call(one, "memory_add", {"text": texts["a"][i]})
+                    await _call(two, "memory_add", {"text": texts["b"][i]})
+                    _cli(store_dir, "add", texts["cli"][i])
+                for session in (one, two):
+                    for word in ("zephyr", "quokka", "marmot"):
+                        query = {"query": f"{word} rollout", "k": 50, "mode": "keyword"}
+                        hits = (await _call(session, "memory_search", query))["hits"]
+                        assert len([h for h in hits if word in h["text"]]) == count
+                    meaning = {"query": "what did writer cli note about the marmot rollout", "k": 3}
+                    assert "marmot" in (await _call(session, "memory_search", meaning))["hits"][0]["text"]
+        exported = [json.loads(line)["text"] for line in _cli(store_dir, "export").splitlines()]
+        assert sorted(t for t in exported if t.startswith("Writer")) == sorted(sum(texts.values(), []))
+        assert _cli(store_dir, "doctor").count("ok") >= 6
+
+    anyio.run(scenario)

@@ -5,9 +5,10 @@ on it holds ``Service.lock`` (``Service.run``). The store is opened on the first
 the server answers. The warm-up runs on its own thread once the server has answered its first
 request: it opens the store and picks the model under the lock (quick), loads the ONNX session
 outside it (the slow part: onnxruntime sessions are thread-safe, and the session is cached per
-process), then, under the lock again, loads the vector index and embeds the memories stored without
-vectors meanwhile (or by an earlier run). Until it is done, ``ready`` is false: searches use the
-keyword lane and adds store memories pending, so no call waits for the model.
+process), then, under the lock again, loads the vector index and becomes ``ready``; last it embeds
+the memories stored without vectors meanwhile (or by an earlier run), a batch per lock hold. Until
+it is ready, searches use the keyword lane and adds store memories pending, so no call waits for
+the model.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Without a first request, the warm-up starts this long after the server did.
 #: Memories embedded per lock hold when the backlog is worked off after warm-up.
 BACKLOG_BATCH = 64
+#: Without a first request, the warm-up starts this long after the server did.
 START_AT_THE_LATEST = 2.0
 #: How often a warm-up waiting for a store that does not exist yet (--read-only) looks again.
 STORE_POLL_SECONDS = 1.0

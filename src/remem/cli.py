@@ -6,6 +6,7 @@ Exit codes (like grep): 0 success, 1 search/list found nothing or an id names no
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -15,7 +16,15 @@ import typer
 
 from remem import Embedder, __version__
 from remem.commands import changes, maintenance, mcp, memories, models, recall, search, transfer
-from remem.commands.common import EXIT_FAILURE, EXIT_NOTHING_FOUND, EXIT_OK, Invocation, invocation, invoked
+from remem.commands.common import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING_FOUND,
+    EXIT_OK,
+    Invocation,
+    invocation,
+    invoked,
+)
 from remem.config import debug_enabled
 from remem.errors import MemoryNotFoundError, RememError
 
@@ -108,15 +117,42 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     try:
         with invoked(Invocation(embedder=embedder)):
             result = command.main(args=argv, prog_name="remem", standalone_mode=False)
-    except BrokenPipeError:  # e.g. `remem export | head`: the reader went away; that is fine
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-    except (KeyboardInterrupt, typer.Abort):
-        typer.echo("Interrupted.", err=True)
-        return 130
+    except (SystemExit, BrokenPipeError, KeyboardInterrupt, typer.Abort) as exc:
+        return _cut_short(exc)
     except MemoryNotFoundError as exc:  # like grep: what was asked for is not there
         _fail(str(exc))
         return EXIT_NOTHING_FOUND
     except Exception as exc:
         return _fail(_describe(exc))
+    if result == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this code without a word
+        return _interrupted()
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _cut_short(exc: BaseException) -> int:
+    """The exit code of a run cut short: the reader of stdout went away (`remem export | head -1`;
+    Typer itself exits 1 on EPIPE, hence SystemExit) → 0; Ctrl-C → 130 with ``Interrupted.``.
+    Any other SystemExit goes on."""
+    if isinstance(exc, (KeyboardInterrupt, typer.Abort)):
+        return _interrupted()
+    if isinstance(exc, SystemExit) and not _reader_went_away(exc):
+        raise exc
+    return _quiet_broken_pipe()
+
+
+def _reader_went_away(exc: SystemExit) -> bool:
+    """True when Typer exited because stdout's reader closed the pipe (EPIPE)."""
+    cause = exc.__context__
+    return isinstance(cause, OSError) and cause.errno == errno.EPIPE
+
+
+def _quiet_broken_pipe() -> int:
+    """A closed pipe is the reader's choice (`remem export | head -1`): exit 0, and send what is
+    still buffered for stdout nowhere, so Python does not complain about it at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_OK
+
+
+def _interrupted() -> int:
+    typer.echo("Interrupted.", err=True)
+    return EXIT_INTERRUPTED

@@ -120,11 +120,37 @@ def test_a_damaged_database_is_a_clear_error_naming_the_file(seeded: Path, damag
         assert result.stderr.count("\n") == 1
 
 
-def test_missing_store_reads_as_empty(store_dir: Path) -> None:
-    assert run_cli(["list"], store_dir).code == 1
-    assert run_cli(["search", "anything"], store_dir).code == 1
-    exported = run_cli(["export"], store_dir)
-    assert (exported.code, exported.stdout) == (0, "")
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["list"], 1),
+        (["search", "anything"], 1),
+        (["context", "anything"], 1),
+        (["stats"], 1),
+        (["forget", "1"], 1),
+        (["reindex"], 1),
+        (["doctor"], 2),
+    ],
+)
+def test_a_missing_store_is_said_not_silent(store_dir: Path, args: list[str], code: int) -> None:
+    """Issue 15 #4: reading a store that does not exist says so on stderr (exit 1, doctor 2)."""
+    result = run_cli(args, store_dir)
+    assert (result.code, result.stdout) == (code, "")
+    assert result.stderr.splitlines()[0] == f"No remem store at {store_dir}"
+    assert not store_dir.exists()
+
+
+def test_export_of_a_missing_store_is_an_error_and_leaves_the_output_alone(
+    store_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 15 #5: a typo in $REMEM_HOME must not replace yesterday's backup with an empty file."""
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text("yesterday's memories\n")
+    for args in (["export"], ["export", "-o", str(backup)], ["export", "-f", "csv", "-o", str(backup)]):
+        result = run_cli(args, store_dir)
+        assert (result.code, result.stdout) == (2, "")
+        assert result.stderr == f"Error: no remem store at {store_dir}\n"
+    assert backup.read_text() == "yesterday's memories\n"
     assert not store_dir.exists()
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, Literal, TypeVar
 
 import typer
 
@@ -21,7 +21,7 @@ import remem
 from remem import render
 from remem.errors import StoreNotFoundError
 
-EXIT_OK, EXIT_NOTHING_FOUND, EXIT_FAILURE = 0, 1, 2
+EXIT_OK, EXIT_NOTHING_FOUND, EXIT_FAILURE, EXIT_INTERRUPTED = 0, 1, 2, 130
 T = TypeVar("T")
 
 
@@ -94,13 +94,24 @@ def model_catalog() -> remem.ModelCatalog:
 
 
 @contextlib.contextmanager
-def open_memories(option: Path | None, *, create: bool) -> Iterator[remem.Memories | None]:
-    """The store's Memories, or None when a read-only command finds no store; its notes and
-    self-repairs are printed when the block ends."""
+def open_memories(
+    option: Path | None, *, create: bool, if_missing: Literal["say", "silent", "fail"] = "say"
+) -> Iterator[remem.Memories | None]:
+    """The store's Memories; its notes and self-repairs are printed when the block ends.
+
+    A command that does not create the store gets None when there is none, after ``No remem
+    store at PATH`` on stderr (``if_missing="say"``) or silently (``"silent"``: the store is
+    optional to it); with ``"fail"`` the StoreNotFoundError propagates (an error, exit 2).
+    """
     settings = invocation()
     try:
         memories = remem.open(option, create=create, model_dir=settings.model_dir, embedder=settings.embedder)
-    except StoreNotFoundError:
+    except StoreNotFoundError as exc:
+        if if_missing == "fail":
+            raise
+        if if_missing == "say":
+            message = str(exc)
+            note(message[:1].upper() + message[1:])
         yield None
         return
     try:

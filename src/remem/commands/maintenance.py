@@ -85,7 +85,7 @@ def doctor(
     """
     with open_memories(store, create=False) as memories:
         if memories is None:
-            raise typer.Exit(EXIT_NOTHING_FOUND)
+            raise typer.Exit(EXIT_FAILURE)
         report = memories.doctor(repair=repair_)
     for action in report.repaired:
         note(f"Repaired: {action}")

@@ -58,7 +58,7 @@ def list_models(json_out: opt.JsonOption = False, store: opt.StoreOption = None)
 
     A * marks the model the store uses.
     """
-    with open_memories(store, create=False) as memories:
+    with open_memories(store, create=False, if_missing="silent") as memories:
         recorded = None if memories is None or memories.model is None else memories.model.name
     print_results(model_catalog().describe(recorded), json_out, lambda row: row, _table)
 

@@ -25,10 +25,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _lines(
-    memories: remem.Memories | None, filters: remem.Filters, fmt: ExportFormat, with_vectors: bool
+    memories: remem.Memories, filters: remem.Filters, fmt: ExportFormat, with_vectors: bool
 ) -> Iterator[str]:
-    if memories is None:
-        return iter(())
     if fmt is ExportFormat.CSV:
         return csv_lines(memories.iter(where=filters))
     if fmt is ExportFormat.MARKDOWN:
@@ -59,7 +57,10 @@ def export(
     (safe to open in a spreadsheet) or Markdown (grouped by conversation). Takes the filters."""
     if with_vectors and fmt is not ExportFormat.JSONL:
         raise InvalidInputError("--with-vectors needs --format jsonl")
-    with open_memories(store, create=False) as memories:
+    # A missing store is an error, before -o is touched: `export -o backup.jsonl` after a typo in
+    # $REMEM_HOME must not replace yesterday's backup with an empty file.
+    with open_memories(store, create=False, if_missing="fail") as memories:
+        assert memories is not None
         lines = _lines(memories, filters, fmt, with_vectors)
         if output is None:
             for line in lines:

@@ -19,6 +19,9 @@ from remem.inputs import clean_name, parse_iso
 from remem.types import ModelInfo, NewMemory, text_sha256, utc_iso
 
 _NAME_FIELDS = ("user", "conversation", "role")
+#: The largest id an import may carry: exact in every JSON reader (2^53 - 1), and far from SQLite's
+#: 2^63 - 1, where a store could give no further id.
+MAX_ID = 2**53 - 1
 
 
 @dataclass(frozen=True)
@@ -182,9 +185,9 @@ def export_entry(record: Any, line: int) -> Entry:
         raise InvalidInputError("sha256 does not match the text")
     memory_id = record.get("id")
     if memory_id is not None and (
-        not isinstance(memory_id, int) or isinstance(memory_id, bool) or memory_id < 1
+        not isinstance(memory_id, int) or isinstance(memory_id, bool) or not 1 <= memory_id <= MAX_ID
     ):
-        raise InvalidInputError("id must be a positive integer")
+        raise InvalidInputError(f"id must be a positive integer up to {MAX_ID}")
     updated = _timestamp(record.get("updated_at"), "updated_at")
     vector, model = _vector(record)
     return Entry(line, replace(memory, id=memory_id, updated_at=updated), vector, model)

@@ -53,6 +53,8 @@ def store_entries(
     when something needs embedding or checking."""
     import numpy as np  # noqa: PLC0415 - keeps numpy off the startup path
 
+    from remem.arrays import unit_rows  # noqa: PLC0415
+
     result = BulkResult()
     fresh, duplicates = split_duplicates(backend, entries)
     if fresh:
@@ -61,8 +63,10 @@ def store_entries(
         windows: list[FloatArray | None] = [None] * len(fresh)
         for row, entry in enumerate(fresh):
             if entry.vector is not None and entry.model == stamp:
-                windows[row] = np.frombuffer(entry.vector, dtype="<f4").reshape(-1, stamp.dim)
-                result.reused_vectors += 1
+                carried = np.frombuffer(entry.vector, dtype="<f4").reshape(-1, stamp.dim)
+                if unit_rows(carried):  # an export is input: a scaled or NaN vector is embedded again
+                    windows[row] = carried
+                    result.reused_vectors += 1
         todo = [row for row, found in enumerate(windows) if found is None]
         for row, rows in zip(
             todo, embed_texts(model, [fresh[r].memory.text for r in todo], progress), strict=True

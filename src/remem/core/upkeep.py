@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 EXPORT_CHUNK = 1000
 #: The vector index kinds a reindex can ask for ("auto": HNSW from 50,000 vectors up, else exact).
 INDEX_KINDS = ("exact", "hnsw", "auto")
+#: The HNSW settings (option, largest sane value): a graph degree of thousands writes gigabytes, a
+#: beam past 2^31 overflows FAISS — refused before anything is saved.
+HNSW_BOUNDS = (("--hnsw-m", 128), ("--ef-construction", 4096), ("--ef-search", 65536))
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,9 @@ def reindex(
     Every argument is checked before anything is done."""
     if index is not None and index not in INDEX_KINDS:
         raise InvalidInputError(f"--index must be one of {', '.join(INDEX_KINDS)}, not {index!r}")
-    if any(value is not None and value < 2 for value in hnsw):
-        raise InvalidInputError("--hnsw-m, --ef-construction and --ef-search must be at least 2")
+    for (option, largest), value in zip(HNSW_BOUNDS, hnsw, strict=True):
+        if value is not None and not 2 <= value <= largest:
+            raise InvalidInputError(f"{option} must be at least 2 and at most {largest}, not {value}")
     reembedded = None
     if model is not None:
         embedder = catalog.load(model, verify=True)

@@ -53,8 +53,31 @@ def _vectors(store: LocalBackend) -> Check:
     (wrong,) = store.records.conn.execute(
         "SELECT count(*) FROM vectors WHERE length(vector) != ?", (4 * model.dim,)
     ).fetchone()
-    detail = f"{model.name}, {model.dim}-d" if not wrong else f"{wrong} vectors of the wrong size"
-    return Check("vectors", wrong == 0, detail + note)
+    odd = _not_unit(store, model.dim)
+    problems = [f"{wrong} vectors of the wrong size"] if wrong else []
+    if odd:
+        problems.append(
+            f"{odd} vectors not finite or not of unit length (`remem reindex --model "
+            f"{model.name} --force` embeds everything again)"
+        )
+    detail = "; ".join(problems) or f"{model.name}, {model.dim}-d"
+    return Check("vectors", not problems, detail + note)
+
+
+def _not_unit(store: LocalBackend, dim: int) -> int:
+    """How many stored vectors of the right size have a NaN/inf or a length away from 1."""
+    import numpy as np  # noqa: PLC0415
+
+    from remem.arrays import UNIT_TOLERANCE  # noqa: PLC0415
+
+    odd = 0
+    for chunk in store.records.iter_vectors():
+        blobs = [blob for _, blob in chunk if len(blob) == 4 * dim]
+        matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
+        with np.errstate(all="ignore"):
+            lengths = np.linalg.norm(matrix, axis=1)
+        odd += int(np.count_nonzero(~(np.abs(lengths - 1.0) <= UNIT_TOLERANCE)))  # NaN counts too
+    return odd
 
 
 def _index_file(store: LocalBackend) -> Check:

@@ -80,7 +80,8 @@ def test_doctor_finds_vectors_that_are_not_unit_length(small: Path) -> None:
 def test_an_imported_id_out_of_range_is_a_bad_line(store_dir: Path, memory_id: int) -> None:
     line = json.dumps({"id": memory_id, "text": "from another store"}) + "\n"
     refused = run_cli(["import", "-"], store_dir, stdin=line)
-    assert refused.code == 2 and "line 1: id must be a positive integer up to 9007199254740991" in refused.stderr
+    assert refused.code == 2
+    assert "line 1: id must be a positive integer up to 9007199254740991" in refused.stderr
     skipped = run_cli(["import", "--skip-invalid", "-"], store_dir, stdin=line)
     assert skipped.code == 0 and "skipped 1" in skipped.stderr
     assert run_cli(["add", "a later memory"], store_dir).code == 0  # ids still come

@@ -46,6 +46,11 @@ def clean_name(value: str | None, option: str) -> str | None:
         raise InvalidInputError(f"{option} must not be empty")
     if any(unicodedata.category(char) == "Cc" for char in cleaned):
         raise InvalidInputError(f"{option} {cleaned!r} must not contain control characters (newlines, tabs…)")
+    if any(unicodedata.category(char) == "Cf" for char in cleaned):
+        raise InvalidInputError(
+            f"{option} {cleaned!r} must not contain invisible formatting characters "
+            "(bidi overrides, zero-width spaces…)"
+        )
     return cleaned
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ __all__ = [
     "memory_record",
     "prompt_line",
     "table",
+    "visible",
 ]
 
 SCORE_DECIMALS = 4
@@ -40,8 +42,28 @@ def json_line(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
+#: Format characters left as they are: the zero-width joiner builds emoji (👨‍👩‍👧) and moves nothing.
+_HARMLESS_FORMAT = frozenset("\u200d")
+
+
+def visible(text: str, keep: str = "") -> str:
+    """``text`` safe to print on a terminal: control characters (ESC, BEL, backspace, CR, C1…) and
+    invisible format characters (bidi overrides, zero-width spaces, BOM) become visible escapes such
+    as ``\\x1b`` or ``\\u202e``, as ``ls`` and git do; characters in ``keep`` stay. JSON output
+    never goes through this: it stays exact."""
+    out = []
+    for char in text:
+        category = unicodedata.category(char)
+        if char in keep or not (category == "Cc" or (category == "Cf" and char not in _HARMLESS_FORMAT)):
+            out.append(char)
+        else:
+            code = ord(char)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return "".join(out)
+
+
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return visible(" ".join(text.split()))
 
 
 def display_width(text: str) -> int:
@@ -88,7 +110,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | No
 
 def prompt_line(memory: Memory) -> str:
     """A memory as one prompt-ready line: ``[date time] (role, user) text``."""
-    who = ", ".join(part for part in (memory.role, memory.user) if part)
+    who = visible(", ".join(part for part in (memory.role, memory.user) if part))
     when = memory.created_at[:16].replace("T", " ")
     return f"[{when}]{f' ({who})' if who else ''} {_one_line(memory.text)}"
 

@@ -91,3 +91,50 @@ def test_the_largest_id_an_import_may_carry_leaves_room_for_more(store_dir: Path
     line = json.dumps({"id": 2**53 - 1, "text": "from another store"}) + "\n"
     assert run_cli(["import", "-"], store_dir, stdin=line).code == 0
     assert run_cli(["add", "a later memory"], store_dir).stdout.strip() == str(2**53)
+
+
+def test_a_failed_index_save_after_the_commit_is_a_warning_not_a_failure(small: Path) -> None:
+    """Issue 15 #1: SQLite (the truth) committed the change, so the command reports what it did and
+    exits 0; the unwritable index file is a warning and is caught up later."""
+    (small / "vectors.faiss").unlink()
+    (small / "vectors.faiss").mkdir()  # stands for a full disk: the file cannot be written
+    added = run_cli(["add", "the cellar door creaks"], small)
+    assert (added.code, added.stdout) == (0, "4\n")
+    assert "Warning: cannot write" in added.stderr and "the change is saved" in added.stderr
+    assert run_cli(["edit", "1", "the kitchen sink is fixed"], small).code == 0
+    assert run_cli(["forget", "2"], small).code == 0
+    texts = [json.loads(line)["text"] for line in run_cli(["export"], small).stdout.splitlines()]
+    assert texts == ["the kitchen sink is fixed", "the attic window sticks", "the cellar door creaks"]
+    assert json.loads(run_cli(["search", "--json", "-k", "1", "cellar door"], small).stdout)["id"] == 4
+    (small / "vectors.faiss").rmdir()
+    assert run_cli(["doctor", "--repair"], small).code == 0
+    assert run_cli(["doctor"], small).code == 0
+
+
+HOSTILE = (
+    "title\x1b]0;pwned\x07 link \x1b]8;;http://evil\x1b\\here\x1b]8;;\x1b\\"
+    " clear\x1b[2J back\x08\x08 cr\rover \x9b31m"
+)
+
+
+def test_terminal_escapes_in_a_memory_are_shown_not_obeyed(store_dir: Path) -> None:
+    """Issue 15 #9: ESC/CSI/OSC, BEL, backspace, CR and C1 bytes reach human output as visible
+    escapes; --json stays exact."""
+    assert run_cli(["add", "--user", "ann", "--tag", "t", HOSTILE], store_dir).code == 0
+    for args in (["list"], ["search", "title"], ["show", "1"], ["context", "title"], ["stats"]):
+        shown = run_cli(args, store_dir).stdout
+        assert not any(char in shown for char in "\x1b\x07\x08\r\x9b"), (args, shown)
+    assert "\\x1b]0;pwned\\x07" in run_cli(["list"], store_dir).stdout
+    assert json.loads(run_cli(["show", "--json", "1"], store_dir).stdout)["text"] == HOSTILE
+
+
+def test_invisible_formatting_in_text_is_shown_and_refused_in_names(store_dir: Path) -> None:
+    """A bidi override makes "\\u202enimda" look like "admin": escaped in text, refused in names."""
+    assert run_cli(["add", "ask \u202enimda for the key\u200b"], store_dir).code == 0
+    listed = run_cli(["list"], store_dir).stdout
+    assert "\u202e" not in listed and "\\u202enimda" in listed and "\\u200b" in listed
+    refused = run_cli(["add", "--user", "\u202enimda", "hello"], store_dir)
+    assert refused.code == 2 and "invisible formatting characters" in refused.stderr
+    assert run_cli(["add", "--tag", "ok\u200b", "hello"], store_dir).code == 2
+    family = run_cli(["add", "family 👨\u200d👩\u200d👧 photo"], store_dir)
+    assert family.code == 0 and "👨\u200d👩\u200d👧" in run_cli(["list"], store_dir).stdout

@@ -72,7 +72,9 @@ def show(
         return
     for key, value in record.items():
         shown = ", ".join(value) if key == "tags" else render.json_line(value) if key == "meta" else value
-        typer.echo(f"{key + ':':<14}{'' if shown is None else shown}")
+        typer.echo(
+            f"{key + ':':<14}{'' if shown is None else render.visible(str(shown), keep=chr(10) + chr(9))}"
+        )
 
 
 def stats(json_out: opt.JsonOption = False, store: opt.StoreOption = None) -> None:
@@ -88,6 +90,6 @@ def stats(json_out: opt.JsonOption = False, store: opt.StoreOption = None) -> No
         if isinstance(value, dict):
             typer.echo(f"{key}:")
             for name, count in value.items():
-                typer.echo(f"  {name:<24} {count}")
+                typer.echo(f"  {render.visible(name):<24} {count}")
         else:
             typer.echo(f"{key + ':':<16}{value}")

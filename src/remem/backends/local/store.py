@@ -177,8 +177,8 @@ class LocalBackend:
     def writing(self, model: ModelInfo | None) -> Iterator[tuple[VectorIndex, Records]]:
         """A write transaction under the store lock, with the synced index to update alongside.
 
-        On success the transaction commits with a new generation and the index is saved; on error
-        both are left as they were.
+        On success the transaction commits with a new generation and the index is saved (a failed
+        save is a warning: the database has the change); on error both are left as they were.
         """
         with self.write_lock():
             if model is not None:
@@ -194,7 +194,15 @@ class LocalBackend:
                 self._index = None  # it may hold what was rolled back
                 raise
             if index is not None:
-                index.save(self.index_path, generation)
+                self._save_after_commit(index, generation)
+
+    def _save_after_commit(self, index: VectorIndex, generation: int) -> None:
+        """The change is committed (SQLite is the truth): a failed save of the derived index file
+        is a warning, not a failure — the next open catches the file up from the database."""
+        try:
+            index.save(self.index_path, generation)
+        except StoreError as exc:
+            self.warnings.append(f"{exc}; the change is saved, the vector index catches up later")
 
     def add_pending(self, memories: Sequence[NewMemory]) -> list[AddResult]:
         """Store memories without vectors yet (see ``pending``), in one transaction."""

@@ -138,3 +138,22 @@ def test_invisible_formatting_in_text_is_shown_and_refused_in_names(store_dir: P
     assert run_cli(["add", "--tag", "ok\u200b", "hello"], store_dir).code == 2
     family = run_cli(["add", "family 👨\u200d👩\u200d👧 photo"], store_dir)
     assert family.code == 0 and "👨\u200d👩\u200d👧" in run_cli(["list"], store_dir).stdout
+
+
+def test_a_bare_cr_cannot_start_a_csv_row_or_a_markdown_block(store_dir: Path) -> None:
+    """Issue 15 #10: a CR inside a text stays inside its quoted CSV cell (no unguarded `=cmd` cell
+    of its own); in Markdown no line of a memory can forge a heading, a list item or a link."""
+    import csv
+    import io
+
+    text = "harmless\r=cmd|' /C calc'!A0\r# Forged heading\r- forged item\n[click](javascript:alert(1))"
+    assert run_cli(["add", "--conversation", "c1 [x](http://e)", text], store_dir).code == 0
+    exported = run_cli(["export", "-f", "csv"], store_dir).stdout
+    assert '"harmless\r=cmd' in exported  # quoted: one cell
+    (row,) = csv.DictReader(io.StringIO(exported, newline=""))
+    assert row["text"] == text
+    markdown = run_cli(["export", "-f", "markdown"], store_dir).stdout
+    lines = markdown.splitlines()
+    assert "## Conversation: c1 \\[x\\](http://e)" in lines
+    assert not [line for line in lines if line.lstrip().startswith(("# F", "- forged", "[click"))]
+    assert "  \\# Forged heading" in lines and "  \\- forged item" in lines

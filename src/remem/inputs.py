@@ -11,6 +11,18 @@ from typing import BinaryIO
 from remem.errors import InvalidInputError
 
 STDIN_MARKER = "-"
+#: Invisible characters trimmed from both ends of a text with the whitespace: a byte-order mark
+#: (an editor's or Windows' UTF-8 files), zero-width spaces and joiners, the word joiner.
+_INVISIBLE_EDGES = "\ufeff\u200b\u200c\u200d\u2060\u180e"
+
+
+def strip_text(text: str) -> str:
+    """A memory's or query's text without leading and trailing whitespace and invisible
+    characters (a BOM, zero-width spaces); a text of nothing else becomes empty."""
+    stripped = text.strip()
+    while stripped and (stripped[0] in _INVISIBLE_EDGES or stripped[-1] in _INVISIBLE_EDGES):
+        stripped = stripped.strip(_INVISIBLE_EDGES).strip()
+    return stripped
 
 
 def read_text(words: Sequence[str] | None, stdin: BinaryIO, what: str = "memory text") -> str:
@@ -30,7 +42,7 @@ def read_text(words: Sequence[str] | None, stdin: BinaryIO, what: str = "memory 
             ) from None
     else:
         text = " ".join(words)
-    text = text.strip()
+    text = strip_text(text)
     if not text:
         source = "stdin" if words == [STDIN_MARKER] else "the arguments"
         raise InvalidInputError(f"{what} is empty (nothing but whitespace in {source})")

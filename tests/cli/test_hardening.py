@@ -157,3 +157,18 @@ def test_a_bare_cr_cannot_start_a_csv_row_or_a_markdown_block(store_dir: Path) -
     assert "## Conversation: c1 \\[x\\](http://e)" in lines
     assert not [line for line in lines if line.lstrip().startswith(("# F", "- forged", "[click"))]
     assert "  \\# Forged heading" in lines and "  \\- forged item" in lines
+
+
+@pytest.mark.parametrize("source", ["argument", "stdin", "lines", "jsonl"])
+def test_a_bom_and_zero_width_edges_are_trimmed_and_alone_are_empty(store_dir: Path, source: str) -> None:
+    """Issue 15 #21: a UTF-8 file's BOM or zero-width characters at the edges are not text."""
+    text, blank = "\ufeff\u200bthe heater is set to 21 degrees\u200b", "\ufeff \u200b\u2060"
+    data = {"jsonl": json.dumps({"text": text}) + "\n"}.get(source, text + "\n")
+    args = {"argument": ["add", text], "stdin": ["add", "-"], "lines": ["add", "--lines", "-"]}
+    added = run_cli(args.get(source, ["add", "--jsonl", "-"]), store_dir, stdin=data)
+    assert added.code == 0, added.stderr
+    assert json.loads(run_cli(["show", "--json", "1"], store_dir).stdout)["text"] == (
+        "the heater is set to 21 degrees"
+    )
+    assert run_cli(["add", blank], store_dir).code == 2
+    assert run_cli(["add", "-"], store_dir, stdin=blank).code == 2

@@ -10,7 +10,7 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from remem.errors import InvalidInputError
-from remem.inputs import clean_name, clean_tags, parse_iso
+from remem.inputs import clean_name, clean_tags, parse_iso, strip_text
 from remem.types import Filters, NewMemory, utc_iso
 
 E = TypeVar("E", bound=Enum)
@@ -21,7 +21,7 @@ def text(value: str, what: str = "memory text") -> str:
     """A memory's or query's text without surrounding whitespace; never empty."""
     if not isinstance(value, str):
         raise InvalidInputError(f"{what} must be a string")
-    stripped = value.strip()
+    stripped = strip_text(value)
     if not stripped:
         raise InvalidInputError(f"{what} is empty")
     return stripped

@@ -130,7 +130,7 @@ def test_terminal_escapes_in_a_memory_are_shown_not_obeyed(store_dir: Path) -> N
 
 def test_invisible_formatting_in_text_is_shown_and_refused_in_names(store_dir: Path) -> None:
     """A bidi override makes "\\u202enimda" look like "admin": escaped in text, refused in names."""
-    assert run_cli(["add", "ask \u202enimda for the key\u200b"], store_dir).code == 0
+    assert run_cli(["add", "ask \u202enimda for\u200bthe key"], store_dir).code == 0
     listed = run_cli(["list"], store_dir).stdout
     assert "\u202e" not in listed and "\\u202enimda" in listed and "\\u200b" in listed
     refused = run_cli(["add", "--user", "\u202enimda", "hello"], store_dir)

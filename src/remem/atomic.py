@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -13,11 +14,19 @@ from typing import BinaryIO
 def atomic_writer(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
     """Yield a binary file that replaces ``path`` (with permissions ``mode``) when the block ends.
 
-    The data is fsynced before the rename and the directory after it. If the block raises, the
-    temporary file is removed and ``path`` is untouched. OSError propagates to the caller.
+    The temporary file beside it has an unpredictable name and is created exclusively (never
+    through a planted file or symlink). The data is fsynced before the rename and the directory
+    after it. If the block raises, the temporary file is removed and ``path`` is untouched.
+    OSError propagates to the caller.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
+    try:
+        os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink()
+        raise
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
@@ -66,14 +67,43 @@ def export(
             for line in lines:
                 typer.echo(line, nl=False)
             return
-        from remem.atomic import atomic_writer  # noqa: PLC0415
+        _write(output.expanduser(), Path(memories.location), lines)
 
-        try:
-            with atomic_writer(output.expanduser()) as handle:
-                for line in lines:
-                    handle.write(line.encode())
-        except OSError as exc:
-            raise RememError(f"cannot write {output}: {exc.strerror or exc}") from exc
+
+def _write(target: Path, store_dir: Path, lines: Iterator[str]) -> None:
+    """Write the export to ``target``: a regular file is replaced atomically (through a symlink,
+    the file it points to); a device or FIFO (``/dev/stdout``) is written in place."""
+    from remem.atomic import atomic_writer  # noqa: PLC0415
+
+    real, in_place = _output_target(target, store_dir)
+    try:
+        with real.open("wb") if in_place else atomic_writer(real) as handle:
+            for line in lines:
+                handle.write(line.encode())
+    except OSError as exc:
+        raise RememError(f"cannot write {target}: {exc.strerror or exc}") from exc
+
+
+def _output_target(target: Path, store_dir: Path) -> tuple[Path, bool]:
+    """(the path to write, whether in place); InvalidInputError for a directory, a dangling
+    symlink, or a file inside the store (never overwrite the store's own files)."""
+    if target.is_dir():
+        raise InvalidInputError(f"--output {target} is a directory; give a file name")
+    try:
+        mode = target.stat().st_mode  # follows symlinks
+    except FileNotFoundError:
+        if target.is_symlink():
+            raise InvalidInputError(f"--output {target} is a symbolic link to nothing") from None
+        real = target.absolute().parent.resolve() / target.name
+    else:
+        if not stat.S_ISREG(mode):
+            return target, True
+        real = target.resolve()
+    if real.parent == store_dir.resolve():
+        raise InvalidInputError(
+            f"--output {target} is inside the store {store_dir}; write the export elsewhere"
+        )
+    return real, False
 
 
 def import_memories(

@@ -235,3 +235,20 @@ def test_export_to_a_device_or_stream_writes_in_place(small: Path, tmp_path: Pat
         pytest.skip("mknod is not allowed here (not root)")
     assert run_cli(["export", "-o", str(device)], small).code == 0
     assert stat.S_ISCHR(os.stat(device).st_mode)
+
+
+def test_an_emptied_database_is_reported_not_taken_for_a_new_store(small: Path) -> None:
+    """Issue 15 #8: only a database remem is making (under its lock) may be empty; a 0-byte file
+    found later is damage: every command says so, and none "repairs" it into an empty store."""
+    (small / "memories.sqlite3").write_bytes(b"")
+    for args in (["list"], ["add", "a new memory"], ["doctor"], ["export"]):
+        result = run_cli(args, small)
+        assert result.code == 2 and "is empty (0 bytes), not a remem database" in result.stderr, args
+    assert (small / "memories.sqlite3").stat().st_size == 0
+
+
+def test_a_new_store_in_an_existing_empty_directory_is_made(tmp_path: Path) -> None:
+    empty = tmp_path / "made-by-hand"
+    empty.mkdir()
+    assert run_cli(["add", "the first memory"], empty).code == 0
+    assert run_cli(["list"], empty).code == 0  # (its 0755 mode is issue 15 #21, not done yet)

@@ -16,7 +16,8 @@ LOCK_FILE = "write.lock"
 
 
 def prepare_directory(directory: Path, create: bool) -> Path:
-    """The database path in ``directory``, made (0700 dir, 0600 file) when ``create``.
+    """The database path in ``directory``; with ``create`` the directory is made (0700) — the file
+    itself is made by ``create_database_file``, under the writers' lock.
 
     StoreNotFoundError when it does not exist and ``create`` is false; StoreError when unusable.
     """
@@ -31,10 +32,18 @@ def prepare_directory(directory: Path, create: bool) -> Path:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not os.access(directory, os.W_OK | os.X_OK):
             raise PermissionError(13, "Permission denied")
-        os.close(os.open(db_path, os.O_RDWR | os.O_CREAT, 0o600))
     except OSError as exc:
         raise StoreError(f"cannot use store directory {directory}: {exc.strerror or exc}") from exc
     return db_path
+
+
+def create_database_file(db_path: Path) -> None:
+    """Make the empty database file (0600), exclusively: the caller holds the writers' lock and
+    initialises it before letting go, so an empty file seen under the lock is never a new store."""
+    try:
+        os.close(os.open(db_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as exc:
+        raise StoreError(f"cannot create {db_path}: {exc.strerror or exc}") from exc
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remem.backends.local import pending
-from remem.backends.local.files import INDEX_FILE, locked, prepare_directory
+from remem.backends.local.files import INDEX_FILE, create_database_file, locked, prepare_directory
 from remem.backends.local.records import Records, connect
 from remem.backends.local.settings import IndexSettings
 from remem.backends.local.shapes import windows_of
@@ -25,6 +25,7 @@ from remem.errors import (
     MemoryNotFoundError,
     ModelChangedError,
     ModelMismatchError,
+    StoreCorruptError,
     StoreError,
 )
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
@@ -59,9 +60,17 @@ class LocalBackend:
         the directory is unusable, StoreCorruptError when the database file is damaged.
         """
         db_path = prepare_directory(directory, create)
-        # A new (empty) database is initialised by one process at a time: the others wait for it.
-        new = db_path.stat().st_size == 0
-        with locked(directory) if new else contextlib.nullcontext():
+        if db_path.is_file() and db_path.stat().st_size > 0:
+            return cls(directory, Records(connect(db_path)))
+        # A new database is made and initialised under the lock, by one process: the others wait.
+        with locked(directory):
+            if not db_path.exists():
+                create_database_file(db_path)
+            elif db_path.stat().st_size == 0:  # not being made (that happens under this lock)
+                raise StoreCorruptError(
+                    f"{db_path} is empty (0 bytes), not a remem database; restore it from a "
+                    "backup, or delete it to start a new store"
+                )
             return cls(directory, Records(connect(db_path)))
 
     def close(self) -> None:

@@ -11,12 +11,11 @@ import binascii
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import timezone
 from typing import Any
 
 from remem.errors import InvalidInputError
-from remem.inputs import clean_name, parse_iso, strip_text
-from remem.types import ModelInfo, NewMemory, text_sha256, utc_iso
+from remem.inputs import clean_name, strip_text, utc_timestamp
+from remem.types import ModelInfo, NewMemory, text_sha256
 
 _NAME_FIELDS = ("user", "conversation", "role")
 #: The largest id an import may carry: exact in every JSON reader (2^53 - 1), and far from SQLite's
@@ -77,14 +76,9 @@ def parse_lines(data: bytes, defaults: NewMemory) -> Parsed:
 
 
 def _timestamp(value: Any, name: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
+    if value is not None and not isinstance(value, str):
         raise InvalidInputError(f"{name} must be an ISO 8601 string")
-    moment = parse_iso(value)
-    if moment is None:
-        raise InvalidInputError(f"{name} {value!r} is not an ISO 8601 date/time")
-    return utc_iso(moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc))
+    return utc_timestamp(value, name)
 
 
 def _tags(value: Any) -> tuple[str, ...]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import BinaryIO
 
 from remem.errors import InvalidInputError
+from remem.types import utc_iso
 
 STDIN_MARKER = "-"
 #: Invisible characters trimmed from both ends of a text with the whitespace: a byte-order mark
@@ -122,3 +123,16 @@ def parse_iso(text: str) -> datetime | None:
         return datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         return None
+
+
+def utc_timestamp(value: object, name: str) -> str | None:
+    """A given timestamp (``created_at``…) as UTC ISO 8601 with a trailing Z: a datetime or an
+    ISO 8601 string; one without an offset is UTC. InvalidInputError naming ``name`` otherwise."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, datetime)):
+        raise InvalidInputError(f"{name} must be an ISO 8601 string")
+    moment = value if isinstance(value, datetime) else parse_iso(value)
+    if moment is None:
+        raise InvalidInputError(f"{name} {value!r} is not an ISO 8601 date/time")
+    return utc_iso(moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc))

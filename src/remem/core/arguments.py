@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
 from remem.errors import InvalidInputError
-from remem.inputs import clean_name, clean_tags, parse_iso, strip_text
-from remem.types import Filters, NewMemory, utc_iso
+from remem.inputs import clean_name, clean_tags, strip_text, utc_timestamp
+from remem.types import Filters, NewMemory
 
 E = TypeVar("E", bound=Enum)
 _FILTER_KEYWORDS = ("user", "conversation", "role", "tags", "meta", "since", "until")
@@ -29,12 +29,7 @@ def text(value: str, what: str = "memory text") -> str:
 
 def timestamp(value: str | datetime | None) -> str | None:
     """A created_at as UTC ISO 8601 (naive datetimes and strings without an offset are UTC)."""
-    if value is None:
-        return None
-    moment = value if isinstance(value, datetime) else parse_iso(value)
-    if moment is None:
-        raise InvalidInputError(f"created_at {value!r} is not an ISO 8601 date/time")
-    return utc_iso(moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc))
+    return utc_timestamp(value, "created_at")
 
 
 def new_memory(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from remem.errors import StoreError, StoreNotFoundError
+from remem.backends.local.records import connect
+from remem.errors import StoreCorruptError, StoreError, StoreNotFoundError
 
 DB_FILE = "memories.sqlite3"
 INDEX_FILE = "vectors.faiss"
@@ -17,7 +19,7 @@ LOCK_FILE = "write.lock"
 
 def prepare_directory(directory: Path, create: bool) -> Path:
     """The database path in ``directory``; with ``create`` the directory is made (0700) — the file
-    itself is made by ``create_database_file``, under the writers' lock.
+    itself is made by ``open_database``, under the writers' lock.
 
     StoreNotFoundError when it does not exist and ``create`` is false; StoreError when unusable.
     """
@@ -37,13 +39,28 @@ def prepare_directory(directory: Path, create: bool) -> Path:
     return db_path
 
 
-def create_database_file(db_path: Path) -> None:
-    """Make the empty database file (0600), exclusively: the caller holds the writers' lock and
-    initialises it before letting go, so an empty file seen under the lock is never a new store."""
-    try:
-        os.close(os.open(db_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
-    except OSError as exc:
-        raise StoreError(f"cannot create {db_path}: {exc.strerror or exc}") from exc
+def open_database(directory: Path, create: bool) -> sqlite3.Connection:
+    """The store's database, connected and migrated (see ``prepare_directory``, ``connect``).
+
+    A new database is made (0600, exclusively) and initialised under the writers' lock by one
+    process while the others wait, so an empty file seen under the lock is never a new store: it is
+    reported (StoreCorruptError), never silently replaced by an empty store.
+    """
+    db_path = prepare_directory(directory, create)
+    if db_path.is_file() and db_path.stat().st_size > 0:
+        return connect(db_path)
+    with locked(directory):
+        if not db_path.exists():
+            try:
+                os.close(os.open(db_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+            except OSError as exc:
+                raise StoreError(f"cannot create {db_path}: {exc.strerror or exc}") from exc
+        elif db_path.stat().st_size == 0:
+            raise StoreCorruptError(
+                f"{db_path} is empty (0 bytes), not a remem database; restore it from a backup, "
+                "or delete it to start a new store"
+            )
+        return connect(db_path)
 
 
 @contextlib.contextmanager

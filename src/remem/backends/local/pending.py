@@ -18,16 +18,9 @@ _PENDING = "FROM memories m WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.me
 
 def add_pending(store: LocalBackend, memories: Sequence[NewMemory]) -> list[AddResult]:
     """Store memories without vectors in one transaction; duplicates report the existing id."""
-    results: list[AddResult] = []
     with store.writing(None):
         created_at = utc_now_iso()
-        for memory in memories:
-            memory_id = store.records.insert(memory, [], created_at)
-            if memory_id is None:
-                results.append(AddResult(id=store.find_duplicate(memory) or -1, duplicate=True))
-            else:
-                results.append(AddResult(id=memory_id, duplicate=False))
-    return results
+        return [store.insert_one(memory, [], created_at) for memory in memories]
 
 
 def pending(store: LocalBackend, limit: int) -> list[tuple[int, str]]:

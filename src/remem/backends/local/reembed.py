@@ -14,6 +14,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from remem.backends.local import sync
+from remem.backends.local.settings import write_model
 from remem.backends.local.transactions import atomic
 from remem.reports import ReembedReport
 from remem.types import ModelInfo
@@ -117,5 +118,5 @@ def _swap(store: LocalBackend, target: ModelInfo) -> None:
         )
         conn.execute("DELETE FROM vectors_next")
         conn.execute("DELETE FROM store_meta WHERE key = ?", (_TARGET_KEY,))
-        store.record_model(target)
+        write_model(store.records, target)
         store.records.bump_generation()

@@ -1,4 +1,5 @@
-"""How a store's vector index is built: exact, HNSW, or chosen by size ("auto") at reindex time."""
+"""What a store records about itself: the model whose vectors it holds (its stamp), and how its
+vector index is built — exact, HNSW, or chosen by size ("auto") at reindex time."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dataclasses import dataclass, field
 
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.records import Records
+from remem.types import ModelInfo
 
 #: With "auto", a reindex builds HNSW from this many vectors up, exact below (see bench/index.py:
 #: exact search of 50k 384-d vectors takes ≈5 ms, past that HNSW's sub-millisecond answers win).
@@ -48,3 +50,20 @@ class IndexSettings:
         if self.requested == "auto":
             return IndexKind.HNSW if vector_count >= AUTO_HNSW_THRESHOLD else IndexKind.EXACT
         return IndexKind(self.requested)
+
+
+_MODEL_KEYS = ("model_name", "model_dim", "model_pooling", "model_sha256")
+
+
+def read_model(records: Records) -> ModelInfo | None:
+    """The store's model stamp, or None while it holds no vectors."""
+    name, dim, pooling, sha = (records.get_meta(key) for key in _MODEL_KEYS)
+    if name is None or dim is None or pooling is None or sha is None:
+        return None
+    return ModelInfo(name=name, dim=int(dim), pooling=pooling, sha256=sha)
+
+
+def write_model(records: Records, model: ModelInfo) -> None:
+    """Make ``model`` the store's model (inside the caller's transaction)."""
+    for key, value in zip(_MODEL_KEYS, (model.name, model.dim, model.pooling, model.sha256), strict=True):
+        records.set_meta(key, str(value))

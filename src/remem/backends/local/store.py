@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remem.backends.local import pending
-from remem.backends.local.files import INDEX_FILE, create_database_file, locked, prepare_directory
-from remem.backends.local.records import Records, connect
-from remem.backends.local.settings import IndexSettings
+from remem.backends.local.files import INDEX_FILE, locked, open_database
+from remem.backends.local.records import Records
+from remem.backends.local.settings import IndexSettings, read_model, write_model
 from remem.backends.local.shapes import windows_of
 from remem.backends.local.transactions import atomic
 from remem.errors import (
@@ -25,7 +25,6 @@ from remem.errors import (
     MemoryNotFoundError,
     ModelChangedError,
     ModelMismatchError,
-    StoreCorruptError,
     StoreError,
 )
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
@@ -36,8 +35,6 @@ if TYPE_CHECKING:
     from remem.backends.local.lanes import LocalVectorLane
     from remem.backends.local.vectors import VectorIndex
     from remem.reports import Check, ReembedReport, ReindexReport
-
-_MODEL_KEYS = ("model_name", "model_dim", "model_pooling", "model_sha256")
 
 
 class LocalBackend:
@@ -59,19 +56,7 @@ class LocalBackend:
         Raises StoreNotFoundError when it does not exist and ``create`` is false, StoreError when
         the directory is unusable, StoreCorruptError when the database file is damaged.
         """
-        db_path = prepare_directory(directory, create)
-        if db_path.is_file() and db_path.stat().st_size > 0:
-            return cls(directory, Records(connect(db_path)))
-        # A new database is made and initialised under the lock, by one process: the others wait.
-        with locked(directory):
-            if not db_path.exists():
-                create_database_file(db_path)
-            elif db_path.stat().st_size == 0:  # not being made (that happens under this lock)
-                raise StoreCorruptError(
-                    f"{db_path} is empty (0 bytes), not a remem database; restore it from a "
-                    "backup, or delete it to start a new store"
-                )
-            return cls(directory, Records(connect(db_path)))
+        return cls(directory, Records(open_database(directory, create)))
 
     def close(self) -> None:
         """Close the database connection."""
@@ -96,10 +81,7 @@ class LocalBackend:
     @property
     def model(self) -> ModelInfo | None:
         """The model whose vectors this store holds, or None if it holds none yet."""
-        name, dim, pooling, sha = (self.records.get_meta(key) for key in _MODEL_KEYS)
-        if name is None or dim is None or pooling is None or sha is None:
-            return None
-        return ModelInfo(name=name, dim=int(dim), pooling=pooling, sha256=sha)
+        return read_model(self.records)
 
     def check_model(self, model: ModelInfo) -> None:
         """Raise ModelMismatchError unless the store holds no vectors yet or was made by ``model``."""
@@ -111,12 +93,6 @@ class LocalBackend:
                 f"refusing to mix in {model.name} ({model.dim}-d, {model.pooling} pooling, "
                 f"sha256 {model.sha256[:12]}…)"
             )
-
-    def record_model(self, model: ModelInfo) -> None:
-        """Make ``model`` the store's model (inside the caller's transaction)."""
-        values = (model.name, model.dim, model.pooling, model.sha256)
-        for key, value in zip(_MODEL_KEYS, values, strict=True):
-            self.records.set_meta(key, str(value))
 
     def find_duplicate(self, memory: NewMemory) -> int | None:
         """The id of an identical text already stored for the same user and conversation."""
@@ -141,14 +117,21 @@ class LocalBackend:
         with self.writing(model) as (index, _):
             created_at = utc_now_iso()
             for memory, rows in zip(memories, windows, strict=True):
-                blobs = [row.astype("<f4").tobytes() for row in rows]
-                memory_id = self.records.insert(memory, blobs, created_at)
-                if memory_id is None:
-                    results.append(AddResult(id=self.find_duplicate(memory) or -1, duplicate=True))
-                    continue
-                results.append(AddResult(id=memory_id, duplicate=False))
-                index.add([vid for vid, _ in self.records.vectors_of_memories([memory_id])[memory_id]], rows)
+                result = self.insert_one(memory, [row.astype("<f4").tobytes() for row in rows], created_at)
+                results.append(result)
+                if not result.duplicate:
+                    index.add(
+                        [vid for vid, _ in self.records.vectors_of_memories([result.id])[result.id]], rows
+                    )
         return results
+
+    def insert_one(self, memory: NewMemory, blobs: Sequence[bytes], created_at: str) -> AddResult:
+        """Insert one memory with its vector bytes (none: it waits for them) inside ``writing``; a
+        duplicate is not inserted and reports the existing id."""
+        memory_id = self.records.insert(memory, blobs, created_at)
+        if memory_id is None:
+            return AddResult(id=self.find_duplicate(memory) or -1, duplicate=True)
+        return AddResult(id=memory_id, duplicate=False)
 
     def edit(self, memory_id: int, text: str, vectors: FloatArray, model: ModelInfo) -> Memory:
         """Replace a memory's text and vector(s), keeping its id and created_at; records updated_at.
@@ -196,7 +179,7 @@ class LocalBackend:
             try:
                 with atomic(self.records.conn):
                     if model is not None and self.model is None:
-                        self.record_model(model)
+                        write_model(self.records, model)
                     yield index, self.records  # type: ignore[misc]
                     generation = self.records.bump_generation()
             except BaseException:

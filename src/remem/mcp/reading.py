@@ -12,10 +12,10 @@ import remem
 from remem import render
 from remem.mcp import paging
 from remem.mcp.schemas import (
+    ANY_MEMORY,
     ContextItemOut,
     ContextOut,
     ContextQuery,
-    Conversation,
     Cursor,
     GetOut,
     HitOut,
@@ -29,13 +29,8 @@ from remem.mcp.schemas import (
     Mode,
     Query,
     Recent,
-    Role,
     SearchOut,
     Similar,
-    Since,
-    TagFilter,
-    Until,
-    User,
     cut,
 )
 from remem.mcp.service import Service
@@ -50,17 +45,9 @@ def memory_search(
     k: K = 5,
     mode: Mode = "hybrid",
     min_score: MinScore = None,
-    tags: TagFilter = (),
-    role: Role = None,
-    since: Since = None,
-    until: Until = None,
-    user: User = None,
-    conversation: Conversation = None,
+    where: remem.Filters = ANY_MEMORY,
 ) -> SearchOut:
     """Search memories by meaning and exact words, best first."""
-    where = service.scope.filters(
-        user=user, conversation=conversation, role=role, tags=tags, since=since, until=until
-    )
     result, used, note = service.run(
         lambda memories: _search(service, memories, query, k, mode, min_score, where)
     )
@@ -98,17 +85,9 @@ def memory_list(
     service: Service,
     limit: Limit = 20,
     cursor: Cursor = None,
-    tags: TagFilter = (),
-    role: Role = None,
-    since: Since = None,
-    until: Until = None,
-    user: User = None,
-    conversation: Conversation = None,
+    where: remem.Filters = ANY_MEMORY,
 ) -> ListOut:
     """List memories, newest first, a page at a time (pass next_cursor back for the next)."""
-    where = service.scope.filters(
-        user=user, conversation=conversation, role=role, tags=tags, since=since, until=until
-    )
     shown, following = service.run(lambda memories: paging.page(memories, where, limit, cursor))
     return ListOut(memories=[MemoryOut.of(memory) for memory in shown], next_cursor=following)
 
@@ -119,18 +98,10 @@ def memory_context(
     recent: Recent = 10,
     similar: Similar = 5,
     max_chars: MaxChars = 4_000,
-    tags: TagFilter = (),
-    role: Role = None,
-    since: Since = None,
-    until: Until = None,
-    user: User = None,
-    conversation: Conversation = None,
+    where: remem.Filters = ANY_MEMORY,
 ) -> ContextOut:
     """What to know before answering: the newest memories and those most similar to the query,
     each once, as prompt lines within a character budget."""
-    where = service.scope.filters(
-        user=user, conversation=conversation, role=role, tags=tags, since=since, until=until
-    )
 
     def gather(memories: remem.Memories) -> tuple[list[remem.ContextItem], str | None]:
         newest = memories.list(limit=recent, where=where) if recent else []

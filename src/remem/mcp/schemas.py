@@ -3,7 +3,7 @@ which the SDK writes each tool's input and output JSON schema."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -39,6 +39,19 @@ Conversation = Annotated[str | None, Field(max_length=200, description="Only thi
 NewConversation = Annotated[str | None, Field(max_length=200, description="The conversation it belongs to.")]
 Since = Annotated[str | None, Field(max_length=64, description=f"Only memories created at/after: {_WHEN}.")]
 Until = Annotated[str | None, Field(max_length=64, description=f"Only memories created before: {_WHEN}.")]
+#: What a tool with a ``where: Filters`` parameter takes instead, in this order: ``server.bind``
+#: puts these arguments in its place and hands the tool one validated Filters (the pin in force).
+FILTER_ARGUMENTS: tuple[tuple[str, Any, Any], ...] = (
+    ("tags", TagFilter, ()),
+    ("role", Role, None),
+    ("since", Since, None),
+    ("until", Until, None),
+    ("user", User, None),
+    ("conversation", Conversation, None),
+)
+#: The ``where`` default of a tool before ``server.bind`` replaces it.
+ANY_MEMORY = remem.Filters()
+
 Meta = Annotated[
     dict[_Name, Annotated[str, Field(max_length=1_000)]] | None,
     Field(max_length=20, description="Key/value details to keep with the memory."),

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 import remem
 from remem.errors import RememError
 from remem.mcp import reading, writing
+from remem.mcp.schemas import FILTER_ARGUMENTS
 from remem.mcp.scope import Scope
 from remem.mcp.service import Service
 
@@ -125,10 +126,14 @@ def bind(function: Callable[..., Any], service: Service) -> Callable[..., Any]:
     signature (they keep their defaults), and remem's errors turned into tool errors."""
     signature = inspect.signature(function, eval_str=True)
     hidden = {"service", *service.scope.pinned}
-    parameters = [p for name, p in signature.parameters.items() if name not in hidden]
+    parameters = [p for name, p in _with_filters(signature).items() if name not in hidden]
+    filtered = "where" in signature.parameters
 
     def tool(**arguments: Any) -> Any:
         try:
+            if filtered:
+                asked = {name: arguments.pop(name, default) for name, _, default in FILTER_ARGUMENTS}
+                arguments["where"] = service.scope.filters(**asked)
             return function(service, **arguments)
         except RememError as exc:
             raise ToolError(" ".join(str(exc).split())) from exc
@@ -140,6 +145,19 @@ def bind(function: Callable[..., Any], service: Service) -> Callable[..., Any]:
     tool.__name__ = tool.__qualname__ = function.__name__
     tool.__doc__ = function.__doc__
     return tool
+
+
+def _with_filters(signature: inspect.Signature) -> dict[str, inspect.Parameter]:
+    """The parameters, with the filter arguments (``schemas.FILTER_ARGUMENTS``) in place of a
+    ``where`` parameter: they are declared once for every tool that filters."""
+    parameters: dict[str, inspect.Parameter] = {}
+    for name, parameter in signature.parameters.items():
+        if name != "where":
+            parameters[name] = parameter
+            continue
+        for argument, annotation, default in FILTER_ARGUMENTS:
+            parameters[argument] = parameter.replace(name=argument, annotation=annotation, default=default)
+    return parameters
 
 
 def one_line(error: ToolError) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import remem
 from remem.errors import InvalidInputError, MemoryNotFoundError
 from remem.mcp.schemas import (
+    ANY_MEMORY,
     AddOut,
     ConfirmCount,
-    Conversation,
     DryRun,
     ForgetIds,
     ForgetOut,
@@ -20,13 +20,8 @@ from remem.mcp.schemas import (
     Meta,
     NewConversation,
     NewRole,
-    Role,
-    Since,
-    TagFilter,
     Tags,
     Text,
-    Until,
-    User,
 )
 from remem.mcp.service import Service
 
@@ -75,23 +70,15 @@ def memory_forget(
     ids: ForgetIds = None,
     dry_run: DryRun = False,
     confirm_count: ConfirmCount = None,
-    tags: TagFilter = (),
-    role: Role = None,
-    since: Since = None,
-    until: Until = None,
-    user: User = None,
-    conversation: Conversation = None,
+    where: remem.Filters = ANY_MEMORY,
 ) -> ForgetOut:
     """Forget memories by id, or every memory the filters select: first with dry_run to get the
     count, then again with confirm_count set to it."""
-    filtering = bool(tags) or any(value is not None for value in (role, since, until, user, conversation))
+    filtering = where != service.scope.filters()  # a filter beyond the pin was asked for
     if (ids is None) == (not filtering):
         raise InvalidInputError("give ids, or at least one filter (not both)")
     if ids is not None:
         return service.run(lambda memories: _forget_ids(service, memories, ids, dry_run))
-    where = service.scope.filters(
-        user=user, conversation=conversation, role=role, tags=tags, since=since, until=until
-    )
     return service.run(lambda memories: _forget_where(memories, where, dry_run, confirm_count))
 
 

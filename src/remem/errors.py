@@ -39,6 +39,11 @@ class ModelMismatchError(StoreError):
     """The store's vectors were made by a different model than the one asked to use it."""
 
 
+class EditConflictError(StoreError):
+    """A memory changed (another process edited it) between reading it and writing its edit; nothing
+    was changed by this edit."""
+
+
 class ModelChangedError(StoreError):
     """The store was re-embedded with another model while a query was being embedded; retry."""
 

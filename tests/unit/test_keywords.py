@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from helpers import FAKE_MODEL, fake_vector, search
 from remem import Filters, Lane, NewMemory, SearchMode
+from remem.backends.analyzer import analyze, fts_query
 from remem.backends.local import LocalBackend
-from remem.backends.local.keywords import analyze, fts_query
 from remem.core.ranking import RRF_K, fuse
 
 

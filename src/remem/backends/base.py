@@ -10,6 +10,7 @@ Every write is one transaction: all of it happens, or none of it. The contract t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -84,16 +85,29 @@ class Backend(Protocol):
         deleted, edited or embedded meanwhile is skipped. Returns the ids that got vectors."""
         ...
 
-    def edit(self, memory_id: int, text: str, vectors: FloatArray, model: ModelInfo) -> Memory:
+    def edit(
+        self,
+        memory_id: int,
+        text: str,
+        vectors: FloatArray,
+        model: ModelInfo,
+        expected_sha256: str | None = None,
+    ) -> Memory:
         """Replace a memory's text and vectors, keeping id and created_at, setting updated_at.
 
         MemoryNotFoundError if there is none; InvalidInputError if its user/conversation already
-        holds that text in another memory.
+        holds that text in another memory; EditConflictError if ``expected_sha256`` is given and the
+        memory's text no longer has it (another edit came first).
         """
         ...
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
         """Delete memories with everything derived from them; returns the ids that existed."""
+        ...
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A block whose reads all see one consistent state of the store (the lanes of one search
+        and the memories they found); nested use joins the outer block."""
         ...
 
     def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:

@@ -241,13 +241,15 @@ class Memories:
 
     def edit(self, memory_id: int, text: str) -> Memory:
         """Replace a memory's text (re-embedded), keeping its id and created_at; sets updated_at.
-        MemoryNotFoundError if there is none (nothing is loaded or changed)."""
+        MemoryNotFoundError if there is none (nothing is loaded or changed); EditConflictError if
+        another edit changed it while this one was embedding (nothing is changed)."""
         text = arguments.text(text)
-        if not self.backend.get_many([memory_id]):
+        before = self.backend.get_many([memory_id]).get(memory_id)
+        if before is None:
             raise MemoryNotFoundError([memory_id])
         embedder = self.embedder()
         vectors = embedder.embed_documents([text]).windows[0]
-        return self.backend.edit(memory_id, text, vectors, embedder.info)
+        return self.backend.edit(memory_id, text, vectors, embedder.info, expected_sha256=before.sha256)
 
     def forget(
         self, ids: Iterable[int] | None = None, *, where: Filters | None = None, dry_run: bool = False

@@ -131,18 +131,19 @@ def run_search(
     """
     if min_score is not None and mode is SearchMode.KEYWORD:
         raise ValueError("min_score is a cosine; keyword search has none")
-    lane = None
-    if mode is not SearchMode.KEYWORD:
-        if backend.model is None:
-            return SearchResult()
-        lane = backend.vector_lane(embedded_with)
-    ranked = rank(backend, lane, text, vector, k, filters, mode)
-    below = []
-    if min_score is not None:
-        below = [r.vector.score for r in ranked if r.vector is not None and r.vector.score < min_score]
-        ranked = [r for r in ranked if r.vector is not None and r.vector.score >= min_score]
-    ranked = ranked[:k]
-    memories = backend.get_many([r.id for r in ranked])
+    with backend.snapshot():  # both lanes and the memories they name: one state of the store
+        lane = None
+        if mode is not SearchMode.KEYWORD:
+            if backend.model is None:
+                return SearchResult()
+            lane = backend.vector_lane(embedded_with)
+        ranked = rank(backend, lane, text, vector, k, filters, mode)
+        below = []
+        if min_score is not None:
+            below = [r.vector.score for r in ranked if r.vector is not None and r.vector.score < min_score]
+            ranked = [r for r in ranked if r.vector is not None and r.vector.score >= min_score]
+        ranked = ranked[:k]
+        memories = backend.get_many([r.id for r in ranked])
     hits = [Hit(memories[r.id], r.score, r.vector, r.keyword) for r in ranked if r.id in memories]
     return SearchResult(hits, len(below), max(below) if below else None)
 

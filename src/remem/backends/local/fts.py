@@ -6,11 +6,18 @@ import math
 import sqlite3
 from collections.abc import Iterable, Sequence
 
+from remem.backends.analyzer import (
+    ANALYZER_VERSION,
+    IDENTIFIER_PUNCTUATION,
+    fts_query,
+    index_text,
+    term_queries,
+)
 from remem.backends.local import filtering
-from remem.backends.local.keywords import ANALYZER_VERSION, FTS_TOKENIZER, fts_query, index_text, term_queries
 from remem.backends.local.transactions import atomic
 from remem.types import Filters
 
+FTS_TOKENIZER = f"porter unicode61 remove_diacritics 2 tokenchars '{IDENTIFIER_PUNCTUATION}'"
 CREATE_TABLE = f'CREATE VIRTUAL TABLE memories_fts USING fts5(terms, tokenize = "{FTS_TOKENIZER}")'
 ANALYZER_KEY = "keyword_analyzer"
 

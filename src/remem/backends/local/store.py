@@ -19,8 +19,9 @@ from remem.backends.local.files import INDEX_FILE, locked, open_database
 from remem.backends.local.records import Records
 from remem.backends.local.settings import IndexSettings, read_model, write_model
 from remem.backends.local.shapes import windows_of
-from remem.backends.local.transactions import atomic
+from remem.backends.local.transactions import atomic, snapshot
 from remem.errors import (
+    EditConflictError,
     InvalidInputError,
     MemoryNotFoundError,
     ModelChangedError,
@@ -133,14 +134,25 @@ class LocalBackend:
             return AddResult(id=self.find_duplicate(memory) or -1, duplicate=True)
         return AddResult(id=memory_id, duplicate=False)
 
-    def edit(self, memory_id: int, text: str, vectors: FloatArray, model: ModelInfo) -> Memory:
+    def edit(
+        self,
+        memory_id: int,
+        text: str,
+        vectors: FloatArray,
+        model: ModelInfo,
+        expected_sha256: str | None = None,
+    ) -> Memory:
         """Replace a memory's text and vector(s), keeping its id and created_at; records updated_at.
 
         Raises MemoryNotFoundError if there is no such memory, InvalidInputError if the same
-        user/conversation already holds that text in another memory.
+        user/conversation already holds that text in another memory, EditConflictError if its text
+        no longer hashes to ``expected_sha256`` (when given).
         """
         (rows,) = windows_of([vectors], 1, model.dim)
         with self.writing(model) as (index, _):
+            current = self.records.get_many([memory_id]).get(memory_id)
+            if current is not None and expected_sha256 not in (None, current.sha256):
+                raise EditConflictError(f"memory {memory_id} was changed by another edit meanwhile; retry")
             old = [vid for vid, _ in self.records.vectors_of_memories([memory_id]).get(memory_id, [])]
             blobs = [row.astype("<f4").tobytes() for row in rows]
             try:
@@ -211,6 +223,10 @@ class LocalBackend:
     def attach_vectors(self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo) -> list[int]:
         """Give pending memories the vectors of their text (skipping any changed meanwhile)."""
         return pending.attach(self, items, model)
+
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """Reads inside see one state of the database (``transactions.snapshot``)."""
+        return snapshot(self.records.conn)
 
     def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (missing ids are absent)."""

@@ -1,4 +1,4 @@
-"""The local back-end's one transaction helper: every write to the database goes through it."""
+"""The local back-end's transaction helpers: every write to the database goes through ``atomic``."""
 
 from __future__ import annotations
 
@@ -23,3 +23,18 @@ def atomic(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
         raise
+
+
+@contextlib.contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """A read transaction: every read inside sees one state of the database (a WAL snapshot);
+    inside a transaction already open (a write, an outer snapshot) it joins that one."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")

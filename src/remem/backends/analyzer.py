@@ -1,4 +1,5 @@
-"""The keyword lane's analyzer: text → index terms that keep identifiers whole, and safe FTS5 queries.
+"""The keyword lane's analyzer, shared by every back-end: text → index terms that keep identifiers
+whole, and safe FTS5 queries (the local store); the PostgreSQL store indexes the same terms.
 
 A memory's text is turned into terms before it reaches SQLite FTS5:
 - identifiers stay whole: ``libcublas.so.12``, ``numpy``/``1.26.4`` (from ``numpy==1.26.4``),
@@ -24,7 +25,6 @@ import unicodedata
 ANALYZER_VERSION = "2"
 #: Characters that may sit inside an identifier (FTS5 keeps them inside tokens too).
 IDENTIFIER_PUNCTUATION = "._-/:@+#"
-FTS_TOKENIZER = f"porter unicode61 remove_diacritics 2 tokenchars '{IDENTIFIER_PUNCTUATION}'"
 MIN_HASH_PREFIX = 7
 
 _PIECES = re.compile(rf"[\w{re.escape(IDENTIFIER_PUNCTUATION)}]+")
@@ -71,7 +71,7 @@ def index_text(text: str) -> str:
     return " ".join(analyze(text))
 
 
-def _looks_like_hash(term: str) -> bool:
+def looks_like_hash(term: str) -> bool:
     return (
         len(term) >= MIN_HASH_PREFIX
         and _HEX.fullmatch(term) is not None
@@ -87,7 +87,7 @@ def term_queries(text: str) -> list[str]:
     characters; hash-like hex terms become prefix queries.
     """
     terms = dict.fromkeys(analyze(text))
-    return ['"' + term.replace('"', '""') + '"' + ("*" if _looks_like_hash(term) else "") for term in terms]
+    return ['"' + term.replace('"', '""') + '"' + ("*" if looks_like_hash(term) else "") for term in terms]
 
 
 def fts_query(text: str) -> str | None:

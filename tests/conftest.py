@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,23 @@ def varied(store_dir: Path) -> Path:
     assert run_cli(["forget", "2"], store_dir).code == 0  # a gap in the ids
     assert run_cli(["edit", "3", 'multi\nline, with "quotes" (edited)'], store_dir).code == 0
     return store_dir
+
+
+@pytest.fixture(scope="session")
+def postgres_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of a real PostgreSQL + pgvector server for this test session."""
+    pytest.importorskip("psycopg")
+    import postgres_server
+
+    try:
+        yield postgres_server.start(tmp_path_factory.mktemp("pgdata"))
+    finally:
+        postgres_server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_base: str, tmp_path: Path) -> str:
+    """A URL of a new, empty PostgreSQL store (a schema of its own) for this test."""
+    import postgres_server
+
+    return postgres_server.store_url(postgres_base, str(tmp_path))

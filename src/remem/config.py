@@ -43,6 +43,20 @@ def resolve_store_dir(option: Path | None, environ: Mapping[str, str]) -> Path:
     return chosen.expanduser().absolute()
 
 
+def is_store_url(value: str) -> bool:
+    """True when ``value`` names a PostgreSQL store (``postgresql://…`` or ``postgres://…``)."""
+    return value.strip().lower().startswith(("postgresql://", "postgres://"))
+
+
+def resolve_store(option: str | Path | None, environ: Mapping[str, str]) -> str | Path:
+    """Pick the store: the --store option, else $REMEM_HOME, else the user data dir. A PostgreSQL
+    URL comes back as the string; a directory as an absolute path (``~`` expanded)."""
+    chosen = option if option is not None else environ.get(HOME_ENV, "").strip() or None
+    if isinstance(chosen, str) and is_store_url(chosen):
+        return chosen.strip()
+    return resolve_store_dir(None if chosen is None else Path(chosen), environ)
+
+
 def debug_enabled(environ: Mapping[str, str]) -> bool:
     """True when the user asked for tracebacks of unexpected errors."""
     return environ.get(DEBUG_ENV, "").strip().lower() in {"1", "true", "yes", "on"}

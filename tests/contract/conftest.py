@@ -27,14 +27,25 @@ def _open_local(place: Path) -> Backend:
     return LocalBackend.open(place / "store", create=True)
 
 
-OPENERS: dict[str, Opener] = {"local": _open_local}
-BACKENDS = ["local"]
+def _open_postgres(place: Path) -> Backend:
+    import postgres_server
+    from remem.backends.postgres.store import PostgresBackend
+
+    return PostgresBackend.open(
+        postgres_server.store_url(postgres_server.start(place), str(place)), create=True
+    )
+
+
+OPENERS: dict[str, Opener] = {"local": _open_local, "postgres": _open_postgres}
+BACKENDS = ["local", "postgres"]
 
 
 @pytest.fixture(params=BACKENDS)
 def open_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Backend]]:
     """Opens this test's store (new and empty at first; the same store on every call); every
-    back-end it opened is closed after the test."""
+    back-end it opened is closed after the test. PostgreSQL runs on the session's server."""
+    if request.param == "postgres":
+        request.getfixturevalue("postgres_base")
     opener = OPENERS[request.param]
     opened: list[Backend] = []
 

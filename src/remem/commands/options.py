@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
 import typer
@@ -14,14 +13,13 @@ from remem import Filters
 from remem.inputs import parse_meta
 
 StoreOption = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--store",
-        metavar="DIR",
-        help="Store directory [default: $REMEM_HOME, else the user data dir].",
+        metavar="DIR|URL",
+        help="Store directory, or postgresql://user@host/db[?schema=NAME] "
+        "[default: $REMEM_HOME, else the user data dir].",
         show_default=False,
-        file_okay=True,
-        dir_okay=True,
     ),
 ]
 UserOption = Annotated[
@@ -38,6 +36,9 @@ TagOption = Annotated[
     list[str] | None,
     typer.Option("--tag", "-t", metavar="TAG", help="A tag, repeatable; search/list: all must be present."),
 ]
+#: For commands whose arguments are only ids: ``show -1`` takes -1 as an id (naming no memory) as
+#: ``show -- -1`` does; a mistyped option is then an id that is not a number, still an error.
+IDS_MAY_BE_NEGATIVE = {"ignore_unknown_options": True}
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object per line.")]
 LimitOption = Annotated[
     int, typer.Option("--limit", "-k", min=1, metavar="N", help="Show at most N memories.")

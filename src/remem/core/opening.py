@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from remem.config import resolve_endpoint, resolve_model_dir, resolve_models_dir, resolve_store_dir
+from remem.config import resolve_endpoint, resolve_model_dir, resolve_models_dir, resolve_store
 from remem.core.memories import Memories
 from remem.core.models import ModelCatalog
 
 if TYPE_CHECKING:
+    from remem.backends.base import Backend
     from remem.embedders.base import Embedder
 
 
@@ -40,17 +41,26 @@ def open(
     embedder: Embedder | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Memories:
-    """Open (with ``create``, make) the store in directory ``store`` and return its ``Memories``.
+    """Open (with ``create``, make) the store in directory ``store`` — or, for a
+    ``postgresql://user@host/db[?schema=NAME]`` URL, on that server — and return its ``Memories``.
 
     ``store`` defaults to ``$REMEM_HOME``, else the user data directory; ``model_dir`` and
     ``models_dir`` as in ``model_catalog``. ``embedder`` replaces the model choice (for tests, or a
     model of your own in Python); the store still refuses vectors of a model it does not hold.
     Raises StoreNotFoundError when there is no store and ``create`` is false, StoreError when the
-    directory is unusable, StoreCorruptError when its database is damaged.
+    directory is unusable or the server unreachable, StoreCorruptError when its database is damaged.
     """
+    env = os.environ if environ is None else environ
+    catalog = model_catalog(models_dir=models_dir, model_dir=model_dir, environ=env)
+    return Memories(_backend(resolve_store(store, env), create), catalog, embedder)
+
+
+def _backend(place: str | Path, create: bool) -> Backend:
+    """The back-end for a resolved store: PostgreSQL for a URL, else the local directory."""
+    if isinstance(place, str):
+        from remem.backends.postgres.store import PostgresBackend  # noqa: PLC0415 - the optional extra
+
+        return PostgresBackend.open(place, create=create)
     from remem.backends.local import LocalBackend  # noqa: PLC0415
 
-    env = os.environ if environ is None else environ
-    directory = resolve_store_dir(None if store is None else Path(store), env)
-    catalog = model_catalog(models_dir=models_dir, model_dir=model_dir, environ=env)
-    return Memories(LocalBackend.open(directory, create=create), catalog, embedder)
+    return LocalBackend.open(place, create=create)

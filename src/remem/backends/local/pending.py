@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from remem.backends.local.shapes import windows_of
+from remem.backends.shapes import windows_of
 from remem.types import AddResult, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:

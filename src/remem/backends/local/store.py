@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends.local import pending
 from remem.backends.local.files import INDEX_FILE, locked, open_database
+from remem.backends.local.guard import translating
 from remem.backends.local.records import Records
 from remem.backends.local.settings import IndexSettings, read_model, write_model
-from remem.backends.local.shapes import windows_of
 from remem.backends.local.transactions import atomic, snapshot
+from remem.backends.shapes import windows_of
 from remem.errors import (
     EditConflictError,
     InvalidInputError,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from remem.reports import Check, ReembedReport, ReindexReport
 
 
+@translating
 class LocalBackend:
     """A memory store in one directory. SQLite is the truth; the vector index is derived from it."""
 

@@ -1,4 +1,4 @@
-"""Checking the shape of vectors handed to the local store before anything is written."""
+"""Checking the shape of vectors handed to a back-end before anything is written."""
 
 from __future__ import annotations
 

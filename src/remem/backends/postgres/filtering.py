@@ -1,0 +1,34 @@
+"""Filters as PostgreSQL conditions on alias ``m``: each one served by an index (b-tree on user,
+conversation, role and created_at; GIN on tags and on the metadata as jsonb)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from remem.types import Filters
+
+
+def where(filters: Filters | None) -> tuple[str, list[Any]]:
+    """A condition on ``m`` (``true`` when nothing is filtered) and its parameters, in order."""
+    filters = filters or Filters()
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column in ("user", "conversation", "role"):
+        value = getattr(filters, column)
+        if value is not None:
+            clauses.append(f'm."{column}" = %s')
+            params.append(value)
+    if filters.tags:
+        clauses.append("m.tags @> %s::text[]")
+        params.append(sorted(set(filters.tags)))
+    for key, value in filters.meta:  # containment on the jsonb form: any key, served by the GIN index
+        clauses.append("m.meta::jsonb @> %s::jsonb")
+        params.append(json.dumps({key: value}))
+    if filters.since is not None:
+        clauses.append("m.created_at >= %s")
+        params.append(filters.since)
+    if filters.until is not None:
+        clauses.append("m.created_at < %s")
+        params.append(filters.until)
+    return (" AND ".join(clauses) or "true"), params

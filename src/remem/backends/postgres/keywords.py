@@ -1,0 +1,95 @@
+"""The keyword lane on PostgreSQL: the local store's analyzer, its terms in an indexed tsvector.
+
+A memory's terms (``remem.backends.analyzer``: identifiers whole and split, no stop words) are
+stemmed by the server's English Snowball stemmer and stored as a tsvector with a GIN index. A
+query becomes one tsquery per distinct term (hashes as prefixes); matching memories are scored
+BM25-style in SQL: each matched term adds its IDF over the whole store, normalised by the memory's
+length. Unlike FTS5's BM25 a term counts once however often it occurs (memories are short), and
+the stemmer is Snowball's, not Porter's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from remem.backends.analyzer import analyze, looks_like_hash
+from remem.backends.base import Scored
+from remem.backends.postgres import filtering
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from remem.types import Filters
+
+K1 = 1.2
+B = 0.75
+
+
+def _tsquery(lexeme: str, prefix: bool) -> str:
+    """One lexeme as tsquery input: quoted (``'`` doubled, ``\\`` escaped), ``:*`` for a prefix."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" + (":*" if prefix else "")
+
+
+def query_terms(cursor: psycopg.Cursor[Any], s: str, text: str) -> list[str]:
+    """The query's distinct terms as tsquery strings, stemmed as memories are ([] if none)."""
+    terms = list(dict.fromkeys(analyze(text)))
+    if not terms:
+        return []
+    cursor.execute(f"SELECT {s}.lexemes(%s::text[])", (terms,))
+    lexemes = cursor.fetchone()[0]  # type: ignore[index]
+    return list(dict.fromkeys(_tsquery(lx, looks_like_hash(t)) for t, lx in zip(terms, lexemes, strict=True)))
+
+
+def _weights(cursor: psycopg.Cursor[Any], s: str, queries: list[str]) -> tuple[list[float], float]:
+    """Each term's IDF, ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, and the mean length."""
+    cursor.execute(
+        f"SELECT (SELECT count(*) FROM {s}.memories m WHERE m.terms @@ q::tsquery) "
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, n) ORDER BY n",
+        (queries,),
+    )
+    counts = [int(row[0]) for row in cursor.fetchall()]
+    cursor.execute(f"SELECT count(*), coalesce(avg(term_count), 1) FROM {s}.memories")
+    total, mean = cursor.fetchone()  # type: ignore[misc]
+    idf = [math.log(1 + (int(total) - n + 0.5) / (n + 0.5)) for n in counts]
+    return idf, max(float(mean), 1.0)
+
+
+def top(
+    cursor: psycopg.Cursor[Any], s: str, text: str, filters: Filters, k: int, among: Sequence[int] | None
+) -> list[Scored]:
+    """Top ``k`` (memory id, score; higher is better) among the filtered memories (only ``among``
+    if given), best first; [] when the text has no searchable terms."""
+    queries = query_terms(cursor, s, text)
+    if not queries or (among is not None and not among):
+        return []
+    idf, mean = _weights(cursor, s, queries)
+    condition, params = filtering.where(filters)
+    if among is not None:
+        condition += " AND m.id = ANY(%s)"
+        params.append(list(among))
+    cursor.execute(
+        "SELECT m.id, (SELECT sum(q.w) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) "
+        f"WHERE m.terms @@ q.t) * {K1 + 1} / (1 + {K1} * ({1 - B} + {B} * m.term_count / %s)) AS score "
+        f"FROM {s}.memories m WHERE m.terms @@ %s::tsquery AND {condition} "
+        "ORDER BY score DESC, m.id LIMIT %s",
+        [queries, idf, mean, " | ".join(queries), *params, k],
+    )
+    return [(int(mid), float(score)) for mid, score in cursor.fetchall()]
+
+
+def coverage(cursor: psycopg.Cursor[Any], s: str, text: str, ids: Sequence[int]) -> dict[int, float]:
+    """For each id, the share (0..1) of the query's IDF weight that the memory matches."""
+    queries = query_terms(cursor, s, text)
+    if not queries:
+        return dict.fromkeys(ids, 0.0)
+    idf, _ = _weights(cursor, s, queries)
+    cursor.execute(
+        "SELECT m.id, (SELECT coalesce(sum(q.w), 0) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) "
+        f"WHERE m.terms @@ q.t) FROM {s}.memories m WHERE m.id = ANY(%s)",
+        (queries, idf, list(ids)),
+    )
+    whole = sum(idf) or 1.0
+    found = {int(mid): float(weight) / whole for mid, weight in cursor.fetchall()}
+    return {mid: found.get(mid, 0.0) for mid in ids}

@@ -1,0 +1,121 @@
+"""The vector lane on PostgreSQL: pgvector, filter first, the top ``k`` among the filtered memories.
+
+Up to ``exact_candidates`` filtered vectors are scored exactly (a scan in the server; exact order).
+Past that, the HNSW index (``vector_cosine_ops``) is walked with ``hnsw.iterative_scan`` on
+(pgvector ≥ 0.8), so a filter that rejects most of the graph still fills ``k``; ``ef_search`` and
+the scan mode are set per query with ``SET LOCAL``. A walk that returns too few is redone exactly.
+A score is always the inner product of unit vectors (the cosine), as in the local store; a memory
+scores as its best window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from remem.backends.base import Scored
+from remem.backends.postgres import filtering
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from remem.arrays import FloatArray
+    from remem.backends.postgres.session import Session
+    from remem.types import Filters
+
+#: Up to this many filtered vectors are scored exactly rather than through the HNSW index.
+EXACT_CANDIDATES = 20_000
+
+
+@dataclass(frozen=True)
+class LaneSettings:
+    """How the lane searches: vector dimension, HNSW search beam, whether iterative scans exist,
+    and how many filtered vectors are still scored exactly."""
+
+    dim: int
+    ef_search: int
+    iterative: bool
+    exact_candidates: int = EXACT_CANDIDATES
+
+
+def _best_per_memory(rows: Sequence[tuple[Any, Any]]) -> list[Scored]:
+    best: dict[int, float] = {}
+    for mid, score in rows:
+        best[int(mid)] = max(float(score), best.get(int(mid), -2.0))
+    return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+class PostgresVectorLane:
+    """Cosine ranking in the server; each call is one transaction (or joins the caller's snapshot)."""
+
+    def __init__(self, session: Session, schema: str, settings: LaneSettings) -> None:
+        """Rank over the store in ``schema`` (quoted) through ``session``."""
+        self._session = session
+        self._s = schema
+        self._settings = settings
+        self._cursor: psycopg.Cursor[Any] = session.conn.cursor()
+
+    def _candidates(self, filters: Filters, limit: int) -> int:
+        condition, params = filtering.where(filters)
+        self._cursor.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {self._s}.vectors v JOIN {self._s}.memories m "
+            f"ON m.id = v.memory_id WHERE {condition} LIMIT %s) AS x",
+            [*params, limit],
+        )
+        return int(self._cursor.fetchone()[0])  # type: ignore[index]
+
+    def exact(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
+        """Exact top ``k`` (memory id, best window's cosine) among the filtered memories."""
+        condition, params = filtering.where(filters)
+        self._cursor.execute(
+            f"SELECT v.memory_id, max(-(v.embedding <#> %s)) AS score FROM {self._s}.vectors v "
+            f"JOIN {self._s}.memories m ON m.id = v.memory_id WHERE {condition} "
+            "GROUP BY v.memory_id ORDER BY score DESC, v.memory_id LIMIT %s",
+            [vector, *params, k],
+        )
+        return [(int(mid), float(score)) for mid, score in self._cursor.fetchall()]
+
+    def walk(self, vector: FloatArray, fetch: int, filters: Filters) -> list[tuple[Any, Any]]:
+        """Up to ``fetch`` (memory id, cosine) window rows from an HNSW walk, filtered as it goes."""
+        dim, settings = self._settings.dim, self._settings
+        cursor = self._cursor
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true)", (str(max(settings.ef_search, fetch)),)
+        )
+        if settings.iterative:
+            cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+        condition, params = filtering.where(filters)
+        cursor.execute(
+            f"SELECT v.memory_id, -(v.embedding <#> %s) FROM {self._s}.vectors v "
+            f"JOIN {self._s}.memories m ON m.id = v.memory_id WHERE {condition} "
+            f"ORDER BY v.embedding::vector({dim:d}) <=> %s::vector({dim:d}) LIMIT %s",
+            [vector, *params, vector, fetch],
+        )
+        return cursor.fetchall()
+
+    def top(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
+        """The top ``k`` (memory id, cosine of its best window) among the filtered memories."""
+        with self._session.transaction() as self._cursor:
+            limit = self._settings.exact_candidates
+            if self._candidates(filters, limit + 1) <= limit:
+                return self.exact(vector, k, filters)
+            fetch = k
+            while True:  # long memories may fill the walk with several windows each: walk further
+                rows = self.walk(vector, fetch, filters)
+                best = _best_per_memory(rows)
+                if len(best) >= k:
+                    return best[:k]
+                if len(rows) < fetch:  # more candidates than the limit, yet the walk ran dry
+                    return self.exact(vector, k, filters)
+                fetch *= 2
+
+    def cosines(self, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
+        """(memory id, cosine of its best window) for these memories, best first, exact."""
+        with self._session.transaction() as cursor:
+            cursor.execute(
+                f"SELECT memory_id, max(-(embedding <#> %s)) FROM {self._s}.vectors "
+                "WHERE memory_id = ANY(%s) GROUP BY memory_id",
+                (vector, list(memory_ids)),
+            )
+            return _best_per_memory(cursor.fetchall())

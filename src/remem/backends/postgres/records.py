@@ -1,0 +1,137 @@
+"""Rows of a PostgreSQL store: memories in and out, by id, newest first, or streamed in id order.
+
+Every function takes a cursor inside the caller's transaction and the quoted schema name ``s``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from remem.backends.analyzer import analyze
+from remem.backends.postgres import filtering
+from remem.types import Filters, Memory, NewMemory, text_sha256
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from remem.arrays import FloatArray
+
+COLUMNS = (
+    'm.id, m.text, m.sha256, m.created_at, m."user", m.conversation, m.role, m.meta, m.tags, m.updated_at'
+)
+DEDUP_KEY = "(sha256, coalesce(\"user\", ''), coalesce(conversation, ''))"
+
+
+def memory(row: Sequence[Any]) -> Memory:
+    """A Memory from a row of ``COLUMNS``."""
+    mid, text, sha, created, user, conversation, role, meta, tags, updated = row
+    return Memory(
+        id=int(mid),
+        text=text,
+        sha256=sha,
+        created_at=created,
+        user=user,
+        conversation=conversation,
+        role=role,
+        tags=tuple(tags),
+        meta=json.loads(meta),
+        updated_at=updated,
+    )
+
+
+def get_many(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> dict[int, Memory]:
+    """The memories with these ids (missing ids are absent)."""
+    cursor.execute(f"SELECT {COLUMNS} FROM {s}.memories m WHERE m.id = ANY(%s)", (list(ids),))
+    return {int(row[0]): memory(row) for row in cursor.fetchall()}
+
+
+def select(
+    cursor: psycopg.Cursor[Any], s: str, filters: Filters | None, tail: str, params: Sequence[Any] = ()
+) -> list[Memory]:
+    """The filtered memories, with ``tail`` (ORDER BY, LIMIT; its parameters last) appended."""
+    condition, where_params = filtering.where(filters)
+    cursor.execute(f"SELECT {COLUMNS} FROM {s}.memories m WHERE {condition} {tail}", [*where_params, *params])
+    return [memory(row) for row in cursor.fetchall()]
+
+
+def find_duplicate(cursor: psycopg.Cursor[Any], s: str, item: NewMemory) -> int | None:
+    """The id of a memory with the same text in the same user and conversation, if any."""
+    cursor.execute(
+        f"SELECT id FROM {s}.memories WHERE {DEDUP_KEY} = (%s, coalesce(%s, ''), coalesce(%s, ''))",
+        (text_sha256(item.text), item.user, item.conversation),
+    )
+    row = cursor.fetchone()
+    return None if row is None else int(row[0])
+
+
+def terms_sql(s: str) -> str:
+    """SQL for the tsvector of a text's analyzed terms (parameter: the terms, as a text array)."""
+    return f"array_to_tsvector({s}.lexemes(%s::text[]))"
+
+
+def _explicit_id(cursor: psycopg.Cursor[Any], s: str, wanted: int | None) -> int | None:
+    """``wanted`` when it is above every id the store gave (the sequence moves past it), else None."""
+    if wanted is None:
+        return None
+    cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"remem-ids:{s}",))
+    cursor.execute(f"SELECT pg_get_serial_sequence('{s}.memories', 'id')")
+    sequence = cursor.fetchone()[0]  # type: ignore[index]
+    cursor.execute(f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {sequence}")
+    if wanted <= int(cursor.fetchone()[0]):  # type: ignore[index]
+        return None
+    cursor.execute("SELECT setval(%s, %s)", (sequence, wanted))
+    return wanted
+
+
+def insert(cursor: psycopg.Cursor[Any], s: str, item: NewMemory, created_at: str) -> int | None:
+    """Insert a memory (with its keyword terms); its id, or None (nothing written) for a duplicate.
+
+    ``created_at`` applies unless the memory carries its own; its ``id`` is kept if never given.
+    """
+    terms = analyze(item.text)
+    explicit = _explicit_id(cursor, s, item.id)
+    cursor.execute(
+        f'INSERT INTO {s}.memories (id, text, sha256, created_at, updated_at, "user", conversation, '
+        f"role, meta, tags, terms, term_count) VALUES (coalesce(%s, nextval(pg_get_serial_sequence("
+        f"'{s}.memories', 'id'))), %s, %s, %s, %s, %s, %s, %s, %s, %s, {terms_sql(s)}, %s) "
+        f"ON CONFLICT {DEDUP_KEY} DO NOTHING RETURNING id",
+        (
+            explicit,
+            item.text,
+            text_sha256(item.text),
+            item.created_at or created_at,
+            item.updated_at,
+            item.user,
+            item.conversation,
+            item.role,
+            json.dumps(dict(item.meta), ensure_ascii=False, sort_keys=True),
+            sorted(set(item.tags)),
+            terms,
+            len(terms),
+        ),
+    )
+    row = cursor.fetchone()
+    return None if row is None else int(row[0])
+
+
+def add_vectors(cursor: psycopg.Cursor[Any], s: str, memory_id: int, windows: FloatArray) -> None:
+    """Store a memory's window vectors, in window order."""
+    cursor.executemany(
+        f"INSERT INTO {s}.vectors (memory_id, window_no, embedding) VALUES (%s, %s, %s)",
+        [(memory_id, number, row) for number, row in enumerate(windows)],
+    )
+
+
+def vectors_of_memories(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> dict[int, list[bytes]]:
+    """memory id → its window vectors as float32 bytes, in window order."""
+    cursor.execute(
+        f"SELECT memory_id, embedding FROM {s}.vectors WHERE memory_id = ANY(%s) "
+        "ORDER BY memory_id, window_no",
+        (list(ids),),
+    )
+    found: dict[int, list[bytes]] = {}
+    for mid, embedding in cursor.fetchall():
+        found.setdefault(int(mid), []).append(embedding.to_numpy().astype("<f4").tobytes())
+    return found

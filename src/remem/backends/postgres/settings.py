@@ -1,0 +1,123 @@
+"""What a PostgreSQL store records about itself (table ``store_meta``): its model stamp, how its
+vectors are indexed, the analyzer that built its keyword terms, a re-embedding in progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from remem.types import ModelInfo
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from remem.backends.postgres.session import Session
+
+MODEL_KEYS = ("model_name", "model_dim", "model_pooling", "model_sha256")
+ANALYZER_KEY = "keyword_analyzer"
+REEMBED_KEY = "reembed_target"
+HNSW_INDEX = "vectors_hnsw"
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """The index asked for (``auto``/``hnsw``: a pgvector HNSW index; ``exact``: none) and its
+    knobs. pgvector's own defaults for the graph, a wider search beam than its 40."""
+
+    requested: str = "auto"
+    m: int = 16
+    ef_construction: int = 64
+    ef_search: int = 64
+
+    @property
+    def kind(self) -> str:
+        """What is built: ``hnsw`` or ``exact``."""
+        return "exact" if self.requested == "exact" else "hnsw"
+
+    @classmethod
+    def of(cls, meta: dict[str, str]) -> IndexSettings:
+        """The settings in the store's key/value rows (defaults where unset)."""
+        default = cls()
+        return cls(
+            requested=meta.get("index_requested", default.requested),
+            m=int(meta.get("hnsw_m", default.m)),
+            ef_construction=int(meta.get("hnsw_ef_construction", default.ef_construction)),
+            ef_search=int(meta.get("hnsw_ef_search", default.ef_search)),
+        )
+
+    def rows(self) -> dict[str, str]:
+        """These settings as key/value rows."""
+        return {
+            "index_requested": self.requested,
+            "hnsw_m": str(self.m),
+            "hnsw_ef_construction": str(self.ef_construction),
+            "hnsw_ef_search": str(self.ef_search),
+        }
+
+
+def read_meta(cursor: psycopg.Cursor[Any], s: str) -> dict[str, str]:
+    """Every key/value row of the store."""
+    cursor.execute(f"SELECT key, value FROM {s}.store_meta")
+    return {str(k): str(v) for k, v in cursor.fetchall()}
+
+
+def write_meta(cursor: psycopg.Cursor[Any], s: str, rows: dict[str, str]) -> None:
+    """Set key/value rows (inside the caller's transaction)."""
+    cursor.executemany(
+        f"INSERT INTO {s}.store_meta (key, value) VALUES (%s, %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        list(rows.items()),
+    )
+
+
+def model_of(meta: dict[str, str]) -> ModelInfo | None:
+    """The model stamp in the key/value rows, or None while the store holds no vectors."""
+    if any(key not in meta for key in MODEL_KEYS):
+        return None
+    name, dim, pooling, sha = (meta[key] for key in MODEL_KEYS)
+    return ModelInfo(name=name, dim=int(dim), pooling=pooling, sha256=sha)
+
+
+def model_rows(model: ModelInfo) -> dict[str, str]:
+    """A model stamp as key/value rows."""
+    return dict(zip(MODEL_KEYS, (model.name, str(model.dim), model.pooling, model.sha256), strict=True))
+
+
+def create_hnsw(
+    cursor: psycopg.Cursor[Any], s: str, dim: int, settings: IndexSettings, name: str = HNSW_INDEX
+) -> None:
+    """Create the HNSW index over the vectors of a ``dim``-d model (for ``exact``: none), inside
+    the caller's transaction — for an empty table (a new store's first model)."""
+    if settings.kind == "hnsw":
+        cursor.execute(_create_sql(s, dim, settings, name, concurrently=False))
+
+
+def _create_sql(s: str, dim: int, settings: IndexSettings, name: str, *, concurrently: bool) -> str:
+    how = "CONCURRENTLY " if concurrently else ""
+    return (
+        f"CREATE INDEX {how}{name} ON {s}.vectors USING hnsw ((embedding::vector({dim:d})) "
+        f"vector_cosine_ops) WITH (m = {settings.m:d}, ef_construction = {settings.ef_construction:d})"
+    )
+
+
+def rebuild_hnsw(session: Session, s: str, dim: int, settings: IndexSettings) -> None:
+    """Rebuild the HNSW index without blocking searches or writes: a new one is built
+    concurrently (outside any transaction) and swapped in for the old one in a short transaction;
+    for ``exact`` the index is dropped. One rebuild per store at a time (a session lock)."""
+    schema = session.url.schema
+    with session.errors(), session.conn.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"remem-reindex:{schema}",))
+        try:
+            cursor.execute("SET statement_timeout = 0")
+            cursor.execute("SET maintenance_work_mem = '256MB'")
+            cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {s}.{HNSW_INDEX}_next")
+            if settings.kind == "hnsw":
+                cursor.execute(_create_sql(s, dim, settings, f"{HNSW_INDEX}_next", concurrently=True))
+            with session.conn.transaction():
+                cursor.execute(f"DROP INDEX IF EXISTS {s}.{HNSW_INDEX}")
+                if settings.kind == "hnsw":
+                    cursor.execute(f"ALTER INDEX {s}.{HNSW_INDEX}_next RENAME TO {HNSW_INDEX}")
+        finally:
+            cursor.execute("RESET statement_timeout")
+            cursor.execute("RESET maintenance_work_mem")
+            cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"remem-reindex:{schema}",))

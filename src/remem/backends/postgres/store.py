@@ -1,0 +1,352 @@
+"""The PostgreSQL back-end: a store in one schema of one database, shared by many clients at once.
+
+The server holds everything (rows, vectors, the keyword terms, the filters' indexes); there is no
+local file. Writers take a shared advisory lock for their transaction, so any number write at once
+(dedup by a unique index makes two equal adds one memory); the few changes that must see the store
+still — the first model stamp, a re-embed's swap, a reindex — take it exclusively.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from remem.backends.analyzer import analyze
+from remem.backends.postgres import keywords, records
+from remem.backends.postgres import settings as meta
+from remem.backends.postgres.lanes import LaneSettings, PostgresVectorLane
+from remem.backends.postgres.schema import ITERATIVE_SCAN_VERSION, prepare, quoted
+from remem.backends.postgres.session import Session, connect
+from remem.backends.postgres.urls import parse
+from remem.backends.shapes import windows_of
+from remem.errors import (
+    EditConflictError,
+    InvalidInputError,
+    MemoryNotFoundError,
+    ModelChangedError,
+    ModelMismatchError,
+    StoreError,
+)
+from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from remem.arrays import FloatArray
+    from remem.backends.base import EmbedFn, ProgressFn, Scored
+    from remem.reports import Check, ReembedReport, ReindexReport
+
+_PAGE = 1000  # memories per page when streaming
+_PENDING = "FROM {s}.memories m WHERE NOT EXISTS (SELECT 1 FROM {s}.vectors v WHERE v.memory_id = m.id)"
+
+
+class PostgresBackend:
+    """A memory store on a PostgreSQL server with pgvector (see the module docstring)."""
+
+    def __init__(self, session: Session, pgvector: tuple[int, ...]) -> None:
+        """Use ``PostgresBackend.open``; this wraps a prepared session."""
+        self.session = session
+        self.s = quoted(session.url.schema)
+        self.location = session.url.shown
+        self.iterative = pgvector >= ITERATIVE_SCAN_VERSION
+        #: Filtered searches over up to this many vectors are exact (see ``lanes``).
+        self.exact_candidates = LaneSettings(0, 0, True).exact_candidates
+        self.warnings: list[str] = []
+        if not self.iterative:
+            version = ".".join(map(str, pgvector))
+            self.warnings.append(
+                f"pgvector {version} has no iterative index scans (0.8+): filtered searches widen "
+                "ef_search instead"
+            )
+
+    @classmethod
+    def open(cls, url: str, *, create: bool, schema: str | None = None) -> PostgresBackend:
+        """Connect to the store at ``url`` (``?schema=`` or ``schema`` names it; default ``remem``),
+        creating or upgrading its tables with ``create``.
+
+        StoreNotFoundError when there is none and ``create`` is false; StoreError when the server
+        cannot be reached, lacks pgvector, or holds a newer schema; InvalidInputError for a bad URL.
+        """
+        session = Session(connect(parse(url, schema)), parse(url, schema))
+        try:
+            pgvector = prepare(session, create)
+            from pgvector.psycopg import register_vector  # noqa: PLC0415 - part of the extra
+
+            with session.errors():
+                register_vector(session.conn)
+        except BaseException:
+            session.close()
+            raise
+        return cls(session, pgvector)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.session.close()
+
+    def __enter__(self) -> PostgresBackend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def key_values(self) -> dict[str, str]:
+        """The store's key/value rows."""
+        with self.session.transaction() as cursor:
+            return meta.read_meta(cursor, self.s)
+
+    @property
+    def model(self) -> ModelInfo | None:
+        """The model whose vectors the store holds, or None while it holds none."""
+        return meta.model_of(self.key_values())
+
+    @property
+    def settings(self) -> meta.IndexSettings:
+        """How the store's vectors are indexed."""
+        return meta.IndexSettings.of(self.key_values())
+
+    def check_model(self, model: ModelInfo) -> None:
+        """ModelMismatchError unless the store holds no vectors yet or was made by ``model``."""
+        recorded = self.model
+        if recorded is not None and recorded != model:
+            raise ModelMismatchError(
+                f"the store at {self.location} holds vectors of model {recorded.name} "
+                f"({recorded.dim}-d, {recorded.pooling} pooling, sha256 {recorded.sha256[:12]}…); "
+                f"refusing to mix in {model.name} ({model.dim}-d, {model.pooling} pooling, "
+                f"sha256 {model.sha256[:12]}…)"
+            )
+
+    def lock(self, cursor: psycopg.Cursor[Any], *, exclusive: bool) -> None:
+        """Take the store's advisory lock for this transaction (writers share it)."""
+        how = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+        cursor.execute(f"SELECT {how}(hashtext(%s))", (f"remem-store:{self.session.url.schema}",))
+
+    def _stamp(self, model: ModelInfo) -> None:
+        """Record the first model (and build its HNSW index) before any vector is written."""
+        with self.session.transaction() as cursor:
+            self.lock(cursor, exclusive=True)
+            rows = meta.read_meta(cursor, self.s)
+            if meta.model_of(rows) is None:
+                meta.write_meta(cursor, self.s, meta.model_rows(model))
+                meta.create_hnsw(cursor, self.s, model.dim, meta.IndexSettings.of(rows))
+
+    @contextlib.contextmanager
+    def writing(self, model: ModelInfo | None) -> Iterator[psycopg.Cursor[Any]]:
+        """A write transaction holding the shared store lock, the model checked inside it."""
+        if model is not None and self.model is None:
+            self._stamp(model)
+        with self.session.transaction() as cursor:
+            self.lock(cursor, exclusive=False)
+            if model is not None:
+                self.check_model(model)
+            yield cursor
+
+    def find_duplicate(self, memory: NewMemory) -> int | None:
+        """The id of a memory with the same text, user and conversation, if one is stored."""
+        with self.session.transaction() as cursor:
+            return records.find_duplicate(cursor, self.s, memory)
+
+    def _insert(self, cursor: psycopg.Cursor[Any], memory: NewMemory, created_at: str) -> AddResult:
+        memory_id = records.insert(cursor, self.s, memory, created_at)
+        if memory_id is None:
+            return AddResult(id=records.find_duplicate(cursor, self.s, memory) or -1, duplicate=True)
+        return AddResult(id=memory_id, duplicate=False)
+
+    def add_many(
+        self, memories: Sequence[NewMemory], vectors: Sequence[FloatArray], model: ModelInfo
+    ) -> list[AddResult]:
+        """Store memories with their (windows, dim) unit vectors in one transaction; a duplicate
+        (of a stored memory or an earlier one in the batch) is not stored and reports the existing id."""
+        windows = windows_of(vectors, len(memories), model.dim)
+        results: list[AddResult] = []
+        with self.writing(model) as cursor:
+            created_at = utc_now_iso()
+            for memory, rows in zip(memories, windows, strict=True):
+                result = self._insert(cursor, memory, created_at)
+                if not result.duplicate:
+                    records.add_vectors(cursor, self.s, result.id, rows)
+                results.append(result)
+        return results
+
+    def add_pending(self, memories: Sequence[NewMemory]) -> list[AddResult]:
+        """Store memories without vectors yet, in one transaction (duplicates as in ``add_many``)."""
+        with self.writing(None) as cursor:
+            created_at = utc_now_iso()
+            return [self._insert(cursor, memory, created_at) for memory in memories]
+
+    def pending(self, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` (id, text) of memories waiting for their vectors, oldest first."""
+        with self.session.transaction() as cursor:
+            cursor.execute(
+                f"SELECT m.id, m.text {_PENDING.format(s=self.s)} ORDER BY m.id LIMIT %s", (limit,)
+            )
+            return [(int(i), str(t)) for i, t in cursor.fetchall()]
+
+    def pending_count(self) -> int:
+        """How many memories wait for their vectors."""
+        with self.session.transaction() as cursor:
+            cursor.execute(f"SELECT count(*) {_PENDING.format(s=self.s)}")
+            return int(cursor.fetchone()[0])  # type: ignore[index]
+
+    def attach_vectors(self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo) -> list[int]:
+        """Give pending memories the vectors of ``text`` in one transaction; a memory deleted,
+        edited or embedded meanwhile is skipped. Returns the ids that got vectors."""
+        shaped = windows_of([rows for _, _, rows in items], len(items), model.dim)
+        done: list[int] = []
+        with self.writing(model) as cursor:
+            for (memory_id, text, _), rows in zip(items, shaped, strict=True):
+                cursor.execute(
+                    f"SELECT m.sha256 {_PENDING.format(s=self.s)} AND m.id = %s FOR UPDATE", (memory_id,)
+                )
+                row = cursor.fetchone()
+                if row is not None and row[0] == text_sha256(text):
+                    records.add_vectors(cursor, self.s, memory_id, rows)
+                    done.append(memory_id)
+        return done
+
+    def edit(
+        self,
+        memory_id: int,
+        text: str,
+        vectors: FloatArray,
+        model: ModelInfo,
+        expected_sha256: str | None = None,
+    ) -> Memory:
+        """Replace a memory's text and vectors, keeping id and created_at, setting updated_at.
+
+        MemoryNotFoundError if there is none; InvalidInputError if its user/conversation already
+        holds that text in another memory; EditConflictError if its text no longer hashes to
+        ``expected_sha256`` (another edit came first: the row is re-checked after its lock).
+        """
+        (rows,) = windows_of([vectors], 1, model.dim)
+        terms = analyze(text)
+        with self.writing(model) as cursor:
+            cursor.execute(f"SELECT sha256 FROM {self.s}.memories WHERE id = %s FOR UPDATE", (memory_id,))
+            current = cursor.fetchone()
+            if current is None:
+                raise MemoryNotFoundError([memory_id])
+            if expected_sha256 not in (None, current[0]):
+                raise EditConflictError(f"memory {memory_id} was changed by another edit meanwhile; retry")
+            if records.find_duplicate(cursor, self.s, self._as_new(cursor, memory_id, text)) not in (
+                None,
+                memory_id,
+            ):
+                raise InvalidInputError(
+                    "another memory of the same user/conversation already holds this text"
+                )
+            cursor.execute(
+                f"UPDATE {self.s}.memories SET text = %s, sha256 = %s, updated_at = %s, "
+                f"terms = {records.terms_sql(self.s)}, term_count = %s WHERE id = %s",
+                (text, text_sha256(text), utc_now_iso(), terms, len(terms), memory_id),
+            )
+            cursor.execute(f"DELETE FROM {self.s}.vectors WHERE memory_id = %s", (memory_id,))
+            records.add_vectors(cursor, self.s, memory_id, rows)
+            return records.get_many(cursor, self.s, [memory_id])[memory_id]
+
+    def _as_new(self, cursor: psycopg.Cursor[Any], memory_id: int, text: str) -> NewMemory:
+        cursor.execute(f'SELECT "user", conversation FROM {self.s}.memories WHERE id = %s', (memory_id,))
+        user, conversation = cursor.fetchone()  # type: ignore[misc]
+        return NewMemory(text=text, user=user, conversation=conversation)
+
+    def forget(self, memory_ids: Sequence[int]) -> list[int]:
+        """Delete memories with their vectors; returns the ids that existed."""
+        with self.writing(None) as cursor:
+            cursor.execute(
+                f"DELETE FROM {self.s}.memories WHERE id = ANY(%s) RETURNING id", (list(memory_ids),)
+            )
+            return sorted(int(row[0]) for row in cursor.fetchall())
+
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """Reads inside see one state of the store (a REPEATABLE READ transaction)."""
+        return self.session.snapshot()
+
+    def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
+        """The memories with these ids (missing ids are absent)."""
+        with self.session.transaction() as cursor:
+            return records.get_many(cursor, self.s, memory_ids)
+
+    def newest(self, filters: Filters, limit: int) -> list[Memory]:
+        """Up to ``limit`` filtered memories, newest first (ties: higher id first)."""
+        with self.session.transaction() as cursor:
+            return records.select(
+                cursor, self.s, filters, "ORDER BY m.created_at DESC, m.id DESC LIMIT %s", [limit]
+            )
+
+    def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:
+        """Every filtered memory in id order, streamed a page at a time (no transaction stays open
+        between pages: a memory forgotten meanwhile is not returned)."""
+        after = 0
+        while True:
+            with self.session.transaction() as cursor:
+                page = records.select(
+                    cursor, self.s, filters, "AND m.id > %s ORDER BY m.id LIMIT %s", [after, _PAGE]
+                )
+            yield from page
+            if len(page) < _PAGE:
+                return
+            after = page[-1].id
+
+    def candidate_ids(self, filters: Filters) -> list[int]:
+        """Ids of every filtered memory, ascending."""
+        with self.session.transaction() as cursor:
+            return [m.id for m in records.select(cursor, self.s, filters, "ORDER BY m.id")]
+
+    def vectors_of_memories(self, memory_ids: Sequence[int]) -> dict[int, list[bytes]]:
+        """memory id → its window vectors as float32 bytes, in window order."""
+        with self.session.transaction() as cursor:
+            return records.vectors_of_memories(cursor, self.s, memory_ids)
+
+    def vector_lane(self, embedded_with: ModelInfo | None = None) -> PostgresVectorLane:
+        """The vector lane; ModelChangedError if the store no longer uses ``embedded_with``."""
+        rows = self.key_values()
+        model = meta.model_of(rows)
+        if model is None:
+            raise StoreError(f"the store at {self.location} holds no vectors yet")
+        if embedded_with is not None and embedded_with != model:
+            raise ModelChangedError(f"the store at {self.location} switched to model {model.name}; retry")
+        ef_search = meta.IndexSettings.of(rows).ef_search
+        if not self.iterative:
+            ef_search = max(ef_search, 400)
+        settings = LaneSettings(model.dim, ef_search, self.iterative, self.exact_candidates)
+        return PostgresVectorLane(self.session, self.s, settings)
+
+    def keyword_top(
+        self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
+    ) -> list[Scored]:
+        """Top ``k`` (memory id, score) among the filtered memories (``keywords.top``)."""
+        with self.session.transaction() as cursor:
+            return keywords.top(cursor, self.s, text, filters, k, among)
+
+    def keyword_coverage(self, text: str, memory_ids: Sequence[int]) -> dict[int, float]:
+        """For each memory, the share (0..1) of the query's IDF-weighted terms it matches."""
+        with self.session.transaction() as cursor:
+            return keywords.coverage(cursor, self.s, text, memory_ids)
+
+    def reembed(
+        self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool
+    ) -> ReembedReport:
+        """Re-embed every memory with ``target`` (staged, resumable) and swap it in at once."""
+        from remem.backends.postgres.reembed import reembed  # noqa: PLC0415
+
+        return reembed(self, target, embed, progress, force)
+
+    def reindex(
+        self, kind: str | None, hnsw: tuple[int | None, int | None, int | None], force: bool
+    ) -> ReindexReport:
+        """Rebuild the HNSW index (of ``kind``, with the given parameters) and keyword terms where
+        they are not current (everything with ``force``)."""
+        from remem.backends.postgres.upkeep import reindex  # noqa: PLC0415
+
+        return reindex(self, kind, hnsw, force)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts, model, index, size and time span, as JSON-ready values."""
+        from remem.backends.postgres.upkeep import summarize  # noqa: PLC0415
+
+        return summarize(self)
+
+    def doctor(self, repair: bool) -> tuple[list[Check], list[str]]:
+        """Every check of the store (after repairing what can be derived again, with ``repair``)."""
+        from remem.backends.postgres.doctor import diagnose  # noqa: PLC0415
+
+        return diagnose(self, repair)

@@ -1,0 +1,143 @@
+"""Rebuilding a PostgreSQL store's derived parts (reindex) and describing it (stats)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from remem.backends.analyzer import ANALYZER_VERSION, analyze
+from remem.backends.postgres import records
+from remem.backends.postgres import settings as meta
+from remem.reports import ReindexReport
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from remem.backends.postgres.store import PostgresBackend
+
+TOP = 20  # the most frequent users, conversations and tags listed
+_BATCH = 1000
+
+
+def hnsw_is_current(cursor: psycopg.Cursor[Any], s: str, dim: int, settings: meta.IndexSettings) -> bool:
+    """True when the HNSW index exists (or, for ``exact``, does not), is valid, and was built for
+    this dimension and these parameters."""
+    cursor.execute(
+        "SELECT pg_get_indexdef(c.oid), i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+        "WHERE c.oid = to_regclass(%s)",
+        (f"{s}.{meta.HNSW_INDEX}",),
+    )
+    row = cursor.fetchone()
+    if settings.kind == "exact":
+        return row is None
+    if row is None or not row[1]:
+        return False
+    wanted = (f"vector({dim})", f"m='{settings.m}'", f"ef_construction='{settings.ef_construction}'")
+    return all(part in row[0] for part in wanted)
+
+
+def keywords_are_current(cursor: psycopg.Cursor[Any], s: str) -> bool:
+    """True when this analyzer built every memory's keyword terms."""
+    return meta.read_meta(cursor, s).get(meta.ANALYZER_KEY, ANALYZER_VERSION) == ANALYZER_VERSION
+
+
+def rebuild_keywords(cursor: psycopg.Cursor[Any], s: str) -> None:
+    """Re-analyze every memory's text into its keyword terms and record the analyzer version."""
+    cursor.execute(f"SELECT id, text FROM {s}.memories ORDER BY id")
+    rows = cursor.fetchall()
+    for start in range(0, len(rows), _BATCH):
+        batch = rows[start : start + _BATCH]
+        cursor.executemany(
+            f"UPDATE {s}.memories SET terms = {records.terms_sql(s)}, term_count = %s WHERE id = %s",
+            [(terms, len(terms), mid) for mid, terms in ((mid, analyze(text)) for mid, text in batch)],
+        )
+    meta.write_meta(cursor, s, {meta.ANALYZER_KEY: ANALYZER_VERSION})
+
+
+def reindex(
+    store: PostgresBackend,
+    requested: str | None,
+    hnsw: tuple[int | None, int | None, int | None],
+    force: bool,
+) -> ReindexReport:
+    """Apply the asked index kind and HNSW parameters; rebuild the keyword terms and the HNSW index
+    (concurrently, after the settings commit) where they are not current (both with ``force``).
+    A second reindex in a row does nothing."""
+    started = time.perf_counter()
+    with store.session.transaction(timeout_ms=0) as cursor:
+        store.lock(cursor, exclusive=True)
+        rows = meta.read_meta(cursor, store.s)
+        current = meta.IndexSettings.of(rows)
+        m, ef_construction, ef_search = hnsw
+        wanted = replace(
+            current,
+            requested=requested or current.requested,
+            m=m or current.m,
+            ef_construction=ef_construction or current.ef_construction,
+            ef_search=ef_search or current.ef_search,
+        )
+        meta.write_meta(cursor, store.s, wanted.rows())
+        model = meta.model_of(rows)
+        rebuild_index = model is not None and (
+            force or not hnsw_is_current(cursor, store.s, model.dim, wanted)
+        )
+        rebuild_terms = force or not keywords_are_current(cursor, store.s)
+        if rebuild_terms:
+            rebuild_keywords(cursor, store.s)
+        cursor.execute(f"SELECT count(*) FROM {store.s}.vectors")
+        count = int(cursor.fetchone()[0])  # type: ignore[index]
+    if rebuild_index and model is not None:  # built beside the old one: nobody waits for it
+        meta.rebuild_hnsw(store.session, store.s, model.dim, wanted)
+    return ReindexReport(wanted.kind, count, rebuild_index, rebuild_terms, time.perf_counter() - started)
+
+
+def _counts(cursor: psycopg.Cursor[Any], sql: str) -> dict[str, int]:
+    cursor.execute(sql + f" LIMIT {TOP}")
+    return {str(name): int(count) for name, count in cursor.fetchall()}
+
+
+def summarize(store: PostgresBackend) -> dict[str, Any]:
+    """Counts, model, index, size on the server and time span, as JSON-ready values."""
+    s = store.s
+    with store.session.snapshot(), store.session.transaction() as cursor:
+        rows = meta.read_meta(cursor, s)
+        cursor.execute(
+            f"SELECT (SELECT count(*) FROM {s}.memories), (SELECT count(*) FROM {s}.vectors), "
+            f"min(created_at), max(created_at) FROM {s}.memories"
+        )
+        memories, vectors, oldest, newest = cursor.fetchone()  # type: ignore[misc]
+        cursor.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+            (store.session.url.schema,),
+        )
+        size = int(cursor.fetchone()[0])  # type: ignore[index]
+        model = meta.model_of(rows)
+        settings = meta.IndexSettings.of(rows)
+        built = (
+            model is not None and settings.kind == "hnsw" and hnsw_is_current(cursor, s, model.dim, settings)
+        )
+        by = "SELECT coalesce({0}, '(none)'), count(*) c FROM {1}.memories GROUP BY 1 ORDER BY c DESC, 1"
+        return {
+            "memories": int(memories),
+            "vectors": int(vectors),
+            "oldest": oldest,
+            "newest": newest,
+            "model": None if model is None else f"{model.name} ({model.dim}-d, {model.pooling} pooling)",
+            "index": (
+                f"pgvector hnsw (m={settings.m}, ef_construction={settings.ef_construction})"
+                if built
+                else "exact scans"
+            ),
+            "index_setting": settings.requested,
+            "disk_bytes": size,
+            "by_user": _counts(cursor, by.format('"user"', s)),
+            "by_conversation": _counts(cursor, by.format("conversation", s)),
+            "by_tag": _counts(
+                cursor,
+                f"SELECT tag, count(*) c FROM {s}.memories, unnest(tags) AS tag "
+                "GROUP BY tag ORDER BY c DESC, tag",
+            ),
+            "by_role": _counts(cursor, by.format("role", s)),
+        }

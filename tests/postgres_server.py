@@ -46,3 +46,14 @@ def store_url(base: str, place: str) -> str:
 def psql(sql: str) -> str:
     """Run SQL as the superuser (e.g. to make roles or databases for a test)."""
     return str(_SERVER["server"].psql(sql))
+
+
+def password_role(name: str, password: str) -> None:
+    """Make a login role that must give ``password`` (scram) over the socket; others stay trusted."""
+    data = Path(_SERVER["data"])
+    hba = data / "pg_hba.conf"
+    line = f"local all {name} scram-sha-256\n"
+    if line not in hba.read_text():
+        hba.write_text(line + hba.read_text())
+    psql(f"DROP ROLE IF EXISTS {name}; CREATE ROLE {name} LOGIN PASSWORD '{password}';")
+    psql("SELECT pg_reload_conf();")

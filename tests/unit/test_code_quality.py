@@ -88,13 +88,15 @@ def test_the_mcp_server_imports_only_the_public_api() -> None:
 
 def test_imports_point_down() -> None:
     """The core never imports a front-end; back-ends and embedders never import each other, the
-    core or a front-end."""
+    core or a front-end; the local and PostgreSQL back-ends never import each other."""
     front = ("remem.cli", "remem.commands", "remem.render", "remem.mcp")
     rules = {
         "core": front,
         "backends": (*front, "remem.core", "remem.embedders"),
         "embedders": (*front, "remem.core", "remem.backends"),
     }
+    rules["backends/local"] = (*rules["backends"], "remem.backends.postgres")
+    rules["backends/postgres"] = (*rules["backends"], "remem.backends.local")
     for folder, forbidden in rules.items():
         for path in sorted((SOURCE / folder).rglob("*.py")):
             wrong = {m for m in _remem_imports(path) if m.startswith(forbidden) or m == "remem"}

@@ -95,7 +95,7 @@ def model_catalog() -> remem.ModelCatalog:
 
 @contextlib.contextmanager
 def open_memories(
-    option: Path | None, *, create: bool, if_missing: Literal["say", "silent", "fail"] = "say"
+    option: str | None, *, create: bool, if_missing: Literal["say", "silent", "fail"] = "say"
 ) -> Iterator[remem.Memories | None]:
     """The store's Memories; its notes and self-repairs are printed when the block ends.
 

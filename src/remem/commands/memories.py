@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,7 +13,7 @@ from remem.commands.bulk import check_errors, print_report, read_source, store_e
 from remem.commands.common import EXIT_NOTHING_FOUND, note, open_memories, print_results, stdin
 from remem.errors import InvalidInputError
 from remem.ingest import parse_jsonl, parse_lines
-from remem.inputs import clean_name, clean_tags, parse_meta, read_text
+from remem.inputs import MAX_TEXT_CHARS, clean_name, clean_tags, parse_meta, read_text, within_limit
 
 DEFAULT_LIST_LIMIT = 20
 
@@ -50,6 +49,7 @@ def add(
         list[str] | None,
         typer.Option("--meta", "-m", metavar="KEY=VALUE", help="key=value metadata; repeatable."),
     ] = None,
+    max_chars: opt.MaxCharsOption = MAX_TEXT_CHARS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -70,12 +70,12 @@ def add(
     if lines is not None or jsonl is not None:
         if text or (lines is not None and jsonl is not None):
             raise InvalidInputError("give TEXT, --lines FILE or --jsonl FILE (only one)")
-        _add_batch(lines, jsonl, defaults, skip_invalid, json_out, store)
+        _add_batch(lines, jsonl, defaults, (skip_invalid, max_chars), json_out, store)
         return
-    body = read_text(text, stdin())
+    body = within_limit(read_text(text, stdin()), max_chars, "memory text")
     with open_memories(store, create=True) as memories:
         assert memories is not None
-        d = defaults
+        memories.max_text_chars, d = max_chars, defaults
         result = memories.add(
             body, user=d.user, conversation=d.conversation, role=d.role, tags=d.tags, meta=d.meta
         )
@@ -91,17 +91,19 @@ def _add_batch(
     lines: str | None,
     jsonl: str | None,
     defaults: remem.NewMemory,
-    skip_invalid: bool,
+    checks: tuple[bool, int],
     json_out: bool,
-    store: Path | None,
+    store: str | None,
 ) -> None:
+    skip_invalid, max_chars = checks
     if lines is not None:
-        parsed = parse_lines(read_source(lines), defaults)
+        parsed = parse_lines(read_source(lines), defaults, max_chars)
     else:
-        parsed = parse_jsonl(read_source(jsonl or "-"), defaults)
+        parsed = parse_jsonl(read_source(jsonl or "-"), defaults, max_chars)
     skipped = check_errors(parsed, skip_invalid)
     with open_memories(store, create=True) as memories:
         assert memories is not None
+        memories.max_text_chars = max_chars
         report = store_entries(memories, parsed.entries, skipped)
     print_report(report, json_out)
 

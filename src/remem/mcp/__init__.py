@@ -32,7 +32,7 @@ def require_sdk() -> None:
 
 
 def serve(
-    store: Path | None = None,
+    store: str | Path | None = None,
     *,
     user: str | None = None,
     conversation: str | None = None,

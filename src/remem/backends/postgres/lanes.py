@@ -53,33 +53,36 @@ class PostgresVectorLane:
         """Rank over the store in ``schema`` (quoted) through ``session``."""
         self._session = session
         self._s = schema
-        self._settings = settings
-        self._cursor: psycopg.Cursor[Any] = session.conn.cursor()
+        self.settings = settings
 
-    def _candidates(self, filters: Filters, limit: int) -> int:
+    def _candidates(self, cursor: psycopg.Cursor[Any], filters: Filters, limit: int) -> int:
         condition, params = filtering.where(filters)
-        self._cursor.execute(
+        cursor.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM {self._s}.vectors v JOIN {self._s}.memories m "
             f"ON m.id = v.memory_id WHERE {condition} LIMIT %s) AS x",
             [*params, limit],
         )
-        return int(self._cursor.fetchone()[0])  # type: ignore[index]
+        return int(cursor.fetchone()[0])  # type: ignore[index]
 
-    def exact(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
+    def exact(
+        self, cursor: psycopg.Cursor[Any], vector: FloatArray, k: int, filters: Filters
+    ) -> list[Scored]:
         """Exact top ``k`` (memory id, best window's cosine) among the filtered memories."""
         condition, params = filtering.where(filters)
-        self._cursor.execute(
+        cursor.execute(
             f"SELECT v.memory_id, max(-(v.embedding <#> %s)) AS score FROM {self._s}.vectors v "
             f"JOIN {self._s}.memories m ON m.id = v.memory_id WHERE {condition} "
             "GROUP BY v.memory_id ORDER BY score DESC, v.memory_id LIMIT %s",
             [vector, *params, k],
         )
-        return [(int(mid), float(score)) for mid, score in self._cursor.fetchall()]
+        return [(int(mid), float(score)) for mid, score in cursor.fetchall()]
 
-    def walk(self, vector: FloatArray, fetch: int, filters: Filters) -> list[tuple[Any, Any]]:
-        """Up to ``fetch`` (memory id, cosine) window rows from an HNSW walk, filtered as it goes."""
-        dim, settings = self._settings.dim, self._settings
-        cursor = self._cursor
+    def walk(
+        self, cursor: psycopg.Cursor[Any], vector: FloatArray, fetch: int, filters: Filters
+    ) -> list[tuple[Any, Any]]:
+        """Up to ``fetch`` (memory id, cosine) window rows from an HNSW walk, filtered as it goes
+        (inside the caller's transaction: the search settings are ``SET LOCAL``)."""
+        dim, settings = self.settings.dim, self.settings
         cursor.execute(
             "SELECT set_config('hnsw.ef_search', %s, true)", (str(max(settings.ef_search, fetch)),)
         )
@@ -96,18 +99,18 @@ class PostgresVectorLane:
 
     def top(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
         """The top ``k`` (memory id, cosine of its best window) among the filtered memories."""
-        with self._session.transaction() as self._cursor:
-            limit = self._settings.exact_candidates
-            if self._candidates(filters, limit + 1) <= limit:
-                return self.exact(vector, k, filters)
+        with self._session.transaction() as cursor:
+            limit = self.settings.exact_candidates
+            if self._candidates(cursor, filters, limit + 1) <= limit:
+                return self.exact(cursor, vector, k, filters)
             fetch = k
             while True:  # long memories may fill the walk with several windows each: walk further
-                rows = self.walk(vector, fetch, filters)
+                rows = self.walk(cursor, vector, fetch, filters)
                 best = _best_per_memory(rows)
                 if len(best) >= k:
                     return best[:k]
                 if len(rows) < fetch:  # more candidates than the limit, yet the walk ran dry
-                    return self.exact(vector, k, filters)
+                    return self.exact(cursor, vector, k, filters)
                 fetch *= 2
 
     def cosines(self, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends.analyzer import analyze
 from remem.backends.postgres import filtering
-from remem.types import Filters, Memory, NewMemory, text_sha256
+from remem.errors import EditConflictError, InvalidInputError, MemoryNotFoundError
+from remem.types import Filters, Memory, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
     import psycopg
@@ -135,3 +136,39 @@ def vectors_of_memories(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int])
     for mid, embedding in cursor.fetchall():
         found.setdefault(int(mid), []).append(embedding.to_numpy().astype("<f4").tobytes())
     return found
+
+
+def replace_text(
+    cursor: psycopg.Cursor[Any],
+    s: str,
+    memory_id: int,
+    text: str,
+    windows: FloatArray,
+    expected_sha256: str | None,
+) -> Memory:
+    """Give a memory new text, keyword terms and vectors, keeping id and created_at (see
+    ``PostgresBackend.edit`` for the errors). The row is locked first, so a racing edit waits and
+    then finds the text changed."""
+    cursor.execute(
+        f'SELECT sha256, "user", conversation FROM {s}.memories WHERE id = %s FOR UPDATE', (memory_id,)
+    )
+    current = cursor.fetchone()
+    if current is None:
+        raise MemoryNotFoundError([memory_id])
+    sha, user, conversation = current
+    if expected_sha256 not in (None, sha):
+        raise EditConflictError(f"memory {memory_id} was changed by another edit meanwhile; retry")
+    if find_duplicate(cursor, s, NewMemory(text=text, user=user, conversation=conversation)) not in (
+        None,
+        memory_id,
+    ):
+        raise InvalidInputError("another memory of the same user/conversation already holds this text")
+    terms = analyze(text)
+    cursor.execute(
+        f"UPDATE {s}.memories SET text = %s, sha256 = %s, updated_at = %s, terms = {terms_sql(s)}, "
+        "term_count = %s WHERE id = %s",
+        (text, text_sha256(text), utc_now_iso(), terms, len(terms), memory_id),
+    )
+    cursor.execute(f"DELETE FROM {s}.vectors WHERE memory_id = %s", (memory_id,))
+    add_vectors(cursor, s, memory_id, windows)
+    return get_many(cursor, s, [memory_id])[memory_id]

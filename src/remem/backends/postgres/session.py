@@ -64,6 +64,17 @@ class Session:
         """Wrap an open autocommit connection to the store at ``url``."""
         self.conn = conn
         self.url = url
+        self._vectors_registered = False
+
+    def register_vectors(self) -> None:
+        """Let numpy arrays travel as pgvector ``vector`` values (once; loads numpy, so only when
+        vectors are read or written: ``list`` and ``export`` never need it)."""
+        if not self._vectors_registered:
+            from pgvector.psycopg import register_vector  # noqa: PLC0415 - part of the extra
+
+            with self.errors():
+                register_vector(self.conn)
+            self._vectors_registered = True
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:

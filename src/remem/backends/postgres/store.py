@@ -12,8 +12,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.backends.analyzer import analyze
-from remem.backends.postgres import keywords, records
+from remem.backends.postgres import keywords, pending, records
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.lanes import LaneSettings, PostgresVectorLane
 from remem.backends.postgres.schema import ITERATIVE_SCAN_VERSION, prepare, quoted
@@ -21,14 +20,11 @@ from remem.backends.postgres.session import Session, connect
 from remem.backends.postgres.urls import parse
 from remem.backends.shapes import windows_of
 from remem.errors import (
-    EditConflictError,
-    InvalidInputError,
-    MemoryNotFoundError,
     ModelChangedError,
     ModelMismatchError,
     StoreError,
 )
-from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
+from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, utc_now_iso
 
 if TYPE_CHECKING:
     import psycopg
@@ -38,7 +34,6 @@ if TYPE_CHECKING:
     from remem.reports import Check, ReembedReport, ReindexReport
 
 _PAGE = 1000  # memories per page when streaming
-_PENDING = "FROM {s}.memories m WHERE NOT EXISTS (SELECT 1 FROM {s}.vectors v WHERE v.memory_id = m.id)"
 
 
 class PostgresBackend:
@@ -68,13 +63,10 @@ class PostgresBackend:
         StoreNotFoundError when there is none and ``create`` is false; StoreError when the server
         cannot be reached, lacks pgvector, or holds a newer schema; InvalidInputError for a bad URL.
         """
-        session = Session(connect(parse(url, schema)), parse(url, schema))
+        address = parse(url, schema)
+        session = Session(connect(address), address)
         try:
             pgvector = prepare(session, create)
-            from pgvector.psycopg import register_vector  # noqa: PLC0415 - part of the extra
-
-            with session.errors():
-                register_vector(session.conn)
         except BaseException:
             session.close()
             raise
@@ -133,8 +125,10 @@ class PostgresBackend:
     @contextlib.contextmanager
     def writing(self, model: ModelInfo | None) -> Iterator[psycopg.Cursor[Any]]:
         """A write transaction holding the shared store lock, the model checked inside it."""
-        if model is not None and self.model is None:
-            self._stamp(model)
+        if model is not None:
+            self.session.register_vectors()
+            if self.model is None:
+                self._stamp(model)
         with self.session.transaction() as cursor:
             self.lock(cursor, exclusive=False)
             if model is not None:
@@ -146,7 +140,8 @@ class PostgresBackend:
         with self.session.transaction() as cursor:
             return records.find_duplicate(cursor, self.s, memory)
 
-    def _insert(self, cursor: psycopg.Cursor[Any], memory: NewMemory, created_at: str) -> AddResult:
+    def insert(self, cursor: psycopg.Cursor[Any], memory: NewMemory, created_at: str) -> AddResult:
+        """Insert one memory inside ``writing``; a duplicate is not inserted and reports the existing id."""
         memory_id = records.insert(cursor, self.s, memory, created_at)
         if memory_id is None:
             return AddResult(id=records.find_duplicate(cursor, self.s, memory) or -1, duplicate=True)
@@ -162,7 +157,7 @@ class PostgresBackend:
         with self.writing(model) as cursor:
             created_at = utc_now_iso()
             for memory, rows in zip(memories, windows, strict=True):
-                result = self._insert(cursor, memory, created_at)
+                result = self.insert(cursor, memory, created_at)
                 if not result.duplicate:
                     records.add_vectors(cursor, self.s, result.id, rows)
                 results.append(result)
@@ -172,37 +167,19 @@ class PostgresBackend:
         """Store memories without vectors yet, in one transaction (duplicates as in ``add_many``)."""
         with self.writing(None) as cursor:
             created_at = utc_now_iso()
-            return [self._insert(cursor, memory, created_at) for memory in memories]
+            return [self.insert(cursor, memory, created_at) for memory in memories]
 
     def pending(self, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` (id, text) of memories waiting for their vectors, oldest first."""
-        with self.session.transaction() as cursor:
-            cursor.execute(
-                f"SELECT m.id, m.text {_PENDING.format(s=self.s)} ORDER BY m.id LIMIT %s", (limit,)
-            )
-            return [(int(i), str(t)) for i, t in cursor.fetchall()]
+        return pending.waiting(self, limit)
 
     def pending_count(self) -> int:
         """How many memories wait for their vectors."""
-        with self.session.transaction() as cursor:
-            cursor.execute(f"SELECT count(*) {_PENDING.format(s=self.s)}")
-            return int(cursor.fetchone()[0])  # type: ignore[index]
+        return pending.count(self)
 
     def attach_vectors(self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo) -> list[int]:
-        """Give pending memories the vectors of ``text`` in one transaction; a memory deleted,
-        edited or embedded meanwhile is skipped. Returns the ids that got vectors."""
-        shaped = windows_of([rows for _, _, rows in items], len(items), model.dim)
-        done: list[int] = []
-        with self.writing(model) as cursor:
-            for (memory_id, text, _), rows in zip(items, shaped, strict=True):
-                cursor.execute(
-                    f"SELECT m.sha256 {_PENDING.format(s=self.s)} AND m.id = %s FOR UPDATE", (memory_id,)
-                )
-                row = cursor.fetchone()
-                if row is not None and row[0] == text_sha256(text):
-                    records.add_vectors(cursor, self.s, memory_id, rows)
-                    done.append(memory_id)
-        return done
+        """Give pending memories the vectors of ``text`` (``pending.attach``)."""
+        return pending.attach(self, items, model)
 
     def edit(
         self,
@@ -219,34 +196,8 @@ class PostgresBackend:
         ``expected_sha256`` (another edit came first: the row is re-checked after its lock).
         """
         (rows,) = windows_of([vectors], 1, model.dim)
-        terms = analyze(text)
         with self.writing(model) as cursor:
-            cursor.execute(f"SELECT sha256 FROM {self.s}.memories WHERE id = %s FOR UPDATE", (memory_id,))
-            current = cursor.fetchone()
-            if current is None:
-                raise MemoryNotFoundError([memory_id])
-            if expected_sha256 not in (None, current[0]):
-                raise EditConflictError(f"memory {memory_id} was changed by another edit meanwhile; retry")
-            if records.find_duplicate(cursor, self.s, self._as_new(cursor, memory_id, text)) not in (
-                None,
-                memory_id,
-            ):
-                raise InvalidInputError(
-                    "another memory of the same user/conversation already holds this text"
-                )
-            cursor.execute(
-                f"UPDATE {self.s}.memories SET text = %s, sha256 = %s, updated_at = %s, "
-                f"terms = {records.terms_sql(self.s)}, term_count = %s WHERE id = %s",
-                (text, text_sha256(text), utc_now_iso(), terms, len(terms), memory_id),
-            )
-            cursor.execute(f"DELETE FROM {self.s}.vectors WHERE memory_id = %s", (memory_id,))
-            records.add_vectors(cursor, self.s, memory_id, rows)
-            return records.get_many(cursor, self.s, [memory_id])[memory_id]
-
-    def _as_new(self, cursor: psycopg.Cursor[Any], memory_id: int, text: str) -> NewMemory:
-        cursor.execute(f'SELECT "user", conversation FROM {self.s}.memories WHERE id = %s', (memory_id,))
-        user, conversation = cursor.fetchone()  # type: ignore[misc]
-        return NewMemory(text=text, user=user, conversation=conversation)
+            return records.replace_text(cursor, self.s, memory_id, text, rows, expected_sha256)
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
         """Delete memories with their vectors; returns the ids that existed."""
@@ -293,6 +244,7 @@ class PostgresBackend:
 
     def vectors_of_memories(self, memory_ids: Sequence[int]) -> dict[int, list[bytes]]:
         """memory id → its window vectors as float32 bytes, in window order."""
+        self.session.register_vectors()
         with self.session.transaction() as cursor:
             return records.vectors_of_memories(cursor, self.s, memory_ids)
 
@@ -308,6 +260,7 @@ class PostgresBackend:
         if not self.iterative:
             ef_search = max(ef_search, 400)
         settings = LaneSettings(model.dim, ef_search, self.iterative, self.exact_candidates)
+        self.session.register_vectors()
         return PostgresVectorLane(self.session, self.s, settings)
 
     def keyword_top(
@@ -328,6 +281,7 @@ class PostgresBackend:
         """Re-embed every memory with ``target`` (staged, resumable) and swap it in at once."""
         from remem.backends.postgres.reembed import reembed  # noqa: PLC0415
 
+        self.session.register_vectors()
         return reembed(self, target, embed, progress, force)
 
     def reindex(

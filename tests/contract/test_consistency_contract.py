@@ -1,0 +1,53 @@
+"""What every back-end promises when several clients use one store: an edit that raced another
+is refused, not lost, and the reads of one search all see one state of the store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from remem.errors import EditConflictError, MemoryNotFoundError
+from remem.testing import FAKE_MODEL, fake_vector
+from remem.types import Filters, NewMemory, text_sha256
+
+if TYPE_CHECKING:
+    from remem.backends.base import Backend
+
+
+def _vectors(text: str):  # type: ignore[no-untyped-def]
+    return fake_vector(text, FAKE_MODEL.dim).reshape(1, -1)
+
+
+def _add(backend: Backend, text: str) -> int:
+    (result,) = backend.add_many([NewMemory(text)], [_vectors(text)], FAKE_MODEL)
+    return result.id
+
+
+def test_an_edit_of_a_memory_changed_meanwhile_is_refused(backend: Backend) -> None:
+    memory_id = _add(backend, "the original text")
+    read = text_sha256("the original text")
+    backend.edit(memory_id, "first edit wins", _vectors("first edit wins"), FAKE_MODEL, expected_sha256=read)
+    with pytest.raises(EditConflictError):
+        backend.edit(memory_id, "second edit", _vectors("second edit"), FAKE_MODEL, expected_sha256=read)
+    assert backend.get_many([memory_id])[memory_id].text == "first edit wins"
+    with pytest.raises(MemoryNotFoundError):
+        backend.edit(memory_id + 99, "nobody", _vectors("nobody"), FAKE_MODEL, expected_sha256=read)
+    edited = backend.edit(memory_id, "unconditional", _vectors("unconditional"), FAKE_MODEL)
+    assert edited.text == "unconditional"
+
+
+def test_reads_inside_a_snapshot_see_one_state(open_backend: Callable[[], Backend]) -> None:
+    reader, writer = open_backend(), open_backend()
+    first = _add(writer, "there before the snapshot")
+    with reader.snapshot():
+        assert reader.candidate_ids(Filters()) == [first]
+        later = _add(writer, "added during the snapshot")
+        writer.forget([first])
+        assert reader.candidate_ids(Filters()) == [first]
+        assert list(reader.get_many([first, later])) == [first]
+        assert reader.keyword_top("added during", Filters(), 5) == []
+        with reader.snapshot():  # nested: joins the outer one
+            assert reader.candidate_ids(Filters()) == [first]
+    assert reader.candidate_ids(Filters()) == [later]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from remem.errors import InvalidInputError
+from remem.errors import InvalidInputError, StoreError
 from remem.reports import Check, DoctorReport, ReembedReport, ReindexReport
 from remem.types import Filters, Memory, memory_record
 
@@ -48,20 +48,22 @@ def _batches(memories: Iterator[Memory], size: int) -> Iterator[list[Memory]]:
 
 def export_records(backend: Backend, filters: Filters, with_vectors: bool) -> Iterator[dict[str, Any]]:
     """Each filtered memory's JSON record in id order; with vectors, ``vector`` holds its windows
-    (``windows`` × dim float32 values, base64) and the model that made them."""
-    model = backend.model if with_vectors else None
-    for batch in _batches(backend.iter_all(filters), EXPORT_CHUNK):
-        vectors = backend.vectors_of_memories([m.id for m in batch]) if model else {}
-        for memory in batch:
-            record = memory_record(memory)
-            windows = vectors.get(memory.id, [])
-            if windows and model is not None:
-                record["vector"] = {
-                    "model": asdict(model),
-                    "windows": len(windows),
-                    "float32_base64": base64.b64encode(b"".join(windows)).decode("ascii"),
-                }
-            yield record
+    (``windows`` × dim float32 values, base64) and the model that made them. Every record comes
+    from one state of the store (a snapshot), however long the reader takes."""
+    with backend.snapshot():
+        model = backend.model if with_vectors else None
+        for batch in _batches(backend.iter_all(filters), EXPORT_CHUNK):
+            vectors = backend.vectors_of_memories([m.id for m in batch]) if model else {}
+            for memory in batch:
+                record = memory_record(memory)
+                windows = vectors.get(memory.id, [])
+                if windows and model is not None:
+                    record["vector"] = {
+                        "model": asdict(model),
+                        "windows": len(windows),
+                        "float32_base64": base64.b64encode(b"".join(windows)).decode("ascii"),
+                    }
+                yield record
 
 
 def reindex(
@@ -99,7 +101,11 @@ def doctor(
 
 
 def _model_check(backend: Backend, catalog: ModelCatalog, embedder: Callable[[], Embedder]) -> Check:
-    if backend.model is None:
+    try:
+        recorded = backend.model
+    except StoreError as exc:  # a damaged database: the other checks say so
+        return Check("model", False, f"cannot be read: {exc}")
+    if recorded is None:
         return Check("model", True, "none recorded yet")
     try:
         detail = catalog.verify_in_use(embedder())

@@ -35,6 +35,7 @@ def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("BEGIN")
     try:
         yield
-    finally:
-        if conn.in_transaction:
-            conn.execute("COMMIT")
+    finally:  # ending a read: nothing to lose if the connection was closed meanwhile (a reader gone)
+        with contextlib.suppress(sqlite3.Error):
+            if conn.in_transaction:
+                conn.execute("COMMIT")

@@ -42,6 +42,18 @@ def query_terms(cursor: psycopg.Cursor[Any], s: str, text: str) -> list[str]:
     return list(dict.fromkeys(_tsquery(lx, looks_like_hash(t)) for t, lx in zip(terms, lexemes, strict=True)))
 
 
+def weighted_terms(
+    cursor: psycopg.Cursor[Any], s: str, text: str, memo: dict[Any, Any]
+) -> tuple[list[str], list[float], float]:
+    """The query's tsquery terms, their IDF weights and the store's mean memory length, computed
+    once per transaction (``memo``: a hybrid search asks three times)."""
+    key = ("weighted_terms", s, text)
+    if key not in memo:
+        queries = query_terms(cursor, s, text)
+        memo[key] = (queries, *_weights(cursor, s, queries)) if queries else ([], [], 1.0)
+    return memo[key]  # type: ignore[no-any-return]
+
+
 def _weights(cursor: psycopg.Cursor[Any], s: str, queries: list[str]) -> tuple[list[float], float]:
     """Each term's IDF, ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, and the mean length."""
     cursor.execute(
@@ -57,14 +69,21 @@ def _weights(cursor: psycopg.Cursor[Any], s: str, queries: list[str]) -> tuple[l
 
 
 def top(
-    cursor: psycopg.Cursor[Any], s: str, text: str, filters: Filters, k: int, among: Sequence[int] | None
+    cursor: psycopg.Cursor[Any],
+    s: str,
+    text: str,
+    filters: Filters,
+    k: int,
+    among: Sequence[int] | None,
+    memo: dict[Any, Any],
 ) -> list[Scored]:
     """Top ``k`` (memory id, score; higher is better) among the filtered memories (only ``among``
     if given), best first; [] when the text has no searchable terms."""
-    queries = query_terms(cursor, s, text)
-    if not queries or (among is not None and not among):
+    if among is not None and not among:
         return []
-    idf, mean = _weights(cursor, s, queries)
+    queries, idf, mean = weighted_terms(cursor, s, text, memo)
+    if not queries:
+        return []
     condition, params = filtering.where(filters)
     if among is not None:
         condition += " AND m.id = ANY(%s)"
@@ -79,12 +98,13 @@ def top(
     return [(int(mid), float(score)) for mid, score in cursor.fetchall()]
 
 
-def coverage(cursor: psycopg.Cursor[Any], s: str, text: str, ids: Sequence[int]) -> dict[int, float]:
+def coverage(
+    cursor: psycopg.Cursor[Any], s: str, text: str, ids: Sequence[int], memo: dict[Any, Any]
+) -> dict[int, float]:
     """For each id, the share (0..1) of the query's IDF weight that the memory matches."""
-    queries = query_terms(cursor, s, text)
+    queries, idf, _ = weighted_terms(cursor, s, text, memo)
     if not queries:
         return dict.fromkeys(ids, 0.0)
-    idf, _ = _weights(cursor, s, queries)
     cursor.execute(
         "SELECT m.id, (SELECT coalesce(sum(q.w), 0) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) "
         f"WHERE m.terms @@ q.t) FROM {s}.memories m WHERE m.id = ANY(%s)",

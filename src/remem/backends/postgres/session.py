@@ -65,6 +65,8 @@ class Session:
         self.conn = conn
         self.url = url
         self._vectors_registered = False
+        #: Values computed once per top-level transaction (a search's keyword weights), then dropped.
+        self.memo: dict[Any, Any] = {}
 
     def register_vectors(self) -> None:
         """Let numpy arrays travel as pgvector ``vector`` values (once; loads numpy, so only when
@@ -98,9 +100,13 @@ class Session:
             if self.conn.info.transaction_status != 0:  # not idle: join the open transaction
                 yield self.conn.cursor()
                 return
-            with self.conn.transaction(), self.conn.cursor() as cursor:
-                cursor.execute("SELECT set_config('statement_timeout', %s, true)", (str(timeout_ms),))
-                yield cursor
+            self.memo.clear()
+            try:
+                with self.conn.transaction(), self.conn.cursor() as cursor:
+                    cursor.execute("SELECT set_config('statement_timeout', %s, true)", (str(timeout_ms),))
+                    yield cursor
+            finally:
+                self.memo.clear()
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -109,12 +115,19 @@ class Session:
             if self.conn.info.transaction_status != 0:
                 yield
                 return
-            with self.conn.transaction(), self.conn.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                cursor.execute(
-                    "SELECT set_config('statement_timeout', %s, true)", (str(STATEMENT_TIMEOUT_MS),)
-                )
-                yield
+            self.memo.clear()
+            try:
+                with self.conn.transaction(), self.conn.cursor() as cursor:
+                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    cursor.execute(
+                        "SELECT set_config('statement_timeout', %s, true)", (str(STATEMENT_TIMEOUT_MS),)
+                    )
+                    yield
+            except _psycopg().Error:
+                if not self.conn.closed:  # a reader that went away closed it: nothing to end
+                    raise
+            finally:
+                self.memo.clear()
 
     def close(self) -> None:
         """Close the connection (a transaction left open is rolled back by the server)."""

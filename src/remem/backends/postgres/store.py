@@ -224,8 +224,8 @@ class PostgresBackend:
             )
 
     def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:
-        """Every filtered memory in id order, streamed a page at a time (no transaction stays open
-        between pages: a memory forgotten meanwhile is not returned)."""
+        """Every filtered memory in id order, streamed a page at a time (each page its own
+        transaction, unless inside ``snapshot``: then all pages see that one state)."""
         after = 0
         while True:
             with self.session.transaction() as cursor:
@@ -268,12 +268,12 @@ class PostgresBackend:
     ) -> list[Scored]:
         """Top ``k`` (memory id, score) among the filtered memories (``keywords.top``)."""
         with self.session.transaction() as cursor:
-            return keywords.top(cursor, self.s, text, filters, k, among)
+            return keywords.top(cursor, self.s, text, filters, k, among, self.session.memo)
 
     def keyword_coverage(self, text: str, memory_ids: Sequence[int]) -> dict[int, float]:
         """For each memory, the share (0..1) of the query's IDF-weighted terms it matches."""
         with self.session.transaction() as cursor:
-            return keywords.coverage(cursor, self.s, text, memory_ids)
+            return keywords.coverage(cursor, self.s, text, memory_ids, self.session.memo)
 
     def reembed(
         self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool

@@ -137,8 +137,8 @@ class Backend(Protocol):
     def keyword_top(
         self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
     ) -> list[Scored]:
-        """BM25 top ``k`` (memory id, score; higher is better) among the filtered memories (only
-        ``among`` if given); [] when the text has no searchable terms."""
+        """Keyword top ``k`` by BM25 (or a BM25-like score): (memory id, score; higher is better)
+        among the filtered memories (only ``among`` if given); [] when the text has no terms."""
         ...
 
     def keyword_coverage(self, text: str, memory_ids: Sequence[int]) -> dict[int, float]:

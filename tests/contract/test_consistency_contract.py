@@ -51,3 +51,32 @@ def test_reads_inside_a_snapshot_see_one_state(open_backend: Callable[[], Backen
         with reader.snapshot():  # nested: joins the outer one
             assert reader.candidate_ids(Filters()) == [first]
     assert reader.candidate_ids(Filters()) == [later]
+
+
+OTHER = FAKE_MODEL.__class__(name="fake-other-model", dim=32, pooling="cls", sha256="e" * 64)
+
+
+def _other_vectors(texts: list[str]) -> list:  # type: ignore[type-arg]
+    return [fake_vector(text, OTHER.dim).reshape(1, -1) for text in texts]
+
+
+def test_an_interrupted_reembed_resumes_where_it_stopped(backend: Backend) -> None:
+    texts = [f"memory number {i} about re-embedding" for i in range(150)]
+    backend.add_many([NewMemory(t) for t in texts], [_vectors(t) for t in texts], FAKE_MODEL)
+    calls: list[int] = []
+
+    def failing(batch: list[str]) -> list:  # type: ignore[type-arg]
+        calls.append(len(batch))
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the user pressed Ctrl-C during the second batch
+        return _other_vectors(batch)
+
+    with pytest.raises(KeyboardInterrupt):
+        backend.reembed(OTHER, failing, None, False)
+    assert backend.model == FAKE_MODEL  # nothing swapped: the old vectors still serve
+    assert backend.vector_lane(FAKE_MODEL).top(_vectors(texts[3])[0], 1, Filters())[0][1] > 0.99
+    report = backend.reembed(OTHER, _other_vectors, None, False)
+    assert report.swapped and report.resumed_from == calls[0] and report.embedded == 150 - calls[0]
+    assert backend.model == OTHER
+    lane = backend.vector_lane(OTHER)
+    assert all(lane.top(fake_vector(text, OTHER.dim), 1, Filters())[0][1] > 0.99 for text in texts[::37])

@@ -161,6 +161,21 @@ def measure(
     return rows
 
 
+class Rows(list[tuple[str, str, str, str]]):
+    """The table's rows, each printed as soon as it is measured (a long run shows its progress)."""
+
+    def append(self, row: tuple[str, str, str, str]) -> None:
+        """Keep and print one row."""
+        super().append(row)
+        store, what, value, note = row
+        print(f"{store:12} {what:22} {value:>24}  {note}", flush=True)
+
+    def __iadd__(self, more: Any) -> Rows:  # type: ignore[override,misc]
+        for row in more:
+            self.append(row)
+        return self
+
+
 def postgres_url(args: argparse.Namespace, scratch: Path) -> tuple[str, Callable[[], None]]:
     """The server's base URL and how to stop it."""
     if args.url:
@@ -194,7 +209,9 @@ def main() -> None:
         (" ".join(all_texts[int(i)].split()[:3]), query_vectors[n])
         for n, i in enumerate(rng.integers(0, args.size, args.queries))
     ]
-    rows: list[tuple[str, str, str, str]] = []
+    rows = Rows()
+    print(f"{args.size} memories, 384-d clustered vectors, {args.queries} queries, k={K}\n", flush=True)
+    print(f"{'store':12} {'measure':22} {'p50 / p95 ms (or rate)':>24}  recall@10 / note", flush=True)
     truth: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="remem-bench-pg-") as scratch_name:
         scratch = Path(scratch_name)
@@ -229,10 +246,6 @@ def main() -> None:
                 rows.append((kind, "ingest, 4 writers", f"{rate:9.0f}/s", f"{args.concurrent} memories"))
         finally:
             stop()
-    print(f"{args.size} memories, 384-d clustered vectors, {args.queries} queries, k={K}\n")
-    print(f"{'store':12} {'measure':22} {'p50 / p95 ms (or rate)':>24}  recall@10 / note")
-    for store, what, value, note in rows:
-        print(f"{store:12} {what:22} {value:>24}  {note}")
 
 
 if __name__ == "__main__":

@@ -61,3 +61,18 @@ def test_a_one_percent_filter_returns_ten_equal_to_brute_force(store) -> None:  
             else:
                 short_without_iterative += found < 10
     assert short_without_iterative == 5  # what iterative scans fix: a plain walk comes back short
+
+
+def test_an_older_pgvector_warns_and_still_fills_k(store) -> None:  # type: ignore[no-untyped-def]
+    backend, rare_ids, vectors, users = store
+    old = PostgresBackend(backend.session, (0, 7, 4))  # as if the server had pgvector 0.7.4
+    old.exact_candidates = 0
+    assert old.warnings == [
+        "pgvector 0.7.4 has no iterative index scans (0.8+): filtered searches widen ef_search instead"
+    ]
+    lane = old.vector_lane()
+    assert not lane.settings.iterative and lane.settings.ef_search >= 400
+    query = vectors[5]
+    assert [mid for mid, _ in lane.top(query, 10, Filters(user="rare"))] == _brute_force(
+        vectors, users, rare_ids, query
+    )

@@ -27,6 +27,7 @@ from remem.commands.common import (
 )
 from remem.config import debug_enabled
 from remem.errors import MemoryNotFoundError, RememError
+from remem.inputs import unicode_only
 
 app = typer.Typer(
     name="remem",
@@ -95,16 +96,29 @@ def _fail(message: str) -> int:
 
 
 def _describe(exc: Exception) -> str:
-    """One line for the user; an unexpected exception is named, not traced (it may hold memory text)."""
+    """One line for the user; an unexpected exception is named, never its message or traceback
+    (they may hold a memory's text)."""
     if isinstance(exc, typer.TyperException):  # usage errors: bad option, missing argument…
-        return exc.format_message()
+        # Click's "Got unexpected extra argument" is a plain usage error, not a bug: say so.
+        message = exc.format_message().replace("Got unexpected extra", "Got an extra", 1)
+        return message + _dash_hint(exc)
     if isinstance(exc, RememError):
         return str(exc)
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
     if debug_enabled(os.environ):
         raise exc
-    return f"unexpected {type(exc).__name__}: {exc} (set REMEM_DEBUG=1 for a traceback)"
+    return f"unexpected {type(exc).__name__} (set REMEM_DEBUG=1 for a traceback)"
+
+
+def _dash_hint(exc: typer.TyperException) -> str:
+    """A hint for ``edit -1 …`` or ``add -5 degrees``: a negative number taken for an option."""
+    name = str(getattr(exc, "option_name", "") or "")
+    if name[:1] == "-" and name[1:].replace(".", "", 1).isdigit():
+        context = getattr(exc, "ctx", None)
+        command = context.command_path if context is not None else "remem COMMAND"
+        return f" (to pass {name} as an argument, put -- before it: {command} -- {name} …)"
+    return ""
 
 
 def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
@@ -115,6 +129,7 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     """
     command = typer.main.get_command(app)
     try:
+        _check_arguments(sys.argv[1:] if argv is None else argv)
         with invoked(Invocation(embedder=embedder)):
             result = command.main(args=argv, prog_name="remem", standalone_mode=False)
     except (SystemExit, BrokenPipeError, KeyboardInterrupt, typer.Abort) as exc:
@@ -127,6 +142,13 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     if result == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this code without a word
         return _interrupted()
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _check_arguments(argv: list[str]) -> None:
+    """Refuse an argument that is not valid UTF-8 (bytes the shell passed undecoded) before any
+    command runs, so nothing is created or changed for it."""
+    for position, argument in enumerate(argv, start=1):
+        unicode_only(argument, f"argument {position}")
 
 
 def _cut_short(exc: BaseException) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from remem.errors import InvalidInputError
-from remem.inputs import clean_name, strip_text, utc_timestamp
+from remem.inputs import MAX_TEXT_CHARS, clean_meta, clean_name, strip_text, utc_timestamp, within_limit
 from remem.types import ModelInfo, NewMemory, text_sha256
 
 _NAME_FIELDS = ("user", "conversation", "role")
@@ -64,14 +64,18 @@ def _lines(data: bytes) -> Iterator[tuple[int, str | None]]:
             yield number, text
 
 
-def parse_lines(data: bytes, defaults: NewMemory) -> Parsed:
-    """One memory per non-blank line, each with the ``defaults``' user, tags, meta…"""
+def parse_lines(data: bytes, defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS) -> Parsed:
+    """One memory per non-blank line, each with the ``defaults``' user, tags, meta…; a line of
+    more than ``max_chars`` characters is a bad line."""
     parsed = Parsed()
     for number, text in _lines(data):
-        if text is None:
-            parsed.errors.append(LineError(number, "not valid UTF-8"))
-        else:
-            parsed.entries.append(Entry(number, replace(defaults, text=strip_text(text))))
+        try:
+            if text is None:
+                raise InvalidInputError("not valid UTF-8")
+            body = within_limit(strip_text(text), max_chars)
+            parsed.entries.append(Entry(number, replace(defaults, text=body)))
+        except InvalidInputError as exc:
+            parsed.errors.append(LineError(number, str(exc)))
     return parsed
 
 
@@ -90,11 +94,12 @@ def _tags(value: Any) -> tuple[str, ...]:
 def _meta(value: Any) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise InvalidInputError("meta must be an object whose values are strings")
-    return {str(key): str(item) for key, item in value.items()}
+    return clean_meta(value)
 
 
-def memory_from_object(record: Any, defaults: NewMemory) -> NewMemory:
-    """A memory from one JSON object (``text`` plus optional fields); InvalidInputError if malformed.
+def memory_from_object(record: Any, defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS) -> NewMemory:
+    """A memory from one JSON object (``text`` plus optional fields; the text at most ``max_chars``
+    characters); InvalidInputError if malformed.
 
     Fields absent from the object come from ``defaults``; unknown fields are ignored.
     """
@@ -108,7 +113,7 @@ def memory_from_object(record: Any, defaults: NewMemory) -> NewMemory:
     user, conversation, role = (_name(record, name, getattr(defaults, name)) for name in _NAME_FIELDS)
     return replace(
         defaults,
-        text=strip_text(text),
+        text=within_limit(strip_text(text), max_chars),
         user=user,
         conversation=conversation,
         role=role,
@@ -125,18 +130,27 @@ def _name(record: Mapping[str, Any], name: str, default: str | None) -> str | No
     return clean_name(value, name)
 
 
-def parse_jsonl(data: bytes, defaults: NewMemory) -> Parsed:
+def decode_json(text: str) -> Any:
+    """One line's JSON value; InvalidInputError for invalid JSON, including what Python's parser
+    refuses beyond the syntax (integers of thousands of digits, arrays nested thousands deep)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise InvalidInputError("invalid JSON (nested too deeply)") from None
+    except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        raise InvalidInputError("invalid JSON (a number too long to read)") from None
+
+
+def parse_jsonl(data: bytes, defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS) -> Parsed:
     """One memory per non-blank line, each a JSON object (see ``memory_from_object``)."""
     parsed = Parsed()
     for number, text in _lines(data):
         try:
             if text is None:
                 raise InvalidInputError("not valid UTF-8")
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"invalid JSON ({exc.msg} at column {exc.colno})") from None
-            parsed.entries.append(Entry(number, memory_from_object(record, defaults)))
+            parsed.entries.append(Entry(number, memory_from_object(decode_json(text), defaults, max_chars)))
         except InvalidInputError as exc:
             parsed.errors.append(LineError(number, str(exc)))
     return parsed
@@ -161,10 +175,11 @@ def _vector(record: Mapping[str, Any]) -> tuple[bytes | None, ModelInfo | None]:
     return data, model
 
 
-def parse_export(data: bytes) -> Parsed:
-    """remem's JSONL export: every field kept (id, timestamps), sha256 checked, vectors decoded."""
+def parse_export(data: bytes, max_chars: int = MAX_TEXT_CHARS) -> Parsed:
+    """remem's JSONL export: every field kept (id, timestamps), sha256 checked, vectors decoded;
+    texts of at most ``max_chars`` characters."""
     parsed = Parsed()
-    for entry_or_error in _export_entries(data):
+    for entry_or_error in _export_entries(data, max_chars):
         if isinstance(entry_or_error, LineError):
             parsed.errors.append(entry_or_error)
         else:
@@ -172,9 +187,9 @@ def parse_export(data: bytes) -> Parsed:
     return parsed
 
 
-def export_entry(record: Any, line: int) -> Entry:
+def export_entry(record: Any, line: int, max_chars: int = MAX_TEXT_CHARS) -> Entry:
     """One record of remem's export (a decoded JSON object) as an entry; InvalidInputError if bad."""
-    memory = memory_from_object(record, NewMemory(text=""))
+    memory = memory_from_object(record, NewMemory(text=""), max_chars)
     # A text stored before invisible edges were trimmed hashes as it was exported.
     if record.get("sha256") not in (None, text_sha256(memory.text), text_sha256(str(record["text"]))):
         raise InvalidInputError("sha256 does not match the text")
@@ -188,13 +203,11 @@ def export_entry(record: Any, line: int) -> Entry:
     return Entry(line, replace(memory, id=memory_id, updated_at=updated), vector, model)
 
 
-def _export_entries(data: bytes) -> Iterator[Entry | LineError]:
+def _export_entries(data: bytes, max_chars: int) -> Iterator[Entry | LineError]:
     for number, text in _lines(data):
         try:
             if text is None:
                 raise InvalidInputError("not valid UTF-8")
-            yield export_entry(json.loads(text), number)
-        except json.JSONDecodeError as exc:
-            yield LineError(number, f"invalid JSON ({exc.msg} at column {exc.colno})")
+            yield export_entry(decode_json(text), number, max_chars)
         except InvalidInputError as exc:
             yield LineError(number, str(exc))

@@ -4,26 +4,68 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from remem.errors import InvalidInputError
 from remem.types import utc_iso
 
 STDIN_MARKER = "-"
+#: The longest text one memory (or query) may have by default, in characters: embedding time grows
+#: with the length (every window of a long text is embedded). An option raises it, up to the ceiling.
+MAX_TEXT_CHARS = 100_000
+MAX_TEXT_CHARS_CEILING = 10_000_000
 #: Invisible characters trimmed from both ends of a text with the whitespace: a byte-order mark
 #: (an editor's or Windows' UTF-8 files), zero-width spaces and joiners, the word joiner.
 _INVISIBLE_EDGES = "\ufeff\u200b\u200c\u200d\u2060\u180e"
 
 
-def strip_text(text: str) -> str:
+def unicode_only(value: str, what: str) -> str:
+    """``value`` if it can be stored as UTF-8; InvalidInputError for a lone surrogate (an escaped
+    ``\\ud800`` in JSON, or bytes of an argument that were not UTF-8)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{what} is not valid Unicode (a lone surrogate or a byte that is not UTF-8 at "
+            f"character {exc.start + 1})"
+        ) from None
+    return value
+
+
+def strip_text(text: str, what: str = "the text") -> str:
     """A memory's or query's text without leading and trailing whitespace and invisible
-    characters (a BOM, zero-width spaces); a text of nothing else becomes empty."""
-    stripped = text.strip()
+    characters (a BOM, zero-width spaces); a text of nothing else becomes empty. InvalidInputError
+    when it is not valid Unicode (``unicode_only``)."""
+    stripped = unicode_only(text, what).strip()
     while stripped and (stripped[0] in _INVISIBLE_EDGES or stripped[-1] in _INVISIBLE_EDGES):
         stripped = stripped.strip(_INVISIBLE_EDGES).strip()
     return stripped
+
+
+def text_limit(value: int) -> int:
+    """A per-memory size limit as given (``--max-chars``): 1 … ``MAX_TEXT_CHARS_CEILING``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TEXT_CHARS_CEILING:
+        raise InvalidInputError(
+            f"--max-chars must be between 1 and {MAX_TEXT_CHARS_CEILING:,}, not {value!r}"
+        )
+    return value
+
+
+def within_limit(text: str, limit: int, what: str = "the text") -> str:
+    """``text`` if it has at most ``limit`` characters (``text_limit``); InvalidInputError otherwise
+    (for a memory's text, saying how to raise the limit)."""
+    if len(text) > text_limit(limit):
+        raisable = (
+            ""
+            if what == "query"
+            else f" (--max-chars or max_text_chars raises it, up to {MAX_TEXT_CHARS_CEILING:,})"
+        )
+        raise InvalidInputError(
+            f"{what} has {len(text):,} characters, more than the limit of {limit:,}{raisable}"
+        )
+    return text
 
 
 def read_text(words: Sequence[str] | None, stdin: BinaryIO, what: str = "memory text") -> str:
@@ -54,7 +96,7 @@ def clean_name(value: str | None, option: str) -> str | None:
     """An optional name (user, conversation, role, tag) without surrounding spaces; never empty."""
     if value is None:
         return None
-    cleaned = value.strip()
+    cleaned = unicode_only(value, option).strip()
     if not cleaned:
         raise InvalidInputError(f"{option} must not be empty")
     if any(unicodedata.category(char) == "Cc" for char in cleaned):
@@ -78,11 +120,22 @@ def parse_meta(pairs: Sequence[str] | None) -> dict[str, str]:
     for pair in pairs or ():
         key, sep, value = pair.partition("=")
         if not sep:
-            raise InvalidInputError(f"--meta {pair!r} is not key=value")
-        if not key.strip():
-            raise InvalidInputError(f"--meta {pair!r} has an empty key")
+            raise InvalidInputError(f"--meta {unicode_only(pair, '--meta')!r} is not key=value")
         meta[key.strip()] = value
-    return meta
+    return clean_meta(meta, "--meta")
+
+
+def clean_meta(meta: Mapping[Any, Any], what: str = "meta") -> dict[str, str]:
+    """Metadata as a dict of string keys (not blank) to string values, all valid Unicode;
+    InvalidInputError otherwise."""
+    cleaned: dict[str, str] = {}
+    for key, value in meta.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidInputError(f"{what} must map string keys to string values")
+        if not unicode_only(key, f"a {what} key").strip():
+            raise InvalidInputError(f"{what} has an empty key")
+        cleaned[key] = unicode_only(value, f"a {what} value")
+    return cleaned
 
 
 def check_min_score(value: float | None) -> float | None:
@@ -92,29 +145,48 @@ def check_min_score(value: float | None) -> float | None:
     return value
 
 
-_RELATIVE = re.compile(r"(\d+)\s*([smhdw])")
+_RELATIVE = re.compile(r"([0-9]{1,15})\s*([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def parse_when(value: str | datetime | None, option: str, now: datetime) -> datetime | None:
     """A moment from ``30m``/``12h``/``7d``/``2w`` (that long before ``now``), an ISO 8601 date or
-    date-time, or a datetime (without an offset it is local time). Raises InvalidInputError otherwise.
+    date-time, or a datetime; without an offset it is UTC (as every time remem shows). The result is
+    in UTC. Raises InvalidInputError otherwise, or for a moment outside years 1–9999 in UTC.
     """
     if value is None:
         return None
     if isinstance(value, datetime):
-        return value if value.tzinfo is not None else value.astimezone()
+        return _in_utc(value, f"{option} {value.isoformat()!r}")
     text = value.strip()
     relative = _RELATIVE.fullmatch(text.lower())
     if relative:
-        return now - timedelta(seconds=int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)])
+        return _before(now, int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)], f"{option} {value!r}")
     moment = parse_iso(text)
     if moment is None:
         raise InvalidInputError(
             f"{option} {value!r} is neither an ISO date/time (2026-11-29, 2026-11-29T14:00) "
             "nor an age (30m, 12h, 7d)"
         )
-    return moment if moment.tzinfo is not None else moment.astimezone()
+    return _in_utc(moment, f"{option} {value!r}")
+
+
+def _before(now: datetime, seconds: int, what: str) -> datetime:
+    """``seconds`` before ``now``; InvalidInputError when that is before year 1."""
+    try:
+        return now - timedelta(seconds=seconds)
+    except OverflowError:
+        raise InvalidInputError(f"{what} reaches back before the year 1") from None
+
+
+def _in_utc(moment: datetime, what: str) -> datetime:
+    """``moment`` in UTC (naive: it is UTC); InvalidInputError when UTC puts it outside years 1–9999."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        raise InvalidInputError(f"{what} is out of range (years 1 to 9999 in UTC)") from None
 
 
 def parse_iso(text: str) -> datetime | None:
@@ -135,4 +207,4 @@ def utc_timestamp(value: object, name: str) -> str | None:
     moment = value if isinstance(value, datetime) else parse_iso(value)
     if moment is None:
         raise InvalidInputError(f"{name} {value!r} is not an ISO 8601 date/time")
-    return utc_iso(moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc))
+    return utc_iso(_in_utc(moment, f"{name} {str(value)!r}"))

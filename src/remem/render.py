@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -38,8 +39,20 @@ def hit_record(hit: Hit) -> dict[str, Any]:
 
 
 def json_line(record: dict[str, Any]) -> str:
-    """One compact JSON object on one line, UTF-8 text kept as is."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    """One compact JSON object on one line, UTF-8 text kept as is; strict JSON: a float that is
+    not finite (a score from a damaged index) is ``null``, never a bare ``NaN``/``Infinity``."""
+    return json.dumps(_finite(record), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float (in dicts, lists and tuples) replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 #: Format characters left as they are: the zero-width joiner builds emoji (👨‍👩‍👧) and moves nothing.

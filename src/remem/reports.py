@@ -4,21 +4,66 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import overload
+from datetime import datetime, timedelta
+from typing import Any, overload
 
-from remem.types import Hit, Memory
+from remem.types import Hit, Memory, utc_iso
+
+#: How a note about a date reading says how to turn it off (the CLI flag; ``dates=False`` in the API).
+DATES_OFF_HINT = "--no-dates searches all time"
+
+
+@dataclass(frozen=True)
+class DateReading:
+    """How time words in a query were read: ``phrase`` (as written) became the local-time window
+    ``start`` ≤ created_at < ``end`` (None: until now), and ``rest`` is the query that was
+    searched. ``all_time`` is true when the window held no memory, so all time was searched."""
+
+    phrase: str
+    rest: str
+    start: datetime
+    end: datetime | None
+    all_time: bool = False
+
+    @property
+    def label(self) -> str:
+        """The window in local dates: ``2026-11-24``, ``2026-11-23 to 2026-11-29``, ``since …``."""
+        first = self.start.date().isoformat()
+        if self.end is None:
+            return f"since {first}"
+        last = (self.end - timedelta(days=1)).date().isoformat()
+        return first if last == first else f"{first} to {last}"
+
+    def note(self, hint: str = DATES_OFF_HINT) -> str:
+        """One line for a person: what was read, and how to turn it off."""
+        read = f'"{self.phrase}" read as {self.label} (local time)'
+        if self.all_time:
+            return f"{read}; no memory is from then, so all time was searched"
+        return f"{read}; {hint}"
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready: phrase, query searched, UTC ``since``/``until``, local label, all_time."""
+        return {
+            "phrase": self.phrase,
+            "query": self.rest,
+            "since": utc_iso(self.start),
+            "until": None if self.end is None else utc_iso(self.end),
+            "local": self.label,
+            "all_time": self.all_time,
+        }
 
 
 @dataclass(frozen=True)
 class SearchResult(Sequence[Hit]):
     """The hits of a search, best first (a sequence: iterate, index, ``len``), and what else
     happened: how many hits ``min_score`` left out and the best cosine among them, and notes
-    (e.g. a query cut to the model window)."""
+    (e.g. a query cut to the model window), and how time words in the query were read (``dates``)."""
 
     hits: list[Hit] = field(default_factory=list)
     below_min_score: int = 0
     best_below: float | None = None
     notes: tuple[str, ...] = ()
+    dates: DateReading | None = None
 
     @overload
     def __getitem__(self, index: int) -> Hit: ...

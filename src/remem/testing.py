@@ -39,9 +39,13 @@ class FakeEmbedder:
     """A bag-of-words embedder: every text is one window; queries are cut at ``max_words`` words
     (the rest reported as dropped tokens). Counts its calls in ``calls``."""
 
-    def __init__(self, info: ModelInfo = FAKE_MODEL, max_words: int = 256) -> None:
-        """Embed as the model ``info`` (its ``dim`` is used)."""
+    def __init__(
+        self, info: ModelInfo = FAKE_MODEL, max_words: int = 256, languages: tuple[str, ...] = ()
+    ) -> None:
+        """Embed as the model ``info`` (its ``dim`` is used), declaring ``languages`` (default:
+        none, so no cross-script rule applies; ``("en",)`` acts as an English-only model)."""
         self._info = info
+        self.languages = languages
         self.max_words = max_words
         self.calls = 0
 

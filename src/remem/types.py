@@ -97,9 +97,9 @@ class Filters:
         now: datetime | None = None,
     ) -> Filters:
         """Validated filters: names stripped and never empty; tags deduplicated; ``since``/``until``
-        a datetime (naive: local time), an ISO 8601 date/time or an age before ``now`` (``30m``,
+        a datetime (naive: UTC), an ISO 8601 date/time or an age before ``now`` (``30m``,
         ``12h``, ``7d``, ``2w``). InvalidInputError naming the bad value."""
-        from remem.inputs import clean_name, clean_tags, parse_when  # noqa: PLC0415 - no cycle at import
+        from remem.inputs import clean_meta, clean_name, clean_tags, parse_when  # noqa: PLC0415 - no cycle at import
 
         moment = now or datetime.now(timezone.utc)
         start, end = parse_when(since, "--since", moment), parse_when(until, "--until", moment)
@@ -110,7 +110,7 @@ class Filters:
             conversation=clean_name(conversation, "--conversation"),
             role=clean_name(role, "--role"),
             tags=clean_tags([tags] if isinstance(tags, str) else tags),
-            meta=tuple(sorted((str(key), str(value)) for key, value in (meta or {}).items())),
+            meta=tuple(sorted(clean_meta(meta or {}, "--meta").items())),
             since=None if start is None else utc_iso(start),
             until=None if end is None else utc_iso(end),
         )

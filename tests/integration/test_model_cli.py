@@ -72,10 +72,12 @@ def test_list_shows_every_model_and_what_is_installed(hub: HubServer) -> None:
         "store": False,
         "license": "MIT",
         "source": "https://huggingface.co/BAAI/bge-small-en-v1.5",
+        "languages": ["en"],
     }
     assert rows["bge-base-en-v1.5"]["dim"] == 768
     table = run_cli(["model", "list"]).stdout
     assert "bge-small-en-v1.5  384  cls" in table and "not installed" in table
+    assert "LANGUAGES" in table and "  en  " in table
     assert hub.requests == []  # listing never touches the network
 
 

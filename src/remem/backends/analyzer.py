@@ -11,7 +11,11 @@ A memory's text is turned into terms before it reaches SQLite FTS5:
   term); numbers of one or two digits inside an identifier (the ``1``, ``26``, ``4`` of ``1.26.4``)
   are not kept as parts, so ``1.26.6`` does not look like evidence for ``1.26.4``;
 - ordinary words lose English stop words here and are Porter-stemmed by FTS5 itself, so "runs",
-  "running" and "run" match each other.
+  "running" and "run" match each other;
+- Chinese, Japanese and Korean runs (which do not separate words by spaces) become overlapping
+  character bigrams, the classic CJK analyzer: ``旅遊英文`` → ``旅遊``, ``遊英``, ``英文``; a
+  one-character run is kept as it is. A query's CJK run is analysed the same way, so ``旅遊``
+  finds every text holding those two characters in a row.
 Queries go through the same analyzer and become an OR of quoted terms; hex strings of 7+ characters
 (commit hashes) match as prefixes. User text is never interpreted as FTS5 query syntax.
 """
@@ -22,7 +26,7 @@ import re
 import unicodedata
 
 #: Bump when the analyzer changes: stores rebuild their keyword index to match.
-ANALYZER_VERSION = "2"
+ANALYZER_VERSION = "3"
 #: Characters that may sit inside an identifier (FTS5 keeps them inside tokens too).
 IDENTIFIER_PUNCTUATION = "._-/:@+#"
 MIN_HASH_PREFIX = 7
@@ -31,6 +35,12 @@ _PIECES = re.compile(rf"[\w{re.escape(IDENTIFIER_PUNCTUATION)}]+")
 _PARTS = re.compile(r"[^\W_]+")
 _HEX = re.compile(r"[0-9a-f]+")
 _SEGMENT_SEPARATORS = re.compile(r"[/:@]+")
+#: Han (with extensions and compatibility ideographs), kana, Hangul syllables and jamo, 々/〆.
+CJK_CHARACTERS = (
+    "\u1100-\u11ff\u3005\u3006\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\U00020000-\U0003134f"
+)
+_CJK_RUN = re.compile(f"([{CJK_CHARACTERS}]+)")
 
 _STOP_WORDS_TEXT = """a about above after again against all am an and any are as at be because been
     before being below between both but by can could did do does doing down during each few for
@@ -60,10 +70,26 @@ def _piece_terms(piece: str) -> list[str]:
     return terms
 
 
+def cjk_bigrams(run: str) -> list[str]:
+    """A CJK run's overlapping character bigrams (a one-character run: itself)."""
+    return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _terms(piece: str) -> list[str]:
+    """A piece's terms: CJK runs as bigrams, what lies between them as words and identifiers."""
+    if not _CJK_RUN.search(piece):
+        return _piece_terms(piece)
+    terms: list[str] = []
+    for number, part in enumerate(_CJK_RUN.split(piece)):
+        terms.extend(cjk_bigrams(part) if number % 2 else _piece_terms(part) if part else [])
+    return terms
+
+
 def analyze(text: str) -> list[str]:
-    """The index terms of a text, lower-cased, in order (identifiers whole and split; no stop words)."""
+    """The index terms of a text, lower-cased, in order (identifiers whole and split; no stop
+    words; CJK runs as character bigrams)."""
     normalized = unicodedata.normalize("NFKC", text).lower()
-    return [term for piece in _PIECES.findall(normalized) for term in _piece_terms(piece)]
+    return [term for piece in _PIECES.findall(normalized) for term in _terms(piece)]
 
 
 def index_text(text: str) -> str:

@@ -17,13 +17,13 @@ from remem import render
 from remem.commands import options as opt
 from remem.commands.common import EXIT_NOTHING_FOUND, note, open_memories, print_results, stdin, warn
 from remem.errors import InvalidInputError, MemoryNotFoundError
-from remem.inputs import read_text
+from remem.inputs import MAX_TEXT_CHARS, read_text, within_limit
 
 
 def register(app: typer.Typer) -> None:
     """Add these commands to the app."""
     app.command()(edit)
-    app.command()(forget)
+    app.command(context_settings=opt.IDS_MAY_BE_NEGATIVE)(forget)
 
 
 def edit(
@@ -32,15 +32,17 @@ def edit(
         list[str] | None,
         typer.Argument(metavar="TEXT", help="Its new text (words are joined); - reads stdin."),
     ] = None,
+    max_chars: opt.MaxCharsOption = MAX_TEXT_CHARS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
     """Replace a memory's text: re-embeds it, keeps its id and created_at, records updated_at.
     Exit 1 if there is no such memory."""
-    new_text = read_text(text, stdin())
+    new_text = within_limit(read_text(text, stdin()), max_chars, "memory text")
     with open_memories(store, create=False) as memories:
         if memories is None:
             raise MemoryNotFoundError([memory_id])
+        memories.max_text_chars = max_chars
         memory = memories.edit(memory_id, new_text)
     print_results([memory], json_out, render.memory_record, render.memories_table)
 

@@ -45,16 +45,17 @@ def _table(rows: Any, width: int | None) -> str:
             row["pooling"],
             str(row["max_tokens"]),
             f"{row['size_bytes'] / 1e6:.0f} MB",
+            ",".join(row["languages"]) or "?",
             row["state"],
         ]
         for row in rows
     ]
-    return render.table(["", "NAME", "DIM", "POOLING", "WINDOW", "SIZE", "STATE"], cells, width)
+    return render.table(["", "NAME", "DIM", "POOLING", "WINDOW", "SIZE", "LANGUAGES", "STATE"], cells, width)
 
 
 @model_app.command("list")
 def list_models(json_out: opt.JsonOption = False, store: opt.StoreOption = None) -> None:
-    """Every model remem knows: dimensions, pooling, window, size, whether installed.
+    """Every model remem knows: dimensions, pooling, window, size, languages, whether installed.
 
     A * marks the model the store uses.
     """

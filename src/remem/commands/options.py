@@ -10,7 +10,7 @@ from typing import Annotated, Any, TypeVar, cast
 import typer
 
 from remem import Filters
-from remem.inputs import parse_meta
+from remem.inputs import MAX_TEXT_CHARS_CEILING, parse_meta
 
 StoreOption = Annotated[
     str | None,
@@ -39,7 +39,21 @@ TagOption = Annotated[
 #: For commands whose arguments are only ids: ``show -1`` takes -1 as an id (naming no memory) as
 #: ``show -- -1`` does; a mistyped option is then an id that is not a number, still an error.
 IDS_MAY_BE_NEGATIVE = {"ignore_unknown_options": True}
+MaxCharsOption = Annotated[
+    int,
+    typer.Option(
+        "--max-chars",
+        metavar="N",
+        min=1,
+        max=MAX_TEXT_CHARS_CEILING,
+        help=f"Refuse a memory text longer than N characters (at most {MAX_TEXT_CHARS_CEILING:,}).",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object per line.")]
+NoDatesOption = Annotated[
+    bool,
+    typer.Option("--no-dates", help='Search all time: do not read time words ("from Tuesday") as a window.'),
+]
 LimitOption = Annotated[
     int, typer.Option("--limit", "-k", min=1, metavar="N", help="Show at most N memories.")
 ]
@@ -58,7 +72,7 @@ SinceOption = Annotated[
     typer.Option(
         "--since",
         metavar="WHEN",
-        help="Only memories created at/after WHEN: ISO date/time or 30m, 12h, 7d, 2w.",
+        help="Only memories created at/after WHEN: ISO date/time (UTC without an offset) or 30m, 12h, 7d.",
     ),
 ]
 UntilOption = Annotated[

@@ -17,7 +17,7 @@ from remem.inputs import check_min_score, read_text
 def register(app: typer.Typer) -> None:
     """Add these commands to the app."""
     app.command()(context)
-    app.command()(show)
+    app.command(context_settings=opt.IDS_MAY_BE_NEGATIVE)(show)
     app.command()(stats)
 
 
@@ -37,18 +37,26 @@ def context(
         float | None, typer.Option("--min-score", metavar="COSINE", help="Similar ones need this raw cosine.")
     ] = None,
     filters: remem.Filters = opt.NO_FILTERS,
+    no_dates: opt.NoDatesOption = False,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
     """Print the memories an assistant should see: the newest plus the most similar to QUERY,
-    merged, each once — as prompt-ready lines or --json (with "source": recent or similar)."""
+    merged, each once — as prompt-ready lines or --json (with "source": recent or similar).
+    Time words in QUERY restrict the similar ones as in search (--no-dates: all time)."""
     text = read_text(query, stdin(), what="query") if similar else None
     threshold = check_min_score(min_score)
     with open_memories(store, create=False) as memories:
         if memories is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
         items = memories.context(
-            text, recent=recent, similar=similar, merge_as=how, min_score=threshold, where=filters
+            text,
+            recent=recent,
+            similar=similar,
+            merge_as=how,
+            min_score=threshold,
+            where=filters,
+            dates=not no_dates,
         )
     if not items:
         raise typer.Exit(EXIT_NOTHING_FOUND)

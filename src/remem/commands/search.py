@@ -36,6 +36,7 @@ def search(
         typer.Option("--min-score", metavar="COSINE", help="Leave out hits below this raw cosine (-1..1)."),
     ] = None,
     filters: remem.Filters = opt.NO_FILTERS,
+    no_dates: opt.NoDatesOption = False,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -44,13 +45,17 @@ def search(
     SCORE is the mode's score: raw cosine (vector, -1..1), BM25 (keyword, higher is better), or
     the fused Reciprocal Rank Fusion score (hybrid, shown with each hit's COSINE; --json shows
     each lane's rank and score).
+    Time words ("from Tuesday", "last week", "yesterday") search that window of local time
+    (said on stderr; in --json as "dates" on each hit); --since/--until win, --no-dates turns it off.
     Exit 1 if nothing matched.
     """
     text = read_text(query, stdin(), what="query")
     with open_memories(store, create=False) as memories:
         if memories is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
-        result = memories.search(text, k=limit, mode=mode, min_score=min_score, where=filters)
+        result = memories.search(
+            text, k=limit, mode=mode, min_score=min_score, where=filters, dates=not no_dates
+        )
     for message in result.notes:
         note(message)
     if not result:
@@ -61,6 +66,10 @@ def search(
             )
         raise typer.Exit(EXIT_NOTHING_FOUND)
     hybrid = mode is remem.SearchMode.HYBRID
+    dated = {} if result.dates is None else {"dates": result.dates.record()}
     print_results(
-        list(result), json_out, render.hit_record, lambda hits, width: render.hits_table(hits, width, hybrid)
+        list(result),
+        json_out,
+        lambda hit: {**render.hit_record(hit), **dated},
+        lambda hits, width: render.hits_table(hits, width, hybrid),
     )

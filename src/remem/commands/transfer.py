@@ -17,6 +17,7 @@ from remem.commands.common import open_memories
 from remem.errors import InvalidInputError, RememError
 from remem.exports import ExportFormat, csv_lines, markdown_lines
 from remem.ingest import parse_export
+from remem.inputs import MAX_TEXT_CHARS
 
 
 def register(app: typer.Typer) -> None:
@@ -111,6 +112,7 @@ def import_memories(
     skip_invalid: Annotated[
         bool, typer.Option("--skip-invalid", help="Import the good lines, report bad ones.")
     ] = (False),
+    max_chars: opt.MaxCharsOption = MAX_TEXT_CHARS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -119,9 +121,10 @@ def import_memories(
     Keeps their order, timestamps and (where unused here) ids; skips duplicates; reuses exported
     vectors made by this store's model and embeds the others.
     """
-    parsed = parse_export(read_source(source))
+    parsed = parse_export(read_source(source), max_chars)
     skipped = check_errors(parsed, skip_invalid)
     with open_memories(store, create=True) as memories:
         assert memories is not None
+        memories.max_text_chars = max_chars
         report = store_entries(memories, parsed.entries, skipped)
     print_report(report, json_out)

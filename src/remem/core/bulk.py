@@ -79,15 +79,18 @@ def store_entries(
     return result
 
 
-def export_entries(records: Iterable[Mapping[str, Any]], skip_invalid: bool) -> tuple[list[Entry], list[int]]:
-    """The entries of export records (numbered from 1) and the numbers of the bad ones skipped;
-    without ``skip_invalid`` a bad record is an InvalidInputError naming it."""
+def export_entries(
+    records: Iterable[Mapping[str, Any]], skip_invalid: bool, max_chars: int
+) -> tuple[list[Entry], list[int]]:
+    """The entries of export records (numbered from 1; texts of at most ``max_chars``) and the
+    numbers of the bad ones skipped; without ``skip_invalid`` a bad record is an InvalidInputError
+    naming it."""
     from remem.ingest import export_entry  # noqa: PLC0415
 
     entries, skipped = [], []
     for number, record in enumerate(records, start=1):
         try:
-            entries.append(export_entry(record, number))
+            entries.append(export_entry(record, number, max_chars))
         except InvalidInputError as exc:
             if not skip_invalid:
                 raise InvalidInputError(f"record {number}: {exc}; nothing was imported") from None

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from remem.core import arguments, bulk, ranking, upkeep
 from remem.core.context import ContextItem, Merge, merge
+from remem.core.dates import within_dates
 from remem.errors import InvalidInputError, MemoryNotFoundError
-from remem.inputs import check_min_score
+from remem.inputs import MAX_TEXT_CHARS, check_min_score
 from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
 
@@ -45,6 +46,8 @@ class Memories:
         self._checked = False
         #: What a person should know about what happened (e.g. the model a new store chose).
         self.notes: list[str] = []
+        #: The longest text a memory or query may have (characters; at most 10,000,000).
+        self.max_text_chars = MAX_TEXT_CHARS
 
     @property
     def warnings(self) -> list[str]:
@@ -107,7 +110,9 @@ class Memories:
         existing id comes back with ``duplicate=True``, and no model is loaded). With
         ``embed=False`` it is stored at once without vectors: keyword search finds it now, vector
         search after ``embed_pending`` (or ``remem reindex``)."""
-        memory = arguments.new_memory(text, user, conversation, role, tags, meta, created_at)
+        memory = arguments.new_memory(
+            text, user, conversation, role, tags, meta, created_at, self.max_text_chars
+        )
         existing = self.backend.find_duplicate(memory)
         if existing is not None:
             return AddResult(id=existing, duplicate=True)
@@ -143,12 +148,13 @@ class Memories:
         entries = []
         for line, item in enumerate(memories, start=1):
             memory = NewMemory(item) if isinstance(item, str) else item
-            entries.append(Entry(line, arguments.checked(memory)))
+            entries.append(Entry(line, arguments.checked(memory, self.max_text_chars)))
         return self.add_entries(entries, progress=progress)
 
     def add_entries(self, entries: Sequence[Entry], *, progress: ProgressFn | None = None) -> BulkResult:
         """Store parsed input entries (``remem.ingest``) in one transaction, reusing the vectors an
         export carried when this store's model made them."""
+        arguments.entries_within(entries, self.max_text_chars)
         return bulk.store_entries(self.backend, self.embedder, entries, progress)
 
     def import_(
@@ -161,7 +167,7 @@ class Memories:
         """Add the records of an ``export`` (ids kept where unused, timestamps, vectors of this
         store's model reused) in one transaction. A bad record raises InvalidInputError naming it
         and nothing is added, unless ``skip_invalid`` (then its number is in ``skipped``)."""
-        entries, skipped = bulk.export_entries(records, skip_invalid)
+        entries, skipped = bulk.export_entries(records, skip_invalid, self.max_text_chars)
         result = self.add_entries(entries, progress=progress)
         result.skipped = skipped
         return result
@@ -176,6 +182,7 @@ class Memories:
         mode: SearchMode | str = DEFAULT_SEARCH_MODE,
         min_score: float | None = None,
         where: Filters | None = None,
+        dates: bool = True,
         **filters: Any,
     ) -> SearchResult:
         """The ``k`` best memories for ``query`` among those the filters select, best first.
@@ -183,34 +190,37 @@ class Memories:
         ``mode``: hybrid (default; both lanes fused), vector (cosine) or keyword (BM25, loads no
         model). ``min_score`` is a raw cosine: hits below it are left out (not in keyword mode).
         Filters: ``where=Filters(...)`` or the keywords of ``Filters.of`` (user, tags, since…).
+        Time words ("from Tuesday", "last week") become a created_at window in local time unless
+        ``dates=False`` or since/until are given; ``result.dates`` says how they were read.
         """
-        text, mode = arguments.text(query, "query"), arguments.choice(SearchMode, mode, "mode")
+        text = arguments.text(query, "query", self.max_text_chars)
+        mode = arguments.choice(SearchMode, mode, "mode")
         threshold = check_min_score(min_score)
         if threshold is not None and mode is SearchMode.KEYWORD:
             raise InvalidInputError("--min-score is a cosine; use it with --mode vector or hybrid")
-        chosen = arguments.filters(where, filters)
-        if k < 1:
-            raise InvalidInputError("k must be at least 1")
-        return ranking.search_with_retry(
+        chosen, k = arguments.filters(where, filters), arguments.count(k, "k", minimum=1)
+        text, chosen, read = within_dates(self.backend, text, chosen) if dates else (text, chosen, None)
+        found = ranking.search_with_retry(
             self.backend, self.embedder, self._reload_model, text, k, chosen, mode, threshold
         )
+        return replace(found, dates=read, notes=(*found.notes, *([read.note()] if read else [])))
 
     def list(
         self, *, limit: int = DEFAULT_LIST_LIMIT, where: Filters | None = None, **filters: Any
     ) -> list[Memory]:
         """Up to ``limit`` memories the filters select, newest first."""
-        return self.backend.newest(arguments.filters(where, filters), limit)
+        return self.backend.newest(arguments.filters(where, filters), arguments.count(limit, "limit"))
 
     def get(self, memory_id: int) -> Memory:
         """One memory; MemoryNotFoundError if there is none."""
-        found = self.backend.get_many([memory_id])
+        found = self.backend.get_many(arguments.stored_ids([memory_id]))
         if memory_id not in found:
             raise MemoryNotFoundError([memory_id])
         return found[memory_id]
 
     def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (missing ids are absent)."""
-        return self.backend.get_many(memory_ids)
+        return self.backend.get_many(arguments.stored_ids(memory_ids))
 
     def iter(self, *, where: Filters | None = None, **filters: Any) -> Iterator[Memory]:
         """Every memory the filters select, in id order, streamed."""
@@ -225,15 +235,19 @@ class Memories:
         merge_as: Merge | str = Merge.APPEND,
         min_score: float | None = None,
         where: Filters | None = None,
+        dates: bool = True,
         **filters: Any,
     ) -> builtins.list[ContextItem]:
         """What an assistant should see: the ``recent`` newest memories and the ``similar`` most
-        similar to ``query`` (hybrid search), merged as asked, each memory once."""
+        similar to ``query`` (hybrid search, time words read as in ``search``; the reading goes to
+        ``notes``), merged as asked, each memory once."""
         chosen, how = arguments.filters(where, filters), arguments.choice(Merge, merge_as, "merge")
+        recent, similar = arguments.count(recent, "recent"), arguments.count(similar, "similar")
         newest = self.backend.newest(chosen, recent) if recent else []
         found: list[Memory] = []
         if similar and query is not None and self.backend.model is not None:
-            hits = self.search(query, k=similar, min_score=min_score, where=chosen)
+            hits = self.search(query, k=similar, min_score=min_score, where=chosen, dates=dates)
+            self.notes.extend(hits.notes)
             found = [hit.memory for hit in hits]
         return merge(newest, found, how)
 
@@ -243,8 +257,8 @@ class Memories:
         """Replace a memory's text (re-embedded), keeping its id and created_at; sets updated_at.
         MemoryNotFoundError if there is none (nothing is loaded or changed); EditConflictError if
         another edit changed it while this one was embedding (nothing is changed)."""
-        text = arguments.text(text)
-        before = self.backend.get_many([memory_id]).get(memory_id)
+        text = arguments.text(text, limit=self.max_text_chars)
+        before = self.backend.get_many(arguments.stored_ids([memory_id])).get(memory_id)
         if before is None:
             raise MemoryNotFoundError([memory_id])
         embedder = self.embedder()
@@ -264,7 +278,7 @@ class Memories:
                 "--where needs at least one filter (to forget everything, delete the store)"
             )
         chosen = self.backend.candidate_ids(where) if where is not None else sorted(set(ids or []))
-        found = self.backend.get_many(chosen)
+        found = self.backend.get_many(arguments.stored_ids(chosen))
         missing = tuple(sorted(set(chosen) - set(found)))
         ids = sorted(found)
         if ids and not dry_run:

@@ -183,6 +183,7 @@ class ModelCatalog:
                 "store": spec.name == store_model,
                 "license": spec.license,
                 "source": spec.source,
+                "languages": list(spec.languages),
             }
             for spec, state in described
         ]

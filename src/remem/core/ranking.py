@@ -5,14 +5,19 @@ the vector lane by its exact cosine (pooled memories beyond its top ``depth`` ra
 cosine), the keyword lane by BM25 among the pooled memories that match at least
 ``MIN_KEYWORD_COVERAGE`` (a fifth) of the query's IDF-weighted terms (the others get no keyword
 rank). Each memory's fused score is Reciprocal Rank Fusion: the sum over lanes of 1 / (RRF_K + rank).
+
+Word order (``phrases``): in hybrid and keyword modes a memory holding the whole query as a phrase
+outranks the others, and quoted phrases are required. An English-only model's vector lane ranks
+memories in the query's script first (``scripts``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from remem.core import phrases, scripts
 from remem.errors import ModelChangedError
 from remem.reports import SearchResult
 from remem.types import Filters, Hit, Lane, ModelInfo, SearchMode
@@ -31,6 +36,9 @@ RRF_K = 60
 MIN_KEYWORD_COVERAGE = 0.2
 #: How deep each lane looks before fusion: at least this many, and at least 4 × the requested k.
 MIN_HYBRID_DEPTH = 100
+#: Added to the fused score of a phrase match in hybrid mode: first place in both lanes is worth
+#: 2 / (RRF_K + 1), so a phrase match outranks every memory without one.
+PHRASE_BONUS = 2 / (RRF_K + 1)
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,69 @@ class Ranked:
     keyword: Lane | None
 
 
+@dataclass
+class Texts:
+    """The texts of candidate memories, fetched once per search as the signals need them."""
+
+    backend: Backend
+    known: dict[int, str] = field(default_factory=dict)
+
+    def of(self, memory_ids: Sequence[int]) -> dict[int, str]:
+        """Memory id → text for these ids (and any fetched before); missing ids are absent."""
+        missing = [mid for mid in memory_ids if mid not in self.known]
+        if missing:
+            self.known.update({mid: m.text for mid, m in self.backend.get_many(missing).items()})
+        return self.known
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query's text and what ranks it besides the lanes: its phrases, and whether the model's
+    vector lane is blind across scripts."""
+
+    text: str
+    phrases: phrases.Phrases
+    blind_across_scripts: bool = False
+
+    @classmethod
+    def of(cls, text: str, languages: Sequence[str] = ()) -> Query:
+        """The query ``text`` for a model declaring ``languages``."""
+        return cls(text, phrases.of_query(text), scripts.blind_across_scripts(languages))
+
+
+def by_phrase(ranked: list[Ranked], query: Query, texts: Texts, mode: SearchMode) -> list[Ranked]:
+    """Drop memories lacking a required phrase; put phrase matches first (hybrid: PHRASE_BONUS on
+    the fused score; keyword: before the others, each group by BM25)."""
+    wanted = query.phrases
+    if not wanted or mode is SearchMode.VECTOR:
+        return ranked
+    known = texts.of([r.id for r in ranked])
+    kept = [r for r in ranked if r.id in known and wanted.allows(known[r.id])]
+    if not wanted.whole:
+        return kept
+    matched = {r.id for r in kept if wanted.matches(known[r.id])}
+    if mode is SearchMode.KEYWORD:
+        return [r for r in kept if r.id in matched] + [r for r in kept if r.id not in matched]
+    boosted = [replace(r, score=r.score + PHRASE_BONUS) if r.id in matched else r for r in kept]
+    return best_first(boosted)
+
+
+def _vector_top(
+    lane: VectorLane, vector: FloatArray, k: int, filters: Filters, query: Query, texts: Texts
+) -> list[Scored]:
+    """The vector lane's top ``k``: deeper, and in the query's script first, for a model blind
+    across scripts."""
+    if not query.blind_across_scripts:
+        return lane.top(vector, k, filters)
+    found = lane.top(vector, max(k, MIN_HYBRID_DEPTH), filters)
+    return scripts.query_script_first(found, query.text, texts.of([mid for mid, _ in found]))
+
+
+def best_first(ranked: list[Ranked]) -> list[Ranked]:
+    """By score, ties broken by the better vector score, then the smaller id (deterministic)."""
+    return sorted(ranked, key=lambda r: (-r.score, -(r.vector.score if r.vector else -2.0), r.id))
+
+
 def _ranked(scored: Sequence[Scored]) -> list[tuple[int, tuple[float, Lane]]]:
     return [(mid, (score, Lane(place, score))) for place, (mid, score) in enumerate(scored, start=1)]
 
@@ -52,17 +123,14 @@ def _lanes(scored: Sequence[Scored]) -> dict[int, Lane]:
 
 
 def fuse(vector_ranked: Sequence[Scored], keyword_ranked: Sequence[Scored]) -> list[Ranked]:
-    """Reciprocal Rank Fusion of two best-first (id, score) lists, best first.
-
-    Ties are broken by the better vector score, then the smaller id, so the order is deterministic.
-    """
+    """Reciprocal Rank Fusion of two best-first (id, score) lists, best first (``best_first``)."""
     vector, keyword = _lanes(vector_ranked), _lanes(keyword_ranked)
     fused = []
     for mid in vector.keys() | keyword.keys():
         lanes = (vector.get(mid), keyword.get(mid))
         score = sum(1.0 / (RRF_K + lane.rank) for lane in lanes if lane is not None)
         fused.append(Ranked(mid, score, *lanes))
-    return sorted(fused, key=lambda r: (-r.score, -(r.vector.score if r.vector else -2.0), r.id))
+    return best_first(fused)
 
 
 def _substantial(backend: Backend, text: str, scored: list[Scored]) -> list[Scored]:
@@ -73,17 +141,39 @@ def _substantial(backend: Backend, text: str, scored: list[Scored]) -> list[Scor
     return [(mid, score) for mid, score in scored if coverage[mid] >= MIN_KEYWORD_COVERAGE]
 
 
-def hybrid_rank(
-    backend: Backend, lane: VectorLane, text: str, vector: FloatArray, k: int, filters: Filters
-) -> list[Ranked]:
-    """Both lanes over the same filtered memories, pooled and fused (see the module docstring)."""
-    depth = max(MIN_HYBRID_DEPTH, 4 * k)
-    by_vector = lane.top(vector, depth, filters)
-    by_keyword = _substantial(backend, text, backend.keyword_top(text, filters, depth))
+def fused_vector_lane(
+    lane: VectorLane,
+    vector: FloatArray,
+    by_vector: list[Scored],
+    by_keyword: list[Scored],
+    query: Query,
+    texts: Texts,
+) -> list[Scored]:
+    """The vector lane over the whole pool: its top, then the keyword matches beyond it (by cosine);
+    for a model blind across scripts, the query's script first."""
     seen = {mid for mid, _ in by_vector}
     extra = [mid for mid, _ in by_keyword if mid not in seen]
     if extra:
         by_vector = by_vector + lane.cosines(vector, extra)
+    if query.blind_across_scripts:
+        by_vector = scripts.query_script_first(by_vector, query.text, texts.of([mid for mid, _ in by_vector]))
+    return by_vector
+
+
+def hybrid_rank(
+    backend: Backend,
+    lane: VectorLane,
+    query: Query,
+    vector: FloatArray,
+    k: int,
+    filters: Filters,
+    texts: Texts,
+) -> list[Ranked]:
+    """Both lanes over the same filtered memories, pooled and fused (see the module docstring)."""
+    depth = max(MIN_HYBRID_DEPTH, 4 * k)
+    text = query.text
+    by_keyword = _substantial(backend, text, backend.keyword_top(text, filters, depth))
+    by_vector = fused_vector_lane(lane, vector, lane.top(vector, depth, filters), by_keyword, query, texts)
     matched = {mid for mid, _ in by_keyword}
     missing = [mid for mid, _ in by_vector if mid not in matched]
     if missing:
@@ -95,22 +185,29 @@ def hybrid_rank(
 def rank(
     backend: Backend,
     lane: VectorLane | None,
-    text: str,
+    query: Query,
     vector: FloatArray | None,
     k: int,
     filters: Filters,
     mode: SearchMode,
 ) -> list[Ranked]:
-    """The best memories for a query in the given mode, best first, at most ``k`` (hybrid: the pool)."""
+    """The best memories for a query in the given mode, best first, at least ``k`` where there are
+    (hybrid: the pool), word order applied (see the module docstring)."""
+    texts = Texts(backend)
     if mode is SearchMode.KEYWORD:
-        by_keyword = backend.keyword_top(text, filters, k)
-        return [Ranked(mid, score, None, lane) for mid, (score, lane) in _ranked(by_keyword)]
-    if lane is None or vector is None:
+        depth = max(MIN_HYBRID_DEPTH, 4 * k) if query.phrases else k
+        ranked = [
+            Ranked(mid, s, None, found)
+            for mid, (s, found) in _ranked(backend.keyword_top(query.text, filters, depth))
+        ]
+    elif lane is None or vector is None:
         raise ValueError(f"{mode.value} search needs the vector lane and a query vector")
-    if mode is SearchMode.HYBRID:
-        return hybrid_rank(backend, lane, text, vector, k, filters)
-    by_vector = lane.top(vector, k, filters)
-    return [Ranked(mid, score, found, None) for mid, (score, found) in _ranked(by_vector)]
+    elif mode is SearchMode.HYBRID:
+        ranked = hybrid_rank(backend, lane, query, vector, k, filters, texts)
+    else:
+        by_vector = _vector_top(lane, vector, k, filters, query, texts)
+        ranked = [Ranked(mid, s, found, None) for mid, (s, found) in _ranked(by_vector)]
+    return by_phrase(ranked, query, texts, mode)
 
 
 def run_search(
@@ -123,11 +220,13 @@ def run_search(
     mode: SearchMode = SearchMode.VECTOR,
     min_score: float | None = None,
     embedded_with: ModelInfo | None = None,
+    languages: Sequence[str] = (),
 ) -> SearchResult:
     """Rank, apply ``min_score`` (a cosine; not for keyword mode), cut to ``k``, fetch the memories.
 
     A store without vectors finds nothing outside keyword mode. With ``embedded_with``, raises
     ModelChangedError if the store no longer uses that model (a re-embed was swapped in meanwhile).
+    ``languages`` are those the query's model declares (see ``scripts``).
     """
     if min_score is not None and mode is SearchMode.KEYWORD:
         raise ValueError("min_score is a cosine; keyword search has none")
@@ -137,7 +236,7 @@ def run_search(
             if backend.model is None:
                 return SearchResult()
             lane = backend.vector_lane(embedded_with)
-        ranked = rank(backend, lane, text, vector, k, filters, mode)
+        ranked = rank(backend, lane, Query.of(text, languages), vector, k, filters, mode)
         below = []
         if min_score is not None:
             below = [r.vector.score for r in ranked if r.vector is not None and r.vector.score < min_score]
@@ -164,12 +263,13 @@ def search_with_retry(
     if mode is not SearchMode.KEYWORD and backend.model is None:
         return SearchResult()
     for attempt in range(2):
-        vector, stamp = None, None
+        vector, stamp, languages = None, None, ()
         notes: tuple[str, ...] = ()
         if mode is not SearchMode.KEYWORD:  # keyword search never loads the model
             model = embedder()
             embedded = model.embed_queries([text])
             vector, stamp, dropped = embedded.vectors[0], model.info, embedded.dropped_tokens[0]
+            languages = getattr(model, "languages", ())
             notes = (
                 (f"The query's last {dropped} tokens were beyond the model window and were not used.",)
                 if dropped
@@ -177,7 +277,15 @@ def search_with_retry(
             )
         try:
             found = run_search(
-                backend, text, vector, k, filters, mode=mode, min_score=min_score, embedded_with=stamp
+                backend,
+                text,
+                vector,
+                k,
+                filters,
+                mode=mode,
+                min_score=min_score,
+                embedded_with=stamp,
+                languages=languages,
             )
             return replace(found, notes=notes)
         except ModelChangedError:

@@ -22,7 +22,7 @@ from remem.embedders.spec import ModelFile, ModelFiles, ModelSpec, Pooling, file
 from remem.errors import EmbedderError
 
 DESCRIPTION_FILE = "remem-model.json"
-_FIELDS = {"name", "dim", "pooling", "max_tokens", "query_prefix", "license"}
+_FIELDS = {"name", "dim", "pooling", "max_tokens", "query_prefix", "license", "languages"}
 
 
 def load_model_dir(directory: Path) -> tuple[ModelSpec, ModelFiles]:
@@ -42,6 +42,7 @@ def load_model_dir(directory: Path) -> tuple[ModelSpec, ModelFiles]:
         license=_str(fields, "license", "unknown"),
         source=str(directory),
         query_prefix=_str(fields, "query_prefix", ""),
+        languages=_languages(fields),
     )
     return spec, files
 
@@ -82,6 +83,14 @@ def _int(fields: dict[str, Any], key: str, default: int | None, low: int, high: 
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise EmbedderError(f"{DESCRIPTION_FILE}: {key} must be an integer from {low} to {high}")
     return value
+
+
+def _languages(fields: dict[str, Any]) -> tuple[str, ...]:
+    """The optional ``languages``: a list of language codes ("en", "zh", … or "multilingual")."""
+    value = fields.get("languages", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise EmbedderError(f"{DESCRIPTION_FILE}: languages must be a list of language codes")
+    return tuple(v.strip().lower() for v in value)
 
 
 def _pooling(fields: dict[str, Any]) -> Pooling:

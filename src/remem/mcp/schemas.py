@@ -26,6 +26,13 @@ MinScore = Annotated[
     float | None,
     Field(ge=-1.0, le=1.0, description="Vector and hybrid only: leave out hits below this cosine."),
 ]
+Dates = Annotated[
+    bool,
+    Field(
+        description='Read time words in the query ("from Tuesday", "last week", "yesterday") as a '
+        "created_at window in the server's local time (since/until win); false: search all time."
+    ),
+]
 TagFilter = Annotated[
     tuple[_Name, ...], Field(max_length=20, description="Only memories that have all these tags.")
 ]
@@ -154,13 +161,27 @@ class HitOut(BaseModel):
         )
 
 
+class DatesOut(BaseModel):
+    """Time words of a query read as a window of created_at."""
+
+    phrase: str = Field(description='The words read, as written ("from Tuesday").')
+    query: str = Field(description="What was searched: the query without them.")
+    since: str = Field(description="Window start, UTC ISO 8601 (local midnight).")
+    until: str | None = Field(description="Window end (exclusive), UTC ISO 8601; null: until now.")
+    local: str = Field(description="The window in local dates: 2026-11-24, or 2026-11-23 to 2026-11-29.")
+    all_time: bool = Field(description="The window held no memory, so all time was searched.")
+
+
 class SearchOut(BaseModel):
     """Search results, best first."""
 
     mode: str = Field(description="The mode the search ran in.")
     hits: list[HitOut]
     lane_note: str | None = Field(description="Set while the model loads: only the keyword lane ran.")
-    notes: list[str] = Field(description="E.g. a query cut to the model's window.")
+    notes: list[str] = Field(description="E.g. a query cut to the model's window, how time words were read.")
+    dates: DatesOut | None = Field(
+        default=None, description="How time words in the query were read (null: none were)."
+    )
 
 
 class AddOut(BaseModel):
@@ -214,6 +235,7 @@ class ContextOut(BaseModel):
     cut: bool = Field(description="Something was cut or left out to keep within max_chars.")
     omitted: int = Field(description="Memories left out for the budget.")
     lane_note: str | None = Field(description="Set while the model loads: similar ones by keyword only.")
+    notes: list[str] = Field(default_factory=list, description="E.g. how time words in the query were read.")
 
 
 def cut(text: str, limit: int | None) -> tuple[str, bool]:

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 from typing import TYPE_CHECKING
 
 from remem.backends.local import fts, sync
+from remem.backends.local.files import tighten
+from remem.backends.local.guard import DOCTOR_HINT, damage, store_error
 from remem.backends.local.maintenance import keywords_are_current, leftover_temp_files, loose_permissions
 from remem.backends.local.transactions import atomic
 from remem.backends.local.vectors import IndexFileError, VectorIndex
-from remem.errors import StoreError
+from remem.errors import RememError, StoreError
 from remem.reports import Check
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from remem.backends.local.store import LocalBackend
+
+#: What stops a check or a repair of a damaged store.
+_FAILURES = (RememError, sqlite3.Error, ValueError)
 
 
 def _database(store: LocalBackend) -> Check:
@@ -23,20 +29,39 @@ def _database(store: LocalBackend) -> Check:
         (result,) = store.records.conn.execute("PRAGMA quick_check").fetchone()
     except sqlite3.DatabaseError as exc:
         result = str(exc)
+    if result != "ok":
+        return Check("database", False, f"quick_check: {_one_line(result)}")
+    (broken,) = store.records.conn.execute(
+        "SELECT count(*) FROM memories "
+        "WHERE CASE WHEN json_valid(meta) THEN json_type(meta) != 'object' ELSE 1 END"
+    ).fetchone()
+    if broken:
+        return Check("database", False, f"{broken} memories with damaged metadata (not a JSON object)")
     detail = f"{store.records.count()} memories, {store.records.vector_count()} vectors, schema ok"
-    return Check("database", result == "ok", detail if result == "ok" else f"quick_check: {result}")
+    return Check("database", True, detail)
+
+
+def _one_line(report: str, shown: int = 3) -> str:
+    """The first lines of a multi-line report, on one line."""
+    lines = [line.strip() for line in report.splitlines() if line.strip()]
+    more = f" (and {len(lines) - shown} more)" if len(lines) > shown else ""
+    return "; ".join(lines[:shown]) + more
 
 
 def _keywords(store: LocalBackend) -> Check:
     conn = store.records.conn
+    unchecked = ""
     try:
         conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
         intact = True
-    except sqlite3.DatabaseError:
-        intact = False
+    except sqlite3.DatabaseError as exc:  # FTS5 checks itself through a write
+        intact = "read-only" in str(store_error(exc, None))
+        unchecked = " (FTS5 integrity not checked: the store is read-only)" if intact else ""
     current = keywords_are_current(store)
     detail = (
-        "one entry per memory, current analyzer" if intact and current else "out of step with the memories"
+        "one entry per memory, current analyzer" + unchecked
+        if intact and current
+        else "out of step with the memories"
     )
     return Check("keyword index", intact and current, detail, repairable=True)
 
@@ -138,22 +163,41 @@ def recover(store: LocalBackend) -> None:
 def examine(store: LocalBackend, removed: list[str] | None = None) -> list[Check]:
     """Every check of the store's database, keyword index, vectors, index file and files
     (``removed``: temporary files the recovery removed, reported as such)."""
-    return [
-        _database(store),
-        _keywords(store),
-        _vectors(store),
-        _index_file(store),
-        *_files(store, removed or []),
-    ]
+    checks = {
+        "database": _database,
+        "keyword index": _keywords,
+        "vectors": _vectors,
+        "vector index": _index_file,
+    }
+    return [*(_checked(name, check, store) for name, check in checks.items()), *_files(store, removed or [])]
+
+
+def _checked(name: str, check: Callable[[LocalBackend], Check], store: LocalBackend) -> Check:
+    """``check(store)``; a damaged database that stops it is its finding, not a crash."""
+    try:
+        return check(store)
+    except _FAILURES as exc:
+        return Check(name, False, f"cannot be checked: {_reason(exc)}")
+
+
+def _reason(exc: Exception) -> str:
+    """What stopped a check or repair, in one line without a memory's text."""
+    if isinstance(exc, (sqlite3.Error, ValueError)):
+        return damage(exc)
+    return str(exc).removesuffix(DOCTOR_HINT)
 
 
 def diagnose(store: LocalBackend, repair_: bool) -> tuple[list[Check], list[str]]:
     """Recover as every command does (noting the temporary files that removes), repair what can be
     derived again when ``repair_``, then examine: (checks, what was repaired)."""
     leftovers = [path.name for path in leftover_temp_files(store.directory)]
-    recover(store)
+    with contextlib.suppress(*_FAILURES):  # a damaged database is what the checks report
+        recover(store)
     removed = [name for name in leftovers if not (store.directory / name).exists()]
-    repaired = repair(store) if repair_ else []
+    try:
+        repaired = repair(store) if repair_ else []
+    except _FAILURES as exc:
+        repaired = [f"could not repair: {_reason(exc)}"]
     return examine(store, removed), repaired
 
 
@@ -174,9 +218,7 @@ def repair(store: LocalBackend) -> list[str]:
             with atomic(store.records.conn) as conn:
                 fts.rebuild(conn)
             done.append("rebuilt the keyword index")
-        for path in loose_permissions(store.directory):
-            os.chmod(path, 0o700 if path.is_dir() else 0o600)
-            done.append(f"made {path} private")
+        done.extend(f"made {path} private" for path in tighten(store.directory))
         for path in leftover_temp_files(store.directory):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()

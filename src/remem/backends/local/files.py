@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,13 +17,24 @@ from remem.errors import StoreCorruptError, StoreError, StoreNotFoundError
 DB_FILE = "memories.sqlite3"
 INDEX_FILE = "vectors.faiss"
 LOCK_FILE = "write.lock"
+#: Says that its directory is a remem store (written when a store is opened for writing).
+MARKER_FILE = ".remem-store"
+_MARKER_TEXT = "This directory is a remem store; remem manages the files it names (see the README).\n"
+#: Every file remem keeps in a store directory (SQLite adds -wal, -shm and -journal to the database).
+OWN_NAMES = frozenset(
+    {DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm", f"{DB_FILE}-journal", INDEX_FILE, LOCK_FILE, MARKER_FILE}
+)
+#: remem's temporary files: ``.NAME.XXXXXXXX.tmp`` beside the file they replace (``remem.atomic``,
+#: through ``tempfile.mkstemp``: random letters, digits or underscores).
+_OWN_TEMP = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(OWN_NAMES)))})\.\w+\.tmp", re.ASCII)
 
 
 def prepare_directory(directory: Path, create: bool) -> Path:
     """The database path in ``directory``; with ``create`` the directory is made (0700) — the file
     itself is made by ``open_database``, under the writers' lock.
 
-    StoreNotFoundError when it does not exist and ``create`` is false; StoreError when unusable.
+    StoreNotFoundError when it does not exist and ``create`` is false; StoreError when unusable,
+    read-only, or a directory with other files in it that is not a store yet.
     """
     if directory.exists() and not directory.is_dir():
         raise StoreError(f"store path {directory} exists and is not a directory")
@@ -32,11 +45,61 @@ def prepare_directory(directory: Path, create: bool) -> Path:
         return db_path
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not os.access(directory, os.W_OK | os.X_OK):
-            raise PermissionError(13, "Permission denied")
     except OSError as exc:
         raise StoreError(f"cannot use store directory {directory}: {exc.strerror or exc}") from exc
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise StoreError(f"the store at {directory} is read-only (its directory is not writable)")
+    if not db_path.exists() and others_files(directory):
+        raise StoreError(
+            f"{directory} holds other files and is not a remem store; "
+            "give --store (or $REMEM_HOME) an empty or new directory"
+        )
     return db_path
+
+
+def own_paths(directory: Path) -> list[Path]:
+    """The files of ``directory`` that remem owns: its own names and its temporary files."""
+    return sorted(
+        path for path in directory.iterdir() if path.name in OWN_NAMES or _OWN_TEMP.fullmatch(path.name)
+    )
+
+
+def own_temp_files(directory: Path) -> list[Path]:
+    """Temporary files remem's atomic writes in ``directory`` leave when interrupted (others' are
+    not remem's to remove)."""
+    return [path for path in own_paths(directory) if path.name.endswith(".tmp") and path.is_file()]
+
+
+def others_files(directory: Path) -> list[Path]:
+    """What ``directory`` holds that is not remem's."""
+    owned = set(own_paths(directory))
+    return sorted(path for path in directory.iterdir() if path not in owned)
+
+
+def mark(directory: Path) -> None:
+    """Write the marker that says ``directory`` is a remem store (once; a failure is harmless)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory / MARKER_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(_MARKER_TEXT)
+
+
+def tighten(directory: Path) -> list[Path]:
+    """Make remem's files in ``directory`` private (0600), and the directory (0700) when it holds
+    nothing but them; returns what was changed. Nothing else is touched."""
+    changed = []
+    for path in loose_paths(directory):
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)
+        changed.append(path)
+    return changed
+
+
+def loose_paths(directory: Path) -> list[Path]:
+    """remem's files that group or others can access, and the directory when it is remem's alone."""
+    paths = [p for p in own_paths(directory) if p.is_file() and not p.is_symlink()]
+    if not others_files(directory):
+        paths.insert(0, directory)
+    return [p for p in paths if p.stat().st_mode & 0o077]
 
 
 def open_database(directory: Path, create: bool) -> sqlite3.Connection:
@@ -47,6 +110,10 @@ def open_database(directory: Path, create: bool) -> sqlite3.Connection:
     reported (StoreCorruptError), never silently replaced by an empty store.
     """
     db_path = prepare_directory(directory, create)
+    if create:  # opened by a writer: mark it as a store, and make remem's files private
+        mark(directory)
+        with contextlib.suppress(OSError):
+            tighten(directory)
     if db_path.is_file() and db_path.stat().st_size > 0:
         return connect(db_path)
     with locked(directory):
@@ -70,10 +137,12 @@ def locked(directory: Path, *, blocking: bool = True) -> Iterator[None]:
     try:
         fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise StoreError(f"the store at {directory} is read-only; it can be read, not changed") from exc
         raise StoreError(f"cannot lock {directory}: {exc.strerror or exc}") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        for leftover in directory.glob(".*.tmp"):  # from a writer that was killed mid-save
+        for leftover in own_temp_files(directory):  # from a writer that was killed mid-save
             with contextlib.suppress(OSError):
                 leftover.unlink()
         yield

@@ -17,12 +17,21 @@ def where(filters: Filters | None) -> tuple[str, list[Any]]:
         if value is not None:
             clauses.append(f"m.{column} = ?")
             params.append(value)
-    for tag in sorted(set(filters.tags)):
-        clauses.append("m.id IN (SELECT memory_id FROM memory_tags WHERE tag = ?)")
-        params.append(tag)
-    for key, value in filters.meta:  # json_each, not a JSON path: any key (quotes, non-ASCII) works
-        clauses.append("EXISTS (SELECT 1 FROM json_each(m.meta) AS j WHERE j.key = ? AND j.value = ?)")
-        params.extend([key, value])
+    tags = sorted(set(filters.tags))
+    if tags:  # one condition for any number of tags (a chain of ANDs would hit SQLite's depth limit)
+        clauses.append(
+            f"m.id IN (SELECT memory_id FROM memory_tags WHERE tag IN ({_marks(len(tags))}) "
+            "GROUP BY memory_id HAVING count(DISTINCT tag) = ?)"
+        )
+        params.extend([*tags, len(tags)])
+    pairs = sorted(set(filters.meta))
+    if pairs:  # json_each, not a JSON path: any key (quotes, non-ASCII) works
+        rows = ", ".join(["(?, ?)"] * len(pairs))
+        clauses.append(
+            "(SELECT count(*) FROM json_each(m.meta) AS j "
+            f"WHERE j.type = 'text' AND (j.key, j.value) IN (VALUES {rows})) = ?"
+        )
+        params.extend([*(item for pair in pairs for item in pair), len(pairs)])
     if filters.since is not None:
         clauses.append("m.created_at >= ?")
         params.append(filters.since)
@@ -30,3 +39,8 @@ def where(filters: Filters | None) -> tuple[str, list[Any]]:
         clauses.append("m.created_at < ?")
         params.append(filters.until)
     return (" AND ".join(clauses) or "1"), params
+
+
+def _marks(count: int) -> str:
+    """``?, ?, …``: ``count`` placeholders."""
+    return ", ".join(["?"] * count)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from remem.backends.base import Scored
+from remem.backends.local.guard import translating
 from remem.backends.local.kinds import IndexKind
 from remem.backends.local.records import Records
 from remem.types import Filters
@@ -105,6 +106,7 @@ def _memory_cosines(records: Records, vector: FloatArray, memory_ids: Sequence[i
     return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
+@translating
 class LocalVectorLane:
     """The vector lane over one synced index and the store's records."""
 

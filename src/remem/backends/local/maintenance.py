@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remem.backends.local import fts, sync
+from remem.backends.local.files import loose_paths, own_temp_files
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.settings import IndexSettings
 from remem.backends.local.transactions import atomic
@@ -88,11 +88,10 @@ def _apply(store: LocalBackend, settings: IndexSettings, rebuild_index: bool, re
 
 
 def leftover_temp_files(directory: Path) -> list[Path]:
-    """Temporary files an interrupted atomic write left behind."""
-    return sorted(p for p in directory.glob(".*.tmp") if p.is_file())
+    """Temporary files an interrupted atomic write of remem's left behind (only remem's own)."""
+    return own_temp_files(directory)
 
 
 def loose_permissions(directory: Path) -> list[Path]:
-    """The store directory or files that group or others can access."""
-    paths = [directory, *(p for p in directory.iterdir() if p.is_file())]
-    return [p for p in paths if os.stat(p).st_mode & 0o077]
+    """remem's files that group or others can access, and the directory when it holds only them."""
+    return loose_paths(directory)

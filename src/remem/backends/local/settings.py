@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.records import Records
+from remem.errors import StoreCorruptError
 from remem.types import ModelInfo
 
 #: With "auto", a reindex builds HNSW from this many vectors up, exact below (see bench/index.py:
@@ -52,6 +53,7 @@ class IndexSettings:
         return IndexKind(self.requested)
 
 
+_MAX_DIM = 65_536  # far above any embedding model's
 _MODEL_KEYS = ("model_name", "model_dim", "model_pooling", "model_sha256")
 
 
@@ -60,6 +62,8 @@ def read_model(records: Records) -> ModelInfo | None:
     name, dim, pooling, sha = (records.get_meta(key) for key in _MODEL_KEYS)
     if name is None or dim is None or pooling is None or sha is None:
         return None
+    if not dim.isdigit() or not 0 < int(dim) <= _MAX_DIM:
+        raise StoreCorruptError(f"the store's model stamp is damaged (model_dim {dim[:20]!r})")
     return ModelInfo(name=name, dim=int(dim), pooling=pooling, sha256=sha)
 
 

@@ -1,15 +1,17 @@
 """The FAISS index over unit vectors, keyed by vector id: exact or HNSW, with tombstones and a header.
 
-The index file is ``REMEM-VECTORS 1\\n``, one JSON header line (generation, kind, dim, HNSW parameters,
-tombstones), then the FAISS index bytes. It is always replaced atomically. Scores are inner products,
-which are raw cosines for unit vectors.
+The index file is ``REMEM-VECTORS 2\\n``, one JSON header line (generation, kind, dim, HNSW parameters,
+tombstones), the FAISS index bytes, and ``sha256 HEX\\n`` of those bytes (a damaged block is caught on
+load, and the file rebuilt, instead of giving wrong cosines). It is always replaced atomically.
+Scores are inner products, which are raw cosines for unit vectors.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ import numpy.typing as npt
 from remem.arrays import FloatArray
 from remem.atomic import atomic_writer
 from remem.backends.local.kinds import HnswParams, IndexKind
-from remem.backends.local.vectors_header import MAGIC
+from remem.backends.local.vectors_header import CHECKSUM_PREFIX, MAGIC, MAGIC_V1
 from remem.errors import StoreError
 
 IdArray = npt.NDArray[np.int64]
@@ -78,10 +80,14 @@ class VectorIndex:
         faiss = _faiss()
         try:
             with path.open("rb") as handle:
-                if handle.read(len(MAGIC)) != MAGIC:
+                magic = handle.read(len(MAGIC))
+                if magic not in (MAGIC, MAGIC_V1):
                     raise IndexFileError(f"{path} is not a remem vector index")
                 header = _parse_header(handle.readline())
-                index = faiss.read_index(faiss.PyCallbackIOReader(handle.read))
+                digest = hashlib.sha256()
+                index = faiss.read_index(faiss.PyCallbackIOReader(_hashed_reader(handle.read, digest)))
+                if magic == MAGIC and handle.read() != _checksum_line(digest.hexdigest()):
+                    raise IndexFileError(f"{path} is damaged (its checksum does not match)")
         except OSError as exc:
             raise IndexFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
         except (RuntimeError, ValueError, KeyError, TypeError) as exc:
@@ -176,7 +182,9 @@ class VectorIndex:
             with atomic_writer(path) as handle:
                 handle.write(MAGIC)
                 handle.write(_format_header(self.header))
-                faiss.write_index(self._index, faiss.PyCallbackIOWriter(handle.write))
+                digest = hashlib.sha256()
+                faiss.write_index(self._index, faiss.PyCallbackIOWriter(_hashed_writer(handle.write, digest)))
+                handle.write(_checksum_line(digest.hexdigest()))
         except OSError as exc:
             raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
@@ -190,6 +198,31 @@ def _one_thread(faiss: Any) -> Iterator[None]:
         yield
     finally:
         faiss.omp_set_num_threads(before)
+
+
+def _hashed_reader(read: Callable[[int], bytes], digest: Any) -> Callable[[int], bytes]:
+    """``read`` that also feeds what it returns to ``digest``."""
+
+    def reading(size: int) -> bytes:
+        data = read(size)
+        digest.update(data)
+        return data
+
+    return reading
+
+
+def _hashed_writer(write: Callable[[bytes], int], digest: Any) -> Callable[[bytes], int]:
+    """``write`` that also feeds what it is given to ``digest``."""
+
+    def writing(data: bytes) -> int:
+        digest.update(data)
+        return write(data)
+
+    return writing
+
+
+def _checksum_line(hexdigest: str) -> bytes:
+    return CHECKSUM_PREFIX + hexdigest.encode() + b"\n"
 
 
 def _format_header(header: IndexHeader) -> bytes:

@@ -66,11 +66,14 @@ class PostgresBackend:
         address = parse(url, schema)
         session = Session(connect(address), address)
         try:
-            pgvector = prepare(session, create)
+            from remem.backends.postgres.upkeep import ensure_keywords_current  # noqa: PLC0415
+
+            store = cls(session, prepare(session, create))
+            ensure_keywords_current(store)  # an older analyzer's terms are re-analysed
         except BaseException:
             session.close()
             raise
-        return cls(session, pgvector)
+        return store
 
     def close(self) -> None:
         """Close the connection."""

@@ -38,8 +38,28 @@ def hnsw_is_current(cursor: psycopg.Cursor[Any], s: str, dim: int, settings: met
 
 
 def keywords_are_current(cursor: psycopg.Cursor[Any], s: str) -> bool:
-    """True when this analyzer built every memory's keyword terms."""
-    return meta.read_meta(cursor, s).get(meta.ANALYZER_KEY, ANALYZER_VERSION) == ANALYZER_VERSION
+    """True when this analyzer built every memory's keyword terms (a store that never recorded its
+    analyzer is current only while it holds no memory)."""
+    recorded = meta.read_meta(cursor, s).get(meta.ANALYZER_KEY)
+    if recorded is None:
+        cursor.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.memories)")
+        return bool(cursor.fetchone()[0])  # type: ignore[index]
+    return recorded == ANALYZER_VERSION
+
+
+def ensure_keywords_current(store: PostgresBackend) -> bool:
+    """Re-analyze every memory's terms if an older analyzer (or none recorded) built them, under
+    the store's exclusive lock, as a local store does on open; True when it rebuilt them."""
+    with store.session.transaction(timeout_ms=0) as cursor:
+        if meta.read_meta(cursor, store.s).get(meta.ANALYZER_KEY) == ANALYZER_VERSION:
+            return False
+        store.lock(cursor, exclusive=True)
+        current = keywords_are_current(cursor, store.s)
+        if not current:
+            rebuild_keywords(cursor, store.s)
+        elif meta.ANALYZER_KEY not in meta.read_meta(cursor, store.s):  # empty store: record it
+            meta.write_meta(cursor, store.s, {meta.ANALYZER_KEY: ANALYZER_VERSION})
+        return not current
 
 
 def rebuild_keywords(cursor: psycopg.Cursor[Any], s: str) -> None:

@@ -1,0 +1,214 @@
+"""Time words in a query: "the bug from Tuesday" → the text "the bug" and a created_at window.
+
+A small grammar, in the user's local time zone (weeks start on Monday):
+
+- ``today``, ``yesterday``; ``this week``/``last week``, ``this month``/``last month``;
+- ``<weekday>``, ``on/from <weekday>``, ``last <weekday>``: the most recent such day before today
+  (1–7 days ago); ``this <weekday>``: that day of this week;
+- ``N days ago`` (that day), ``N weeks ago`` (the week holding the day N × 7 days ago), N in digits
+  or ``a``/``one`` … ``ten``;
+- ``in/during <month> [year]``: the most recent such month (``May`` only capitalised: ``may`` is a verb);
+- ISO dates, ``2026-11-24`` (that day), optionally after ``on``/``from``;
+- ``since`` before any of these: from its start until now.
+
+Words that only look temporal do not trigger: plurals ("Thursdays at 10am"), a month without
+``in``/``during`` ("May said…"), ordinals ("second"), and a weekday after ``to``, ``until``,
+``by``, ``every``, ``next``, … (a plan, not a past day). The first expression in the query wins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import date, datetime, time, timedelta, tzinfo
+from typing import TYPE_CHECKING
+
+from remem.reports import DateReading
+from remem.types import Filters, utc_iso
+
+if TYPE_CHECKING:
+    from remem.backends.base import Backend
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+NUMBERS |= {"seven": 7, "eight": 8, "nine": 9, "ten": 10}
+#: A bare weekday after one of these is a plan or a habit, not a day that passed.
+NOT_A_PAST_DAY = frozenset({"to", "until", "till", "by", "every", "each", "next", "before", "after", "at"})
+#: How far back ``N days/weeks ago`` may reach.
+MAX_AGO = 3660
+
+_DAY = "|".join(WEEKDAYS)
+_MONTH = "|".join(MONTHS)
+_NUMBER = r"\d{1,4}|" + "|".join(NUMBERS)
+_PATTERNS = (
+    r"(?P<since>since\s+)?(?:(?:from|on)\s+)?(?P<rel>today|yesterday)\b(?!-)",
+    r"(?P<since>since\s+)?(?:(?:from|during|in)\s+)?(?P<which>this|last)\s+(?P<unit>week|month)\b(?!-)",
+    r"(?P<since>since\s+)?(?:(?:from|on)\s+)?(?:(?P<which>last|this)\s+)?(?P<day>" + _DAY + r")\b(?!-)",
+    r"(?P<since>since\s+)?(?:from\s+)?(?P<n>" + _NUMBER + r")\s+(?P<unit>days?|weeks?)\s+ago\b",
+    r"(?P<since>since\s+)?(?:in|during)\s+(?:early\s+|late\s+)?(?P<month>" + _MONTH + r")\b"
+    r"(?!['’-])(?:\s+(?P<year>\d{4})\b)?",
+    r"(?P<since>since\s+)?(?:(?:from|on)\s+)?(?P<iso>\d{4}-\d{2}-\d{2})\b(?![-:.T\d])",
+)
+_GROUPS = ("since", "rel", "which", "unit", "day", "n", "month", "year", "iso")
+_COMPILED = tuple(re.compile(r"\b" + p, re.IGNORECASE) for p in _PATTERNS)
+_WORD_BEFORE = re.compile(r"(\w+)\W*$")
+
+
+@dataclass(frozen=True)
+class _Days:
+    """A window of whole local days: [first, last + 1 day)."""
+
+    first: date
+    last: date
+
+
+def _week(day: date) -> _Days:
+    monday = day - timedelta(days=day.weekday())
+    return _Days(monday, monday + timedelta(days=6))
+
+
+def _month(year: int, month: int) -> _Days:
+    following = date(year + month // 12, month % 12 + 1, 1)
+    return _Days(date(year, month, 1), following - timedelta(days=1))
+
+
+def _relative(today: date, groups: dict[str, str]) -> _Days | None:
+    """today/yesterday, this/last week or month."""
+    if groups["rel"]:
+        day = today - timedelta(days=groups["rel"].lower() == "yesterday")
+        return _Days(day, day)
+    last, unit = groups["which"].lower() == "last", groups["unit"].lower()
+    if unit == "week":
+        return _week(today - timedelta(days=7 * last))
+    year, month = (today.year, today.month - 1) if last else (today.year, today.month)
+    return _month(year - (month == 0), month or 12)
+
+
+def _weekday(today: date, groups: dict[str, str]) -> _Days:
+    wanted = WEEKDAYS.index(groups["day"].lower())
+    if (groups["which"] or "").lower() == "this":
+        day = _week(today).first + timedelta(days=wanted)
+    else:  # bare, on/from, last: the most recent one before today
+        day = today - timedelta(days=(today.weekday() - wanted - 1) % 7 + 1)
+    return _Days(day, day)
+
+
+def _ago(today: date, groups: dict[str, str]) -> _Days | None:
+    word = groups["n"].lower()
+    count = NUMBERS[word] if word in NUMBERS else int(word)
+    days = count * (7 if groups["unit"].lower().startswith("week") else 1)
+    if days > MAX_AGO:
+        return None
+    day = today - timedelta(days=days)
+    return _week(day) if groups["unit"].lower().startswith("week") else _Days(day, day)
+
+
+def _in_month(today: date, groups: dict[str, str]) -> _Days | None:
+    if groups["month"].lower() == "may" and groups["month"] != "May":  # the verb, not the month
+        return None
+    month = MONTHS.index(groups["month"].lower()) + 1
+    year = int(groups["year"]) if groups["year"] else today.year - (month > today.month)
+    return _month(year, month) if 1 <= year <= 9999 else None
+
+
+def _iso(today: date, groups: dict[str, str]) -> _Days | None:
+    try:
+        day = date.fromisoformat(groups["iso"])
+    except ValueError:
+        return None
+    return _Days(day, day)
+
+
+def _days(today: date, groups: dict[str, str]) -> _Days | None:
+    """The days an expression names, or None when it names none after all."""
+    resolve: Callable[[date, dict[str, str]], _Days | None]
+    if groups["rel"] or (groups["unit"] and not groups["n"]):
+        resolve = _relative
+    elif groups["day"]:
+        resolve = _weekday
+    elif groups["n"]:
+        resolve = _ago
+    elif groups["month"]:
+        resolve = _in_month
+    else:
+        resolve = _iso
+    return resolve(today, groups)
+
+
+def _matches(query: str) -> list[tuple[re.Match[str], dict[str, str]]]:
+    """Every expression in the query, in order of position (the longer first where two start
+    together), with its named groups ('' where a group did not take part)."""
+    found = [
+        (match, {name: match.groupdict().get(name) or "" for name in _GROUPS})
+        for pattern in _COMPILED
+        for match in pattern.finditer(query)
+    ]
+    return sorted(found, key=lambda item: (item[0].start(), -item[0].end()))
+
+
+def _is_plan(query: str, match: re.Match[str], groups: dict[str, str]) -> bool:
+    """A bare weekday after "to", "every", "next"… ("moved to Thursday") names no past day."""
+    if (
+        not groups["day"]
+        or groups["which"]
+        or groups["since"]
+        or match.group(0).lower() != groups["day"].lower()
+    ):
+        return False
+    before = _WORD_BEFORE.search(query[: match.start()])
+    return before is not None and before.group(1).lower() in NOT_A_PAST_DAY
+
+
+def read_dates(query: str, now: datetime) -> DateReading | None:
+    """The first time expression in ``query`` as a window in ``now``'s time zone, with the rest
+    of the query; None when the query has none. ``now`` must be timezone-aware."""
+    zone = now.tzinfo
+    if zone is None:
+        raise ValueError("now must be timezone-aware")
+    for match, groups in _matches(query):
+        if _is_plan(query, match, groups):
+            continue
+        days = _days(now.date(), groups)
+        if days is None:
+            continue
+        rest = _rest(query, match)
+        start = _midnight(days.first, zone)
+        end = None if groups["since"] else _midnight(days.last + timedelta(days=1), zone)
+        return DateReading(phrase=match.group(0), rest=rest or query, start=start, end=end)
+    return None
+
+
+def _midnight(day: date, zone: tzinfo) -> datetime:
+    return datetime.combine(day, time(), tzinfo=zone)
+
+
+def _rest(query: str, match: re.Match[str]) -> str:
+    """The query without the expression, spaces tidied; '' when no word is left."""
+    rest = (query[: match.start()] + " " + query[match.end() :]).strip()
+    rest = re.sub(r"\s+([?!.,;:])", r"\1", re.sub(r"\s+", " ", rest))
+    rest = re.sub(r"^['’]s\b\s*", "", rest)  # "last week's incidents" → "incidents"
+    return rest if re.search(r"\w", rest) else ""
+
+
+def within_dates(
+    backend: Backend, text: str, filters: Filters, now: datetime | None = None
+) -> tuple[str, Filters, DateReading | None]:
+    """The query to search, its filters and the date reading: the window of the query's time words
+    (local time; ``now`` defaults to the current local time) joins the filters unless they already
+    bound created_at (explicit --since/--until win); a window that holds no memory is dropped
+    again (``all_time``), keeping the rest of the query."""
+    if filters.since is not None or filters.until is not None:
+        return text, filters, None
+    reading = read_dates(text, now or datetime.now().astimezone())
+    if reading is None:
+        return text, filters, None
+    end = None if reading.end is None else utc_iso(reading.end)
+    windowed = replace(filters, since=utc_iso(reading.start), until=end)
+    if not backend.newest(windowed, 1):
+        return reading.rest, filters, replace(reading, all_time=True)
+    return reading.rest, windowed, reading

@@ -1,0 +1,66 @@
+"""Word order: a memory holding the query's words in the query's order (a phrase match) outranks
+memories that merely share them, and quoted parts of a query ("…") are required phrases.
+
+Checked on the candidates' texts in the core, so it works the same on every back-end (the
+PostgreSQL keyword lane keeps no word positions). Texts and phrases are compared as normalised
+words: NFKC, lower case, punctuation ignored, each CJK character a word of its own (CJK does not
+separate words by spaces, so ``旅遊`` is a phrase of two words).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from remem.backends.analyzer import CJK_CHARACTERS, STOP_WORDS
+
+#: A query is a phrase to look for when it has at least this many words that are not stop words.
+MIN_PHRASE_WORDS = 2
+
+_WORDS = re.compile(rf"[{CJK_CHARACTERS}]|(?:(?![{CJK_CHARACTERS}])[^\W_])+")
+_QUOTED = re.compile(r'"([^"]*)"|“([^”]*)”|「([^」]*)」')
+
+
+def words(text: str) -> tuple[str, ...]:
+    """The normalised words of a text (see the module docstring)."""
+    return tuple(_WORDS.findall(unicodedata.normalize("NFKC", text).lower()))
+
+
+def _joined(sequence: tuple[str, ...]) -> str:
+    return " " + " ".join(sequence) + " "
+
+
+@dataclass(frozen=True)
+class Phrases:
+    """What word order asks of a memory: ``whole`` (the query's words, when they make a phrase)
+    ranks first where present; every ``required`` phrase must be present."""
+
+    whole: tuple[str, ...] = ()
+    required: tuple[tuple[str, ...], ...] = ()
+
+    def __bool__(self) -> bool:
+        """True when word order matters for this query."""
+        return bool(self.whole or self.required)
+
+    def matches(self, text: str) -> bool:
+        """True when ``text`` holds the query's words in order, next to each other."""
+        return bool(self.whole) and _joined(self.whole) in _joined(words(text))
+
+    def allows(self, text: str) -> bool:
+        """True when ``text`` holds every required phrase."""
+        joined = _joined(words(text))
+        return all(_joined(phrase) in joined for phrase in self.required)
+
+
+def of_query(text: str) -> Phrases:
+    """The phrases of a query: its quoted parts are required; the whole query is a phrase to
+    prefer when it has at least MIN_PHRASE_WORDS words that are not stop words."""
+    required = []
+    for match in _QUOTED.finditer(text):
+        quoted = words(next(part for part in match.groups() if part is not None))
+        if quoted:
+            required.append(quoted)
+    whole = words(text)
+    content = [word for word in whole if word not in STOP_WORDS]
+    return Phrases(whole if len(content) >= MIN_PHRASE_WORDS else (), tuple(dict.fromkeys(required)))

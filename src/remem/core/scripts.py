@@ -1,0 +1,47 @@
+"""Writing systems and the vector lane: an English-only model's cosine between an English query and
+a Chinese memory (or the other way round) is noise — often high for everything — so it must not
+rank such a memory high.
+
+The rule: when the store's model declares its languages and none of them is Chinese, Japanese or
+Korean (``remem model list`` shows them), the vector lane ranks every memory written in the query's
+script (CJK or not: at least a third of the letters CJK) before every memory in the other one.
+The keyword lane is untouched, so a word both share (``TOEIC``) still finds the memory. A model
+that declares no languages (your own, a test fake) is trusted as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from remem.backends.analyzer import CJK_CHARACTERS
+
+if TYPE_CHECKING:
+    from remem.backends.base import Scored
+
+#: Language codes a model must declare to be trusted across scripts ("multilingual": any).
+CJK_LANGUAGES = frozenset({"zh", "ja", "ko", "multilingual"})
+#: A text is CJK when at least this share of its letters are CJK characters.
+MIN_CJK_SHARE = 1 / 3
+
+_CJK = re.compile(f"[{CJK_CHARACTERS}]")
+
+
+def is_cjk(text: str) -> bool:
+    """True when a text is written mostly in CJK characters (see MIN_CJK_SHARE)."""
+    letters = sum(1 for char in text if char.isalpha())
+    return letters > 0 and len(_CJK.findall(text)) >= MIN_CJK_SHARE * letters
+
+
+def blind_across_scripts(languages: Sequence[str]) -> bool:
+    """True when a model declaring ``languages`` cannot compare CJK and other texts."""
+    return bool(languages) and not CJK_LANGUAGES.intersection(languages)
+
+
+def query_script_first(scored: Sequence[Scored], query: str, texts: Mapping[int, str]) -> list[Scored]:
+    """The vector lane's list with the memories in the query's script first, each part in its order."""
+    script = is_cjk(query)
+    same = [item for item in scored if is_cjk(texts.get(item[0], "")) == script]
+    other = [item for item in scored if is_cjk(texts.get(item[0], "")) != script]
+    return same + other

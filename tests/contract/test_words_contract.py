@@ -1,0 +1,124 @@
+"""Chinese, Japanese and Korean in the keyword lane, word order and scripts in the core's ranking —
+the same on every back-end (PostgreSQL keeps no word positions, so the core checks phrases)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+
+from remem.core.ranking import run_search
+from remem.testing import FAKE_MODEL, fake_vector
+from remem.types import Filters, NewMemory, SearchMode
+
+if TYPE_CHECKING:
+    from remem.backends.base import Backend
+
+EVERYTHING = Filters()
+CJK = {
+    "travel": "使用者想加強旅遊英文。",
+    "grammar": "使用者偏好簡短的文法解釋。",
+    "toeic": "使用者希望 TOEIC 達到 850 分。",
+    "examples": "使用者喜歡透過例句學習。",
+    "meeting-ja": "会議は毎週月曜日の午前九時からです。",
+    "lunch-ja": "昼ごはんはカレーライスが好きです。",
+    "meeting-ko": "회의는 매주 월요일 오전 9시에 시작합니다.",
+    "coffee-ko": "사용자는 아침에 커피를 마십니다.",
+    "english": "We run Postgres 16 on the main box.",
+}
+
+
+def _add(backend: Backend, texts: dict[str, str]) -> dict[str, int]:
+    memories = [NewMemory(text) for text in texts.values()]
+    vectors = [fake_vector(m.text).reshape(1, -1) for m in memories]
+    results = backend.add_many(memories, vectors, FAKE_MODEL)
+    return dict(zip(texts, (r.id for r in results), strict=True))
+
+
+@pytest.fixture
+def cjk(backend: Backend) -> dict[str, int]:
+    return _add(backend, CJK)
+
+
+@pytest.mark.parametrize(
+    ("query", "answer"),
+    [
+        ("旅遊", "travel"),
+        ("TOEIC", "toeic"),
+        ("toeic 850", "toeic"),
+        ("文法", "grammar"),
+        ("例句", "examples"),
+        ("会議", "meeting-ja"),
+        ("月曜日", "meeting-ja"),
+        ("カレー", "lunch-ja"),
+        ("회의", "meeting-ko"),
+        ("월요일 회의", "meeting-ko"),
+        ("커피", "coffee-ko"),
+        ("旅遊英文", "travel"),
+    ],
+)
+def test_cjk_words_are_found_first_by_keyword(
+    backend: Backend, cjk: dict[str, int], query: str, answer: str
+) -> None:
+    top = backend.keyword_top(query, EVERYTHING, 5)
+    assert top and top[0][0] == cjk[answer], query
+
+
+def test_one_cjk_character_matches_as_itself_and_runs_do_not_leak(
+    backend: Backend, cjk: dict[str, int]
+) -> None:
+    assert [mid for mid, _ in backend.keyword_top("分", EVERYTHING, 5)] == [cjk["toeic"]]
+    assert backend.keyword_top("旅行", EVERYTHING, 5) == []  # 旅 alone is not the bigram 旅行
+    assert backend.keyword_top("postgres", EVERYTHING, 5)[0][0] == cjk["english"]
+
+
+WRITERS = {f"w{w}n{n}": f"writer {w} note {n} about topic {w * n}" for w in range(1, 6) for n in range(1, 6)}
+
+
+@pytest.mark.parametrize("mode", [SearchMode.KEYWORD, SearchMode.HYBRID])
+def test_the_words_in_order_outrank_the_same_words(backend: Backend, mode: SearchMode) -> None:
+    ids = _add(backend, WRITERS)
+    for query, answer in (
+        ("writer 2 note 5", "w2n5"),
+        ("writer 5 note 2", "w5n2"),
+        ("Writer 3, note 1!", "w3n1"),
+    ):
+        vector = fake_vector(query) if mode is SearchMode.HYBRID else None
+        found = run_search(backend, query, vector, 3, EVERYTHING, mode=mode)
+        assert found[0].memory.id == ids[answer], (mode, query)
+
+
+@pytest.mark.parametrize("mode", [SearchMode.KEYWORD, SearchMode.HYBRID])
+def test_quoted_parts_are_required_phrases(backend: Backend, mode: SearchMode) -> None:
+    ids = _add(
+        backend,
+        {
+            "phrase": "The rollback plan is in the wiki.",
+            "apart": "Plan the rollback of the wiki page.",
+            "other": "A plan for the garden.",
+        },
+    )
+    query = 'wiki "rollback plan"'
+    vector = fake_vector(query) if mode is SearchMode.HYBRID else None
+    found = run_search(backend, query, vector, 5, EVERYTHING, mode=mode)
+    assert [hit.memory.id for hit in found] == [ids["phrase"]]
+
+
+def test_an_english_only_models_noise_does_not_rank_another_script_first(
+    backend: Backend, cjk: dict[str, int]
+) -> None:
+    # The query vector *is* the Chinese memory's: the model's cosine says it is the best match.
+    noise = fake_vector(CJK["toeic"])
+    blind = run_search(backend, "database", noise, 3, EVERYTHING, mode=SearchMode.HYBRID, languages=("en",))
+    assert blind[0].memory.id == cjk["english"]
+    vector = run_search(backend, "database", noise, 3, EVERYTHING, mode=SearchMode.VECTOR, languages=("en",))
+    assert vector[0].memory.id == cjk["english"]
+    trusted = run_search(
+        backend, "database", noise, 3, EVERYTHING, mode=SearchMode.VECTOR, languages=("multilingual",)
+    )
+    assert trusted[0].memory.id == cjk["toeic"]
+    # The keyword lane is untouched: a shared word still finds the memory in the other script.
+    shared = run_search(backend, "TOEIC", noise, 1, EVERYTHING, mode=SearchMode.HYBRID, languages=("en",))
+    assert shared[0].memory.id == cjk["toeic"]
+    assert np.isclose(float(np.linalg.norm(noise)), 1.0)

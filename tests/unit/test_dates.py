@@ -1,0 +1,149 @@
+"""Time words in queries: the grammar of remem.core.dates, and what a search does with the window."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+import remem
+from remem.core.dates import read_dates
+from remem.testing import FakeEmbedder
+
+#: Monday 2026-11-30, 23:30 in UTC+9: in UTC it is still 14:30 of the same day.
+TOKYO = timezone(timedelta(hours=9))
+NOW = datetime(2026, 11, 30, 23, 30, tzinfo=TOKYO)
+
+
+@pytest.mark.parametrize(
+    ("query", "phrase", "rest", "label"),
+    [
+        ("the bug from Tuesday", "from Tuesday", "the bug", "2026-11-24"),
+        (
+            "What was our decision from last Thursday?",
+            "from last Thursday",
+            "What was our decision?",
+            "2026-11-26",
+        ),
+        ("the deploy we did yesterday", "yesterday", "the deploy we did", "2026-11-29"),
+        ("what happened today", "today", "what happened", "2026-11-30"),
+        ("notes from this week", "from this week", "notes", "2026-11-30 to 2026-12-06"),
+        ("last week's incidents", "last week", "incidents", "2026-11-23 to 2026-11-29"),
+        ("budget this month", "this month", "budget", "2026-11-01 to 2026-11-30"),
+        ("budget last month", "last month", "budget", "2026-10-01 to 2026-10-31"),
+        ("on Monday the release", "on Monday", "the release", "2026-11-23"),
+        ("Sunday plans", "Sunday", "plans", "2026-11-29"),
+        ("this Friday demo", "this Friday", "demo", "2026-12-04"),
+        ("outage 3 days ago", "3 days ago", "outage", "2026-11-27"),
+        ("outage two weeks ago", "two weeks ago", "outage", "2026-11-16 to 2026-11-22"),
+        ("a day ago", "a day ago", "a day ago", "2026-11-29"),
+        ("offsite in March", "in March", "offsite", "2026-03-01 to 2026-03-31"),
+        ("offsite during December", "during December", "offsite", "2025-12-01 to 2025-12-31"),
+        ("offsite in May 2024", "in May 2024", "offsite", "2024-05-01 to 2024-05-31"),
+        ("changes since Wednesday", "since Wednesday", "changes", "since 2026-11-25"),
+        ("changes since 2026-11-01", "since 2026-11-01", "changes", "since 2026-11-01"),
+        ("outage on 2026-11-24", "on 2026-11-24", "outage", "2026-11-24"),
+        ("YESTERDAY deploy", "YESTERDAY", "deploy", "2026-11-29"),
+    ],
+)
+def test_time_words_become_a_local_window(query: str, phrase: str, rest: str, label: str) -> None:
+    reading = read_dates(query, NOW)
+    assert reading is not None
+    assert (reading.phrase, reading.rest, reading.label) == (phrase, rest, label)
+    assert reading.start.tzinfo is TOKYO  # local midnight, not UTC's
+
+
+def test_a_window_is_whole_local_days_and_since_is_open_ended() -> None:
+    day = read_dates("from Tuesday", NOW)
+    assert day is not None and day.end is not None
+    assert (day.start, day.end - day.start) == (datetime(2026, 11, 24, tzinfo=TOKYO), timedelta(days=1))
+    assert day.record()["since"] == "2026-11-23T15:00:00.000Z"  # 00:00 in Tokyo
+    since = read_dates("since Monday", NOW)
+    assert since is not None and since.end is None and since.record()["until"] is None
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Meeting with the design team moved to Thursdays at 10am",
+        "what time are the Thursdays meetings",
+        "What May said about the deploy",
+        "we may ship it in may",  # the verb, twice
+        "the second attempt at the migration",
+        "moved to Thursday",  # a plan, not a past day
+        "every Monday standup",
+        "until Friday",
+        "next week",
+        "libfoo 2026-11-24T10:00 log line",  # a timestamp inside an identifier
+        "release v2026-11-24-beta",
+        "2026-13-45 is not a date",
+        "mondays",
+        "weekday weekend monthly",
+        "5000 days ago",  # beyond any store
+        "",
+    ],
+)
+def test_words_that_only_look_temporal_do_not_trigger(query: str) -> None:
+    assert read_dates(query, NOW) is None
+
+
+def test_the_first_expression_wins_and_a_bare_weekday_is_before_today() -> None:
+    reading = read_dates("yesterday or last week", NOW)
+    assert reading is not None and reading.phrase == "yesterday"
+    monday = read_dates("Monday", NOW)  # today is a Monday: the one a week ago
+    assert monday is not None and monday.label == "2026-11-23"
+
+
+def test_now_must_be_aware() -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        read_dates("yesterday", datetime(2026, 11, 30))
+
+
+# --- through the API -----------------------------------------------------------------------------
+
+
+def _local_day(days_ago: int, hour: int = 12) -> datetime:
+    """Noon (local time) ``days_ago`` days before today."""
+    today = datetime.now().astimezone()
+    return today.replace(hour=hour, minute=0, second=0, microsecond=0) - timedelta(days=days_ago)
+
+
+@pytest.fixture
+def dated(tmp_path: Path) -> remem.Memories:
+    memories = remem.open(tmp_path / "store", embedder=FakeEmbedder())
+    memories.add("Fixed the null pointer bug in the importer.", created_at=_local_day(1))
+    memories.add("Found a bug in the importer: it crashes on empty files.", created_at=_local_day(30))
+    memories.add("The deploy went out.", created_at=_local_day(30))
+    return memories
+
+
+def test_search_restricts_to_the_window_and_says_so(dated: remem.Memories) -> None:
+    with dated:
+        result = dated.search("the importer bug from yesterday", k=5)
+        assert [hit.memory.text for hit in result] == ["Fixed the null pointer bug in the importer."]
+        assert result.dates is not None and result.dates.rest == "the importer bug"
+        assert any('"from yesterday" read as' in note and "--no-dates" in note for note in result.notes)
+        everything = dated.search("the importer bug from yesterday", k=5, dates=False)
+        assert everything.dates is None and len(everything) == 3
+
+
+def test_an_empty_window_searches_all_time_and_says_so(dated: remem.Memories) -> None:
+    with dated:
+        result = dated.search("the deploy from three days ago", k=1)
+        assert result[0].memory.text == "The deploy went out."
+        assert result.dates is not None and result.dates.all_time
+        assert any("all time was searched" in note for note in result.notes)
+
+
+def test_explicit_since_wins_over_time_words(dated: remem.Memories) -> None:
+    with dated:
+        result = dated.search("importer bug yesterday", k=5, since="60d")
+        assert result.dates is None and len(result) == 3
+
+
+def test_context_reads_time_words_for_the_similar_ones(dated: remem.Memories) -> None:
+    with dated:
+        items = dated.context("importer bug from yesterday", recent=0, similar=5)
+        assert [item.memory.text for item in items] == ["Fixed the null pointer bug in the importer."]
+        assert any("read as" in note for note in dated.notes)

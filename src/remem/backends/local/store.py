@@ -307,8 +307,9 @@ class LocalBackend:
         from remem.backends.local import sync  # noqa: PLC0415 - numpy and FAISS only when vectors are needed
 
         settings = self.settings
+        in_snapshot = self.records.conn.in_transaction  # a read snapshot (writers hold the lock)
         synced = sync.cached_index(
-            self.records, self._index, self.index_path, dim, settings.built_kind, settings.hnsw
+            self.records, self._index, self.index_path, dim, settings.built_kind, settings.hnsw, in_snapshot
         )
         self._index = synced.index  # kept: a long-lived process catches it up instead of re-reading
         if synced.warning:

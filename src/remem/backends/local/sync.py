@@ -6,7 +6,10 @@ generation it was saved at. On open:
 - file behind (a writer committed and has not saved yet, or crashed in between): caught up
   incrementally — vectors missing from it are added, deleted ones removed or tombstoned;
 - file missing, unreadable, of another shape, or *ahead* of the database (a restored backup):
-  rebuilt from the stored vectors, with a warning when that is not simply a new store.
+  rebuilt from the stored vectors, with a warning when that is not simply a new store — except
+  inside a read snapshot, where a file ahead was saved by a writer that committed after the snapshot
+  began: it is used as is (its extra vectors name memories the snapshot does not see, and are
+  dropped when hits are mapped to memories).
 """
 
 from __future__ import annotations
@@ -45,8 +48,11 @@ def add_stored(records: Records, index: VectorIndex, dim: int, ids: list[int] | 
         index.add([vid for vid, _ in chunk], matrix)
 
 
-def synced_index(records: Records, path: Path, dim: int, kind: IndexKind, hnsw: HnswParams) -> Synced:
-    """The index in ``path`` brought level with SQLite (see the module docstring).
+def synced_index(
+    records: Records, path: Path, dim: int, kind: IndexKind, hnsw: HnswParams, in_snapshot: bool = False
+) -> Synced:
+    """The index in ``path`` brought level with SQLite (see the module docstring; ``in_snapshot``:
+    the database is read through a snapshot that a later commit may have passed).
 
     ``kind`` and ``hnsw`` are used only when the index has to be built from scratch.
     """
@@ -58,6 +64,8 @@ def synced_index(records: Records, path: Path, dim: int, kind: IndexKind, hnsw: 
         return Synced(build(records, dim, kind, hnsw), changed=True, warning=warning)
     # Read after the file: writers commit before they save, so an honest file is never ahead.
     generation, stored = records.generation_and_vector_count()
+    if in_snapshot and index.header.generation > generation and index.header.store_id == records.store_id():
+        return Synced(index, changed=False)  # saved after the snapshot began: newer, not wrong
     problem = _inconsistency(records, index, generation, stored)
     if problem:
         warning = f"{path} {problem}; rebuilt it from the database"
@@ -95,7 +103,13 @@ def catch_up(records: Records, index: VectorIndex, dim: int) -> None:
 
 
 def cached_index(
-    records: Records, cached: VectorIndex | None, path: Path, dim: int, kind: IndexKind, hnsw: HnswParams
+    records: Records,
+    cached: VectorIndex | None,
+    path: Path,
+    dim: int,
+    kind: IndexKind,
+    hnsw: HnswParams,
+    in_snapshot: bool = False,
 ) -> Synced:
     """``cached`` (an index this process synced before) caught up incrementally when it is of this
     store, of the kind and parameters the store's settings now name (a reindex elsewhere may have
@@ -112,4 +126,4 @@ def cached_index(
         if cached.header.generation < generation:
             catch_up(records, cached, dim)
             return Synced(cached, changed=False)
-    return synced_index(records, path, dim, kind, hnsw)
+    return synced_index(records, path, dim, kind, hnsw, in_snapshot)

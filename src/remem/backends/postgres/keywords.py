@@ -5,7 +5,8 @@ stemmed by the server's English Snowball stemmer and stored as a tsvector with a
 query becomes one tsquery per distinct term (hashes as prefixes); matching memories are scored
 BM25-style in SQL: each matched term adds its IDF over the whole store, normalised by the memory's
 length. Unlike FTS5's BM25 a term counts once however often it occurs (memories are short), and
-the stemmer is Snowball's, not Porter's.
+the stemmer is Snowball's, not Porter's. In stores of 20,000 memories and more, N and the mean
+length are estimates (planner statistics, a fixed page sample): exact counts would cost a scan.
 """
 
 from __future__ import annotations
@@ -54,18 +55,36 @@ def weighted_terms(
     return memo[key]  # type: ignore[no-any-return]
 
 
-def _weights(cursor: psycopg.Cursor[Any], s: str, queries: list[str]) -> tuple[list[float], float]:
-    """Each term's IDF, ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, and the mean length."""
-    cursor.execute(
-        f"SELECT (SELECT count(*) FROM {s}.memories m WHERE m.terms @@ q::tsquery) "
-        "FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, n) ORDER BY n",
-        (queries,),
-    )
-    counts = [int(row[0]) for row in cursor.fetchall()]
+#: From this many memories on, the store's size and mean length come from the planner's statistics
+#: and a fixed page sample (a full count costs ≈30 ms per 100k memories; BM25 needs neither exactly).
+ESTIMATE_FROM = 20_000
+
+
+def _size_and_mean_length(cursor: psycopg.Cursor[Any], s: str) -> tuple[int, float]:
+    """The number of memories and their mean term count: exact for small stores, estimated (the
+    table's ``reltuples``, a repeatable 2 % page sample) for large ones."""
+    cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(%s)", (f"{s}.memories",))
+    estimate = int(cursor.fetchone()[0])  # type: ignore[index]
+    if estimate >= ESTIMATE_FROM:
+        cursor.execute(f"SELECT avg(term_count) FROM {s}.memories TABLESAMPLE SYSTEM (2) REPEATABLE (7)")
+        mean = cursor.fetchone()[0]  # type: ignore[index]
+        if mean is not None:
+            return estimate, float(mean)
     cursor.execute(f"SELECT count(*), coalesce(avg(term_count), 1) FROM {s}.memories")
     total, mean = cursor.fetchone()  # type: ignore[misc]
-    idf = [math.log(1 + (int(total) - n + 0.5) / (n + 0.5)) for n in counts]
-    return idf, max(float(mean), 1.0)
+    return int(total), float(mean)
+
+
+def _weights(cursor: psycopg.Cursor[Any], s: str, queries: list[str]) -> tuple[list[float], float]:
+    """Each term's IDF, ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, and the mean length.
+    Each term's document count is its own subquery, so each is served by the GIN index."""
+    counts = ", ".join(f"(SELECT count(*) FROM {s}.memories m WHERE m.terms @@ %s::tsquery)" for _ in queries)
+    cursor.execute(f"SELECT {counts}", queries)
+    matching = [int(n) for n in cursor.fetchone()]  # type: ignore[union-attr]
+    total, mean = _size_and_mean_length(cursor, s)
+    total = max(total, *matching)
+    idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n in matching]
+    return idf, max(mean, 1.0)
 
 
 def top(
@@ -86,7 +105,7 @@ def top(
         return []
     condition, params = filtering.where(filters)
     if among is not None:
-        condition += " AND m.id = ANY(%s)"
+        condition += " AND m.id = ANY(%s::bigint[])"
         params.append(list(among))
     cursor.execute(
         "SELECT m.id, (SELECT sum(q.w) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) "
@@ -107,7 +126,7 @@ def coverage(
         return dict.fromkeys(ids, 0.0)
     cursor.execute(
         "SELECT m.id, (SELECT coalesce(sum(q.w), 0) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) "
-        f"WHERE m.terms @@ q.t) FROM {s}.memories m WHERE m.id = ANY(%s)",
+        f"WHERE m.terms @@ q.t) FROM {s}.memories m WHERE m.id = ANY(%s::bigint[])",
         (queries, idf, list(ids)),
     )
     whole = sum(idf) or 1.0

@@ -118,7 +118,7 @@ class PostgresVectorLane:
         with self._session.transaction() as cursor:
             cursor.execute(
                 f"SELECT memory_id, max(-(embedding <#> %s)) FROM {self._s}.vectors "
-                "WHERE memory_id = ANY(%s) GROUP BY memory_id",
+                "WHERE memory_id = ANY(%s::bigint[]) GROUP BY memory_id",
                 (vector, list(memory_ids)),
             )
             return _best_per_memory(cursor.fetchall())

@@ -44,7 +44,7 @@ def memory(row: Sequence[Any]) -> Memory:
 
 def get_many(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> dict[int, Memory]:
     """The memories with these ids (missing ids are absent)."""
-    cursor.execute(f"SELECT {COLUMNS} FROM {s}.memories m WHERE m.id = ANY(%s)", (list(ids),))
+    cursor.execute(f"SELECT {COLUMNS} FROM {s}.memories m WHERE m.id = ANY(%s::bigint[])", (list(ids),))
     return {int(row[0]): memory(row) for row in cursor.fetchall()}
 
 
@@ -128,7 +128,7 @@ def add_vectors(cursor: psycopg.Cursor[Any], s: str, memory_id: int, windows: Fl
 def vectors_of_memories(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> dict[int, list[bytes]]:
     """memory id → its window vectors as float32 bytes, in window order."""
     cursor.execute(
-        f"SELECT memory_id, embedding FROM {s}.vectors WHERE memory_id = ANY(%s) "
+        f"SELECT memory_id, embedding FROM {s}.vectors WHERE memory_id = ANY(%s::bigint[]) "
         "ORDER BY memory_id, window_no",
         (list(ids),),
     )

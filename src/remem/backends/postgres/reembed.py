@@ -46,7 +46,9 @@ def _stage(store: PostgresBackend, embed: EmbedFn, progress: ProgressFn | None, 
             if not rows:
                 return done
             windows = embed([text for _, text, _ in rows])
-            cursor.execute(f"DELETE FROM {s}.vectors_next WHERE memory_id = ANY(%s)", ([r[0] for r in rows],))
+            cursor.execute(
+                f"DELETE FROM {s}.vectors_next WHERE memory_id = ANY(%s::bigint[])", ([r[0] for r in rows],)
+            )
             cursor.executemany(
                 f"INSERT INTO {s}.vectors_next (memory_id, window_no, sha256, embedding) "
                 "VALUES (%s, %s, %s, %s)",

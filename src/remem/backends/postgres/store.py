@@ -206,7 +206,8 @@ class PostgresBackend:
         """Delete memories with their vectors; returns the ids that existed."""
         with self.writing(None) as cursor:
             cursor.execute(
-                f"DELETE FROM {self.s}.memories WHERE id = ANY(%s) RETURNING id", (list(memory_ids),)
+                f"DELETE FROM {self.s}.memories WHERE id = ANY(%s::bigint[]) RETURNING id",
+                (list(memory_ids),),
             )
             return sorted(int(row[0]) for row in cursor.fetchall())
 

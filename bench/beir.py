@@ -1,7 +1,7 @@
 """Retrieval quality on BEIR SciFact (test split), through remem's real store and search path.
 
     python bench/beir.py [--data ../shared/bench/scifact] [--model all-minilm-l6-v2]
-                         [--mode vector|keyword|hybrid] [--store DIR] [--batch 256] [--truncate]
+                         [--mode vector|keyword|hybrid] [--store DIR|URL] [--batch 256] [--truncate]
                          [--save-run FILE]
 
 ``--model bge-small-en-v1.5`` (after ``remem model pull bge-small-en-v1.5``) reproduces its published
@@ -9,11 +9,12 @@
 (the catalog the CLI uses, with the same defaults).
 
 Everything else goes through the public API too, as a Python user would: ``remem.open(DIR,
-embedder=...)`` on a temporary store, or on ``--store DIR`` (kept; a store that already holds the
-corpus is reused without ingesting again). Every corpus document (``title + " " + text``, as MTEB
-embeds it) is added with ``Memories.add_many`` (``meta={"beir_id": _id}``), which embeds it with the
-model's ``embed_documents`` (every window of a long document, as remem stores it; with ``--truncate``
-only its first window, the MTEB protocol behind the published figures). Each test query is answered
+embedder=...)`` on a temporary store, or on ``--store DIR`` or ``--store postgresql://…`` (kept; a
+store that already holds the corpus is reused without ingesting again). Every corpus document
+(``title + " " + text``, as MTEB embeds it) is added with ``Memories.add_many``
+(``meta={"beir_id": _id}``), which embeds it with the model's ``embed_documents`` (every window
+of a long document, as remem stores it; with ``--truncate`` only its first window, the MTEB
+protocol behind the published figures). Each test query is answered
 by ``Memories.search`` in the chosen mode (top 100, no filters), which embeds it with
 ``embed_queries`` (the model's query prefix); hits are mapped back to BEIR ids through their meta.
 nDCG@10, Recall@10 and Recall@100 of remem's rankings are computed as pytrec_eval computes them for
@@ -317,7 +318,10 @@ def main() -> None:
         default=remem.SearchMode.VECTOR.value,
         help="search mode",
     )
-    parser.add_argument("--store", type=Path, help="keep the store here (reused if it holds the corpus)")
+    parser.add_argument(
+        "--store",
+        help="keep the store here, a directory or a postgresql:// URL (reused if it holds the corpus)",
+    )
     parser.add_argument("--batch", type=int, default=256, help="texts per Memories.add_many call")
     parser.add_argument(
         "--truncate", action="store_true", help="store only each document's first window (as MTEB does)"

@@ -43,7 +43,12 @@ def test_a_complete_description_becomes_a_spec_with_hashed_files(tmp_path: Path)
 
 def test_defaults_name_window_and_prefix(tmp_path: Path) -> None:
     spec, _ = load_model_dir(_model_dir(tmp_path, {"dim": 8, "pooling": "mean"}, name="small-one"))
-    assert (spec.name, spec.max_tokens, spec.query_prefix) == ("small-one", 512, "")
+    assert (spec.name, spec.max_tokens, spec.query_prefix, spec.languages) == ("small-one", 512, "", ())
+
+
+def test_a_model_may_declare_its_languages(tmp_path: Path) -> None:
+    spec, _ = load_model_dir(_model_dir(tmp_path, {"dim": 8, "pooling": "mean", "languages": ["EN", "zh"]}))
+    assert spec.languages == ("en", "zh")
 
 
 @pytest.mark.parametrize(
@@ -58,6 +63,8 @@ def test_defaults_name_window_and_prefix(tmp_path: Path) -> None:
         ({"dim": 384, "pooling": "cls", "max_tokens": 2}, "max_tokens must be an integer"),
         ({"dim": 384, "pooling": "cls", "query_prefix": 3}, "query_prefix must be a string"),
         ({"dim": 384, "pooling": "cls", "normalize": True}, "unknown fields"),
+        ({"dim": 384, "pooling": "cls", "languages": "en"}, "languages must be a list"),
+        ({"dim": 384, "pooling": "cls", "languages": [""]}, "languages must be a list"),
         ({"dim": 384, "pooling": "cls", "name": "bge-small-en-v1.5"}, "taken by a built-in"),
         ({"dim": 384, "pooling": "cls", "name": "has space"}, "without spaces"),
     ],

@@ -44,6 +44,7 @@ NOW = datetime(2026, 11, 30, 23, 30, tzinfo=TOKYO)
         ("changes since Wednesday", "since Wednesday", "changes", "since 2026-11-25"),
         ("changes since 2026-11-01", "since 2026-11-01", "changes", "since 2026-11-01"),
         ("outage on 2026-11-24", "on 2026-11-24", "outage", "2026-11-24"),
+        ("What broke on 2026-11-24?", "on 2026-11-24", "What broke?", "2026-11-24"),
         ("YESTERDAY deploy", "YESTERDAY", "deploy", "2026-11-29"),
     ],
 )
@@ -77,6 +78,8 @@ def test_a_window_is_whole_local_days_and_since_is_open_ended() -> None:
         "next week",
         "libfoo 2026-11-24T10:00 log line",  # a timestamp inside an identifier
         "release v2026-11-24-beta",
+        "backup-2026-11-24.tar.gz",
+        "tag release-2026-11-24 notes",
         "2026-13-45 is not a date",
         "mondays",
         "weekday weekend monthly",

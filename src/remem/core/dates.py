@@ -52,7 +52,7 @@ _PATTERNS = (
     r"(?P<since>since\s+)?(?:from\s+)?(?P<n>" + _NUMBER + r")\s+(?P<unit>days?|weeks?)\s+ago\b",
     r"(?P<since>since\s+)?(?:in|during)\s+(?:early\s+|late\s+)?(?P<month>" + _MONTH + r")\b"
     r"(?!['’-])(?:\s+(?P<year>\d{4})\b)?",
-    r"(?P<since>since\s+)?(?:(?:from|on)\s+)?(?P<iso>\d{4}-\d{2}-\d{2})\b(?![-:.T\d])",
+    r"(?P<since>since\s+)?(?:(?:from|on)\s+)?(?<![-./:])(?P<iso>\d{4}-\d{2}-\d{2})\b(?![-:T\d]|\.\w)",
 )
 _GROUPS = ("since", "rel", "which", "unit", "day", "n", "month", "year", "iso")
 _COMPILED = tuple(re.compile(r"\b" + p, re.IGNORECASE) for p in _PATTERNS)

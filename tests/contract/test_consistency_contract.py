@@ -80,3 +80,9 @@ def test_an_interrupted_reembed_resumes_where_it_stopped(backend: Backend) -> No
     assert backend.model == OTHER
     lane = backend.vector_lane(OTHER)
     assert all(lane.top(fake_vector(text, OTHER.dim), 1, Filters())[0][1] > 0.99 for text in texts[::37])
+
+
+def test_keyword_scores_count_how_often_a_term_occurs(backend: Backend) -> None:
+    once = _add(backend, "rollback plan for the payments service deploy today")
+    thrice = _add(backend, "rollback the rollback of the rollback plan please")
+    assert [mid for mid, _ in backend.keyword_top("rollback", Filters(), 2)] == [thrice, once]

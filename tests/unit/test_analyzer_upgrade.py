@@ -51,12 +51,14 @@ def test_a_local_store_of_an_older_analyzer_is_reanalysed_on_open(tmp_path: Path
         assert [mid for mid, _ in backend.keyword_top("旅遊", Filters(), 5)] == [1]
 
 
-@pytest.mark.parametrize("recorded", ["2", None])
+@pytest.mark.parametrize("recorded", ["2", ANALYZER_VERSION, None])  # the current analyzer, no positions
 def test_a_postgres_store_of_an_older_analyzer_is_reanalysed_on_open(
     postgres_url: str, recorded: str | None
 ) -> None:
     from remem.backends.postgres.store import PostgresBackend
+    from remem.backends.postgres.upkeep import TERMS_VERSION
 
+    assert TERMS_VERSION.startswith(ANALYZER_VERSION)  # the analyzer's version is part of it
     with PostgresBackend.open(postgres_url, create=True) as backend:
         _add(backend)
         with backend.session.transaction() as cursor:
@@ -70,6 +72,6 @@ def test_a_postgres_store_of_an_older_analyzer_is_reanalysed_on_open(
         assert backend.keyword_top("旅遊", Filters(), 5) == []  # the old terms: one token per run
     with PostgresBackend.open(postgres_url, create=False) as backend:
         assert [mid for mid, _ in backend.keyword_top("旅遊", Filters(), 5)] == [1]
-        assert backend.key_values().get("keyword_analyzer") == ANALYZER_VERSION
+        assert backend.key_values().get("keyword_analyzer") == TERMS_VERSION
         checks, _ = backend.doctor(repair=False)
         assert all(check.ok for check in checks if "keyword" in check.name)

@@ -1,12 +1,13 @@
 """The keyword lane on PostgreSQL: the local store's analyzer, its terms in an indexed tsvector.
 
-A memory's terms (``remem.backends.analyzer``: identifiers whole and split, no stop words) are
-stemmed by the server's English Snowball stemmer and stored as a tsvector with a GIN index. A
-query becomes one tsquery per distinct term (hashes as prefixes); matching memories are scored
-BM25-style in SQL: each matched term adds its IDF over the whole store, normalised by the memory's
-length. Unlike FTS5's BM25 a term counts once however often it occurs (memories are short), and
-the stemmer is Snowball's, not Porter's. In stores of 20,000 memories and more, N and the mean
-length are estimates (planner statistics, a fixed page sample): exact counts would cost a scan.
+A memory's terms (``remem.backends.analyzer``: identifiers whole and split, no stop words, CJK
+bigrams) are stemmed by the server's English Snowball stemmer and stored with their positions as a
+tsvector with a GIN index. A query becomes one tsquery per distinct term (hashes as prefixes).
+Matching memories are scored by BM25 in SQL (Lucene's IDF over the whole store, k1 1.2, b 0.75):
+first cheaply with every term frequency taken as 1, then the best ``POOL`` (at least 3 k) with their
+real term frequencies. Unlike FTS5, the stemmer is Snowball's, not Porter's, and IDF is Lucene's.
+In stores of 20,000 memories and more, N and the mean length are estimates (planner statistics, a
+fixed page sample): exact counts would cost a scan.
 """
 
 from __future__ import annotations
@@ -26,6 +27,20 @@ if TYPE_CHECKING:
 
 K1 = 1.2
 B = 0.75
+#: Matching memories are first ranked by a cheap score (BM25 with every frequency taken as 1: an
+#: index probe per term), then this many of the best are scored with their term frequencies.
+POOL = 200
+_PRESCORE = f"""((SELECT sum(q.w) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) WHERE m.terms @@ q.t)
+    / (1 + {K1} * ({1 - B} + {B} * m.term_count / %s)))"""
+#: BM25 of memory ``m`` in SQL: for each query term (lexeme, prefix?, IDF) that the memory holds,
+#: its frequency (positions; 1 for terms stored without them) saturated by k1 and normalised by the
+#: memory's length against the mean. Parameters: mean length, lexemes, prefix flags, IDF weights.
+_BM25 = f"""(SELECT sum(x.w * x.tf * {K1 + 1} / (x.tf + {K1} * ({1 - B} + {B} * m.term_count / %s)))
+    FROM (SELECT q.w, sum(coalesce(array_length(u.positions, 1), 1)) AS tf
+          FROM unnest(%s::text[], %s::bool[], %s::float8[]) AS q(lx, prefix, w)
+          JOIN unnest(m.terms) AS u(lexeme, positions, weights)
+            ON u.lexeme = q.lx OR (q.prefix AND starts_with(u.lexeme, q.lx))
+          GROUP BY q.lx, q.w) AS x)"""
 
 
 def _tsquery(lexeme: str, prefix: bool) -> str:
@@ -107,12 +122,13 @@ def top(
     if among is not None:
         condition += " AND m.id = ANY(%s::bigint[])"
         params.append(list(among))
+    lexemes = [query.split("'")[1].replace("''", "'") for query in queries]
+    prefixes = [query.endswith(":*") for query in queries]
     cursor.execute(
-        "SELECT m.id, (SELECT sum(q.w) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) "
-        f"WHERE m.terms @@ q.t) * {K1 + 1} / (1 + {K1} * ({1 - B} + {B} * m.term_count / %s)) AS score "
-        f"FROM {s}.memories m WHERE m.terms @@ %s::tsquery AND {condition} "
-        "ORDER BY score DESC, m.id LIMIT %s",
-        [queries, idf, mean, " | ".join(queries), *params, k],
+        f"WITH pool AS (SELECT m.id, m.terms, m.term_count FROM {s}.memories m "
+        f"WHERE m.terms @@ %s::tsquery AND {condition} ORDER BY {_PRESCORE} DESC, m.id LIMIT %s) "
+        f"SELECT m.id, {_BM25} AS score FROM pool m ORDER BY score DESC, m.id LIMIT %s",
+        [" | ".join(queries), *params, queries, idf, mean, max(POOL, 3 * k), mean, lexemes, prefixes, idf, k],
     )
     return [(int(mid), float(score)) for mid, score in cursor.fetchall()]
 

@@ -68,8 +68,9 @@ def find_duplicate(cursor: psycopg.Cursor[Any], s: str, item: NewMemory) -> int 
 
 
 def terms_sql(s: str) -> str:
-    """SQL for the tsvector of a text's analyzed terms (parameter: the terms, as a text array)."""
-    return f"array_to_tsvector({s}.lexemes(%s::text[]))"
+    """SQL for the tsvector of a text's analyzed terms, with positions (parameter: the terms, as a
+    text array)."""
+    return f"{s}.term_vector(%s::text[])"
 
 
 def _explicit_id(cursor: psycopg.Cursor[Any], s: str, wanted: int | None) -> int | None:

@@ -72,8 +72,18 @@ _V1 = (
         FROM unnest(terms) WITH ORDINALITY AS u(t, n) $$""",
 )
 
+_V2 = (
+    # A memory's terms with their positions (the order of its analyzed terms), so the keyword score
+    # can count how often a term occurs; stores built before are re-analysed on open.
+    """CREATE FUNCTION {s}.term_vector(terms text[]) RETURNS tsvector LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+        SELECT coalesce(string_agg('''' || replace(replace(l, '\\', '\\\\'), '''', '''''') || ''''
+                                   || ':' || least(n, 16383), ' '), '')::tsvector
+        FROM unnest({s}.lexemes(terms)) WITH ORDINALITY AS u(l, n) $$""",
+)
+
 #: Migration n brings a schema from version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Sequence[str], ...] = (_V1,)
+MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2)
 LATEST_VERSION = len(MIGRATIONS)
 
 

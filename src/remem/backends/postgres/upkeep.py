@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from remem.backends.postgres.store import PostgresBackend
 
 TOP = 20  # the most frequent users, conversations and tags listed
+#: What built a memory's terms here: the analyzer's version and the tsvector layout (with positions,
+#: so the keyword score counts how often a term occurs). Either changing re-analyses the store.
+TERMS_VERSION = f"{ANALYZER_VERSION}+positions"
 _BATCH = 1000
 
 
@@ -44,21 +47,21 @@ def keywords_are_current(cursor: psycopg.Cursor[Any], s: str) -> bool:
     if recorded is None:
         cursor.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.memories)")
         return bool(cursor.fetchone()[0])  # type: ignore[index]
-    return recorded == ANALYZER_VERSION
+    return recorded == TERMS_VERSION
 
 
 def ensure_keywords_current(store: PostgresBackend) -> bool:
     """Re-analyze every memory's terms if an older analyzer (or none recorded) built them, under
     the store's exclusive lock, as a local store does on open; True when it rebuilt them."""
     with store.session.transaction(timeout_ms=0) as cursor:
-        if meta.read_meta(cursor, store.s).get(meta.ANALYZER_KEY) == ANALYZER_VERSION:
+        if meta.read_meta(cursor, store.s).get(meta.ANALYZER_KEY) == TERMS_VERSION:
             return False
         store.lock(cursor, exclusive=True)
         current = keywords_are_current(cursor, store.s)
         if not current:
             rebuild_keywords(cursor, store.s)
         elif meta.ANALYZER_KEY not in meta.read_meta(cursor, store.s):  # empty store: record it
-            meta.write_meta(cursor, store.s, {meta.ANALYZER_KEY: ANALYZER_VERSION})
+            meta.write_meta(cursor, store.s, {meta.ANALYZER_KEY: TERMS_VERSION})
         return not current
 
 
@@ -72,7 +75,7 @@ def rebuild_keywords(cursor: psycopg.Cursor[Any], s: str) -> None:
             f"UPDATE {s}.memories SET terms = {records.terms_sql(s)}, term_count = %s WHERE id = %s",
             [(terms, len(terms), mid) for mid, terms in ((mid, analyze(text)) for mid, text in batch)],
         )
-    meta.write_meta(cursor, s, {meta.ANALYZER_KEY: ANALYZER_VERSION})
+    meta.write_meta(cursor, s, {meta.ANALYZER_KEY: TERMS_VERSION})
 
 
 def reindex(

@@ -76,3 +76,9 @@ def test_an_older_pgvector_warns_and_still_fills_k(store) -> None:  # type: igno
     assert [mid for mid, _ in lane.top(query, 10, Filters(user="rare"))] == _brute_force(
         vectors, users, rare_ids, query
     )
+
+
+def test_a_large_k_walks_past_the_ef_search_bound(store) -> None:  # type: ignore[no-untyped-def]
+    backend, _, vectors, _ = store
+    found = backend.vector_lane().top(vectors[0], 1500, Filters())  # hnsw.ef_search stops at 1000
+    assert len(found) == 1500 and found[0][1] > 0.99

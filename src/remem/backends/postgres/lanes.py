@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from remem.backends.postgres.session import Session
     from remem.types import Filters
 
+#: pgvector's upper bound for hnsw.ef_search (iterative scans go on past it).
+MAX_EF_SEARCH = 1000
 #: Up to this many filtered vectors are scored exactly rather than through the HNSW index (each
 #: memory's windows looked up by id: ≈4 µs each here; past that the iterative walk is faster).
 EXACT_CANDIDATES = 5_000
@@ -87,7 +89,8 @@ class PostgresVectorLane:
         (inside the caller's transaction: the search settings are ``SET LOCAL``)."""
         dim, settings = self.settings.dim, self.settings
         cursor.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true)", (str(max(settings.ef_search, fetch)),)
+            "SELECT set_config('hnsw.ef_search', %s, true)",
+            (str(min(MAX_EF_SEARCH, max(settings.ef_search, fetch))),),
         )
         if settings.iterative:
             cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")

@@ -120,6 +120,18 @@ def _counts(cursor: psycopg.Cursor[Any], sql: str) -> dict[str, int]:
     return {str(name): int(count) for name, count in cursor.fetchall()}
 
 
+def _breakdowns(cursor: psycopg.Cursor[Any], s: str) -> dict[str, dict[str, int]]:
+    """The most frequent users, conversations, tags and roles with their counts."""
+    by = "SELECT coalesce({0}, '(none)'), count(*) c FROM {1}.memories GROUP BY 1 ORDER BY c DESC, 1"
+    tags = f"SELECT tag, count(*) c FROM {s}.memories, unnest(tags) AS tag GROUP BY tag ORDER BY c DESC, tag"
+    return {
+        "by_user": _counts(cursor, by.format('"user"', s)),
+        "by_conversation": _counts(cursor, by.format("conversation", s)),
+        "by_tag": _counts(cursor, tags),
+        "by_role": _counts(cursor, by.format("role", s)),
+    }
+
+
 def summarize(store: PostgresBackend) -> dict[str, Any]:
     """Counts, model, index, size on the server and time span, as JSON-ready values."""
     s = store.s
@@ -136,31 +148,19 @@ def summarize(store: PostgresBackend) -> dict[str, Any]:
             (store.session.url.schema,),
         )
         size = int(cursor.fetchone()[0])  # type: ignore[index]
-        model = meta.model_of(rows)
-        settings = meta.IndexSettings.of(rows)
+        model, settings = meta.model_of(rows), meta.IndexSettings.of(rows)
         built = (
             model is not None and settings.kind == "hnsw" and hnsw_is_current(cursor, s, model.dim, settings)
         )
-        by = "SELECT coalesce({0}, '(none)'), count(*) c FROM {1}.memories GROUP BY 1 ORDER BY c DESC, 1"
+        graph = f"pgvector hnsw (m={settings.m}, ef_construction={settings.ef_construction})"
         return {
             "memories": int(memories),
             "vectors": int(vectors),
             "oldest": oldest,
             "newest": newest,
             "model": None if model is None else f"{model.name} ({model.dim}-d, {model.pooling} pooling)",
-            "index": (
-                f"pgvector hnsw (m={settings.m}, ef_construction={settings.ef_construction})"
-                if built
-                else "exact scans"
-            ),
+            "index": graph if built else "exact scans",
             "index_setting": settings.requested,
             "disk_bytes": size,
-            "by_user": _counts(cursor, by.format('"user"', s)),
-            "by_conversation": _counts(cursor, by.format("conversation", s)),
-            "by_tag": _counts(
-                cursor,
-                f"SELECT tag, count(*) c FROM {s}.memories, unnest(tags) AS tag "
-                "GROUP BY tag ORDER BY c DESC, tag",
-            ),
-            "by_role": _counts(cursor, by.format("role", s)),
+            **_breakdowns(cursor, s),
         }

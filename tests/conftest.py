@@ -18,15 +18,23 @@ def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "store"
 
 
+@pytest.fixture(scope="session")
+def session_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One model cache for the whole run: the bundled model's int8 variant is built (through the
+    real code path) by the first test that makes a store with the real model, and reused after."""
+    return tmp_path_factory.mktemp("session-models")
+
+
 @pytest.fixture(autouse=True)
-def _no_ambient_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _no_ambient_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, session_models: Path) -> None:
     """Never let a test touch the developer's real store or model cache, or the network.
 
-    REMEM_HOME and REMEM_MODELS point into tmp_path; downloads go to a closed local port unless a
-    test starts its own stand-in hub.
+    REMEM_HOME points into tmp_path and REMEM_MODELS to the run's own cache (a test that needs an
+    empty one sets its own); downloads go to a closed local port unless a test starts its own
+    stand-in hub.
     """
     monkeypatch.setenv("REMEM_HOME", str(tmp_path / "ambient-home"))
-    monkeypatch.setenv("REMEM_MODELS", str(tmp_path / "ambient-models"))
+    monkeypatch.setenv("REMEM_MODELS", str(session_models))
     monkeypatch.setenv("REMEM_HF_ENDPOINT", "http://127.0.0.1:9")
     for name in ("REMEM_DEBUG", "REMEM_MODEL_DIR"):
         monkeypatch.delenv(name, raising=False)

@@ -4,8 +4,6 @@ Exit codes (like grep): 0 success, 1 search/list found nothing or an id names no
 2 usage error or failure.
 """
 
-from __future__ import annotations
-
 import errno
 import os
 import sys
@@ -15,7 +13,7 @@ from typing import Annotated
 import typer
 
 from remem import Embedder, __version__
-from remem.commands import changes, maintenance, mcp, memories, models, recall, search, transfer
+from remem.commands import changes, maintenance, mcp, memories, models, params, recall, search, transfer
 from remem.commands.common import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -28,6 +26,8 @@ from remem.commands.common import (
 from remem.config import debug_enabled
 from remem.errors import MemoryNotFoundError, RememError
 from remem.inputs import unicode_only
+
+params.install()  # Typer's pydantic adapters only for values that need them (see params.py)
 
 app = typer.Typer(
     name="remem",

@@ -18,7 +18,7 @@ from remem.backends.local import LocalBackend
         (FAKE_MODEL, "which this remem cannot run"),
         (
             ModelInfo(name="all-minilm-l6-v2", dim=FAKE_DIM, pooling="mean", sha256="0" * 64),
-            "refusing to mix in all-minilm-l6-v2",
+            "refusing to mix in all-minilm-l6-v2: `remem reindex --model all-minilm-l6-v2`",
         ),
     ],
 )

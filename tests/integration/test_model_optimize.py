@@ -43,13 +43,14 @@ def test_the_variant_is_recorded_listed_and_verified(optimized: Path) -> None:
     assert run_cli(["model", "verify", BUNDLED_MODEL.name]).code == 0
 
 
-def test_a_store_embeds_with_the_variant_and_keeps_the_models_stamp(optimized: Path, store_dir: Path) -> None:
+def test_a_new_store_embeds_with_the_variant_and_records_its_sha256(optimized: Path, store_dir: Path) -> None:
     for text in ["The login sequence uses OAuth device codes", "Lunch is at noon on Fridays"]:
         assert run_cli(["add", text], store_dir).code == 0
     found = run_cli(["search", "auth flow", "--mode", "vector", "--json", "-k", "1"], store_dir)
     assert json.loads(found.stdout)["text"].startswith("The login sequence")
+    record = json.loads(optimized.with_name("model.int8.json").read_text())
     with LocalBackend.open(store_dir, create=False) as store:
-        assert store.model is not None and store.model.sha256 == BUNDLED_MODEL.model_sha256
+        assert store.model is not None and store.model.sha256 == record["sha256"]
     assert run_cli(["doctor"], store_dir).code == 0
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remem.embedders.windows import OVERLAP_FRACTION, split_windows, window_starts
+from remem.embedders.windows import OVERLAP_FRACTION, split_windows, text_chunks, window_starts
 
 CLS, SEP = 101, 102
 
@@ -62,3 +62,11 @@ def test_a_512_token_model_splits_a_1200_token_text_into_three_windows() -> None
 def test_impossible_windows_are_refused(size: int, overlap: int) -> None:
     with pytest.raises(ValueError, match="size"):
         window_starts(100, size, overlap)
+
+
+@given(st.text(alphabet=" \nab", max_size=400), st.integers(min_value=1, max_value=50))
+def test_text_chunks_rebuild_the_text_and_never_split_a_word_that_fits(text: str, size: int) -> None:
+    pieces = text_chunks(text, size)
+    assert "".join(pieces) == text and all(len(piece) <= size for piece in pieces)
+    for piece in pieces[:-1]:
+        assert piece[-1].isspace() or not any(c.isspace() for c in piece)  # cut after whitespace

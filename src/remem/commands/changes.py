@@ -6,8 +6,6 @@ memory exists the command changes nothing and fails with ``Error: there is no me
 and warns about the others.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """Commands that keep a store healthy: reindex and doctor. Safe to run from cron."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

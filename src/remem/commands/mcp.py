@@ -1,8 +1,6 @@
 """``remem mcp``: serve the memories to an assistant over MCP (stdio). The server is ``remem.mcp``;
 its SDK (the optional extra ``remem[mcp]``) is imported only when this command runs."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

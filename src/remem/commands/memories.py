@@ -1,7 +1,5 @@
 """Commands that add and list memories."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer
@@ -10,12 +8,21 @@ import remem
 from remem import render
 from remem.commands import options as opt
 from remem.commands.bulk import check_errors, print_report, read_source, store_entries
-from remem.commands.common import EXIT_NOTHING_FOUND, note, open_memories, print_results, stdin
+from remem.commands.common import (
+    EXIT_NOTHING_FOUND,
+    note,
+    open_memories,
+    print_results,
+    progress_bar,
+    stdin,
+)
 from remem.errors import InvalidInputError
 from remem.ingest import parse_jsonl, parse_lines
 from remem.inputs import MAX_TEXT_CHARS, clean_name, clean_tags, parse_meta, read_text, within_limit
 
 DEFAULT_LIST_LIMIT = 20
+#: A text longer than this (characters) shows a progress bar while its windows are embedded.
+LONG_TEXT_CHARS = 50_000
 
 
 def register(app: typer.Typer) -> None:
@@ -73,11 +80,17 @@ def add(
         _add_batch(lines, jsonl, defaults, (skip_invalid, max_chars), json_out, store)
         return
     body = within_limit(read_text(text, stdin()), max_chars, "memory text")
-    with open_memories(store, create=True) as memories:
+    with open_memories(store, create=True) as memories, progress_bar(1, "Embedding") as progress:
         assert memories is not None
         memories.max_text_chars, d = max_chars, defaults
         result = memories.add(
-            body, user=d.user, conversation=d.conversation, role=d.role, tags=d.tags, meta=d.meta
+            body,
+            user=d.user,
+            conversation=d.conversation,
+            role=d.role,
+            tags=d.tags,
+            meta=d.meta,
+            progress=progress if len(body) > LONG_TEXT_CHARS else None,
         )
     if json_out:
         typer.echo(render.json_line({"id": result.id, "duplicate": result.duplicate}))

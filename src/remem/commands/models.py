@@ -3,8 +3,6 @@
 Only `remem model pull` touches the network; nothing else in remem ever does.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer
@@ -130,10 +128,11 @@ def optimize(
     ] = "all-minilm-l6-v2",
     undo: Annotated[bool, typer.Option("--undo", help="Remove the optimized variant.")] = False,
 ) -> None:
-    """Make a faster int8 per-channel variant of a model, once; kept only if it agrees ≥ 0.99.
+    """Build (again) the faster int8 per-channel variant of a model; kept only if it agrees ≥ 0.99.
 
-    The original stays installed; stores keep their model (the variant's vectors agree with the
-    original's at a mean cosine of at least 0.99, so a store's search stays as it was).
+    New stores build and use it by themselves on first use; this builds it now (e.g. right after a
+    pull) or retries one that failed. The original stays installed, and a store keeps the file its
+    vectors came from: `remem reindex --model NAME` moves an older store to the variant.
     """
     catalog = model_catalog()
     if undo:
@@ -141,5 +140,5 @@ def optimize(
         note(f"Removed the optimized {name}." if removed else f"{name} has no optimized variant.")
         return
     variant, agreement = catalog.optimize(name)
-    note(f"Optimized {name}: agreement {agreement:.4f} (mean cosine) with the original; now in use.")
+    note(f"Optimized {name}: agreement {agreement:.4f} (mean cosine) with the original; new stores use it.")
     typer.echo(str(variant))

@@ -1,7 +1,5 @@
 """Commands that look at memories: context (for LLM prompts), show, stats."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """The search command."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

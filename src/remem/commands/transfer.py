@@ -1,7 +1,5 @@
 """Taking memories out and putting them back: export and import."""
 
-from __future__ import annotations
-
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +25,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _lines(
-    memories: remem.Memories, filters: remem.Filters, fmt: ExportFormat, with_vectors: bool
+    memories: "remem.Memories", filters: remem.Filters, fmt: ExportFormat, with_vectors: bool
 ) -> Iterator[str]:
     if fmt is ExportFormat.CSV:
         return csv_lines(memories.iter(where=filters))

@@ -13,7 +13,7 @@ from remem.types import text_sha256
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
     from remem.backends.base import Backend, ProgressFn
-    from remem.embedders.base import Embedder
+    from remem.embedders.base import DocumentEmbeddings, Embedder
     from remem.ingest import Entry
 
 EMBED_CHUNK = 256
@@ -31,6 +31,18 @@ def split_duplicates(backend: Backend, entries: Sequence[Entry]) -> tuple[list[E
             seen.add(key)
             fresh.append(entry)
     return fresh, duplicates
+
+
+def embed_documents(
+    embedder: Embedder, texts: Sequence[str], progress: ProgressFn | None
+) -> DocumentEmbeddings:
+    """``embedder.embed_documents(texts)``, with ``progress(windows done, windows)`` as it goes when
+    the embedder reports progress (remem's ONNX embedder does; a caller's own need not)."""
+    if progress is not None and getattr(embedder, "reports_progress", False):
+        reporting: Any = embedder
+        documents: DocumentEmbeddings = reporting.embed_documents(texts, progress=progress)
+        return documents
+    return embedder.embed_documents(texts)
 
 
 def embed_texts(embedder: Embedder, texts: Sequence[str], progress: ProgressFn | None) -> list[FloatArray]:

@@ -13,9 +13,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from remem.core import arguments, bulk, ranking, upkeep
+from remem.core import arguments, bulk, upkeep
 from remem.core.context import ContextItem, Merge, merge
-from remem.core.dates import within_dates
 from remem.errors import InvalidInputError, MemoryNotFoundError
 from remem.inputs import MAX_TEXT_CHARS, check_min_score
 from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult
@@ -105,11 +104,13 @@ class Memories:
         meta: Mapping[str, str] | None = None,
         created_at: str | datetime | None = None,
         embed: bool = True,
+        progress: ProgressFn | None = None,
     ) -> AddResult:
         """Store one memory; the same text in the same user/conversation is stored once (the
         existing id comes back with ``duplicate=True``, and no model is loaded). With
         ``embed=False`` it is stored at once without vectors: keyword search finds it now, vector
-        search after ``embed_pending`` (or ``remem reindex``)."""
+        search after ``embed_pending`` (or ``remem reindex``). ``progress(windows done, windows)``
+        is called as a long text's windows are embedded."""
         memory = arguments.new_memory(
             text, user, conversation, role, tags, meta, created_at, self.max_text_chars
         )
@@ -119,7 +120,7 @@ class Memories:
         if not embed:
             return self.backend.add_pending([memory])[0]
         embedder = self.embedder()
-        vectors = embedder.embed_documents([memory.text]).windows[0]
+        vectors = bulk.embed_documents(embedder, [memory.text], progress).windows[0]
         return self.backend.add_many([memory], [vectors], embedder.info)[0]
 
     def pending_count(self) -> int:
@@ -193,6 +194,9 @@ class Memories:
         Time words ("from Tuesday", "last week") become a created_at window in local time unless
         ``dates=False`` or since/until are given; ``result.dates`` says how they were read.
         """
+        from remem.core import ranking  # noqa: PLC0415 - lazy: `list` and `add` never rank
+        from remem.core.dates import within_dates  # noqa: PLC0415
+
         text = arguments.text(query, "query", self.max_text_chars)
         mode = arguments.choice(SearchMode, mode, "mode")
         threshold = check_min_score(min_score)

@@ -3,19 +3,23 @@ pulled), a user's own model directory, the optimised variants, and the checks th
 its model.
 
 A new store takes, in order: the user's own model (``model_dir``); bge-small-en-v1.5 when it has
-been pulled; the bundled all-minilm-l6-v2 — and says so in a note. After that a store keeps its
-model: another one is refused (``Backend.check_model``).
+been pulled; the bundled all-minilm-l6-v2 — and says so in a note. A built-in model runs as its
+int8 variant (built once on first use, verified, cached beside the model; its own sha256 is the
+store's model stamp), or as its original file when no variant can be built. After that a store
+keeps its model and file: another one is refused (``Backend.check_model``).
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remem.config import DEFAULT_ENDPOINT
+from remem.core import fast
 from remem.errors import EmbedderError, ModelMismatchError
 
 if TYPE_CHECKING:
@@ -72,45 +76,14 @@ class ModelCatalog:
 
         return get_spec(name)
 
-    def resolve(self, name: str) -> tuple[ModelSpec, ModelFiles]:
-        """A model by name: the user's own when its name matches, else a built-in one (installed),
-        its optimised variant preferred when one was made."""
+    def load(self, name: str, *, verify: bool) -> OnnxEmbedder:
+        """The embedder a new store gets for a model by name: the user's own model when its name
+        matches; else the built-in model's int8 variant (built on first use), or its original file
+        when no variant can be built. With ``verify`` a built-in model's files are hashed first."""
         own = self.own_model()
         if own is not None and own[0].name == name:
-            return own
-        spec = self.spec(name)
-        return spec, self._prefer_variant(spec, self.cache.locate(spec))
-
-    def _prefer_variant(self, spec: ModelSpec, files: ModelFiles) -> ModelFiles:
-        from remem.embedders.variants import find_variant  # noqa: PLC0415
-
-        variant = find_variant(self.cache, spec)
-        return files if variant is None else replace(files, model=variant)
-
-    def new_store_model(self) -> tuple[ModelSpec, ModelFiles, str]:
-        """The model a new store takes, its files, and the note that says which and why."""
-        from remem.embedders.registry import BUNDLED_MODEL, PREFERRED_MODEL  # noqa: PLC0415
-
-        own = self.own_model()
-        if own is not None:
-            return (*own, f"New store: using your model {own[0].name} from {own[1].model.parent}.")
-        cache = self.cache
-        if cache.is_installed(PREFERRED_MODEL):
-            chosen = PREFERRED_MODEL
-            note = f"New store: using {chosen.name} ({chosen.dim}-d); the store keeps this model."
-        else:
-            chosen = BUNDLED_MODEL
-            note = (
-                f"New store: using the bundled {chosen.name}. For better search, stop and run "
-                f"`remem model pull {PREFERRED_MODEL.name}` ({PREFERRED_MODEL.size / 1e6:.0f} MB, once) "
-                f"before the first add, or switch later with `remem reindex --model {PREFERRED_MODEL.name}`."
-            )
-        return chosen, self._prefer_variant(chosen, cache.locate(chosen)), note
-
-    def load(self, name: str, *, verify: bool) -> OnnxEmbedder:
-        """The embedder of a model by name. With ``verify`` a built-in model's files are hashed
-        against their pinned sha256 first (an own model is hashed whenever it is described)."""
-        return self._embedder(*self.resolve(name), verify=verify)
+            return self._embedder(*own, verify=verify)
+        return self._fastest(self.spec(name), verify=verify)[0]
 
     def _embedder(self, spec: ModelSpec, files: ModelFiles, *, verify: bool) -> OnnxEmbedder:
         from remem.embedders.registry import is_builtin  # noqa: PLC0415
@@ -121,14 +94,34 @@ class ModelCatalog:
             verify_model_files(spec, self.cache.files(spec))
         return OnnxEmbedder(spec, files)
 
+    def _fastest(self, spec: ModelSpec, *, verify: bool) -> tuple[OnnxEmbedder, str]:
+        """A built-in model's embedder on its int8 variant (built and verified first when missing;
+        recorded by its own sha256), else on the original file; and a sentence saying which."""
+        from remem.embedders import variants  # noqa: PLC0415
+        from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
+
+        original = self._embedder(spec, self.cache.locate(spec), verify=verify)
+        built = variants.find_variant(self.cache, spec) is None
+        started = time.monotonic()
+        try:
+            path, record = variants.ensure_variant(self.cache, spec, original.files, fast.runtime)
+        except EmbedderError as exc:
+            return original, fast.fallback_note(spec.name, str(exc))
+        if verify and (problem := variants.verify_variant(self.cache, spec)):
+            return original, fast.fallback_note(spec.name, problem)
+        files = replace(original.files, model=path)
+        embedder = OnnxEmbedder(spec, files, sha256=record.sha256, graph_dir=path.parent)
+        return embedder, fast.variant_note(spec.name, record.agreement, time.monotonic() - started, built)
+
     def for_store(self, recorded: ModelInfo | None, location: str) -> tuple[OnnxEmbedder, str | None]:
         """The embedder for a store's recorded model (a new store's choice when None) and a note
-        when a choice was made. The caller checks it against the store (``check_model``)."""
+        when a choice was made. A store keeps the file its vectors came from: the original when
+        its stamp is the original's, else the int8 variant, which must be the very same file. The
+        caller checks the embedder against the store (``check_model``)."""
         from remem.embedders.registry import known_models  # noqa: PLC0415
 
         if recorded is None:
-            spec, files, note = self.new_store_model()
-            return self._embedder(spec, files, verify=True), note
+            return self._new_store_embedder()
         own = self.own_model()
         builtin = [spec.name for spec in known_models()]
         if own is None and recorded.name not in builtin:
@@ -137,8 +130,37 @@ class ModelCatalog:
                 f"which this remem cannot run (built in: {', '.join(builtin)}); if it is your own model, "
                 "pass --model-dir DIR (or set REMEM_MODEL_DIR) before the command"
             )
-        # An own model given for a store of another model is refused by check_model, like any other.
-        return self.load(own[0].name if own is not None else recorded.name, verify=False), None
+        if own is not None:  # given for a store of another model, it is refused by check_model
+            return self._embedder(*own, verify=False), None
+        spec = self.spec(recorded.name)
+        if recorded.sha256 == spec.model_sha256:
+            return self._embedder(spec, self.cache.locate(spec), verify=False), None
+        embedder = self._fastest(spec, verify=False)[0]
+        if embedder.info.sha256 != recorded.sha256:
+            variant = None if embedder.info.sha256 == spec.model_sha256 else embedder.info.sha256
+            raise ModelMismatchError(fast.unknown_file(location, recorded, variant))
+        return embedder, None
+
+    def _new_store_embedder(self) -> tuple[OnnxEmbedder, str]:
+        """The model a new store takes, its embedder, and the note that says which and why."""
+        from remem.embedders.registry import BUNDLED_MODEL, PREFERRED_MODEL  # noqa: PLC0415
+
+        own = self.own_model()
+        if own is not None:
+            note = f"New store: using your model {own[0].name} from {own[1].model.parent}."
+            return self._embedder(*own, verify=True), note
+        if self.cache.is_installed(PREFERRED_MODEL):
+            chosen = PREFERRED_MODEL
+            note = f"New store: using {chosen.name} ({chosen.dim}-d); the store keeps this model."
+        else:
+            chosen = BUNDLED_MODEL
+            note = (
+                f"New store: using the bundled {chosen.name}. For better search, stop and run "
+                f"`remem model pull {PREFERRED_MODEL.name}` ({PREFERRED_MODEL.size / 1e6:.0f} MB, once) "
+                f"before the first add, or switch later with `remem reindex --model {PREFERRED_MODEL.name}`."
+            )
+        embedder, which = self._fastest(chosen, verify=True)
+        return embedder, f"{note} {which}"
 
     def verify_in_use(self, embedder: Embedder) -> str:
         """Re-hash the files an ONNX embedder runs (a built-in model's originals against their pinned
@@ -242,13 +264,10 @@ class ModelCatalog:
     def optimize(self, name: str) -> tuple[Path, float]:
         """Build, verify and install a model's int8 variant; its path and its agreement (mean cosine)
         with the original. EmbedderError, nothing kept, when it agrees too little."""
-        import onnxruntime  # noqa: PLC0415
-
         from remem.embedders import variants  # noqa: PLC0415
 
         spec = self.spec(name)
-        runtime = f"onnxruntime {onnxruntime.__version__}"
-        record = variants.make_variant(self.cache, spec, self.cache.locate(spec), runtime)
+        record = variants.make_variant(self.cache, spec, self.cache.locate(spec), fast.runtime())
         return self.cache.directory(spec) / variants.VARIANT_FILE, record.agreement
 
     def remove_optimized(self, name: str) -> bool:

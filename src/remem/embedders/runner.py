@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,8 +15,9 @@ import numpy.typing as npt
 from remem.arrays import FloatArray
 from remem.embedders.base import DocumentEmbeddings, Embeddings
 from remem.embedders.pooling import pool
+from remem.embedders.sessions import load_session
 from remem.embedders.spec import ModelFiles, ModelSpec
-from remem.embedders.windows import split_windows
+from remem.embedders.windows import CHUNK_CHARS, split_windows, text_chunks
 from remem.errors import EmbedderError
 from remem.types import ModelInfo
 
@@ -25,6 +27,9 @@ if TYPE_CHECKING:
 IntArray = npt.NDArray[np.int64]
 
 DEFAULT_BATCH_SIZE = 32
+#: At most this many tokens (padded) per batch: onnxruntime's memory grows with batch × length²
+#: (attention), 1 GB for 32 windows of 256 tokens; 8 such windows need 0.35 GB and run as fast.
+MAX_BATCH_TOKENS = 2048
 
 
 @dataclass(frozen=True)
@@ -46,62 +51,61 @@ def _load_tokenizer(path: str) -> Tokenizer:
     return tokenizer
 
 
-@functools.lru_cache(maxsize=4)
-def _load_session(path: str, threads: int) -> Any:
-    import onnxruntime as ort  # noqa: PLC0415 - lazy: heavy import
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
-    if threads > 0:
-        options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    try:
-        # SkipLayerNorm fusion makes these small encoders slower on the CPU (bench/embed.py: +7% for the
-        # bundled model with identical vectors, +14-25% for the int8 variant).
-        return ort.InferenceSession(
-            path,
-            sess_options=options,
-            providers=["CPUExecutionProvider"],
-            disabled_optimizers=["SkipLayerNormFusion"],
-        )
-    except Exception as exc:  # onnxruntime raises its own untyped errors
-        raise EmbedderError(f"cannot load ONNX model {path}: {exc}") from exc
+def _load_session(path: str, threads: int, graph_dir: str | None = None) -> Any:
+    """The process's session for the ONNX file at ``path`` (see ``sessions.load_session``)."""
+    return load_session(path, threads, graph_dir)
 
 
 class OnnxEmbedder:
     """Embeds texts with one model on the CPU. Loading is lazy; instances are cheap to create."""
 
     def __init__(
-        self, spec: ModelSpec, files: ModelFiles, *, batch_size: int = DEFAULT_BATCH_SIZE, threads: int = 0
+        self,
+        spec: ModelSpec,
+        files: ModelFiles,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        threads: int = 0,
+        sha256: str | None = None,
+        graph_dir: Path | None = None,
     ) -> None:
-        """Bind a model description to its files; ``threads=0`` lets onnxruntime choose."""
+        """Bind a model description to its files; ``threads=0`` lets onnxruntime choose. ``sha256``
+        is the ONNX file's when it is not the spec's (an optimised variant); ``graph_dir`` is where
+        its optimised graph may be cached (``sessions.load_session``)."""
         if batch_size < 1:
             raise EmbedderError("batch size must be at least 1")
         self.spec = spec
         self.files = files
+        self.sha256 = sha256 or spec.model_sha256
         self._batch_size = batch_size
         self._threads = threads
+        self._graph_dir = None if graph_dir is None else str(graph_dir)
 
     @property
     def info(self) -> ModelInfo:
-        """The model's identity, as a store records it (the sha256 is the original file's, also
-        when an optimized variant runs)."""
+        """The model's identity, as a store records it: the sha256 is that of the file that runs
+        (an optimised variant's own), so a store never mixes vectors of two files."""
         spec = self.spec
-        return ModelInfo(spec.name, spec.dim, spec.pooling.value, spec.model_sha256)
+        return ModelInfo(spec.name, spec.dim, spec.pooling.value, self.sha256)
 
     @property
     def languages(self) -> tuple[str, ...]:
         """The languages the model was trained for (empty: unknown)."""
         return self.spec.languages
 
-    def embed_documents(self, texts: Sequence[str]) -> DocumentEmbeddings:
-        """Vectors for texts to be stored (no query prefix): one per window, the whole text covered."""
+    #: ``embed_documents`` takes ``progress`` (see ``remem.core.bulk.embed_documents``).
+    reports_progress = True
+
+    def embed_documents(
+        self, texts: Sequence[str], progress: Callable[[int, int], object] | None = None
+    ) -> DocumentEmbeddings:
+        """Vectors for texts to be stored (no query prefix): one per window, the whole text covered,
+        run in batches of windows; ``progress(windows done, windows)`` after each batch."""
         if not texts:
             return DocumentEmbeddings(())
         per_text = [split_windows(ids, self.spec.max_tokens) for ids in self._token_ids(texts)]
         flat = [window for windows in per_text for window in windows]
-        vectors = self._run_all(flat)
+        vectors = self._run_all(flat, progress)
         bounds = np.cumsum([0, *(len(windows) for windows in per_text)])
         return DocumentEmbeddings(tuple(vectors[a:b] for a, b in itertools.pairwise(bounds)))
 
@@ -111,13 +115,29 @@ class OnnxEmbedder:
 
     def count_tokens(self, text: str) -> int:
         """Tokens the model would see for ``text`` without a window limit, [CLS] and [SEP] included."""
-        return len(self._tokenizer().encode(text).ids)
+        return len(self._token_ids([text])[0])
 
     def _tokenizer(self) -> Tokenizer:
         return _load_tokenizer(str(self.files.tokenizer))
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        return [encoding.ids for encoding in self._tokenizer().encode_batch(list(texts))]
+        tokenizer = self._tokenizer()
+        ids = [encoding.ids for encoding in tokenizer.encode_batch([t[:CHUNK_CHARS] for t in texts])]
+        for row, text in enumerate(texts):
+            if len(text) > CHUNK_CHARS:  # in pieces, so that memory stays bounded whatever the length
+                ids[row] = self._long_ids(tokenizer, text)
+        return ids
+
+    @staticmethod
+    def _long_ids(tokenizer: Tokenizer, text: str) -> list[int]:
+        """A long text's token ids, tokenised in pieces cut at whitespace, between the special
+        tokens the tokenizer puts around a text ([CLS] … [SEP] for BERT)."""
+        around = tokenizer.encode("").ids
+        head, tail = (around[:1], around[1:]) if len(around) == 2 else ([], [])
+        ids = list(head)
+        for piece in text_chunks(text):
+            ids += tokenizer.encode(piece, add_special_tokens=False).ids
+        return ids + tail
 
     def _tokenize(self, texts: Sequence[str]) -> list[_Tokens]:
         window = self.spec.max_tokens
@@ -134,17 +154,25 @@ class OnnxEmbedder:
         tokens = self._tokenize(texts)
         return Embeddings(self._run_all([t.ids for t in tokens]), tuple(t.dropped for t in tokens))
 
-    def _run_all(self, sequences: list[list[int]]) -> FloatArray:
+    def _run_all(
+        self, sequences: list[list[int]], progress: Callable[[int, int], object] | None = None
+    ) -> FloatArray:
         """Vectors of token sequences (rows in input order), run in length-sorted batches."""
         order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
         vectors = np.empty((len(sequences), self.spec.dim), dtype=np.float32)
-        for start in range(0, len(order), self._batch_size):
+        start = 0
+        while start < len(order):
             batch = order[start : start + self._batch_size]
+            longest = len(sequences[batch[-1]])
+            batch = batch[: max(1, MAX_BATCH_TOKENS // longest)]  # long windows: fewer per batch
             vectors[batch] = self._run_batch([sequences[i] for i in batch])
+            start += len(batch)
+            if progress is not None:
+                progress(start, len(order))
         return vectors
 
     def _run_batch(self, batch_ids: list[list[int]]) -> FloatArray:
-        session = _load_session(str(self.files.model), self._threads)
+        session = _load_session(str(self.files.model), self._threads, self._graph_dir)
         input_ids, attention_mask = pad_batch(batch_ids)
         feeds = {
             "input_ids": input_ids,

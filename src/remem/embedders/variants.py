@@ -1,11 +1,14 @@
-"""Optimised variants of a model file: made once by ``remem model optimize``, verified, cached.
+"""Optimised variants of a model file: built once on first use (or by ``remem model optimize``),
+verified, cached.
 
 A variant (``model.int8.onnx``, int8 per-channel weights) lives next to where the model's files are
-pulled to, with a record (``model.int8.json``) of what it was made from and how closely its vectors
-agree with the original's on a built-in sentence set. A variant that agrees less than
-``MIN_AGREEMENT`` is refused and nothing is kept. The original file is never touched, and the
-store's model stamp stays the original's: the variant is a faster way to compute vectors that agree
-with the original's at a mean cosine of at least ``MIN_AGREEMENT`` (0.99), not the same vectors.
+pulled to, with a record (``model.int8.json``) of what it was made from, its own sha256 and how
+closely its vectors agree with the original's on a built-in sentence set. A variant that agrees less
+than ``MIN_AGREEMENT`` is refused and nothing is kept; a build that failed is remembered
+(``model.int8.failed.json``, per runtime) so that it is not tried again at every new store. The
+original file is never touched. A store made with the variant records the variant's sha256 as its
+model stamp: its vectors agree with the original's at a mean cosine of at least ``MIN_AGREEMENT``
+(0.99), they are not the same vectors, and a store never mixes the two.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +27,7 @@ from remem.errors import EmbedderError
 
 VARIANT_FILE = "model.int8.onnx"
 RECORD_FILE = "model.int8.json"
+FAILED_FILE = "model.int8.failed.json"
 
 
 @dataclass(frozen=True)
@@ -89,35 +94,102 @@ def remove_variant(cache: ModelCache, spec: ModelSpec) -> bool:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
             found = True
+    for graph in cache.directory(spec).glob(f"{Path(VARIANT_FILE).stem}.optimized-*.onnx"):
+        with contextlib.suppress(OSError):
+            graph.unlink()  # sessions.py's cached graphs of the variant
     return found
 
 
+def ensure_variant(
+    cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: Callable[[], str]
+) -> tuple[Path, VariantRecord]:
+    """The model's variant and its record, built and verified first when there is none (under the
+    cache lock, so that processes starting together build it once).
+
+    Raises EmbedderError saying why when it cannot be built or agrees too little; that is
+    remembered for ``runtime()`` (the versions that build it, asked only when building) and not
+    tried again.
+    """
+    found = _installed(cache, spec)
+    if found is not None:
+        return found
+    from remem.embedders.download import directory_lock  # noqa: PLC0415 - urllib, http, ssl: only to build
+
+    with directory_lock(cache.directory(spec)):
+        found = _installed(cache, spec)
+        if found is not None:
+            return found
+        versions = runtime()
+        failed = _read_failure(cache, spec, versions)
+        if failed is not None:
+            raise EmbedderError(failed)
+        try:
+            return _paths(cache, spec)[0], _build(cache, spec, files, versions)
+        except EmbedderError as exc:
+            _remember_failure(cache, spec, versions, str(exc))
+            raise
+
+
 def make_variant(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: str) -> VariantRecord:
-    """Build, verify and install the int8 per-channel variant of the model (under the cache lock).
+    """Build, verify and install the int8 per-channel variant of the model anew (under the cache
+    lock), forgetting an earlier failure.
 
     Raises EmbedderError, leaving nothing behind, when its vectors agree less than MIN_AGREEMENT
     with the original's on the built-in sentences.
     """
     from remem.embedders.download import directory_lock  # noqa: PLC0415
+
+    with directory_lock(cache.directory(spec)):
+        with contextlib.suppress(FileNotFoundError):
+            (cache.directory(spec) / FAILED_FILE).unlink()
+        return _build(cache, spec, files, runtime)
+
+
+def _installed(cache: ModelCache, spec: ModelSpec) -> tuple[Path, VariantRecord] | None:
+    variant = find_variant(cache, spec)
+    record = read_record(cache, spec)
+    return None if variant is None or record is None else (variant, record)
+
+
+def _build(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: str) -> VariantRecord:
+    """Build into a staging file, check its agreement, then install it and its record."""
     from remem.embedders.optimize import build_int8_variant  # noqa: PLC0415
 
     variant, record_path = _paths(cache, spec)
-    with directory_lock(variant.parent):
-        staging = variant.with_name(f".{VARIANT_FILE}.new")
-        try:
-            build_int8_variant(files.model, staging)
-            agreement = _agreement(spec, files, staging)
-            record = VariantRecord(
-                spec.model_sha256, file_sha256(staging), staging.stat().st_size, agreement, runtime
-            )
-            remove_variant(cache, spec)
-            os.replace(staging, variant)
-            with atomic_writer(record_path, mode=0o644) as handle:
-                handle.write(record.to_json().encode() + b"\n")
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                staging.unlink()
+    staging = variant.with_name(f".{VARIANT_FILE}.new")
+    try:
+        build_int8_variant(files.model, staging)
+        agreement = _agreement(spec, files, staging)
+        record = VariantRecord(
+            spec.model_sha256, file_sha256(staging), staging.stat().st_size, agreement, runtime
+        )
+        remove_variant(cache, spec)
+        os.replace(staging, variant)
+        with atomic_writer(record_path, mode=0o644) as handle:
+            handle.write(record.to_json().encode() + b"\n")
+    except OSError as exc:
+        raise EmbedderError(f"cannot install the optimised {spec.name}: {exc.strerror or exc}") from exc
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            staging.unlink()
     return record
+
+
+def _read_failure(cache: ModelCache, spec: ModelSpec, runtime: str) -> str | None:
+    """Why the variant could not be built with this runtime from these files, if it was tried."""
+    try:
+        fields = json.loads((cache.directory(spec) / FAILED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if fields.get("runtime") != runtime or fields.get("source_sha256") != spec.model_sha256:
+        return None
+    return str(fields.get("reason", "an earlier build failed"))
+
+
+def _remember_failure(cache: ModelCache, spec: ModelSpec, runtime: str, reason: str) -> None:
+    fields = {"runtime": runtime, "source_sha256": spec.model_sha256, "reason": reason}
+    with contextlib.suppress(OSError), atomic_writer(cache.directory(spec) / FAILED_FILE, mode=0o644) as out:
+        out.write(json.dumps(fields, sort_keys=True).encode() + b"\n")
 
 
 def _agreement(spec: ModelSpec, files: ModelFiles, candidate: Path) -> float:

@@ -43,3 +43,22 @@ def split_windows(ids: Sequence[int], window: int) -> list[list[int]]:
     size = window - 2
     overlap = int(size * OVERLAP_FRACTION)
     return [[cls, *body[start : start + size], sep] for start in window_starts(len(body), size, overlap)]
+
+
+#: Texts longer than this (characters) are tokenised piece by piece: the tokenizer's memory grows
+#: with the length of what it is given (about 150 bytes per character for one 5 MB text).
+CHUNK_CHARS = 20_000
+
+
+def text_chunks(text: str, size: int = CHUNK_CHARS) -> list[str]:
+    """``text`` cut into pieces of at most ``size`` characters, each cut just after whitespace where
+    the piece has any (so no word is split, and WordPiece tokens are those of the whole text)."""
+    pieces, start = [], 0
+    while len(text) - start > size:
+        end = start + size
+        cut = max(text.rfind(space, start, end) for space in (" ", "\n", "\t", "\r"))
+        end = cut + 1 if cut >= start else end
+        pieces.append(text[start:end])
+        start = end
+    pieces.append(text[start:])
+    return pieces

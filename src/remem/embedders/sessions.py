@@ -1,0 +1,113 @@
+"""onnxruntime sessions: loaded once per process, the optimised graph cached on disk when asked.
+
+Creating a session spends most of its time optimising the graph (fusing attention, layer norms,
+GELU…). With a ``graph_dir`` the optimised graph is saved there the first time and loaded as is
+afterwards, with optimisation off. onnxruntime's fused kernels depend on its version and on the
+CPU's instruction set, so the cached file's name carries a key of both (and of the source file's
+size and mtime); where the CPU's flags cannot be read, nothing is cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import platform
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from remem.errors import EmbedderError
+
+#: SkipLayerNorm fusion makes these small encoders slower on the CPU (bench/embed.py: +7% for the
+#: bundled model with identical vectors, +14-25% for the int8 variant).
+_DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
+
+
+@functools.lru_cache(maxsize=4)
+def load_session(path: str, threads: int, graph_dir: str | None = None) -> Any:
+    """A CPU session for the ONNX file at ``path`` (``threads=0``: onnxruntime chooses), its optimised
+    graph cached in ``graph_dir`` when given; EmbedderError when the file cannot be loaded."""
+    import onnxruntime as ort  # noqa: PLC0415 - lazy: heavy import
+
+    cached = None if graph_dir is None else cached_graph(Path(graph_dir), Path(path), ort.__version__)
+    if cached is not None and cached.is_file():
+        with contextlib.suppress(EmbedderError):  # stale or damaged: optimise the source again
+            return _session(str(cached), threads, optimise=False)
+    if cached is None:
+        return _session(path, threads, optimise=True)
+    return _session_saving(path, threads, cached)
+
+
+def cached_graph(graph_dir: Path, source: Path, runtime: str) -> Path | None:
+    """Where the optimised graph of ``source`` is cached for this onnxruntime and CPU; None when the
+    CPU's instruction set is not known here (nothing is cached then)."""
+    flags = _cpu_flags()
+    try:
+        stat = source.stat()
+    except OSError:
+        return None
+    if flags is None:
+        return None
+    key = f"{runtime}|{platform.machine()}|{flags}|{stat.st_size}|{stat.st_mtime_ns}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return graph_dir / f"{source.stem}.optimized-{digest}.onnx"
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_flags() -> str | None:
+    """The CPU's feature flags (Linux /proc/cpuinfo), or None where they cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith(("flags", "Features")):
+                    return " ".join(sorted(line.split(":", 1)[1].split()))
+    except OSError:
+        return None
+    return None
+
+
+def _session_saving(path: str, threads: int, cached: Path) -> Any:
+    """Optimise ``path`` into a session and save the optimised graph as ``cached`` (atomically; a
+    directory that cannot be written to only means nothing is cached)."""
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{cached.name}.", suffix=".tmp", dir=cached.parent)
+        os.close(handle)
+    except OSError:
+        return _session(path, threads, optimise=True)
+    try:
+        session = _session(path, threads, optimise=True, save_to=temporary)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, cached)
+    except OSError:
+        pass  # the session is fine; only the cache could not be written
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+    return session
+
+
+def _session(path: str, threads: int, *, optimise: bool, save_to: str | None = None) -> Any:
+    import onnxruntime as ort  # noqa: PLC0415 - lazy: heavy import
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimise else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    )
+    options.log_severity_level = 3
+    if threads > 0:
+        options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    if save_to is not None:
+        options.optimized_model_filepath = save_to
+    try:
+        return ort.InferenceSession(
+            path,
+            sess_options=options,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=_DISABLED_OPTIMIZERS if optimise else [],
+        )
+    except Exception as exc:  # onnxruntime raises its own untyped errors
+        raise EmbedderError(f"cannot load ONNX model {path}: {exc}") from exc

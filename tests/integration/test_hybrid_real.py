@@ -61,7 +61,7 @@ def _target_text(kind: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def lookalike_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def lookalike_store(tmp_path_factory: pytest.TempPathFactory, session_models: Path) -> Path:
     """240 look-alike memories (40 per template, other identifiers), 6 targets (user alice), 3 prose."""
     rng = random.Random(1045)
     memories = [NewMemory(text=_fill(rng, t), user="bob") for t in TEMPLATES for _ in range(40)]
@@ -69,7 +69,7 @@ def lookalike_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     memories += [NewMemory(text=text, user="carol") for text in PROSE]
     rng.shuffle(memories)
     directory = tmp_path_factory.mktemp("lookalike") / "store"
-    with remem.open(directory) as store:
+    with remem.open(directory, models_dir=session_models) as store:  # the run's own model cache
         store.add_many(memories)
     return directory
 

@@ -31,6 +31,14 @@ def variant_note(name: str, agreement: float, seconds: float, built: bool) -> st
     )
 
 
+def opt_in_note(name: str) -> str:
+    """The sentence of a new store's note when this machine has no int8 variant of its model."""
+    return (
+        f"`remem model optimize {name}` makes embedding about 2x faster for stores created after it on "
+        "this machine (an int8 variant; its vectors are tied to this machine's onnx and onnxruntime)."
+    )
+
+
 def fallback_note(name: str, reason: str) -> str:
     """The sentence of a new store's note when the variant cannot be used: why, once."""
     return f"It embeds with the original {name} file: its faster int8 variant is not available ({reason})."

@@ -95,14 +95,17 @@ class ModelCatalog:
         return OnnxEmbedder(spec, files)
 
     def _fastest(self, spec: ModelSpec, *, verify: bool) -> tuple[OnnxEmbedder, str]:
-        """A built-in model's embedder on its int8 variant (built and verified first when missing;
-        recorded by its own sha256), else on the original file; and a sentence saying which."""
+        """A built-in model's embedder on its int8 variant when this machine has one (made by
+        ``remem model optimize``; recorded by its own sha256), else on the original file; and a
+        sentence saying which. A variant is never built implicitly: its bytes depend on the
+        onnx/onnxruntime versions that built it, so a store stamped with it is tied to them."""
         from remem.embedders import variants  # noqa: PLC0415
         from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
 
         original = self._embedder(spec, self.cache.locate(spec), verify=verify)
-        built = variants.find_variant(self.cache, spec) is None
-        started = time.monotonic()
+        if variants.find_variant(self.cache, spec) is None:
+            return original, fast.opt_in_note(spec.name)
+        built, started = False, time.monotonic()
         try:
             path, record = variants.ensure_variant(self.cache, spec, original.files, fast.runtime)
         except EmbedderError as exc:

@@ -55,6 +55,9 @@ def test_ctrl_c_says_interrupted_and_exits_130(tmp_path: Path) -> None:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # A test run started in the background inherits SIGINT ignored (POSIX, for asynchronous
+        # commands), and Python then never raises KeyboardInterrupt: give the child the default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
     time.sleep(1.5)  # it is reading stdin by now
     waiting.send_signal(signal.SIGINT)

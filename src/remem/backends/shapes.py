@@ -1,14 +1,16 @@
-"""Checking the shape of vectors handed to a back-end before anything is written."""
+"""Checks every back-end makes before anything is written: the shape of the vectors handed to it,
+and that they come from the model the store holds."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from remem.errors import StoreError
+from remem.errors import ModelMismatchError, StoreError
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
+    from remem.types import ModelInfo
 
 
 def windows_of(vectors: Sequence[FloatArray] | FloatArray, count: int, dim: int) -> list[FloatArray]:
@@ -21,3 +23,15 @@ def windows_of(vectors: Sequence[FloatArray] | FloatArray, count: int, dim: int)
             raise StoreError(f"vectors of shape {item.shape} do not fit a {dim}-d model")
         shaped.append(item.reshape(-1, dim))
     return shaped
+
+
+def check_same_model(location: str, recorded: ModelInfo | None, model: ModelInfo) -> None:
+    """ModelMismatchError unless the store at ``location`` holds no vectors yet (``recorded`` is
+    None) or was made by ``model``."""
+    if recorded is not None and recorded != model:
+        raise ModelMismatchError(
+            f"the store at {location} holds vectors of model {recorded.name} "
+            f"({recorded.dim}-d, {recorded.pooling} pooling, sha256 {recorded.sha256[:12]}…); "
+            f"refusing to mix in {model.name} ({model.dim}-d, {model.pooling} pooling, "
+            f"sha256 {model.sha256[:12]}…)"
+        )

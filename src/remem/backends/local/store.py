@@ -20,13 +20,12 @@ from remem.backends.local.guard import translating
 from remem.backends.local.records import Records
 from remem.backends.local.settings import IndexSettings, read_model, write_model
 from remem.backends.local.transactions import atomic, snapshot
-from remem.backends.shapes import windows_of
+from remem.backends.shapes import check_same_model, windows_of
 from remem.errors import (
     EditConflictError,
     InvalidInputError,
     MemoryNotFoundError,
     ModelChangedError,
-    ModelMismatchError,
     StoreError,
 )
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
@@ -88,14 +87,7 @@ class LocalBackend:
 
     def check_model(self, model: ModelInfo) -> None:
         """Raise ModelMismatchError unless the store holds no vectors yet or was made by ``model``."""
-        recorded = self.model
-        if recorded is not None and recorded != model:
-            raise ModelMismatchError(
-                f"the store at {self.directory} holds vectors of model {recorded.name} "
-                f"({recorded.dim}-d, {recorded.pooling} pooling, sha256 {recorded.sha256[:12]}…); "
-                f"refusing to mix in {model.name} ({model.dim}-d, {model.pooling} pooling, "
-                f"sha256 {model.sha256[:12]}…)"
-            )
+        check_same_model(str(self.directory), self.model, model)
 
     def find_duplicate(self, memory: NewMemory) -> int | None:
         """The id of an identical text already stored for the same user and conversation."""

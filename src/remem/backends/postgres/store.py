@@ -18,10 +18,9 @@ from remem.backends.postgres.lanes import LaneSettings, PostgresVectorLane
 from remem.backends.postgres.schema import ITERATIVE_SCAN_VERSION, prepare, quoted
 from remem.backends.postgres.session import Session, connect
 from remem.backends.postgres.urls import parse
-from remem.backends.shapes import windows_of
+from remem.backends.shapes import check_same_model, windows_of
 from remem.errors import (
     ModelChangedError,
-    ModelMismatchError,
     StoreError,
 )
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, utc_now_iso
@@ -102,14 +101,7 @@ class PostgresBackend:
 
     def check_model(self, model: ModelInfo) -> None:
         """ModelMismatchError unless the store holds no vectors yet or was made by ``model``."""
-        recorded = self.model
-        if recorded is not None and recorded != model:
-            raise ModelMismatchError(
-                f"the store at {self.location} holds vectors of model {recorded.name} "
-                f"({recorded.dim}-d, {recorded.pooling} pooling, sha256 {recorded.sha256[:12]}…); "
-                f"refusing to mix in {model.name} ({model.dim}-d, {model.pooling} pooling, "
-                f"sha256 {model.sha256[:12]}…)"
-            )
+        check_same_model(str(self.location), self.model, model)
 
     def lock(self, cursor: psycopg.Cursor[Any], *, exclusive: bool) -> None:
         """Take the store's advisory lock for this transaction (writers share it)."""

@@ -86,3 +86,17 @@ def test_keyword_scores_count_how_often_a_term_occurs(backend: Backend) -> None:
     once = _add(backend, "rollback plan for the payments service deploy today")
     thrice = _add(backend, "rollback the rollback of the rollback plan please")
     assert [mid for mid, _ in backend.keyword_top("rollback", Filters(), 2)] == [thrice, once]
+
+
+def test_a_memorys_names_are_keyword_terms_its_text_unchanged(backend: Backend) -> None:
+    text = "I just got back from a trip with my family in my new Prius"
+    (said,) = backend.add_many(
+        [NewMemory(text, role="Evan", user="team-a", tags=("travel-log",))], [_vectors(text)], FAKE_MODEL
+    )
+    _add(backend, "Sam says the weather was great")
+    for query in ("What does Evan drive?", "team-a", "travel-log"):
+        assert [mid for mid, _ in backend.keyword_top(query, Filters(), 1)] == [said.id], query
+    assert backend.get_many([said.id])[said.id].text == text
+    edited = "Back from a family trip in the new Prius"
+    backend.edit(said.id, edited, _vectors(edited), FAKE_MODEL)
+    assert [mid for mid, _ in backend.keyword_top("Evan", Filters(), 1)] == [said.id]  # kept by an edit

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 
 #: Bump when the analyzer changes: stores rebuild their keyword index to match.
-ANALYZER_VERSION = "3"
+ANALYZER_VERSION = "4"  # 4: a memory's names (role, user, tags) are terms too
 #: Characters that may sit inside an identifier (FTS5 keeps them inside tokens too).
 IDENTIFIER_PUNCTUATION = "._-/:@+#"
 MIN_HASH_PREFIX = 7
@@ -92,9 +93,15 @@ def analyze(text: str) -> list[str]:
     return [term for piece in _PIECES.findall(normalized) for term in _terms(piece)]
 
 
-def index_text(text: str) -> str:
-    """What is stored in the FTS5 table for a memory: its terms separated by spaces."""
-    return " ".join(analyze(text))
+def memory_terms(text: str, names: Iterable[str | None] = ()) -> list[str]:
+    """A memory's index terms: its text's, then its names' — who said it (role), whose it is
+    (user), its tags — so "what does Evan drive?" finds Evan's own turns; the text is unchanged."""
+    return [*analyze(text), *(term for name in names if name for term in analyze(name))]
+
+
+def index_text(text: str, names: Iterable[str | None] = ()) -> str:
+    """What is stored in the FTS5 table for a memory: its terms (``memory_terms``) separated by spaces."""
+    return " ".join(memory_terms(text, names))
 
 
 def looks_like_hash(term: str) -> bool:

@@ -22,24 +22,38 @@ CREATE_TABLE = f'CREATE VIRTUAL TABLE memories_fts USING fts5(terms, tokenize = 
 ANALYZER_KEY = "keyword_analyzer"
 
 
-def write_terms(conn: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> None:
-    """Index (memory id, text) pairs in the keyword table."""
+#: A memory's names for the keyword table: role, user, and its tags (space-separated).
+NAMES_SQL = "m.role, m.user, (SELECT group_concat(tag, ' ') FROM memory_tags t WHERE t.memory_id = m.id)"
+
+
+def write_terms(conn: sqlite3.Connection, rows: Iterable[tuple[int, str, Sequence[str | None]]]) -> None:
+    """Index (memory id, text, names) in the keyword table (names: role, user, tags)."""
     conn.executemany(
-        "INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)", ((i, index_text(t)) for i, t in rows)
+        "INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)",
+        ((i, index_text(t, names)) for i, t, names in rows),
     )
+
+
+def write_stored_terms(conn: sqlite3.Connection, memory_ids: Sequence[int] | None = None) -> int:
+    """Index stored memories (all, or only these) with their names, as they are in the database."""
+    where = "" if memory_ids is None else f"WHERE m.id IN ({','.join('?' * len(memory_ids))})"
+    rows = conn.execute(
+        f"SELECT m.id, m.text, {NAMES_SQL} FROM memories m {where}", list(memory_ids or [])
+    ).fetchall()
+    write_terms(conn, [(i, t, names) for i, t, *names in rows])
+    return len(rows)
 
 
 def rebuild(conn: sqlite3.Connection) -> int:
     """Re-analyze every memory into the keyword table and record the analyzer version; returns rows."""
     conn.execute("DELETE FROM memories_fts")
-    rows = conn.execute("SELECT id, text FROM memories").fetchall()
-    write_terms(conn, rows)
+    count = write_stored_terms(conn)
     conn.execute(
         "INSERT INTO store_meta (key, value) VALUES (?, ?) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (ANALYZER_KEY, ANALYZER_VERSION),
     )
-    return len(rows)
+    return count
 
 
 def is_current(conn: sqlite3.Connection) -> bool:

@@ -182,7 +182,7 @@ class Records:
             "INSERT INTO memory_tags (memory_id, tag) VALUES (?, ?)",
             [(memory_id, tag) for tag in sorted(set(memory.tags))],
         )
-        fts.write_terms(self.conn, [(memory_id, memory.text)])
+        fts.write_stored_terms(self.conn, [memory_id])
         self.add_vectors(memory_id, vectors)
         return memory_id
 
@@ -210,7 +210,7 @@ class Records:
         if cursor.rowcount == 0:
             return False
         self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
-        fts.write_terms(self.conn, [(memory_id, text)])
+        fts.write_stored_terms(self.conn, [memory_id])
         self.conn.execute("DELETE FROM vectors WHERE memory_id = ?", (memory_id,))
         self.add_vectors(memory_id, vectors)
         return True

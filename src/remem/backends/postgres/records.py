@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.backends.analyzer import analyze
+from remem.backends.analyzer import memory_terms
 from remem.backends.postgres import filtering
 from remem.errors import EditConflictError, InvalidInputError, MemoryNotFoundError
 from remem.types import Filters, Memory, NewMemory, text_sha256, utc_now_iso
@@ -92,7 +92,7 @@ def insert(cursor: psycopg.Cursor[Any], s: str, item: NewMemory, created_at: str
 
     ``created_at`` applies unless the memory carries its own; its ``id`` is kept if never given.
     """
-    terms = analyze(item.text)
+    terms = memory_terms(item.text, (item.role, item.user, *sorted(set(item.tags))))
     explicit = _explicit_id(cursor, s, item.id)
     cursor.execute(
         f'INSERT INTO {s}.memories (id, text, sha256, created_at, updated_at, "user", conversation, '
@@ -151,12 +151,13 @@ def replace_text(
     ``PostgresBackend.edit`` for the errors). The row is locked first, so a racing edit waits and
     then finds the text changed."""
     cursor.execute(
-        f'SELECT sha256, "user", conversation FROM {s}.memories WHERE id = %s FOR UPDATE', (memory_id,)
+        f'SELECT sha256, "user", conversation, role, tags FROM {s}.memories WHERE id = %s FOR UPDATE',
+        (memory_id,),
     )
     current = cursor.fetchone()
     if current is None:
         raise MemoryNotFoundError([memory_id])
-    sha, user, conversation = current
+    sha, user, conversation, role, tags = current
     if expected_sha256 not in (None, sha):
         raise EditConflictError(f"memory {memory_id} was changed by another edit meanwhile; retry")
     if find_duplicate(cursor, s, NewMemory(text=text, user=user, conversation=conversation)) not in (
@@ -164,7 +165,7 @@ def replace_text(
         memory_id,
     ):
         raise InvalidInputError("another memory of the same user/conversation already holds this text")
-    terms = analyze(text)
+    terms = memory_terms(text, (role, user, *tags))
     cursor.execute(
         f"UPDATE {s}.memories SET text = %s, sha256 = %s, updated_at = %s, terms = {terms_sql(s)}, "
         "term_count = %s WHERE id = %s",

@@ -6,7 +6,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from remem.backends.analyzer import ANALYZER_VERSION, analyze
+from remem.backends.analyzer import ANALYZER_VERSION, memory_terms
 from remem.backends.postgres import records
 from remem.backends.postgres import settings as meta
 from remem.reports import ReindexReport
@@ -66,14 +66,17 @@ def ensure_keywords_current(store: PostgresBackend) -> bool:
 
 
 def rebuild_keywords(cursor: psycopg.Cursor[Any], s: str) -> None:
-    """Re-analyze every memory's text into its keyword terms and record the analyzer version."""
-    cursor.execute(f"SELECT id, text FROM {s}.memories ORDER BY id")
+    """Re-analyze every memory's text and names into its keyword terms and record the version."""
+    cursor.execute(f'SELECT id, text, role, "user", tags FROM {s}.memories ORDER BY id')
     rows = cursor.fetchall()
     for start in range(0, len(rows), _BATCH):
-        batch = rows[start : start + _BATCH]
+        analyzed = [
+            (mid, memory_terms(text, (role, user, *tags)))
+            for mid, text, role, user, tags in rows[start : start + _BATCH]
+        ]
         cursor.executemany(
             f"UPDATE {s}.memories SET terms = {records.terms_sql(s)}, term_count = %s WHERE id = %s",
-            [(terms, len(terms), mid) for mid, terms in ((mid, analyze(text)) for mid, text in batch)],
+            [(terms, len(terms), mid) for mid, terms in analyzed],
         )
     meta.write_meta(cursor, s, {meta.ANALYZER_KEY: TERMS_VERSION})
 

@@ -22,8 +22,9 @@ _INVISIBLE_EDGES = "\ufeff\u200b\u200c\u200d\u2060\u180e"
 
 
 def unicode_only(value: str, what: str) -> str:
-    """``value`` if it can be stored as UTF-8; InvalidInputError for a lone surrogate (an escaped
-    ``\\ud800`` in JSON, or bytes of an argument that were not UTF-8)."""
+    """``value`` if it can be stored as UTF-8 by every back-end; InvalidInputError for a lone
+    surrogate (an escaped ``\\ud800`` in JSON, or bytes of an argument that were not UTF-8) and for
+    the NUL character (PostgreSQL cannot store it: one rule for both back-ends)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -31,6 +32,8 @@ def unicode_only(value: str, what: str) -> str:
             f"{what} is not valid Unicode (a lone surrogate or a byte that is not UTF-8 at "
             f"character {exc.start + 1})"
         ) from None
+    if "\x00" in value:
+        raise InvalidInputError(f"{what} holds a NUL character (at character {value.index(chr(0)) + 1})")
     return value
 
 

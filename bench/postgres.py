@@ -183,19 +183,10 @@ def measure(
     return rows
 
 
-class Rows(list[tuple[str, str, str, str]]):
-    """The table's rows, each printed as soon as it is measured (a long run shows its progress)."""
-
-    def append(self, row: tuple[str, str, str, str]) -> None:
-        """Keep and print one row."""
-        super().append(row)
-        store, what, value, note = row
+def emit(*rows: tuple[str, str, str, str]) -> None:
+    """Print table rows as soon as they are measured (a long run shows its progress)."""
+    for store, what, value, note in rows:
         print(f"{store:12} {what:22} {value:>24}  {note}", flush=True)
-
-    def __iadd__(self, more: Any) -> Rows:  # type: ignore[override,misc]
-        for row in more:
-            self.append(row)
-        return self
 
 
 def postgres_url(args: argparse.Namespace, scratch: Path) -> tuple[str, Callable[[], None]]:
@@ -231,7 +222,6 @@ def main() -> None:
         (" ".join(all_texts[int(i)].split()[:3]), query_vectors[n])
         for n, i in enumerate(rng.integers(0, args.size, args.queries))
     ]
-    rows = Rows()
     print(f"{args.size} memories, 384-d clustered vectors, {args.queries} queries, k={K}\n", flush=True)
     print(f"{'store':12} {'measure':22} {'p50 / p95 ms (or rate)':>24}  recall@10 / note", flush=True)
     truth: dict[str, Any] = {}
@@ -247,15 +237,15 @@ def main() -> None:
             ids: list[int] = []
             for kind, backend in opened.items():
                 seconds = ingest(backend, items, vectors)
-                rows.append((kind, "ingest, 1 writer", f"{args.size / seconds:9.0f}/s", f"{seconds:.1f} s"))
+                emit((kind, "ingest, 1 writer", f"{args.size / seconds:9.0f}/s", f"{seconds:.1f} s"))
                 ids = ids or backend.candidate_ids(Filters())
             among = np.array([i for i in range(args.size) if i % USERS == 7])
             truth["all"] = brute_force(vectors, ids, query_vectors, None)
             truth["1 %"] = brute_force(vectors, ids, query_vectors, among)
-            rows += measure("local exact", opened["local"], queries, truth, reference=True)
+            emit(*measure("local exact", opened["local"], queries, truth, reference=True))
             opened["local"].reindex("hnsw", (None, None, None), False)
-            rows += measure("local hnsw", opened["local"], queries, truth, reference=False)
-            rows += measure("postgres", opened["postgres"], queries, truth, reference=False)
+            emit(*measure("local hnsw", opened["local"], queries, truth, reference=False))
+            emit(*measure("postgres", opened["postgres"], queries, truth, reference=False))
             for backend in opened.values():
                 backend.close()
             part = slice(0, args.concurrent)
@@ -265,8 +255,8 @@ def main() -> None:
             }
             for kind, place in fresh.items():
                 rate = concurrent_rate(kind, place, items[part], vectors[part], 4)
-                rows.append((kind, "ingest, 4 writers", f"{rate:9.0f}/s", f"{args.concurrent} memories"))
-            rows.append(bulk_then_index(with_schema(base, f"bulk_{int(time.time())}"), items, vectors))
+                emit((kind, "ingest, 4 writers", f"{rate:9.0f}/s", f"{args.concurrent} memories"))
+            emit(bulk_then_index(with_schema(base, f"bulk_{int(time.time())}"), items, vectors))
         finally:
             stop()
 

@@ -1,12 +1,14 @@
-"""Checks every back-end makes before anything is written: the shape of the vectors handed to it,
-and that they come from the model the store holds."""
+"""What every back-end shares around its rows: the checks made before anything is written (the shape
+of the vectors handed to it, that they come from the model the store holds) and a memory read back."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from remem.errors import ModelMismatchError, StoreError
+from remem.types import Memory
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
@@ -35,3 +37,21 @@ def check_same_model(location: str, recorded: ModelInfo | None, model: ModelInfo
             f"refusing to mix in {model.name} ({model.dim}-d, {model.pooling} pooling, "
             f"sha256 {model.sha256[:12]}…)"
         )
+
+
+def stored_memory(row: Sequence[Any], tags: Iterable[str]) -> Memory:
+    """A Memory from a row of (id, text, sha256, created_at, user, conversation, role, meta as JSON
+    text, tags in the back-end's own form, updated_at) and the tags read from it."""
+    mid, text, sha, created, user, conversation, role, meta, _, updated = row
+    return Memory(
+        id=int(mid),
+        text=text,
+        sha256=sha,
+        created_at=created,
+        user=user,
+        conversation=conversation,
+        role=role,
+        tags=tuple(tags),
+        meta=json.loads(meta),
+        updated_at=updated,
+    )

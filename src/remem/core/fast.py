@@ -22,11 +22,10 @@ def runtime() -> str:
     return f"onnxruntime {version('onnxruntime')}, onnx {version('onnx')}"
 
 
-def variant_note(name: str, agreement: float, seconds: float, built: bool) -> str:
+def variant_note(name: str, agreement: float) -> str:
     """The sentence of a new store's note when it runs the model's int8 variant."""
-    made = f"built it once in {seconds:.1f} s, cached beside the model; " if built else ""
     return (
-        f"It embeds with the int8 variant of {name} ({made}mean cosine {agreement:.4f} to the original "
+        f"It embeds with the int8 variant of {name} (mean cosine {agreement:.4f} to the original "
         "file's vectors), about 2x faster."
     )
 

@@ -12,7 +12,6 @@ keeps its model and file: another one is refused (``Backend.check_model``).
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -103,18 +102,15 @@ class ModelCatalog:
         from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
 
         original = self._embedder(spec, self.cache.locate(spec), verify=verify)
-        if variants.find_variant(self.cache, spec) is None:
+        installed = variants.installed_variant(self.cache, spec)
+        if installed is None:
             return original, fast.opt_in_note(spec.name)
-        built, started = False, time.monotonic()
-        try:
-            path, record = variants.ensure_variant(self.cache, spec, original.files, fast.runtime)
-        except EmbedderError as exc:
-            return original, fast.fallback_note(spec.name, str(exc))
         if verify and (problem := variants.verify_variant(self.cache, spec)):
             return original, fast.fallback_note(spec.name, problem)
+        path, record = installed
         files = replace(original.files, model=path)
         embedder = OnnxEmbedder(spec, files, sha256=record.sha256, graph_dir=path.parent)
-        return embedder, fast.variant_note(spec.name, record.agreement, time.monotonic() - started, built)
+        return embedder, fast.variant_note(spec.name, record.agreement)
 
     def for_store(self, recorded: ModelInfo | None, location: str) -> tuple[OnnxEmbedder, str | None]:
         """The embedder for a store's recorded model (a new store's choice when None) and a note

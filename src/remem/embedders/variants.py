@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +26,6 @@ from remem.errors import EmbedderError
 
 VARIANT_FILE = "model.int8.onnx"
 RECORD_FILE = "model.int8.json"
-FAILED_FILE = "model.int8.failed.json"
 
 
 @dataclass(frozen=True)
@@ -100,39 +98,9 @@ def remove_variant(cache: ModelCache, spec: ModelSpec) -> bool:
     return found
 
 
-def ensure_variant(
-    cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: Callable[[], str]
-) -> tuple[Path, VariantRecord]:
-    """The model's variant and its record, built and verified first when there is none (under the
-    cache lock, so that processes starting together build it once).
-
-    Raises EmbedderError saying why when it cannot be built or agrees too little; that is
-    remembered for ``runtime()`` (the versions that build it, asked only when building) and not
-    tried again.
-    """
-    found = _installed(cache, spec)
-    if found is not None:
-        return found
-    from remem.embedders.download import directory_lock  # noqa: PLC0415 - urllib, http, ssl: only to build
-
-    with directory_lock(cache.directory(spec)):
-        found = _installed(cache, spec)
-        if found is not None:
-            return found
-        versions = runtime()
-        failed = _read_failure(cache, spec, versions)
-        if failed is not None:
-            raise EmbedderError(failed)
-        try:
-            return _paths(cache, spec)[0], _build(cache, spec, files, versions)
-        except EmbedderError as exc:
-            _remember_failure(cache, spec, versions, str(exc))
-            raise
-
-
 def make_variant(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: str) -> VariantRecord:
     """Build, verify and install the int8 per-channel variant of the model anew (under the cache
-    lock), forgetting an earlier failure.
+    lock).
 
     Raises EmbedderError, leaving nothing behind, when its vectors agree less than MIN_AGREEMENT
     with the original's on the built-in sentences.
@@ -140,12 +108,12 @@ def make_variant(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime:
     from remem.embedders.download import directory_lock  # noqa: PLC0415
 
     with directory_lock(cache.directory(spec)):
-        with contextlib.suppress(FileNotFoundError):
-            (cache.directory(spec) / FAILED_FILE).unlink()
         return _build(cache, spec, files, runtime)
 
 
-def _installed(cache: ModelCache, spec: ModelSpec) -> tuple[Path, VariantRecord] | None:
+def installed_variant(cache: ModelCache, spec: ModelSpec) -> tuple[Path, VariantRecord] | None:
+    """The variant file this machine made for the model (``remem model optimize``) and its record,
+    or None; nothing is ever built here."""
     variant = find_variant(cache, spec)
     record = read_record(cache, spec)
     return None if variant is None or record is None else (variant, record)
@@ -173,23 +141,6 @@ def _build(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: str) 
         with contextlib.suppress(FileNotFoundError):
             staging.unlink()
     return record
-
-
-def _read_failure(cache: ModelCache, spec: ModelSpec, runtime: str) -> str | None:
-    """Why the variant could not be built with this runtime from these files, if it was tried."""
-    try:
-        fields = json.loads((cache.directory(spec) / FAILED_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if fields.get("runtime") != runtime or fields.get("source_sha256") != spec.model_sha256:
-        return None
-    return str(fields.get("reason", "an earlier build failed"))
-
-
-def _remember_failure(cache: ModelCache, spec: ModelSpec, runtime: str, reason: str) -> None:
-    fields = {"runtime": runtime, "source_sha256": spec.model_sha256, "reason": reason}
-    with contextlib.suppress(OSError), atomic_writer(cache.directory(spec) / FAILED_FILE, mode=0o644) as out:
-        out.write(json.dumps(fields, sort_keys=True).encode() + b"\n")
 
 
 def _agreement(spec: ModelSpec, files: ModelFiles, candidate: Path) -> float:

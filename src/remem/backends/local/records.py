@@ -16,6 +16,7 @@ from typing import Any
 from remem.backends.local import filtering, fts
 from remem.backends.local.guard import damage, store_error
 from remem.backends.local.migrations import migrate
+from remem.backends.shapes import stored_memory
 from remem.errors import StoreCorruptError, StoreError
 from remem.types import Filters, Memory, NewMemory, text_sha256
 
@@ -80,19 +81,7 @@ def _read_only_connection(path: Path) -> sqlite3.Connection:
 
 
 def _memory(row: sqlite3.Row | tuple[Any, ...]) -> Memory:
-    mid, text, sha, created, user, conversation, role, meta, tags, updated = row
-    return Memory(
-        id=mid,
-        text=text,
-        sha256=sha,
-        created_at=created,
-        user=user,
-        conversation=conversation,
-        role=role,
-        tags=tuple(json.loads(tags)),
-        meta=json.loads(meta),
-        updated_at=updated,
-    )
+    return stored_memory(row, json.loads(row[8]))  # tags as a JSON array (json_group_array)
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[tuple[list[int], str]]:

@@ -48,25 +48,34 @@ def _tsquery(lexeme: str, prefix: bool) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" + (":*" if prefix else "")
 
 
-def query_terms(cursor: psycopg.Cursor[Any], s: str, text: str) -> list[str]:
-    """The query's distinct terms as tsquery strings, stemmed as memories are ([] if none)."""
+#: A query term: its lexeme (stemmed as memories are) and whether it matches as a prefix (a hash).
+Term = tuple[str, bool]
+
+
+def query_terms(cursor: psycopg.Cursor[Any], s: str, text: str) -> list[Term]:
+    """The query's distinct terms ([] if none)."""
     terms = list(dict.fromkeys(analyze(text)))
     if not terms:
         return []
     cursor.execute(f"SELECT {s}.lexemes(%s::text[])", (terms,))
     lexemes = cursor.fetchone()[0]  # type: ignore[index]
-    return list(dict.fromkeys(_tsquery(lx, looks_like_hash(t)) for t, lx in zip(terms, lexemes, strict=True)))
+    return list(dict.fromkeys((lx, looks_like_hash(t)) for t, lx in zip(terms, lexemes, strict=True)))
+
+
+def tsqueries(terms: Sequence[Term]) -> list[str]:
+    """Each term as tsquery input."""
+    return [_tsquery(lexeme, prefix) for lexeme, prefix in terms]
 
 
 def weighted_terms(
     cursor: psycopg.Cursor[Any], s: str, text: str, memo: dict[Any, Any]
-) -> tuple[list[str], list[float], float]:
-    """The query's tsquery terms, their IDF weights and the store's mean memory length, computed
-    once per transaction (``memo``: a hybrid search asks three times)."""
+) -> tuple[list[Term], list[float], float]:
+    """The query's terms, their IDF weights and the store's mean memory length, computed once per
+    transaction (``memo``: a hybrid search asks three times)."""
     key = ("weighted_terms", s, text)
     if key not in memo:
-        queries = query_terms(cursor, s, text)
-        memo[key] = (queries, *_weights(cursor, s, queries)) if queries else ([], [], 1.0)
+        terms = query_terms(cursor, s, text)
+        memo[key] = (terms, *_weights(cursor, s, tsqueries(terms))) if terms else ([], [], 1.0)
     return memo[key]  # type: ignore[no-any-return]
 
 
@@ -115,15 +124,15 @@ def top(
     if given), best first; [] when the text has no searchable terms."""
     if among is not None and not among:
         return []
-    queries, idf, mean = weighted_terms(cursor, s, text, memo)
-    if not queries:
+    terms, idf, mean = weighted_terms(cursor, s, text, memo)
+    if not terms:
         return []
+    queries = tsqueries(terms)
     condition, params = filtering.where(filters)
     if among is not None:
         condition += " AND m.id = ANY(%s::bigint[])"
         params.append(list(among))
-    lexemes = [query.split("'")[1].replace("''", "'") for query in queries]
-    prefixes = [query.endswith(":*") for query in queries]
+    lexemes, prefixes = [lexeme for lexeme, _ in terms], [prefix for _, prefix in terms]
     cursor.execute(
         f"WITH pool AS (SELECT m.id, m.terms, m.term_count FROM {s}.memories m "
         f"WHERE m.terms @@ %s::tsquery AND {condition} ORDER BY {_PRESCORE} DESC, m.id LIMIT %s) "
@@ -137,13 +146,13 @@ def coverage(
     cursor: psycopg.Cursor[Any], s: str, text: str, ids: Sequence[int], memo: dict[Any, Any]
 ) -> dict[int, float]:
     """For each id, the share (0..1) of the query's IDF weight that the memory matches."""
-    queries, idf, _ = weighted_terms(cursor, s, text, memo)
-    if not queries:
+    terms, idf, _ = weighted_terms(cursor, s, text, memo)
+    if not terms:
         return dict.fromkeys(ids, 0.0)
     cursor.execute(
         "SELECT m.id, (SELECT coalesce(sum(q.w), 0) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) "
         f"WHERE m.terms @@ q.t) FROM {s}.memories m WHERE m.id = ANY(%s::bigint[])",
-        (queries, idf, list(ids)),
+        (tsqueries(terms), idf, list(ids)),
     )
     whole = sum(idf) or 1.0
     found = {int(mid): float(weight) / whole for mid, weight in cursor.fetchall()}

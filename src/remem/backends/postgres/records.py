@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends.analyzer import memory_terms
 from remem.backends.postgres import filtering
+from remem.backends.shapes import stored_memory
 from remem.errors import EditConflictError, InvalidInputError, MemoryNotFoundError
 from remem.types import Filters, Memory, NewMemory, text_sha256, utc_now_iso
 
@@ -27,19 +28,7 @@ DEDUP_KEY = "(sha256, coalesce(\"user\", ''), coalesce(conversation, ''))"
 
 def memory(row: Sequence[Any]) -> Memory:
     """A Memory from a row of ``COLUMNS``."""
-    mid, text, sha, created, user, conversation, role, meta, tags, updated = row
-    return Memory(
-        id=int(mid),
-        text=text,
-        sha256=sha,
-        created_at=created,
-        user=user,
-        conversation=conversation,
-        role=role,
-        tags=tuple(tags),
-        meta=json.loads(meta),
-        updated_at=updated,
-    )
+    return stored_memory(row, row[8])  # tags as a text[]
 
 
 def get_many(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> dict[int, Memory]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends.postgres import keywords, pending, records
 from remem.backends.postgres import settings as meta
-from remem.backends.postgres.lanes import LaneSettings, PostgresVectorLane
+from remem.backends.postgres.lanes import EXACT_CANDIDATES, LaneSettings, PostgresVectorLane
 from remem.backends.postgres.schema import ITERATIVE_SCAN_VERSION, prepare, quoted
 from remem.backends.postgres.session import Session, connect
 from remem.backends.postgres.urls import parse
@@ -45,7 +45,7 @@ class PostgresBackend:
         self.location = session.url.shown
         self.iterative = pgvector >= ITERATIVE_SCAN_VERSION
         #: Filtered searches over up to this many vectors are exact (see ``lanes``).
-        self.exact_candidates = LaneSettings(0, 0, True).exact_candidates
+        self.exact_candidates = EXACT_CANDIDATES
         self.warnings: list[str] = []
         if not self.iterative:
             version = ".".join(map(str, pgvector))

@@ -1,14 +1,13 @@
-"""Optimised variants of a model file: built once on first use (or by ``remem model optimize``),
+"""Optimised variants of a model file: built by ``remem model optimize`` (never implicitly),
 verified, cached.
 
 A variant (``model.int8.onnx``, int8 per-channel weights) lives next to where the model's files are
 pulled to, with a record (``model.int8.json``) of what it was made from, its own sha256 and how
 closely its vectors agree with the original's on a built-in sentence set. A variant that agrees less
-than ``MIN_AGREEMENT`` is refused and nothing is kept; a build that failed is remembered
-(``model.int8.failed.json``, per runtime) so that it is not tried again at every new store. The
-original file is never touched. A store made with the variant records the variant's sha256 as its
-model stamp: its vectors agree with the original's at a mean cosine of at least ``MIN_AGREEMENT``
-(0.99), they are not the same vectors, and a store never mixes the two.
+than ``MIN_AGREEMENT`` is refused and nothing is kept. The original file is never touched. A store
+made with the variant records the variant's sha256 as its model stamp: its vectors agree with the
+original's at a mean cosine of at least ``MIN_AGREEMENT`` (0.99), they are not the same vectors,
+and a store never mixes the two.
 """
 
 from __future__ import annotations

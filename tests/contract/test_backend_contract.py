@@ -798,9 +798,9 @@ def test_reindex_keeps_the_lanes_working(backend: Backend, corpus: dict[str, int
 # --- re-embedding --------------------------------------------------------------------------------
 
 
-def embed_other(texts: Sequence[str]) -> list[np.ndarray]:
-    """OTHER_MODEL's vectors: a FakeEmbedder-style (1, 32) window per text."""
-    return [windows_of(text, OTHER_MODEL) for text in texts]
+def embed_other(rows: Sequence[tuple[int, str]]) -> list[np.ndarray]:
+    """OTHER_MODEL's vectors: a FakeEmbedder-style (1, 32) window per (id, text)."""
+    return [windows_of(text, OTHER_MODEL) for _, text in rows]
 
 
 def test_reembed_swaps_the_model_and_the_lanes_keep_working(backend: Backend, corpus: dict[str, int]) -> None:
@@ -842,9 +842,9 @@ def test_reembed_to_the_current_model_does_nothing_unless_forced(backend: Backen
     add_one(backend, "one memory")
     seen: list[str] = []
 
-    def embed(texts: Sequence[str]) -> list[np.ndarray]:
-        seen.extend(texts)
-        return [windows_of(text) for text in texts]
+    def embed(rows: Sequence[tuple[int, str]]) -> list[np.ndarray]:
+        seen.extend(text for _, text in rows)
+        return [windows_of(text) for _, text in rows]
 
     assert backend.reembed(FAKE_MODEL, embed, None, False).swapped is False
     assert seen == []

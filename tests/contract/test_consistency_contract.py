@@ -56,8 +56,8 @@ def test_reads_inside_a_snapshot_see_one_state(open_backend: Callable[[], Backen
 OTHER = FAKE_MODEL.__class__(name="fake-other-model", dim=32, pooling="cls", sha256="e" * 64)
 
 
-def _other_vectors(texts: list[str]) -> list:  # type: ignore[type-arg]
-    return [fake_vector(text, OTHER.dim).reshape(1, -1) for text in texts]
+def _other_vectors(rows: list[tuple[int, str]]) -> list:  # type: ignore[type-arg]
+    return [fake_vector(text, OTHER.dim).reshape(1, -1) for _, text in rows]
 
 
 def test_an_interrupted_reembed_resumes_where_it_stopped(backend: Backend) -> None:
@@ -65,7 +65,7 @@ def test_an_interrupted_reembed_resumes_where_it_stopped(backend: Backend) -> No
     backend.add_many([NewMemory(t) for t in texts], [_vectors(t) for t in texts], FAKE_MODEL)
     calls: list[int] = []
 
-    def failing(batch: list[str]) -> list:  # type: ignore[type-arg]
+    def failing(batch: list[tuple[int, str]]) -> list:  # type: ignore[type-arg]
         calls.append(len(batch))
         if len(calls) == 2:
             raise KeyboardInterrupt  # the user pressed Ctrl-C during the second batch

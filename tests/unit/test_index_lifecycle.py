@@ -168,18 +168,18 @@ def test_reembed_is_resumable_and_swaps_atomically(
     other = ModelInfo(name="fake-other", dim=FAKE_DIM, pooling="cls", sha256="e" * 64)
     calls: list[int] = []
 
-    def flaky(texts: list[str]) -> np.ndarray:
-        calls.append(len(texts))
+    def flaky(rows: list[tuple[int, str]]) -> np.ndarray:
+        calls.append(len(rows))
         if len(calls) == 3:
             raise KeyboardInterrupt  # interrupted mid-way, like Ctrl-C or kill
-        return np.vstack([fake_vector("other " + t) for t in texts])
+        return np.vstack([fake_vector("other " + t) for _, t in rows])
 
     with pytest.raises(KeyboardInterrupt):
         reembed(store, other, flaky, batch=50)
     assert store.model == FAKE_MODEL  # the old model and vectors still serve searches
     assert vector_search(store, fake_vector("x"), 3, Filters())
     added = store.add(NewMemory("added meanwhile"), fake_vector("added meanwhile"), FAKE_MODEL).id
-    report = reembed(store, other, lambda ts: np.vstack([fake_vector("other " + t) for t in ts]), batch=50)
+    report = reembed(store, other, lambda rows: np.vstack([fake_vector("other " + t) for _, t in rows]), batch=50)
     assert (report.resumed_from, report.swapped) == (100, True)
     assert report.embedded == 301 - 100
     assert store.model == other
@@ -214,8 +214,8 @@ def test_reembed_stages_every_window_and_force_redoes_the_same_model(
         NewMemory("a long memory"), np.vstack([fake_vector("part one"), fake_vector("part two")]), FAKE_MODEL
     ).id
 
-    def windowed(texts: list[str]) -> list[np.ndarray]:
-        return [np.vstack([fake_vector(f"{t} a"), fake_vector(f"{t} b")]) for t in texts]
+    def windowed(rows: list[tuple[int, str]]) -> list[np.ndarray]:
+        return [np.vstack([fake_vector(f"{t} a"), fake_vector(f"{t} b")]) for _, t in rows]
 
     assert reembed(store, FAKE_MODEL, windowed).swapped is False  # same model: nothing to do
     report = reembed(store, FAKE_MODEL, windowed, force=True)

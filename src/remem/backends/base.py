@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
 #: (memory id, lane score), best first.
 Scored = tuple[int, float]
-#: Embeds document texts: for each text its unit vectors, (windows, dim).
-EmbedFn = Callable[[Sequence[str]], Sequence["FloatArray"]]
+#: Embeds memories given as (id, text): for each its unit vectors, (windows, dim).
+EmbedFn = Callable[[Sequence[tuple[int, str]]], Sequence["FloatArray"]]
 #: Called with (done so far, total).
 ProgressFn = Callable[[int, int], None]
 
@@ -80,9 +80,13 @@ class Backend(Protocol):
         """How many memories wait for their vectors."""
         ...
 
-    def attach_vectors(self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo) -> list[int]:
-        """Give pending memories the (windows, dim) vectors of ``text`` in one transaction; a memory
-        deleted, edited or embedded meanwhile is skipped. Returns the ids that got vectors."""
+    def attach_vectors(
+        self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo, *, replace: bool = False
+    ) -> list[int]:
+        """Give pending memories the (windows, dim) vectors made for ``text`` in one transaction; a
+        memory deleted, edited or embedded meanwhile is skipped. With ``replace`` a memory's vectors
+        are replaced whether or not it had some (still skipped when deleted or edited). Returns the
+        ids that got vectors."""
         ...
 
     def edit(

@@ -1,11 +1,13 @@
 """Adding many memories in one transaction: dedup first (duplicates are never embedded), reuse
-vectors an export carried when the store's model made them, embed the rest in chunks."""
+vectors an export carried when the store's model made them, embed the rest (their ``turns``
+documents) in chunks, then re-embed the stored turns whose earlier turns the new ones became."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from remem.core import turns
 from remem.errors import InvalidInputError
 from remem.reports import BulkResult
 from remem.types import text_sha256
@@ -15,6 +17,7 @@ if TYPE_CHECKING:
     from remem.backends.base import Backend, ProgressFn
     from remem.embedders.base import DocumentEmbeddings, Embedder
     from remem.ingest import Entry
+    from remem.types import AddResult, NewMemory
 
 EMBED_CHUNK = 256
 
@@ -43,6 +46,19 @@ def embed_documents(
         documents: DocumentEmbeddings = reporting.embed_documents(texts, progress=progress)
         return documents
     return embedder.embed_documents(texts)
+
+
+def add_one(
+    backend: Backend, embedder: Embedder, memory: NewMemory, progress: ProgressFn | None
+) -> AddResult:
+    """Embed one memory's document and store it (a duplicate added meanwhile comes back as one);
+    the stored turns it comes before are re-embedded."""
+    (document,), followers = turns.for_new(backend, [memory])
+    vectors = embed_documents(embedder, [document], progress).windows[0]
+    added = backend.add_many([memory], [vectors], embedder.info)[0]
+    if not added.duplicate:
+        turns.refresh(backend, embedder, followers)
+    return added
 
 
 def embed_texts(embedder: Embedder, texts: Sequence[str], progress: ProgressFn | None) -> list[FloatArray]:
@@ -79,14 +95,14 @@ def store_entries(
                 if unit_rows(carried):  # an export is input: a scaled or NaN vector is embedded again
                     windows[row] = carried
                     result.reused_vectors += 1
+        documents, followers = turns.for_new(backend, [e.memory for e in fresh])
         todo = [row for row, found in enumerate(windows) if found is None]
-        for row, rows in zip(
-            todo, embed_texts(model, [fresh[r].memory.text for r in todo], progress), strict=True
-        ):
+        for row, rows in zip(todo, embed_texts(model, [documents[r] for r in todo], progress), strict=True):
             windows[row] = rows
         added = backend.add_many([e.memory for e in fresh], [w for w in windows if w is not None], stamp)
         result.added = [r.id for r in added if not r.duplicate]
         result.duplicates = [r.id for r in added if r.duplicate]  # added by another process meanwhile
+        turns.refresh(backend, model, followers)
     result.duplicates += [backend.find_duplicate(entry.memory) or -1 for entry in duplicates]
     return result
 
@@ -120,7 +136,7 @@ def embed_pending(
         rows := backend.pending(room)
     ):
         model = embedder()
-        windows = model.embed_documents([text for _, text in rows]).windows
+        windows = model.embed_documents(turns.for_rows(backend, rows)).windows
         attached = backend.attach_vectors(
             [(mid, text, rows_) for (mid, text), rows_ in zip(rows, windows, strict=True)], model.info
         )

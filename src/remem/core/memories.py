@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from remem.core import arguments, bulk, upkeep
+from remem.core import arguments, bulk, turns, upkeep
 from remem.core.context import ContextItem, Merge, merge
 from remem.errors import InvalidInputError, MemoryNotFoundError
 from remem.inputs import MAX_TEXT_CHARS, check_min_score
@@ -119,9 +119,7 @@ class Memories:
             return AddResult(id=existing, duplicate=True)
         if not embed:
             return self.backend.add_pending([memory])[0]
-        embedder = self.embedder()
-        vectors = bulk.embed_documents(embedder, [memory.text], progress).windows[0]
-        return self.backend.add_many([memory], [vectors], embedder.info)[0]
+        return bulk.add_one(self.backend, self.embedder(), memory, progress)
 
     def pending_count(self) -> int:
         """How many memories wait for their vectors (added with ``embed=False``)."""
@@ -266,8 +264,10 @@ class Memories:
         if before is None:
             raise MemoryNotFoundError([memory_id])
         embedder = self.embedder()
-        vectors = embedder.embed_documents([text]).windows[0]
-        return self.backend.edit(memory_id, text, vectors, embedder.info, expected_sha256=before.sha256)
+        vectors = embedder.embed_documents(turns.for_stored(self.backend, [before], [text])).windows[0]
+        edited = self.backend.edit(memory_id, text, vectors, embedder.info, expected_sha256=before.sha256)
+        turns.refresh(self.backend, embedder, turns.followers(self.backend, [edited]))
+        return edited
 
     def forget(
         self, ids: Iterable[int] | None = None, *, where: Filters | None = None, dry_run: bool = False
@@ -286,7 +286,10 @@ class Memories:
         missing = tuple(sorted(set(chosen) - set(found)))
         ids = sorted(found)
         if ids and not dry_run:
+            after = turns.followers(self.backend, [found[i] for i in ids])
             ids = self.backend.forget(ids)
+            if after and self.backend.model is not None:
+                turns.refresh(self.backend, self.embedder(), after)
         return ForgetResult(tuple(found[i] for i in ids), missing, dry_run)
 
     # --- moving and maintaining ------------------------------------------------------------------

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from remem.core import turns
 from remem.errors import InvalidInputError, StoreError
 from remem.reports import Check, DoctorReport, ReembedReport, ReindexReport
 from remem.types import Filters, Memory, memory_record
@@ -85,9 +86,7 @@ def reindex(
     reembedded = None
     if model is not None:
         embedder = catalog.load(model, verify=True)
-        reembedded = backend.reembed(
-            embedder.info, lambda texts: embedder.embed_documents(texts).windows, progress, force
-        )
+        reembedded = backend.reembed(embedder.info, turns.whole_store(backend, embedder), progress, force)
     return ReindexOutcome(reembedded, backend.reindex(index, hnsw, force))
 
 

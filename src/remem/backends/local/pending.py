@@ -34,20 +34,25 @@ def pending_count(store: LocalBackend) -> int:
     return int(store.records.conn.execute(f"SELECT count(*) {_PENDING}").fetchone()[0])
 
 
-def attach(store: LocalBackend, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo) -> list[int]:
+def attach(
+    store: LocalBackend, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo, *, replace: bool
+) -> list[int]:
     """Give pending memories their (windows, dim) vectors, made from ``text``, in one transaction.
 
-    A memory that was deleted, edited (its text differs) or embedded meanwhile is skipped; returns
-    the ids that got vectors.
+    A memory that was deleted, edited (its text differs) or embedded meanwhile (unless ``replace``:
+    then its vectors are replaced) is skipped; returns the ids that got vectors.
     """
     done: list[int] = []
     shaped = windows_of([rows for _, _, rows in items], len(items), model.dim)
+    which = "FROM memories m WHERE TRUE" if replace else _PENDING
     with store.writing(model) as (index, records):
         for (memory_id, text, _), rows in zip(items, shaped, strict=True):
-            row = records.conn.execute(f"SELECT m.sha256 {_PENDING} AND m.id = ?", (memory_id,)).fetchone()
+            row = records.conn.execute(f"SELECT m.sha256 {which} AND m.id = ?", (memory_id,)).fetchone()
             if row is None or row[0] != text_sha256(text):
                 continue
-            records.add_vectors(memory_id, [r.astype("<f4").tobytes() for r in rows])
+            old = [vid for vid, _ in records.vectors_of_memories([memory_id]).get(memory_id, [])]
+            records.replace_vectors(memory_id, [r.astype("<f4").tobytes() for r in rows])
+            index.remove(old)
             index.add([vid for vid, _ in records.vectors_of_memories([memory_id])[memory_id]], rows)
             done.append(memory_id)
     return done

@@ -187,6 +187,11 @@ class Records:
             [(memory_id, window, blob) for window, blob in enumerate(vectors)],
         )
 
+    def replace_vectors(self, memory_id: int, vectors: Sequence[bytes]) -> None:
+        """Give a memory new window vectors (under new vector ids) in place of its old ones."""
+        self.conn.execute("DELETE FROM vectors WHERE memory_id = ?", (memory_id,))
+        self.add_vectors(memory_id, vectors)
+
     def replace_text(self, memory_id: int, text: str, vectors: Sequence[bytes], updated_at: str) -> bool:
         """Give a memory new text and vectors (new vector ids); False if there is no such memory.
 
@@ -200,8 +205,7 @@ class Records:
             return False
         self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
         fts.write_stored_terms(self.conn, [memory_id])
-        self.conn.execute("DELETE FROM vectors WHERE memory_id = ?", (memory_id,))
-        self.add_vectors(memory_id, vectors)
+        self.replace_vectors(memory_id, vectors)
         return True
 
     def delete(self, memory_ids: Sequence[int]) -> list[int]:

@@ -9,7 +9,6 @@ index file replaces the old one.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
@@ -20,13 +19,9 @@ from remem.reports import ReembedReport
 from remem.types import ModelInfo
 
 if TYPE_CHECKING:
-    from remem.arrays import FloatArray
+    from remem.backends.base import EmbedFn, ProgressFn
     from remem.backends.local.store import LocalBackend
 
-#: Embeds document texts: for each text its unit vectors, (windows, dim) — one row when it fits.
-EmbedFn = Callable[[Sequence[str]], Sequence["FloatArray"]]
-#: Called with (memories embedded so far, memories in total).
-ProgressFn = Callable[[int, int], None]
 
 #: One row per memory; ``vector`` holds its window vectors one after another (float32).
 _STAGING = """CREATE TABLE IF NOT EXISTS vectors_next (
@@ -61,7 +56,7 @@ def _embed_pending(store: LocalBackend, embed: EmbedFn, batch: int, progress: Pr
     done = 0
     total = store.records.count()
     while rows := _pending(store, batch):
-        windows = embed([text for _, text, _ in rows])
+        windows = embed([(mid, text) for mid, text, _ in rows])
         conn = store.records.conn
         with atomic(conn):
             conn.executemany(

@@ -214,9 +214,12 @@ class LocalBackend:
         """How many memories wait for their vectors."""
         return pending.pending_count(self)
 
-    def attach_vectors(self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo) -> list[int]:
-        """Give pending memories the vectors of their text (skipping any changed meanwhile)."""
-        return pending.attach(self, items, model)
+    def attach_vectors(
+        self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo, *, replace: bool = False
+    ) -> list[int]:
+        """Give pending memories (any, with ``replace``) vectors made for their text (skipping any
+        changed meanwhile)."""
+        return pending.attach(self, items, model, replace=replace)
 
     def snapshot(self) -> contextlib.AbstractContextManager[None]:
         """Reads inside see one state of the database (``transactions.snapshot``)."""

@@ -32,22 +32,25 @@ def count(store: PostgresBackend) -> int:
 
 
 def attach(
-    store: PostgresBackend, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo
+    store: PostgresBackend, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo, *, replace: bool
 ) -> list[int]:
     """Give pending memories their (windows, dim) vectors, made from ``text``, in one transaction.
 
-    A memory deleted, edited (its text differs) or embedded meanwhile is skipped (its row is locked
-    while checked); returns the ids that got vectors.
+    A memory deleted, edited (its text differs) or embedded meanwhile (unless ``replace``: then its
+    vectors are replaced) is skipped (its row is locked while checked); returns the ids that got
+    vectors.
     """
     shaped = windows_of([rows for _, _, rows in items], len(items), model.dim)
+    which = "FROM {s}.memories m WHERE TRUE" if replace else _PENDING
     done: list[int] = []
     with store.writing(model) as cursor:
         for (memory_id, text, _), rows in zip(items, shaped, strict=True):
             cursor.execute(
-                f"SELECT m.sha256 {_PENDING.format(s=store.s)} AND m.id = %s FOR UPDATE", (memory_id,)
+                f"SELECT m.sha256 {which.format(s=store.s)} AND m.id = %s FOR UPDATE", (memory_id,)
             )
             row = cursor.fetchone()
             if row is not None and row[0] == text_sha256(text):
+                cursor.execute(f"DELETE FROM {store.s}.vectors WHERE memory_id = %s", (memory_id,))
                 records.add_vectors(cursor, store.s, memory_id, rows)
                 done.append(memory_id)
     return done

@@ -45,7 +45,7 @@ def _stage(store: PostgresBackend, embed: EmbedFn, progress: ProgressFn | None, 
             rows = _unstaged(cursor, s, BATCH)
             if not rows:
                 return done
-            windows = embed([text for _, text, _ in rows])
+            windows = embed([(mid, text) for mid, text, _ in rows])
             cursor.execute(
                 f"DELETE FROM {s}.vectors_next WHERE memory_id = ANY(%s::bigint[])", ([r[0] for r in rows],)
             )

@@ -172,9 +172,11 @@ class PostgresBackend:
         """How many memories wait for their vectors."""
         return pending.count(self)
 
-    def attach_vectors(self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo) -> list[int]:
-        """Give pending memories the vectors of ``text`` (``pending.attach``)."""
-        return pending.attach(self, items, model)
+    def attach_vectors(
+        self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo, *, replace: bool = False
+    ) -> list[int]:
+        """Give pending memories (any, with ``replace``) vectors made for ``text`` (``pending.attach``)."""
+        return pending.attach(self, items, model, replace=replace)
 
     def edit(
         self,

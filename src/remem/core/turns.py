@@ -1,0 +1,225 @@
+"""Conversation turns embedded in context: what the vector lane sees of a memory of a conversation.
+
+A chat turn ("Yeah, it was great!", "I just got back from a trip in my new Prius") leans on the
+turns before it and rarely names its speaker, so its own text is a poor vector. A memory with a
+``conversation`` is therefore embedded as its *document*: its own line (``role: text``, or the text
+alone without a role) followed by the lines of the ``CONTEXT_TURNS`` turns before it in the same
+conversation (same user), oldest first. "Before" is by (created_at, id); a memory added without
+created_at comes after every stored one. The stored text, the keyword lane and every output are
+unchanged; only the vectors are. Memories outside a conversation are embedded as their text.
+
+Measured on LoCoMo (bench/locomo.py, bundled model): vector evidence recall@10 0.31 with the text
+alone, 0.44 with the speaker, 0.54 with the speaker and the two turns before (one turn after as well
+adds nothing; three before or two after dilute it).
+
+A document depends on the turns before it, so the core re-embeds the memories whose earlier turns
+change: those after a memory added out of order, edited or forgotten (``followers``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from remem.types import Filters, utc_iso
+
+if TYPE_CHECKING:
+    from remem.arrays import FloatArray
+    from remem.backends.base import Backend, EmbedFn
+    from remem.embedders.base import Embedder
+    from remem.types import Memory, NewMemory
+
+#: How many earlier turns of its conversation a memory's document holds.
+CONTEXT_TURNS = 2
+#: Sorts after every stored created_at: where a memory added without one goes.
+_NOW = "\uffff"
+#: Added to a new memory's place in its batch: it sorts after every stored id of the same time.
+_NEW = 1 << 62
+#: Memories re-embedded per transaction by ``refresh``.
+_REFRESH_CHUNK = 256
+#: Extra earlier memories read when looking for the turns before one (ties of created_at).
+_SLACK = 8
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One memory as a turn of its conversation: where it sorts, its line, its id if stored."""
+
+    key: tuple[str, int]
+    line: str
+    id: int | None = None
+
+    @classmethod
+    def stored(cls, memory: Memory, text: str | None = None) -> Turn:
+        """A stored memory (with ``text`` instead of its own, for an edit)."""
+        line = _line(memory.role, memory.text if text is None else text)
+        return cls((memory.created_at, memory.id), line, memory.id)
+
+    @classmethod
+    def new(cls, memory: NewMemory, place: int) -> Turn:
+        """A memory about to be added, ``place``-th of its batch (after every stored id)."""
+        return cls((memory.created_at or _NOW, _NEW + place), _line(memory.role, memory.text))
+
+
+def _line(role: str | None, text: str) -> str:
+    return f"{role}: {text}" if role else text
+
+
+def thread(memory: Memory | NewMemory) -> tuple[str, str | None] | None:
+    """The conversation (and user) a memory is a turn of, or None outside a conversation."""
+    return None if memory.conversation is None else (memory.conversation, memory.user)
+
+
+def document(turn: Turn, before: Sequence[Turn]) -> str:
+    """What is embedded for ``turn``: its line, then the last CONTEXT_TURNS of ``before`` (sorted,
+    all earlier than ``turn``), oldest first."""
+    return "\n".join([turn.line, *(t.line for t in before[-CONTEXT_TURNS:])])
+
+
+def _sorted(turns: Iterable[Turn]) -> list[Turn]:
+    return sorted(turns, key=lambda t: t.key)
+
+
+def _filters(key: tuple[str, str | None], until: str | None = None, since: str | None = None) -> Filters:
+    return Filters(conversation=key[0], user=key[1], until=until, since=since)
+
+
+def _just_after(created_at: str) -> str:
+    """The next millisecond (``until`` is exclusive; ties are broken by id here)."""
+    return utc_iso(datetime.fromisoformat(created_at.replace("Z", "+00:00")) + timedelta(milliseconds=1))
+
+
+def stored_before(backend: Backend, key: tuple[str, str | None], turn: Turn) -> list[Turn]:
+    """The stored turns of thread ``key`` just before ``turn`` (at most CONTEXT_TURNS), oldest first."""
+    until = None if turn.key[0] == _NOW else _just_after(turn.key[0])
+    newest = backend.newest(_filters(key, until=until), CONTEXT_TURNS + _SLACK)
+    return _sorted(t for t in map(Turn.stored, newest) if t.key < turn.key)[-CONTEXT_TURNS:]
+
+
+def _stored_from(backend: Backend, key: tuple[str, str | None], since: str) -> list[Turn]:
+    """Every stored turn of thread ``key`` created at or after ``since``, sorted."""
+    if since == _NOW:
+        return []
+    return _sorted(map(Turn.stored, backend.iter_all(_filters(key, since=since))))
+
+
+def _by_thread(memories: Iterable[Memory | NewMemory]) -> dict[tuple[str, str | None], list[int]]:
+    """Thread → the positions of its memories (memories outside a conversation are left out)."""
+    groups: dict[tuple[str, str | None], list[int]] = defaultdict(list)
+    for place, memory in enumerate(memories):
+        key = thread(memory)
+        if key is not None:
+            groups[key].append(place)
+    return groups
+
+
+def _after(merged: Sequence[Turn], changed: Sequence[bool]) -> list[int]:
+    """Ids of the unchanged stored turns of ``merged`` with a changed one among the CONTEXT_TURNS
+    before them (``changed[i]`` says whether ``merged[i]`` changed)."""
+    return [
+        t.id
+        for n, t in enumerate(merged)
+        if t.id is not None and not changed[n] and any(changed[max(0, n - CONTEXT_TURNS) : n])
+    ]
+
+
+def for_new(backend: Backend, memories: Sequence[NewMemory]) -> tuple[list[str], list[int]]:
+    """The documents of memories about to be added (in order), and the ids of stored memories whose
+    documents they change (re-embed those after adding: ``refresh``)."""
+    documents = [m.text if thread(m) is None else _line(m.role, m.text) for m in memories]
+    followers: list[int] = []
+    for key, places in _by_thread(memories).items():
+        new = {place: Turn.new(memories[place], place) for place in places}
+        first = min(new.values(), key=lambda t: t.key)
+        merged = _sorted(
+            [*stored_before(backend, key, first), *_stored_from(backend, key, first.key[0]), *new.values()]
+        )
+        at = {t.key: n for n, t in enumerate(merged)}
+        for place, turn in new.items():
+            documents[place] = document(turn, merged[: at[turn.key]])
+        followers += _after(merged, [t.id is None for t in merged])
+    return documents, followers
+
+
+def for_stored(backend: Backend, memories: Sequence[Memory], texts: Sequence[str] | None = None) -> list[str]:
+    """The documents of stored memories as the store holds them now (each with ``texts[i]`` instead
+    of its own text when given: an edit)."""
+    documents = []
+    for n, memory in enumerate(memories):
+        text = memory.text if texts is None else texts[n]
+        key = thread(memory)
+        if key is None:
+            documents.append(text)
+        else:
+            turn = Turn.stored(memory, text)
+            documents.append(document(turn, stored_before(backend, key, turn)))
+    return documents
+
+
+def for_rows(backend: Backend, rows: Sequence[tuple[int, str]]) -> list[str]:
+    """The documents of stored memories given as (id, text); the text as given for a memory the
+    store no longer holds."""
+    stored = backend.get_many([mid for mid, _ in rows])
+    return [
+        text if mid not in stored else for_stored(backend, [stored[mid]], [text])[0] for mid, text in rows
+    ]
+
+
+def followers(backend: Backend, memories: Sequence[Memory]) -> list[int]:
+    """Ids of the stored memories (not among ``memories``) whose documents hold one of these: the
+    ones to re-embed after they are edited or forgotten."""
+    found: list[int] = []
+    for key, places in _by_thread(memories).items():
+        changed = {memories[p].id for p in places}
+        since = min(memories[p].created_at for p in places)
+        merged = _stored_from(backend, key, since)
+        found += _after(merged, [t.id in changed for t in merged])
+    return found
+
+
+def for_store(backend: Backend) -> dict[int, tuple[str, str]]:
+    """Memory id → (its text, its document) for every memory of a conversation in the store (what a
+    re-embed embeds)."""
+    threads: dict[tuple[str, str | None], list[Turn]] = defaultdict(list)
+    texts: dict[int, str] = {}
+    for memory in backend.iter_all():
+        key = thread(memory)
+        if key is not None:
+            threads[key].append(Turn.stored(memory))
+            texts[memory.id] = memory.text
+    documents = {}
+    for turns in threads.values():
+        ordered = _sorted(turns)
+        for n, turn in enumerate(ordered):
+            assert turn.id is not None
+            documents[turn.id] = (texts[turn.id], document(turn, ordered[:n]))
+    return documents
+
+
+def whole_store(backend: Backend, embedder: Embedder) -> EmbedFn:
+    """What a re-embed of the whole store embeds with: each (id, text) as its document, read from
+    the store once, now (a text changed since is embedded as it is)."""
+    documents = for_store(backend)
+
+    def embed(rows: Sequence[tuple[int, str]]) -> Sequence[FloatArray]:
+        known = [documents.get(mid) for mid, _ in rows]
+        texts = [
+            doc[1] if doc and doc[0] == text else text for (_, text), doc in zip(rows, known, strict=True)
+        ]
+        return embedder.embed_documents(texts).windows
+
+    return embed
+
+
+def refresh(backend: Backend, embedder: Embedder, memory_ids: Sequence[int]) -> None:
+    """Re-embed these memories' documents as the store holds them now (their earlier turns changed),
+    replacing their vectors; a memory deleted or edited meanwhile is skipped."""
+    memories = sorted(backend.get_many(memory_ids).values(), key=lambda m: m.id)
+    for start in range(0, len(memories), _REFRESH_CHUNK):
+        chunk = memories[start : start + _REFRESH_CHUNK]
+        windows = embedder.embed_documents(for_stored(backend, chunk)).windows
+        items = [(m.id, m.text, rows) for m, rows in zip(chunk, windows, strict=True)]
+        backend.attach_vectors(items, embedder.info, replace=True)

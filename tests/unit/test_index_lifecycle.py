@@ -179,7 +179,9 @@ def test_reembed_is_resumable_and_swaps_atomically(
     assert store.model == FAKE_MODEL  # the old model and vectors still serve searches
     assert vector_search(store, fake_vector("x"), 3, Filters())
     added = store.add(NewMemory("added meanwhile"), fake_vector("added meanwhile"), FAKE_MODEL).id
-    report = reembed(store, other, lambda rows: np.vstack([fake_vector("other " + t) for _, t in rows]), batch=50)
+    report = reembed(
+        store, other, lambda rows: np.vstack([fake_vector("other " + t) for _, t in rows]), batch=50
+    )
     assert (report.resumed_from, report.swapped) == (100, True)
     assert report.embedded == 301 - 100
     assert store.model == other

@@ -20,6 +20,7 @@ import pytest
 
 import remem
 from remem import AddResult, Filters, Memories, Memory, NewMemory, SearchMode
+from remem.core.ranking import RRF_K
 from remem.errors import (
     InvalidInputError,
     MemoryNotFoundError,
@@ -324,7 +325,7 @@ def test_hits_carry_their_lanes(memories: Memories, filled: dict[str, int]) -> N
     for hit in hybrid:
         lanes = [lane for lane in (hit.vector, hit.keyword) if lane is not None]
         assert lanes
-        assert hit.score == pytest.approx(sum(1 / (60 + lane.rank) for lane in lanes))
+        assert hit.score == pytest.approx(sum(1 / (RRF_K + lane.rank) for lane in lanes))
 
 
 def test_search_finds_an_identifier(memories: Memories, filled: dict[str, int]) -> None:

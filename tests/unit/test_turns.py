@@ -86,7 +86,7 @@ def expected(numbers: list[int] | None = None) -> dict[str, str]:
 
 def test_a_turn_is_embedded_with_its_speaker_and_the_two_turns_before_it(memories: Memories) -> None:
     for n in range(len(CHAT)):
-        memories.add(**_fields(turn(n)))
+        add_turn(memories, turn(n))
     memories.add("a note outside any conversation", role="Ann")
     assert_embedded_as(
         memories, expected() | {"a note outside any conversation": "a note outside any conversation"}
@@ -108,7 +108,7 @@ def test_out_of_order_adds_and_batches_embed_every_turn_as_in_order(
 ) -> None:
     memories.add_many([turn(n) for n in order[:2]])
     for n in order[2:]:
-        memories.add(**_fields(turn(n)))
+        add_turn(memories, turn(n))
     memories.add_many([turn(n, conversation="c2") for n in reversed(range(len(CHAT)))])
     assert_embedded_as(memories, expected(), conversation="c1")
     assert_embedded_as(memories, expected(), conversation="c2")
@@ -120,7 +120,7 @@ def test_threads_are_separate_per_conversation_and_user(memories: Memories) -> N
 
 
 def test_an_edit_re_embeds_the_turns_after_it(memories: Memories) -> None:
-    ids = [memories.add(**_fields(turn(n))).id for n in range(len(CHAT))]
+    ids = [add_turn(memories, turn(n)) for n in range(len(CHAT))]
     memories.edit(ids[1], "sold it last spring")
     edited = f"{CHAT[1][0]}: sold it last spring"
     assert_embedded_as(
@@ -135,7 +135,7 @@ def test_an_edit_re_embeds_the_turns_after_it(memories: Memories) -> None:
 
 
 def test_forgetting_a_turn_re_embeds_the_turns_after_it(memories: Memories) -> None:
-    ids = [memories.add(**_fields(turn(n))).id for n in range(len(CHAT))]
+    ids = [add_turn(memories, turn(n)) for n in range(len(CHAT))]
     memories.forget([ids[2]])
     assert_embedded_as(
         memories,
@@ -147,7 +147,7 @@ def test_forgetting_a_turn_re_embeds_the_turns_after_it(memories: Memories) -> N
 
 def test_pending_turns_are_embedded_in_context(memories: Memories) -> None:
     for n in range(len(CHAT)):
-        memories.add(**_fields(turn(n)), embed=False)
+        add_turn(memories, turn(n), embed=False)
     assert memories.embed_pending() == len(CHAT)
     assert_embedded_as(memories, expected())
 
@@ -162,18 +162,20 @@ def test_a_reembed_embeds_every_turn_in_context(memories: Memories) -> None:
 
 
 def test_followers_are_only_the_turns_whose_documents_hold_a_changed_one(memories: Memories) -> None:
-    ids = [memories.add(**_fields(turn(n))).id for n in range(len(CHAT))]
+    ids = [add_turn(memories, turn(n)) for n in range(len(CHAT))]
     stored = memories.get_many(ids)
     assert sorted(turns.followers(memories.backend, [stored[ids[0]]])) == [ids[1], ids[2]]
     assert sorted(turns.followers(memories.backend, [stored[ids[3]]])) == [ids[4]]  # re-embedded, unchanged
     assert turns.followers(memories.backend, [stored[i] for i in ids]) == []
 
 
-def _fields(memory: NewMemory) -> dict[str, object]:
-    return {
-        "text": memory.text,
-        "role": memory.role,
-        "conversation": memory.conversation,
-        "user": memory.user,
-        "created_at": memory.created_at,
-    }
+def add_turn(memories: Memories, memory: NewMemory, *, embed: bool = True) -> int:
+    """Add one turn with ``Memories.add`` (not a batch); its id."""
+    return memories.add(
+        memory.text,
+        role=memory.role,
+        conversation=memory.conversation,
+        user=memory.user,
+        created_at=memory.created_at,
+        embed=embed,
+    ).id

@@ -116,7 +116,8 @@ def test_out_of_order_adds_and_batches_embed_every_turn_as_in_order(
 
 def test_threads_are_separate_per_conversation_and_user(memories: Memories) -> None:
     memories.add_many([turn(0, user="u1"), turn(1, user="u2"), turn(2, conversation="c9", user="u1")])
-    assert_embedded_as(memories, {CHAT[n][1]: line(n) for n in range(3)})
+    add_turn(memories, turn(3))  # no user: not a turn of u1's or u2's thread
+    assert_embedded_as(memories, {CHAT[n][1]: line(n) for n in range(4)})
 
 
 def test_an_edit_re_embeds_the_turns_after_it(memories: Memories) -> None:

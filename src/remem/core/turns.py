@@ -20,7 +20,7 @@ change: those after a memory added out of order, edited or forgotten (``follower
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
@@ -109,14 +109,19 @@ def stored_before(backend: Backend, key: tuple[str, str | None], turn: Turn) -> 
     """The stored turns of thread ``key`` just before ``turn`` (at most CONTEXT_TURNS), oldest first."""
     until = None if turn.key[0] == _NOW else _just_after(turn.key[0])
     newest = backend.newest(_filters(key, until=until), CONTEXT_TURNS + _SLACK)
-    return _sorted(t for t in map(Turn.stored, newest) if t.key < turn.key)[-CONTEXT_TURNS:]
+    return _sorted(t for t in _turns_of(key, newest) if t.key < turn.key)[-CONTEXT_TURNS:]
 
 
 def _stored_from(backend: Backend, key: tuple[str, str | None], since: str) -> list[Turn]:
     """Every stored turn of thread ``key`` created at or after ``since``, sorted."""
     if since == _NOW:
         return []
-    return _sorted(map(Turn.stored, backend.iter_all(_filters(key, since=since))))
+    return _sorted(_turns_of(key, backend.iter_all(_filters(key, since=since))))
+
+
+def _turns_of(key: tuple[str, str | None], memories: Iterable[Memory]) -> Iterator[Turn]:
+    """The memories of thread ``key`` as turns (a filter without a user also selects other users')."""
+    return (Turn.stored(m) for m in memories if m.user == key[1])
 
 
 def _by_thread(memories: Iterable[Memory | NewMemory]) -> dict[tuple[str, str | None], list[int]]:

@@ -61,4 +61,4 @@ def test_the_same_turns_outside_a_conversation_miss_the_answer_that_leans_on_its
 ) -> None:
     question, answer = QUESTIONS[0]
     first = _first(_store(tmp_path, None), question)
-    assert first != answer and first == CHAT[4][1]  # Ann's question, not Evan's answer  # Ann's question, not Evan's answer
+    assert first != answer and first == CHAT[4][1]  # Ann's question, not Evan's answer

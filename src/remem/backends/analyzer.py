@@ -28,6 +28,10 @@ from collections.abc import Iterable
 
 #: Bump when the analyzer changes: stores rebuild their keyword index to match.
 ANALYZER_VERSION = "4"  # 4: a memory's names (role, user, tags) are terms too
+#: How much a keyword match in a memory's context (the turns before a chat turn, ``remem.core.turns``)
+#: counts against one in its own text and names. LoCoMo keyword evidence recall@10 (local store):
+#: 0.62 at 0, 0.67 at 0.1, 0.70 at 0.2, 0.71 at 0.3; hybrid 0.708 / 0.718 / 0.723 / 0.725.
+CONTEXT_WEIGHT = 0.1
 #: Characters that may sit inside an identifier (FTS5 keeps them inside tokens too).
 IDENTIFIER_PUNCTUATION = "._-/:@+#"
 MIN_HASH_PREFIX = 7

@@ -61,15 +61,29 @@ class Backend(Protocol):
         ...
 
     def add_many(
-        self, memories: Sequence[NewMemory], vectors: Sequence[FloatArray], model: ModelInfo
+        self,
+        memories: Sequence[NewMemory],
+        vectors: Sequence[FloatArray],
+        model: ModelInfo,
+        contexts: Sequence[str] | None = None,
     ) -> list[AddResult]:
         """Store memories with their (windows, dim) unit vectors in one transaction; a duplicate
-        (of a stored memory or an earlier one in the batch) is not stored and reports the existing id."""
+        (of a stored memory or an earlier one in the batch) is not stored and reports the existing id.
+        ``contexts[i]`` (default none) is memory i's context: text the keyword lane matches with
+        less weight than the memory's own (the turns before a chat turn), never shown."""
         ...
 
-    def add_pending(self, memories: Sequence[NewMemory]) -> list[AddResult]:
-        """Store memories without vectors yet, in one transaction (duplicates as in ``add_many``);
-        the keyword lane finds them at once, the vector lane once ``attach_vectors`` gave them theirs."""
+    def add_pending(
+        self, memories: Sequence[NewMemory], contexts: Sequence[str] | None = None
+    ) -> list[AddResult]:
+        """Store memories (with contexts, as in ``add_many``) without vectors yet, in one transaction
+        (duplicates as in ``add_many``); the keyword lane finds them at once, the vector lane once
+        ``attach_vectors`` gave them theirs."""
+        ...
+
+    def set_contexts(self, items: Sequence[tuple[int, str, str]]) -> list[int]:
+        """Give memories, as (id, text as read, context), new contexts in one transaction; a memory
+        deleted or edited meanwhile is skipped. Returns the ids changed."""
         ...
 
     def pending(self, limit: int) -> list[tuple[int, str]]:
@@ -96,8 +110,9 @@ class Backend(Protocol):
         vectors: FloatArray,
         model: ModelInfo,
         expected_sha256: str | None = None,
+        context: str = "",
     ) -> Memory:
-        """Replace a memory's text and vectors, keeping id and created_at, setting updated_at.
+        """Replace a memory's text, context and vectors, keeping id and created_at, setting updated_at.
 
         MemoryNotFoundError if there is none; InvalidInputError if its user/conversation already
         holds that text in another memory; EditConflictError if ``expected_sha256`` is given and the

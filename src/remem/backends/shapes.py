@@ -55,3 +55,12 @@ def stored_memory(row: Sequence[Any], tags: Iterable[str]) -> Memory:
         meta=json.loads(meta),
         updated_at=updated,
     )
+
+
+def contexts_of(contexts: Sequence[str] | None, memories: Sequence[object]) -> Sequence[str]:
+    """One context per memory ("" for none); ValueError when the counts differ."""
+    if contexts is None:
+        return [""] * len(memories)
+    if len(contexts) != len(memories):
+        raise ValueError(f"{len(contexts)} contexts for {len(memories)} memories")
+    return contexts

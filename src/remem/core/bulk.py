@@ -53,11 +53,22 @@ def add_one(
 ) -> AddResult:
     """Embed one memory's document and store it (a duplicate added meanwhile comes back as one);
     the stored turns it comes before are re-embedded."""
-    (document,), followers = turns.for_new(backend, [memory])
-    vectors = embed_documents(embedder, [document], progress).windows[0]
-    added = backend.add_many([memory], [vectors], embedder.info)[0]
+    (doc,), followers = turns.for_new(backend, [memory])
+    vectors = embed_documents(embedder, [doc.document], progress).windows[0]
+    added = backend.add_many([memory], [vectors], embedder.info, [doc.context])[0]
     if not added.duplicate:
         turns.refresh(backend, embedder, followers)
+    return added
+
+
+def add_waiting(backend: Backend, embedder: Callable[[], Embedder], memory: NewMemory) -> AddResult:
+    """Store one memory (with its context) to be embedded later; the stored turns it comes before
+    get their contexts, and their vectors when the store has a model (``embedder`` is called, and
+    the model loaded, only then)."""
+    (doc,), followers = turns.for_new(backend, [memory])
+    added = backend.add_pending([memory], [doc.context])[0]
+    if followers and not added.duplicate:
+        turns.refresh(backend, embedder() if backend.model is not None else None, followers)
     return added
 
 
@@ -95,11 +106,15 @@ def store_entries(
                 if unit_rows(carried):  # an export is input: a scaled or NaN vector is embedded again
                     windows[row] = carried
                     result.reused_vectors += 1
-        documents, followers = turns.for_new(backend, [e.memory for e in fresh])
+        docs, followers = turns.for_new(backend, [e.memory for e in fresh])
         todo = [row for row, found in enumerate(windows) if found is None]
-        for row, rows in zip(todo, embed_texts(model, [documents[r] for r in todo], progress), strict=True):
+        for row, rows in zip(
+            todo, embed_texts(model, [docs[r].document for r in todo], progress), strict=True
+        ):
             windows[row] = rows
-        added = backend.add_many([e.memory for e in fresh], [w for w in windows if w is not None], stamp)
+        added = backend.add_many(
+            [e.memory for e in fresh], [w for w in windows if w is not None], stamp, [d.context for d in docs]
+        )
         result.added = [r.id for r in added if not r.duplicate]
         result.duplicates = [r.id for r in added if r.duplicate]  # added by another process meanwhile
         turns.refresh(backend, model, followers)

@@ -118,7 +118,7 @@ class Memories:
         if existing is not None:
             return AddResult(id=existing, duplicate=True)
         if not embed:
-            return self.backend.add_pending([memory])[0]
+            return bulk.add_waiting(self.backend, self.embedder, memory)
         return bulk.add_one(self.backend, self.embedder(), memory, progress)
 
     def pending_count(self) -> int:
@@ -263,11 +263,7 @@ class Memories:
         before = self.backend.get_many(arguments.stored_ids([memory_id])).get(memory_id)
         if before is None:
             raise MemoryNotFoundError([memory_id])
-        embedder = self.embedder()
-        vectors = embedder.embed_documents(turns.for_stored(self.backend, [before], [text])).windows[0]
-        edited = self.backend.edit(memory_id, text, vectors, embedder.info, expected_sha256=before.sha256)
-        turns.refresh(self.backend, embedder, turns.followers(self.backend, [edited]))
-        return edited
+        return turns.edit(self.backend, self.embedder(), before, text)
 
     def forget(
         self, ids: Iterable[int] | None = None, *, where: Filters | None = None, dry_run: bool = False
@@ -286,10 +282,7 @@ class Memories:
         missing = tuple(sorted(set(chosen) - set(found)))
         ids = sorted(found)
         if ids and not dry_run:
-            after = turns.followers(self.backend, [found[i] for i in ids])
-            ids = self.backend.forget(ids)
-            if after and self.backend.model is not None:
-                turns.refresh(self.backend, self.embedder(), after)
+            ids = turns.forget(self.backend, self.embedder, [found[i] for i in ids])
         return ForgetResult(tuple(found[i] for i in ids), missing, dry_run)
 
     # --- moving and maintaining ------------------------------------------------------------------
@@ -310,10 +303,11 @@ class Memories:
         force: bool = False,
         progress: ProgressFn | None = None,
     ) -> upkeep.ReindexOutcome:
-        """Rebuild the derived indexes (``index``: exact, hnsw or auto; ``hnsw``: m, ef_construction,
-        ef_search); with ``model`` re-embed every memory with that model first (staged, resumable,
-        swapped in at once; with ``force`` even when it is the store's model already)."""
+        """Rebuild the derived indexes and turns' contexts (``index``: exact, hnsw or auto; ``hnsw``:
+        m, ef_construction, ef_search); with ``model`` re-embed every memory with that model first
+        (staged, resumable, swapped in at once; with ``force`` even with the store's own model)."""
         waiting = self.embed_pending(progress=progress) if model is None and self.pending_count() else 0
+        turns.restore_contexts(self.backend)
         outcome = upkeep.reindex(self.backend, self.catalog, index, hnsw, model, force, progress)
         outcome = replace(outcome, embedded_pending=waiting)
         if model is not None:

@@ -20,10 +20,10 @@ change: those after a memory added out of order, edited or forgotten (``follower
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from remem.types import Filters, utc_iso
 
@@ -77,12 +77,25 @@ def thread(memory: Memory | NewMemory) -> tuple[str, str | None] | None:
     return None if memory.conversation is None else (memory.conversation, memory.user)
 
 
-def document(turn: Turn, before: Sequence[Turn]) -> str:
-    """What is embedded for ``turn``: its line, then those of the last CONTEXT_TURNS of ``before``
-    (sorted, all earlier than ``turn``) made within CONTEXT_GAP before it, oldest first."""
+class Doc(NamedTuple):
+    """What the core stores for a memory besides its text: the document its vectors are made from,
+    and its context (the lines of the turns before it, "" for none) for the keyword lane."""
+
+    document: str
+    context: str
+
+
+def document(turn: Turn, before: Sequence[Turn]) -> Doc:
+    """``turn``'s Doc: its line, then those of the last CONTEXT_TURNS of ``before`` (sorted, all
+    earlier than ``turn``) made within CONTEXT_GAP before it, oldest first."""
     start = _moment(turn.key[0]) - CONTEXT_GAP
-    near = [t.line for t in before[-CONTEXT_TURNS:] if _moment(t.key[0]) >= start]
-    return "\n".join([turn.line, *near])
+    context = "\n".join(t.line for t in before[-CONTEXT_TURNS:] if _moment(t.key[0]) >= start)
+    return Doc(f"{turn.line}\n{context}" if context else turn.line, context)
+
+
+def alone(text: str) -> Doc:
+    """The Doc of a memory outside a conversation: its text, no context."""
+    return Doc(text, "")
 
 
 def _moment(created_at: str) -> datetime:
@@ -144,10 +157,10 @@ def _after(merged: Sequence[Turn], changed: Sequence[bool]) -> list[int]:
     ]
 
 
-def for_new(backend: Backend, memories: Sequence[NewMemory]) -> tuple[list[str], list[int]]:
-    """The documents of memories about to be added (in order), and the ids of stored memories whose
-    documents they change (re-embed those after adding: ``refresh``)."""
-    documents = [m.text if thread(m) is None else _line(m.role, m.text) for m in memories]
+def for_new(backend: Backend, memories: Sequence[NewMemory]) -> tuple[list[Doc], list[int]]:
+    """The Docs of memories about to be added (in order), and the ids of stored memories whose Docs
+    they change (``refresh`` those after adding)."""
+    docs = [alone(m.text) for m in memories]
     followers: list[int] = []
     for key, places in _by_thread(memories).items():
         new = {place: Turn.new(memories[place], place) for place in places}
@@ -157,24 +170,24 @@ def for_new(backend: Backend, memories: Sequence[NewMemory]) -> tuple[list[str],
         )
         at = {t.key: n for n, t in enumerate(merged)}
         for place, turn in new.items():
-            documents[place] = document(turn, merged[: at[turn.key]])
+            docs[place] = document(turn, merged[: at[turn.key]])
         followers += _after(merged, [t.id is None for t in merged])
-    return documents, followers
+    return docs, followers
 
 
-def for_stored(backend: Backend, memories: Sequence[Memory], texts: Sequence[str] | None = None) -> list[str]:
-    """The documents of stored memories as the store holds them now (each with ``texts[i]`` instead
-    of its own text when given: an edit)."""
-    documents = []
+def for_stored(backend: Backend, memories: Sequence[Memory], texts: Sequence[str] | None = None) -> list[Doc]:
+    """The Docs of stored memories as the store holds them now (each with ``texts[i]`` instead of
+    its own text when given: an edit)."""
+    docs = []
     for n, memory in enumerate(memories):
         text = memory.text if texts is None else texts[n]
         key = thread(memory)
         if key is None:
-            documents.append(text)
+            docs.append(alone(text))
         else:
             turn = Turn.stored(memory, text)
-            documents.append(document(turn, stored_before(backend, key, turn)))
-    return documents
+            docs.append(document(turn, stored_before(backend, key, turn)))
+    return docs
 
 
 def for_rows(backend: Backend, rows: Sequence[tuple[int, str]]) -> list[str]:
@@ -182,13 +195,14 @@ def for_rows(backend: Backend, rows: Sequence[tuple[int, str]]) -> list[str]:
     store no longer holds."""
     stored = backend.get_many([mid for mid, _ in rows])
     return [
-        text if mid not in stored else for_stored(backend, [stored[mid]], [text])[0] for mid, text in rows
+        text if mid not in stored else for_stored(backend, [stored[mid]], [text])[0].document
+        for mid, text in rows
     ]
 
 
 def followers(backend: Backend, memories: Sequence[Memory]) -> list[int]:
-    """Ids of the stored memories (not among ``memories``) whose documents hold one of these: the
-    ones to re-embed after they are edited or forgotten."""
+    """Ids of the stored memories (not among ``memories``) whose Docs hold one of these: the ones to
+    ``refresh`` after they are edited or forgotten."""
     found: list[int] = []
     for key, places in _by_thread(memories).items():
         changed = {memories[p].id for p in places}
@@ -198,9 +212,8 @@ def followers(backend: Backend, memories: Sequence[Memory]) -> list[int]:
     return found
 
 
-def for_store(backend: Backend) -> dict[int, tuple[str, str]]:
-    """Memory id → (its text, its document) for every memory of a conversation in the store (what a
-    re-embed embeds)."""
+def for_store(backend: Backend) -> dict[int, tuple[str, Doc]]:
+    """Memory id → (its text, its Doc) for every memory of a conversation in the store."""
     threads: dict[tuple[str, str | None], list[Turn]] = defaultdict(list)
     texts: dict[int, str] = {}
     for memory in backend.iter_all():
@@ -208,36 +221,71 @@ def for_store(backend: Backend) -> dict[int, tuple[str, str]]:
         if key is not None:
             threads[key].append(Turn.stored(memory))
             texts[memory.id] = memory.text
-    documents = {}
+    docs = {}
     for turns in threads.values():
         ordered = _sorted(turns)
         for n, turn in enumerate(ordered):
             assert turn.id is not None
-            documents[turn.id] = (texts[turn.id], document(turn, ordered[:n]))
-    return documents
+            docs[turn.id] = (texts[turn.id], document(turn, ordered[:n]))
+    return docs
 
 
 def whole_store(backend: Backend, embedder: Embedder) -> EmbedFn:
     """What a re-embed of the whole store embeds with: each (id, text) as its document, read from
     the store once, now (a text changed since is embedded as it is)."""
-    documents = for_store(backend)
+    docs = for_store(backend)
 
     def embed(rows: Sequence[tuple[int, str]]) -> Sequence[FloatArray]:
-        known = [documents.get(mid) for mid, _ in rows]
+        known = [docs.get(mid) for mid, _ in rows]
         texts = [
-            doc[1] if doc and doc[0] == text else text for (_, text), doc in zip(rows, known, strict=True)
+            found[1].document if found and found[0] == text else text
+            for (_, text), found in zip(rows, known, strict=True)
         ]
         return embedder.embed_documents(texts).windows
 
     return embed
 
 
-def refresh(backend: Backend, embedder: Embedder, memory_ids: Sequence[int]) -> None:
-    """Re-embed these memories' documents as the store holds them now (their earlier turns changed),
-    replacing their vectors; a memory deleted or edited meanwhile is skipped."""
+def restore_contexts(backend: Backend) -> int:
+    """Give every memory of a conversation its context as the store holds it now (a store made before
+    contexts were kept, or after a crash between an add and its ``refresh``); how many."""
+    items = [(mid, text, doc.context) for mid, (text, doc) in for_store(backend).items()]
+    for start in range(0, len(items), _REFRESH_CHUNK):
+        backend.set_contexts(items[start : start + _REFRESH_CHUNK])
+    return len(items)
+
+
+def refresh(backend: Backend, embedder: Embedder | None, memory_ids: Sequence[int]) -> None:
+    """Give these memories (whose earlier turns changed) their contexts and, with an ``embedder``,
+    their vectors as the store holds them now; a memory deleted or edited meanwhile is skipped."""
     memories = sorted(backend.get_many(memory_ids).values(), key=lambda m: m.id)
     for start in range(0, len(memories), _REFRESH_CHUNK):
         chunk = memories[start : start + _REFRESH_CHUNK]
-        windows = embedder.embed_documents(for_stored(backend, chunk)).windows
-        items = [(m.id, m.text, rows) for m, rows in zip(chunk, windows, strict=True)]
-        backend.attach_vectors(items, embedder.info, replace=True)
+        docs = for_stored(backend, chunk)
+        backend.set_contexts([(m.id, m.text, doc.context) for m, doc in zip(chunk, docs, strict=True)])
+        if embedder is not None:
+            windows = embedder.embed_documents([doc.document for doc in docs]).windows
+            items = [(m.id, m.text, rows) for m, rows in zip(chunk, windows, strict=True)]
+            backend.attach_vectors(items, embedder.info, replace=True)
+
+
+def edit(backend: Backend, embedder: Embedder, before: Memory, text: str) -> Memory:
+    """Give a stored memory (as read: ``before``) a new text, re-embedded with its context; the turns
+    after it are refreshed (see ``Backend.edit`` for the errors)."""
+    (doc,) = for_stored(backend, [before], [text])
+    vectors = embedder.embed_documents([doc.document]).windows[0]
+    edited = backend.edit(
+        before.id, text, vectors, embedder.info, expected_sha256=before.sha256, context=doc.context
+    )
+    refresh(backend, embedder, followers(backend, [edited]))
+    return edited
+
+
+def forget(backend: Backend, embedder: Callable[[], Embedder], memories: Sequence[Memory]) -> list[int]:
+    """Delete these memories; the turns after them are refreshed (re-embedded only when the store has
+    a model: ``embedder`` is called then). Returns the ids that existed."""
+    after = followers(backend, memories)
+    deleted = backend.forget([m.id for m in memories])
+    if after:
+        refresh(backend, embedder() if backend.model is not None else None, after)
+    return deleted

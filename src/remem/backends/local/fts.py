@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from remem.backends.analyzer import (
     ANALYZER_VERSION,
+    CONTEXT_WEIGHT,
     IDENTIFIER_PUNCTUATION,
     fts_query,
     index_text,
@@ -18,7 +19,9 @@ from remem.backends.local.transactions import atomic
 from remem.types import Filters
 
 FTS_TOKENIZER = f"porter unicode61 remove_diacritics 2 tokenchars '{IDENTIFIER_PUNCTUATION}'"
-CREATE_TABLE = f'CREATE VIRTUAL TABLE memories_fts USING fts5(terms, tokenize = "{FTS_TOKENIZER}")'
+#: Two columns: a memory's own terms (text and names) and those of its context (the turns before it).
+CREATE_TABLE = f'CREATE VIRTUAL TABLE memories_fts USING fts5(terms, context, tokenize = "{FTS_TOKENIZER}")'
+
 ANALYZER_KEY = "keyword_analyzer"
 
 
@@ -26,21 +29,17 @@ ANALYZER_KEY = "keyword_analyzer"
 NAMES_SQL = "m.role, m.user, (SELECT group_concat(tag, ' ') FROM memory_tags t WHERE t.memory_id = m.id)"
 
 
-def write_terms(conn: sqlite3.Connection, rows: Iterable[tuple[int, str, Sequence[str | None]]]) -> None:
-    """Index (memory id, text, names) in the keyword table (names: role, user, tags)."""
-    conn.executemany(
-        "INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)",
-        ((i, index_text(t, names)) for i, t, names in rows),
-    )
-
-
 def write_stored_terms(conn: sqlite3.Connection, memory_ids: Sequence[int] | None = None) -> int:
-    """Index stored memories (all, or only these) with their names, as they are in the database."""
+    """Index stored memories (all, or only these; not indexed yet) with their names and context, as
+    they are in the database."""
     where = "" if memory_ids is None else f"WHERE m.id IN ({','.join('?' * len(memory_ids))})"
     rows = conn.execute(
-        f"SELECT m.id, m.text, {NAMES_SQL} FROM memories m {where}", list(memory_ids or [])
+        f"SELECT m.id, m.text, m.context, {NAMES_SQL} FROM memories m {where}", list(memory_ids or [])
     ).fetchall()
-    write_terms(conn, [(i, t, names) for i, t, *names in rows])
+    conn.executemany(
+        "INSERT INTO memories_fts (rowid, terms, context) VALUES (?, ?, ?)",
+        ((i, index_text(t, names), index_text(c)) for i, t, c, *names in rows),
+    )
     return len(rows)
 
 
@@ -85,7 +84,7 @@ def search(
         where += f" AND m.id IN ({','.join('?' * len(among))})"
         params = [*params, *among]
     sql = (
-        "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts JOIN memories m "
+        f"SELECT m.id, -bm25(memories_fts, 1.0, {CONTEXT_WEIGHT}) AS score FROM memories_fts JOIN memories m "
         f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? AND {where} "
         "ORDER BY score DESC, m.id LIMIT ?"
     )
@@ -106,7 +105,9 @@ def coverage(conn: sqlite3.Connection, text: str, ids: Sequence[int]) -> dict[in
     for term in term_queries(text):
         rows = {
             int(r[0])
-            for r in conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (term,))
+            for r in conn.execute(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (f"terms : {term}",)
+            )
         }
         weights.append(math.log(1 + (total - len(rows) + 0.5) / (len(rows) + 0.5)))
         matched.append(rows & wanted)

@@ -38,9 +38,9 @@ _V1 = (
 
 
 def _v2_keyword_index(conn: sqlite3.Connection) -> None:
-    """The keyword lane: an FTS5 table of analyzed terms, rowid = memory id, filled from the texts."""
-    conn.execute(fts.CREATE_TABLE)
-    fts.rebuild(conn)
+    """The keyword lane: an FTS5 table of analyzed terms, rowid = memory id (filled by migration 4,
+    which replaces it)."""
+    conn.execute(f'CREATE VIRTUAL TABLE memories_fts USING fts5(terms, tokenize = "{fts.FTS_TOKENIZER}")')
 
 
 _V3 = (
@@ -80,11 +80,21 @@ _V3 = (
     "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))",
 )
 
+
+def _v4_turn_context(conn: sqlite3.Connection) -> None:
+    """A memory of a conversation keeps the turns before it (``remem.core.turns``) as its context,
+    indexed in a second keyword column that weighs less than its own words."""
+    conn.execute("ALTER TABLE memories ADD COLUMN context TEXT NOT NULL DEFAULT ''")
+    conn.execute("DROP TABLE memories_fts")
+    conn.execute(fts.CREATE_TABLE)
+    fts.rebuild(conn)
+
+
 #: A migration is SQL statements or a function of the connection; it runs inside a transaction.
 Migration = tuple[str, ...] | Callable[[sqlite3.Connection], None]
 
 #: Migration n brings a database from schema version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Migration, ...] = (_V1, _v2_keyword_index, _V3)
+MIGRATIONS: tuple[Migration, ...] = (_V1, _v2_keyword_index, _V3, _v4_turn_context)
 LATEST_VERSION = len(MIGRATIONS)
 
 

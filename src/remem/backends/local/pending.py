@@ -16,11 +16,17 @@ if TYPE_CHECKING:
 _PENDING = "FROM memories m WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.memory_id = m.id)"
 
 
-def add_pending(store: LocalBackend, memories: Sequence[NewMemory]) -> list[AddResult]:
-    """Store memories without vectors in one transaction; duplicates report the existing id."""
+def add_pending(
+    store: LocalBackend, memories: Sequence[NewMemory], contexts: Sequence[str]
+) -> list[AddResult]:
+    """Store memories (with their contexts) without vectors in one transaction; duplicates report
+    the existing id."""
     with store.writing(None):
         created_at = utc_now_iso()
-        return [store.insert_one(memory, [], created_at) for memory in memories]
+        return [
+            store.insert_one(memory, [], created_at, context)
+            for memory, context in zip(memories, contexts, strict=True)
+        ]
 
 
 def pending(store: LocalBackend, limit: int) -> list[tuple[int, str]]:

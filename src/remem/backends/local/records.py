@@ -144,14 +144,16 @@ class Records:
         ).fetchone()
         return None if row is None else int(row[0])
 
-    def insert(self, memory: NewMemory, vectors: Sequence[bytes], created_at: str) -> int | None:
-        """Insert a memory, its tags, keyword terms and vectors; None (nothing written) if a duplicate.
-
-        ``created_at`` applies unless the memory carries its own; its ``id`` is used if never used.
+    def insert(
+        self, memory: NewMemory, vectors: Sequence[bytes], created_at: str, context: str = ""
+    ) -> int | None:
+        """Insert a memory, its tags, context, keyword terms and vectors; None (nothing written) if
+        a duplicate. ``created_at`` applies unless the memory carries its own; its ``id`` is used if
+        never used.
         """
         cursor = self.conn.execute(
-            "INSERT INTO memories (id, text, sha256, created_at, updated_at, user, conversation, role, meta) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO memories (id, text, sha256, created_at, updated_at, user, conversation, role, meta, "
+            "context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (
                 memory.id if memory.id is not None and memory.id > self._last_id() else None,
                 memory.text,
@@ -162,6 +164,7 @@ class Records:
                 memory.conversation,
                 memory.role,
                 json.dumps(dict(memory.meta), ensure_ascii=False, sort_keys=True),
+                context,
             ),
         )
         if cursor.rowcount == 0:
@@ -187,19 +190,31 @@ class Records:
             [(memory_id, window, blob) for window, blob in enumerate(vectors)],
         )
 
+    def set_context(self, memory_id: int, sha256: str, context: str) -> bool:
+        """Give a memory a new context (and keyword terms) if its text still hashes to ``sha256``."""
+        cursor = self.conn.execute(
+            "UPDATE memories SET context = ? WHERE id = ? AND sha256 = ?", (context, memory_id, sha256)
+        )
+        if cursor.rowcount == 0:
+            return False
+        self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
+        fts.write_stored_terms(self.conn, [memory_id])
+        return True
+
     def replace_vectors(self, memory_id: int, vectors: Sequence[bytes]) -> None:
         """Give a memory new window vectors (under new vector ids) in place of its old ones."""
         self.conn.execute("DELETE FROM vectors WHERE memory_id = ?", (memory_id,))
         self.add_vectors(memory_id, vectors)
 
-    def replace_text(self, memory_id: int, text: str, vectors: Sequence[bytes], updated_at: str) -> bool:
-        """Give a memory new text and vectors (new vector ids); False if there is no such memory.
-
-        Raises sqlite3.IntegrityError if the same user/conversation already holds that text.
+    def replace_text(
+        self, memory_id: int, text: str, vectors: Sequence[bytes], updated_at: str, context: str
+    ) -> bool:
+        """Give a memory new text, context and vectors (new vector ids); False if there is no such
+        memory. Raises sqlite3.IntegrityError if the same user/conversation already holds that text.
         """
         cursor = self.conn.execute(
-            "UPDATE memories SET text = ?, sha256 = ?, updated_at = ? WHERE id = ?",
-            (text, text_sha256(text), updated_at, memory_id),
+            "UPDATE memories SET text = ?, sha256 = ?, updated_at = ?, context = ? WHERE id = ?",
+            (text, text_sha256(text), updated_at, context, memory_id),
         )
         if cursor.rowcount == 0:
             return False

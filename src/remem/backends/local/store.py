@@ -9,22 +9,18 @@ writer is between its commit and its save.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remem.backends.local import pending
+from remem.backends.local import changes, pending
 from remem.backends.local.files import INDEX_FILE, locked, open_database
 from remem.backends.local.guard import translating
 from remem.backends.local.records import Records
 from remem.backends.local.settings import IndexSettings, read_model, write_model
 from remem.backends.local.transactions import atomic, snapshot
-from remem.backends.shapes import check_same_model, windows_of
+from remem.backends.shapes import check_same_model, contexts_of, windows_of
 from remem.errors import (
-    EditConflictError,
-    InvalidInputError,
-    MemoryNotFoundError,
     ModelChangedError,
     StoreError,
 )
@@ -98,9 +94,13 @@ class LocalBackend:
         return self.add_many([memory], [vectors], model)[0]
 
     def add_many(
-        self, memories: Sequence[NewMemory], vectors: Sequence[FloatArray] | FloatArray, model: ModelInfo
+        self,
+        memories: Sequence[NewMemory],
+        vectors: Sequence[FloatArray] | FloatArray,
+        model: ModelInfo,
+        contexts: Sequence[str] | None = None,
     ) -> list[AddResult]:
-        """Store memories with their unit vectors in one transaction.
+        """Store memories with their unit vectors (and contexts) in one transaction.
 
         ``vectors[i]`` belongs to memory i: one vector (dim,) or its windows (w, dim), w ≥ 1; a
         (n, dim) matrix gives each memory one vector. A memory whose text is already stored for the
@@ -111,8 +111,9 @@ class LocalBackend:
         results: list[AddResult] = []
         with self.writing(model) as (index, _):
             created_at = utc_now_iso()
-            for memory, rows in zip(memories, windows, strict=True):
-                result = self.insert_one(memory, [row.astype("<f4").tobytes() for row in rows], created_at)
+            for memory, rows, context in zip(memories, windows, contexts_of(contexts, memories), strict=True):
+                blobs = [row.astype("<f4").tobytes() for row in rows]
+                result = self.insert_one(memory, blobs, created_at, context)
                 results.append(result)
                 if not result.duplicate:
                     index.add(
@@ -120,10 +121,12 @@ class LocalBackend:
                     )
         return results
 
-    def insert_one(self, memory: NewMemory, blobs: Sequence[bytes], created_at: str) -> AddResult:
+    def insert_one(
+        self, memory: NewMemory, blobs: Sequence[bytes], created_at: str, context: str = ""
+    ) -> AddResult:
         """Insert one memory with its vector bytes (none: it waits for them) inside ``writing``; a
         duplicate is not inserted and reports the existing id."""
-        memory_id = self.records.insert(memory, blobs, created_at)
+        memory_id = self.records.insert(memory, blobs, created_at, context)
         if memory_id is None:
             return AddResult(id=self.find_duplicate(memory) or -1, duplicate=True)
         return AddResult(id=memory_id, duplicate=False)
@@ -135,31 +138,11 @@ class LocalBackend:
         vectors: FloatArray,
         model: ModelInfo,
         expected_sha256: str | None = None,
+        context: str = "",
     ) -> Memory:
-        """Replace a memory's text and vector(s), keeping its id and created_at; records updated_at.
-
-        Raises MemoryNotFoundError if there is no such memory, InvalidInputError if the same
-        user/conversation already holds that text in another memory, EditConflictError if its text
-        no longer hashes to ``expected_sha256`` (when given).
-        """
-        (rows,) = windows_of([vectors], 1, model.dim)
-        with self.writing(model) as (index, _):
-            current = self.records.get_many([memory_id]).get(memory_id)
-            if current is not None and expected_sha256 not in (None, current.sha256):
-                raise EditConflictError(f"memory {memory_id} was changed by another edit meanwhile; retry")
-            old = [vid for vid, _ in self.records.vectors_of_memories([memory_id]).get(memory_id, [])]
-            blobs = [row.astype("<f4").tobytes() for row in rows]
-            try:
-                found = self.records.replace_text(memory_id, text, blobs, utc_now_iso())
-            except sqlite3.IntegrityError:
-                raise InvalidInputError(
-                    "another memory of the same user/conversation already holds this text"
-                ) from None
-            if not found:
-                raise MemoryNotFoundError([memory_id])
-            index.remove(old)
-            index.add([vid for vid, _ in self.records.vectors_of_memories([memory_id])[memory_id]], rows)
-        return self.records.get_many([memory_id])[memory_id]
+        """Replace a memory's text, context and vector(s), keeping its id and created_at; records
+        updated_at (``changes.edit`` says what it raises)."""
+        return changes.edit(self, memory_id, text, vectors, model, expected_sha256, context)
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
         """Delete memories (texts, tags, terms, vectors); returns the ids that existed."""
@@ -202,9 +185,16 @@ class LocalBackend:
         except StoreError as exc:
             self.warnings.append(f"{exc}; the change is saved, the vector index catches up later")
 
-    def add_pending(self, memories: Sequence[NewMemory]) -> list[AddResult]:
-        """Store memories without vectors yet (see ``pending``), in one transaction."""
-        return pending.add_pending(self, memories)
+    def add_pending(
+        self, memories: Sequence[NewMemory], contexts: Sequence[str] | None = None
+    ) -> list[AddResult]:
+        """Store memories (with their contexts) without vectors yet (see ``pending``), in one transaction."""
+        return pending.add_pending(self, memories, contexts_of(contexts, memories))
+
+    def set_contexts(self, items: Sequence[tuple[int, str, str]]) -> list[int]:
+        """Give memories, as (id, text as read, context), new contexts in one transaction; a memory
+        deleted or edited meanwhile is skipped. Returns the ids changed."""
+        return changes.set_contexts(self, items)
 
     def pending(self, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` (id, text) of memories waiting for their vectors, oldest first."""

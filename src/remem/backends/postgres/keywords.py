@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.backends.analyzer import analyze, looks_like_hash
+from remem.backends.analyzer import CONTEXT_WEIGHT, analyze, looks_like_hash
 from remem.backends.base import Scored
 from remem.backends.postgres import filtering
 
@@ -30,22 +30,29 @@ B = 0.75
 #: Matching memories are first ranked by a cheap score (BM25 with every frequency taken as 1: an
 #: index probe per term), then this many of the best are scored with their term frequencies.
 POOL = 200
-_PRESCORE = f"""((SELECT sum(q.w) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) WHERE m.terms @@ q.t)
+_PRESCORE = f"""((SELECT sum(q.w * CASE WHEN m.terms @@ q.own THEN 1 ELSE {CONTEXT_WEIGHT} END)
+    FROM unnest(%s::tsquery[], %s::tsquery[], %s::float8[]) AS q(t, own, w) WHERE m.terms @@ q.t)
     / (1 + {K1} * ({1 - B} + {B} * m.term_count / %s)))"""
 #: BM25 of memory ``m`` in SQL: for each query term (lexeme, prefix?, IDF) that the memory holds,
-#: its frequency (positions; 1 for terms stored without them) saturated by k1 and normalised by the
-#: memory's length against the mean. Parameters: mean length, lexemes, prefix flags, IDF weights.
+#: its frequency (its positions; one in the context, weight C, counts CONTEXT_WEIGHT) saturated by
+#: k1 and normalised by the memory's own length against the mean. Parameters: mean length, lexemes,
+#: prefix flags, IDF weights.
 _BM25 = f"""(SELECT sum(x.w * x.tf * {K1 + 1} / (x.tf + {K1} * ({1 - B} + {B} * m.term_count / %s)))
-    FROM (SELECT q.w, sum(coalesce(array_length(u.positions, 1), 1)) AS tf
+    FROM (SELECT q.w, sum(coalesce((SELECT sum(CASE WHEN l = 'C' THEN {CONTEXT_WEIGHT} ELSE 1 END)
+                                    FROM unnest(u.weights) AS l), 1)) AS tf
           FROM unnest(%s::text[], %s::bool[], %s::float8[]) AS q(lx, prefix, w)
           JOIN unnest(m.terms) AS u(lexeme, positions, weights)
             ON u.lexeme = q.lx OR (q.prefix AND starts_with(u.lexeme, q.lx))
           GROUP BY q.lx, q.w) AS x)"""
 
 
-def _tsquery(lexeme: str, prefix: bool) -> str:
-    """One lexeme as tsquery input: quoted (``'`` doubled, ``\\`` escaped), ``:*`` for a prefix."""
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" + (":*" if prefix else "")
+def _tsquery(lexeme: str, prefix: bool, own: bool = False) -> str:
+    """One lexeme as tsquery input: quoted (``'`` doubled, ``\\`` escaped), ``:*`` for a prefix;
+    ``own``: only in the memory's own terms (weight D), not its context."""
+    label = ":*" if prefix else ""
+    if own:
+        label = (label or ":") + "D"
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" + label
 
 
 #: A query term: its lexeme (stemmed as memories are) and whether it matches as a prefix (a hash).
@@ -62,9 +69,9 @@ def query_terms(cursor: psycopg.Cursor[Any], s: str, text: str) -> list[Term]:
     return list(dict.fromkeys((lx, looks_like_hash(t)) for t, lx in zip(terms, lexemes, strict=True)))
 
 
-def tsqueries(terms: Sequence[Term]) -> list[str]:
-    """Each term as tsquery input."""
-    return [_tsquery(lexeme, prefix) for lexeme, prefix in terms]
+def tsqueries(terms: Sequence[Term], own: bool = False) -> list[str]:
+    """Each term as tsquery input (``own``: matching only the memory's own terms, not its context)."""
+    return [_tsquery(lexeme, prefix, own) for lexeme, prefix in terms]
 
 
 def weighted_terms(
@@ -137,7 +144,20 @@ def top(
         f"WITH pool AS (SELECT m.id, m.terms, m.term_count FROM {s}.memories m "
         f"WHERE m.terms @@ %s::tsquery AND {condition} ORDER BY {_PRESCORE} DESC, m.id LIMIT %s) "
         f"SELECT m.id, {_BM25} AS score FROM pool m ORDER BY score DESC, m.id LIMIT %s",
-        [" | ".join(queries), *params, queries, idf, mean, max(POOL, 3 * k), mean, lexemes, prefixes, idf, k],
+        [
+            " | ".join(queries),
+            *params,
+            queries,
+            tsqueries(terms, own=True),
+            idf,
+            mean,
+            max(POOL, 3 * k),
+            mean,
+            lexemes,
+            prefixes,
+            idf,
+            k,
+        ],
     )
     return [(int(mid), float(score)) for mid, score in cursor.fetchall()]
 
@@ -145,14 +165,14 @@ def top(
 def coverage(
     cursor: psycopg.Cursor[Any], s: str, text: str, ids: Sequence[int], memo: dict[Any, Any]
 ) -> dict[int, float]:
-    """For each id, the share (0..1) of the query's IDF weight that the memory matches."""
+    """For each id, the share (0..1) of the query's IDF weight that the memory's own terms match."""
     terms, idf, _ = weighted_terms(cursor, s, text, memo)
     if not terms:
         return dict.fromkeys(ids, 0.0)
     cursor.execute(
         "SELECT m.id, (SELECT coalesce(sum(q.w), 0) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) "
         f"WHERE m.terms @@ q.t) FROM {s}.memories m WHERE m.id = ANY(%s::bigint[])",
-        (tsqueries(terms), idf, list(ids)),
+        (tsqueries(terms, own=True), idf, list(ids)),
     )
     whole = sum(idf) or 1.0
     found = {int(mid): float(weight) / whole for mid, weight in cursor.fetchall()}

@@ -57,9 +57,15 @@ def find_duplicate(cursor: psycopg.Cursor[Any], s: str, item: NewMemory) -> int 
 
 
 def terms_sql(s: str) -> str:
-    """SQL for the tsvector of a text's analyzed terms, with positions (parameter: the terms, as a
-    text array)."""
-    return f"{s}.term_vector(%s::text[])"
+    """SQL for a memory's tsvector: its own analyzed terms with positions (weight D), then its
+    context's (weight C). Parameters: the two term arrays (``analyzed``)."""
+    return f"({s}.term_vector(%s::text[]) || setweight({s}.term_vector(%s::text[]), 'C'))"
+
+
+def analyzed(text: str, names: Sequence[str | None], context: str) -> tuple[list[str], list[str], int]:
+    """The parameters of ``terms_sql`` and the term count (the memory's own terms) of a memory."""
+    terms = memory_terms(text, names)
+    return terms, memory_terms(context), len(terms)
 
 
 def _explicit_id(cursor: psycopg.Cursor[Any], s: str, wanted: int | None) -> int | None:
@@ -76,17 +82,19 @@ def _explicit_id(cursor: psycopg.Cursor[Any], s: str, wanted: int | None) -> int
     return wanted
 
 
-def insert(cursor: psycopg.Cursor[Any], s: str, item: NewMemory, created_at: str) -> int | None:
-    """Insert a memory (with its keyword terms); its id, or None (nothing written) for a duplicate.
-
-    ``created_at`` applies unless the memory carries its own; its ``id`` is kept if never given.
+def insert(
+    cursor: psycopg.Cursor[Any], s: str, item: NewMemory, created_at: str, context: str = ""
+) -> int | None:
+    """Insert a memory (with its context and keyword terms); its id, or None (nothing written) for a
+    duplicate. ``created_at`` applies unless the memory carries its own; its ``id`` is kept if never
+    given.
     """
-    terms = memory_terms(item.text, (item.role, item.user, *sorted(set(item.tags))))
+    terms = analyzed(item.text, (item.role, item.user, *sorted(set(item.tags))), context)
     explicit = _explicit_id(cursor, s, item.id)
     cursor.execute(
         f'INSERT INTO {s}.memories (id, text, sha256, created_at, updated_at, "user", conversation, '
-        f"role, meta, tags, terms, term_count) VALUES (coalesce(%s, nextval(pg_get_serial_sequence("
-        f"'{s}.memories', 'id'))), %s, %s, %s, %s, %s, %s, %s, %s, %s, {terms_sql(s)}, %s) "
+        f"role, meta, tags, context, terms, term_count) VALUES (coalesce(%s, nextval(pg_get_serial_sequence("
+        f"'{s}.memories', 'id'))), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, {terms_sql(s)}, %s) "
         f"ON CONFLICT {DEDUP_KEY} DO NOTHING RETURNING id",
         (
             explicit,
@@ -99,8 +107,8 @@ def insert(cursor: psycopg.Cursor[Any], s: str, item: NewMemory, created_at: str
             item.role,
             json.dumps(dict(item.meta), ensure_ascii=False, sort_keys=True),
             sorted(set(item.tags)),
-            terms,
-            len(terms),
+            context,
+            *terms,
         ),
     )
     row = cursor.fetchone()
@@ -135,8 +143,9 @@ def replace_text(
     text: str,
     windows: FloatArray,
     expected_sha256: str | None,
+    context: str = "",
 ) -> Memory:
-    """Give a memory new text, keyword terms and vectors, keeping id and created_at (see
+    """Give a memory new text, context, keyword terms and vectors, keeping id and created_at (see
     ``PostgresBackend.edit`` for the errors). The row is locked first, so a racing edit waits and
     then finds the text changed."""
     cursor.execute(
@@ -154,12 +163,35 @@ def replace_text(
         memory_id,
     ):
         raise InvalidInputError("another memory of the same user/conversation already holds this text")
-    terms = memory_terms(text, (role, user, *tags))
     cursor.execute(
-        f"UPDATE {s}.memories SET text = %s, sha256 = %s, updated_at = %s, terms = {terms_sql(s)}, "
-        "term_count = %s WHERE id = %s",
-        (text, text_sha256(text), utc_now_iso(), terms, len(terms), memory_id),
+        f"UPDATE {s}.memories SET text = %s, sha256 = %s, updated_at = %s, context = %s, "
+        f"terms = {terms_sql(s)}, term_count = %s WHERE id = %s",
+        (
+            text,
+            text_sha256(text),
+            utc_now_iso(),
+            context,
+            *analyzed(text, (role, user, *tags), context),
+            memory_id,
+        ),
     )
     cursor.execute(f"DELETE FROM {s}.vectors WHERE memory_id = %s", (memory_id,))
     add_vectors(cursor, s, memory_id, windows)
     return get_many(cursor, s, [memory_id])[memory_id]
+
+
+def set_context(cursor: psycopg.Cursor[Any], s: str, memory_id: int, sha256: str, context: str) -> bool:
+    """Give a memory a new context (and keyword terms) if its text still hashes to ``sha256``."""
+    cursor.execute(
+        f'SELECT text, role, "user", tags FROM {s}.memories WHERE id = %s AND sha256 = %s FOR UPDATE',
+        (memory_id, sha256),
+    )
+    row = cursor.fetchone()
+    if row is None:
+        return False
+    text, role, user, tags = row
+    cursor.execute(
+        f"UPDATE {s}.memories SET context = %s, terms = {terms_sql(s)}, term_count = %s WHERE id = %s",
+        (context, *analyzed(text, (role, user, *tags), context), memory_id),
+    )
+    return True

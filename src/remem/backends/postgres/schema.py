@@ -82,8 +82,14 @@ _V2 = (
         FROM unnest({s}.lexemes(terms)) WITH ORDINALITY AS u(l, n) $$""",
 )
 
+_V3 = (
+    # A memory of a conversation keeps the turns before it (remem.core.turns) as its context; its
+    # terms join the memory's tsvector with weight C (re-analysed on open: TERMS_VERSION).
+    "ALTER TABLE {s}.memories ADD COLUMN context text NOT NULL DEFAULT ''",
+)
+
 #: Migration n brings a schema from version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2)
+MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -18,12 +18,12 @@ from remem.backends.postgres.lanes import EXACT_CANDIDATES, LaneSettings, Postgr
 from remem.backends.postgres.schema import ITERATIVE_SCAN_VERSION, prepare, quoted
 from remem.backends.postgres.session import Session, connect
 from remem.backends.postgres.urls import parse
-from remem.backends.shapes import check_same_model, windows_of
+from remem.backends.shapes import check_same_model, contexts_of, windows_of
 from remem.errors import (
     ModelChangedError,
     StoreError,
 )
-from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, utc_now_iso
+from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
     import psycopg
@@ -135,34 +135,55 @@ class PostgresBackend:
         with self.session.transaction() as cursor:
             return records.find_duplicate(cursor, self.s, memory)
 
-    def insert(self, cursor: psycopg.Cursor[Any], memory: NewMemory, created_at: str) -> AddResult:
+    def insert(
+        self, cursor: psycopg.Cursor[Any], memory: NewMemory, created_at: str, context: str = ""
+    ) -> AddResult:
         """Insert one memory inside ``writing``; a duplicate is not inserted and reports the existing id."""
-        memory_id = records.insert(cursor, self.s, memory, created_at)
+        memory_id = records.insert(cursor, self.s, memory, created_at, context)
         if memory_id is None:
             return AddResult(id=records.find_duplicate(cursor, self.s, memory) or -1, duplicate=True)
         return AddResult(id=memory_id, duplicate=False)
 
     def add_many(
-        self, memories: Sequence[NewMemory], vectors: Sequence[FloatArray], model: ModelInfo
+        self,
+        memories: Sequence[NewMemory],
+        vectors: Sequence[FloatArray],
+        model: ModelInfo,
+        contexts: Sequence[str] | None = None,
     ) -> list[AddResult]:
-        """Store memories with their (windows, dim) unit vectors in one transaction; a duplicate
-        (of a stored memory or an earlier one in the batch) is not stored and reports the existing id."""
+        """Store memories with their (windows, dim) unit vectors (and contexts) in one transaction; a
+        duplicate (of a stored memory or an earlier one in the batch) is not stored and reports the
+        existing id."""
         windows = windows_of(vectors, len(memories), model.dim)
         results: list[AddResult] = []
         with self.writing(model) as cursor:
             created_at = utc_now_iso()
-            for memory, rows in zip(memories, windows, strict=True):
-                result = self.insert(cursor, memory, created_at)
+            for memory, rows, context in zip(memories, windows, contexts_of(contexts, memories), strict=True):
+                result = self.insert(cursor, memory, created_at, context)
                 if not result.duplicate:
                     records.add_vectors(cursor, self.s, result.id, rows)
                 results.append(result)
         return results
 
-    def add_pending(self, memories: Sequence[NewMemory]) -> list[AddResult]:
-        """Store memories without vectors yet, in one transaction (duplicates as in ``add_many``)."""
+    def add_pending(
+        self, memories: Sequence[NewMemory], contexts: Sequence[str] | None = None
+    ) -> list[AddResult]:
+        """Store memories (with contexts) without vectors yet, in one transaction (duplicates as in
+        ``add_many``)."""
         with self.writing(None) as cursor:
             created_at = utc_now_iso()
-            return [self.insert(cursor, memory, created_at) for memory in memories]
+            pairs = zip(memories, contexts_of(contexts, memories), strict=True)
+            return [self.insert(cursor, memory, created_at, context) for memory, context in pairs]
+
+    def set_contexts(self, items: Sequence[tuple[int, str, str]]) -> list[int]:
+        """Give memories, as (id, text as read, context), new contexts in one transaction; a memory
+        deleted or edited meanwhile is skipped. Returns the ids changed."""
+        with self.writing(None) as cursor:
+            return [
+                mid
+                for mid, text, context in items
+                if records.set_context(cursor, self.s, mid, text_sha256(text), context)
+            ]
 
     def pending(self, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` (id, text) of memories waiting for their vectors, oldest first."""
@@ -185,6 +206,7 @@ class PostgresBackend:
         vectors: FloatArray,
         model: ModelInfo,
         expected_sha256: str | None = None,
+        context: str = "",
     ) -> Memory:
         """Replace a memory's text and vectors, keeping id and created_at, setting updated_at.
 
@@ -194,7 +216,7 @@ class PostgresBackend:
         """
         (rows,) = windows_of([vectors], 1, model.dim)
         with self.writing(model) as cursor:
-            return records.replace_text(cursor, self.s, memory_id, text, rows, expected_sha256)
+            return records.replace_text(cursor, self.s, memory_id, text, rows, expected_sha256, context)
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
         """Delete memories with their vectors; returns the ids that existed."""

@@ -6,7 +6,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from remem.backends.analyzer import ANALYZER_VERSION, memory_terms
+from remem.backends.analyzer import ANALYZER_VERSION
 from remem.backends.postgres import records
 from remem.backends.postgres import settings as meta
 from remem.reports import ReindexReport
@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 TOP = 20  # the most frequent users, conversations and tags listed
 #: What built a memory's terms here: the analyzer's version and the tsvector layout (with positions,
-#: so the keyword score counts how often a term occurs). Either changing re-analyses the store.
-TERMS_VERSION = f"{ANALYZER_VERSION}+positions"
+#: so the keyword score counts how often a term occurs; its context's terms with weight C). Either
+#: changing re-analyses the store.
+TERMS_VERSION = f"{ANALYZER_VERSION}+positions+context"
 _BATCH = 1000
 
 
@@ -67,16 +68,15 @@ def ensure_keywords_current(store: PostgresBackend) -> bool:
 
 def rebuild_keywords(cursor: psycopg.Cursor[Any], s: str) -> None:
     """Re-analyze every memory's text and names into its keyword terms and record the version."""
-    cursor.execute(f'SELECT id, text, role, "user", tags FROM {s}.memories ORDER BY id')
+    cursor.execute(f'SELECT id, text, role, "user", tags, context FROM {s}.memories ORDER BY id')
     rows = cursor.fetchall()
     for start in range(0, len(rows), _BATCH):
-        analyzed = [
-            (mid, memory_terms(text, (role, user, *tags)))
-            for mid, text, role, user, tags in rows[start : start + _BATCH]
-        ]
         cursor.executemany(
             f"UPDATE {s}.memories SET terms = {records.terms_sql(s)}, term_count = %s WHERE id = %s",
-            [(terms, len(terms), mid) for mid, terms in analyzed],
+            [
+                (*records.analyzed(text, (role, user, *tags), context), mid)
+                for mid, text, role, user, tags, context in rows[start : start + _BATCH]
+            ],
         )
     meta.write_meta(cursor, s, {meta.ANALYZER_KEY: TERMS_VERSION})
 

@@ -1,0 +1,61 @@
+"""Changing stored memories in place: an edit (text, context, vectors) and new contexts."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from remem.backends.shapes import windows_of
+from remem.errors import EditConflictError, InvalidInputError, MemoryNotFoundError
+from remem.types import Memory, ModelInfo, text_sha256, utc_now_iso
+
+if TYPE_CHECKING:
+    from remem.arrays import FloatArray
+    from remem.backends.local.store import LocalBackend
+
+
+def edit(
+    store: LocalBackend,
+    memory_id: int,
+    text: str,
+    vectors: FloatArray,
+    model: ModelInfo,
+    expected_sha256: str | None,
+    context: str,
+) -> Memory:
+    """Replace a memory's text, context and vector(s) in one transaction, keeping its id and
+    created_at; records updated_at.
+
+    Raises MemoryNotFoundError if there is no such memory, InvalidInputError if the same
+    user/conversation already holds that text in another memory, EditConflictError if its text
+    no longer hashes to ``expected_sha256`` (when given).
+    """
+    (rows,) = windows_of([vectors], 1, model.dim)
+    records = store.records
+    with store.writing(model) as (index, _):
+        current = records.get_many([memory_id]).get(memory_id)
+        if current is not None and expected_sha256 not in (None, current.sha256):
+            raise EditConflictError(f"memory {memory_id} was changed by another edit meanwhile; retry")
+        old = [vid for vid, _ in records.vectors_of_memories([memory_id]).get(memory_id, [])]
+        blobs = [row.astype("<f4").tobytes() for row in rows]
+        try:
+            found = records.replace_text(memory_id, text, blobs, utc_now_iso(), context)
+        except sqlite3.IntegrityError:
+            raise InvalidInputError(
+                "another memory of the same user/conversation already holds this text"
+            ) from None
+        if not found:
+            raise MemoryNotFoundError([memory_id])
+        index.remove(old)
+        index.add([vid for vid, _ in records.vectors_of_memories([memory_id])[memory_id]], rows)
+    return records.get_many([memory_id])[memory_id]
+
+
+def set_contexts(store: LocalBackend, items: Sequence[tuple[int, str, str]]) -> list[int]:
+    """Give memories, as (id, text as read, context), new contexts (and keyword terms) in one
+    transaction; a memory deleted or edited meanwhile is skipped. Returns the ids changed."""
+    with store.writing(None):
+        return [
+            mid for mid, text, context in items if store.records.set_context(mid, text_sha256(text), context)
+        ]

@@ -180,3 +180,32 @@ def add_turn(memories: Memories, memory: NewMemory, *, embed: bool = True) -> in
         created_at=memory.created_at,
         embed=embed,
     ).id
+
+
+def _keyword(memories: Memories, query: str) -> list[str]:
+    return [hit.memory.text for hit in memories.search(query, mode="keyword", k=10, dates=False)]
+
+
+def test_the_keyword_lane_matches_a_turn_by_its_context_below_its_own_words(memories: Memories) -> None:
+    ids = [add_turn(memories, turn(n)) for n in range(len(CHAT))]
+    # "van" is in turn 0 only; turns 1 and 2 hold it in their context, turn 3 does not (two back)
+    assert _keyword(memories, "van") == [CHAT[0][1], CHAT[1][1], CHAT[2][1]]
+    assert _keyword(memories, "Evan van")[:1] == [CHAT[1][1]]  # own name + context beats either alone
+    memories.edit(ids[0], "do you still ride that old bike")
+    assert _keyword(memories, "van") == []
+    assert _keyword(memories, "bike") == ["do you still ride that old bike", CHAT[1][1], CHAT[2][1]]
+    memories.forget([ids[0]])
+    assert _keyword(memories, "bike") == []
+
+
+def test_a_context_added_out_of_order_and_one_lost_are_restored(memories: Memories) -> None:
+    later = [add_turn(memories, turn(n)) for n in (1, 2)]
+    assert _keyword(memories, "van") == []
+    add_turn(memories, turn(0), embed=False)  # earlier than both, added last, without its vector
+    assert _keyword(memories, "van") == [CHAT[0][1], CHAT[1][1], CHAT[2][1]]
+    stored = memories.get_many(later)
+    memories.backend.set_contexts([(mid, stored[mid].text, "") for mid in later])  # as a crash would
+    assert _keyword(memories, "van") == [CHAT[0][1]]
+    memories.reindex()
+    assert _keyword(memories, "van") == [CHAT[0][1], CHAT[1][1], CHAT[2][1]]
+    assert_embedded_as(memories, expected([0, 1, 2]))

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 #: The RRF constant (Cormack, Clarke & Büttcher, SIGIR 2009, used 60): it damps the weight of the
 #: top ranks so that one lane's first place does not outvote agreement between lanes. Chosen on
 #: SciFact, LoCoMo and the memory-shaped set together (hybrid nDCG@10 / evidence recall@10 / hit@1):
-#: 60 → 0.7178 / 0.653 / 0.93; 30 → 0.7230 / 0.664 / 0.93; 20 → 0.7258 / 0.678 / 0.93;
-#: 10 → 0.7266 / 0.698 / 0.93; 5 → — / 0.699 / —. Lane weights other than 1 lost on all three.
+#: 60 → 0.7178 / 0.664 / 0.93; 30 → 0.7230 / 0.679 / 0.93; 20 → 0.7258 / 0.698 / 0.93;
+#: 10 → 0.7266 / 0.715 / 0.93; 5 → — / 0.715 / —. Weighting the vector lane 0.7 lost on all three.
 RRF_K = 10
 #: In hybrid mode a keyword match counts only if it matches at least this share of the query's
 #: IDF-weighted terms: one common word shared by chance ("flow", "server") must not outvote meaning,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import remem
 from helpers import run_cli
 from remem.backends.local import LocalBackend
 from remem.embedders import optimize
@@ -52,6 +54,24 @@ def test_a_new_store_embeds_with_the_variant_and_records_its_sha256(optimized: P
     with LocalBackend.open(store_dir, create=False) as store:
         assert store.model is not None and store.model.sha256 == record["sha256"]
     assert run_cli(["doctor"], store_dir).code == 0
+
+
+def test_the_variant_gives_a_text_one_vector_alone_or_among_others(optimized: Path, store_dir: Path) -> None:
+    texts = [
+        "ok",
+        "The nightly importer failed with error E1045 while reading the supplier feed, twice in a row, "
+        "and the retry queue filled up before anyone noticed the alert on the dashboard.",
+        "Lunch is at noon on Fridays",
+        "Bob is allergic to peanuts; avoid them when ordering lunch for the team.",
+    ]
+    with remem.open(store_dir) as memories:
+        embedder = memories.embedder()
+        assert (
+            embedder.info.sha256 == json.loads(optimized.with_name("model.int8.json").read_text())["sha256"]
+        )
+        together = embedder.embed_documents(texts).windows
+        for text, rows in zip(texts, together, strict=True):
+            np.testing.assert_array_equal(embedder.embed_documents([text]).windows[0], rows)
 
 
 def test_a_damaged_variant_fails_verify_and_doctor(optimized: Path, store_dir: Path, tmp_path: Path) -> None:

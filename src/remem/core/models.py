@@ -109,7 +109,9 @@ class ModelCatalog:
             return original, fast.fallback_note(spec.name, problem)
         path, record = installed
         files = replace(original.files, model=path)
-        embedder = OnnxEmbedder(spec, files, sha256=record.sha256, graph_dir=path.parent)
+        embedder = OnnxEmbedder(
+            spec, files, sha256=record.sha256, graph_dir=path.parent, batch_size=variants.VARIANT_BATCH
+        )
         return embedder, fast.variant_note(spec.name, record.agreement)
 
     def for_store(self, recorded: ModelInfo | None, location: str) -> tuple[OnnxEmbedder, str | None]:

@@ -24,6 +24,13 @@ from remem.embedders.spec import ModelFiles, ModelSpec, file_sha256
 from remem.errors import EmbedderError
 
 VARIANT_FILE = "model.int8.onnx"
+#: The variant embeds one window per run. Its activations are quantised to int8 with one scale per
+#: run (onnxruntime's DynamicQuantizeLinear), so in a batch a text's vector would depend on the texts
+#: beside it: measured on 2,000 chat turns, the same text alone and in a batch of 32 agreed at a
+#: cosine of 0.953 at worst (0.990 mean). One at a time every text has one vector, closer to the
+#: original's (mean cosine 0.9931 against 0.9924 batched), at 360 texts/s against 522 batched (the
+#: original: 250 batched, and the same vector whatever the batch).
+VARIANT_BATCH = 1
 RECORD_FILE = "model.int8.json"
 
 
@@ -147,7 +154,9 @@ def _agreement(spec: ModelSpec, files: ModelFiles, candidate: Path) -> float:
     from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
 
     reference = OnnxEmbedder(spec, files).embed_queries(AGREEMENT_SENTENCES).vectors
-    trial = OnnxEmbedder(spec, ModelFiles(candidate, files.tokenizer)).embed_queries(AGREEMENT_SENTENCES)
+    trial = OnnxEmbedder(
+        spec, ModelFiles(candidate, files.tokenizer), batch_size=VARIANT_BATCH
+    ).embed_queries(AGREEMENT_SENTENCES)
     agreement = mean_agreement(reference, trial.vectors)
     if agreement < MIN_AGREEMENT:
         raise EmbedderError(

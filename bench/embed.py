@@ -210,12 +210,19 @@ def remem_engines(bundled: Path, variant: Path, tokenizer: Path, tuned: Setting)
     from remem.embedders.registry import ALL_MINILM_L6_V2
     from remem.embedders.runner import OnnxEmbedder
     from remem.embedders.spec import ModelFiles
+    from remem.embedders.variants import VARIANT_BATCH
 
     shipped = OnnxEmbedder(ALL_MINILM_L6_V2, ModelFiles(model=bundled, tokenizer=tokenizer))
-    fast = OnnxEmbedder(ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer))
+    fast = OnnxEmbedder(
+        ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer), batch_size=VARIANT_BATCH
+    )
+    batched = OnnxEmbedder(ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer))
     engines = [
         Engine("remem, bundled int8 file (as shipped)", lambda t: shipped.embed_queries(t).vectors),
-        Engine("remem, int8 per-channel variant", lambda t: fast.embed_queries(t).vectors),
+        Engine("remem, variant, one text per run (as installed)", lambda t: fast.embed_queries(t).vectors),
+        Engine(
+            "remem, variant, batch 32 (not used: batch-dependent)", lambda t: batched.embed_queries(t).vectors
+        ),
     ]
     shipped_setting = Setting(skip_layer_norm_fusion=False)  # what runner.py does
     for setting in (Setting(), tuned) if tuned not in (Setting(), shipped_setting) else (Setting(),):
@@ -231,8 +238,11 @@ def window_engines(variant: Path, tokenizer: Path) -> list[Engine]:
     from remem.embedders.registry import ALL_MINILM_L6_V2
     from remem.embedders.runner import OnnxEmbedder
     from remem.embedders.spec import ModelFiles
+    from remem.embedders.variants import VARIANT_BATCH
 
-    fast = OnnxEmbedder(ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer))
+    fast = OnnxEmbedder(
+        ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer), batch_size=VARIANT_BATCH
+    )
     return [
         Engine("remem, variant, embed_documents (all windows)", lambda t: _first(fast.embed_documents(t)))
     ]
@@ -278,8 +288,8 @@ def _write_bert_configs(directory: Path) -> None:
 
 
 def shipped_engine(models: Path) -> Engine:
-    """remem as a new store runs it: the model catalog's choice (since issue 14 the int8 variant,
-    built here on first use, with its optimised graph cached and batches bounded by tokens)."""
+    """remem as a new store runs it: the model catalog's choice (the bundled file, or the int8
+    variant when ``remem model optimize`` installed it in ``models``; optimised graph cached)."""
     import remem
     from remem.embedders.registry import BUNDLED_MODEL
 

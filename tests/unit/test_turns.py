@@ -209,3 +209,12 @@ def test_a_context_added_out_of_order_and_one_lost_are_restored(memories: Memori
     memories.reindex()
     assert _keyword(memories, "van") == [CHAT[0][1], CHAT[1][1], CHAT[2][1]]
     assert_embedded_as(memories, expected([0, 1, 2]))
+
+
+def test_set_contexts_writes_only_changed_contexts_of_unchanged_texts(memories: Memories) -> None:
+    ids = [add_turn(memories, turn(n)) for n in range(2)]
+    text = memories.get(ids[1]).text
+    backend = memories.backend
+    assert backend.set_contexts([(ids[1], text, line(0))]) == []  # it has that context already
+    assert backend.set_contexts([(ids[1], "not its text any more", "x")]) == []  # edited since read
+    assert backend.set_contexts([(ids[1], text, "x"), (10**6, "gone", "x")]) == [ids[1]]

@@ -83,7 +83,8 @@ class Backend(Protocol):
 
     def set_contexts(self, items: Sequence[tuple[int, str, str]]) -> list[int]:
         """Give memories, as (id, text as read, context), new contexts in one transaction; a memory
-        deleted or edited meanwhile is skipped. Returns the ids changed."""
+        deleted or edited meanwhile, or with that context already, is skipped. Returns the ids
+        changed."""
         ...
 
     def pending(self, limit: int) -> list[tuple[int, str]]:

@@ -191,9 +191,11 @@ class Records:
         )
 
     def set_context(self, memory_id: int, sha256: str, context: str) -> bool:
-        """Give a memory a new context (and keyword terms) if its text still hashes to ``sha256``."""
+        """Give a memory a new context (and keyword terms) if its text still hashes to ``sha256``;
+        False (nothing written) otherwise, or when it has that context already."""
         cursor = self.conn.execute(
-            "UPDATE memories SET context = ? WHERE id = ? AND sha256 = ?", (context, memory_id, sha256)
+            "UPDATE memories SET context = ? WHERE id = ? AND sha256 = ? AND context != ?",
+            (context, memory_id, sha256, context),
         )
         if cursor.rowcount == 0:
             return False

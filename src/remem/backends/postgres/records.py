@@ -181,10 +181,12 @@ def replace_text(
 
 
 def set_context(cursor: psycopg.Cursor[Any], s: str, memory_id: int, sha256: str, context: str) -> bool:
-    """Give a memory a new context (and keyword terms) if its text still hashes to ``sha256``."""
+    """Give a memory a new context (and keyword terms) if its text still hashes to ``sha256``; False
+    (nothing written) otherwise, or when it has that context already."""
     cursor.execute(
-        f'SELECT text, role, "user", tags FROM {s}.memories WHERE id = %s AND sha256 = %s FOR UPDATE',
-        (memory_id, sha256),
+        f'SELECT text, role, "user", tags FROM {s}.memories WHERE id = %s AND sha256 = %s '
+        "AND context <> %s FOR UPDATE",
+        (memory_id, sha256, context),
     )
     row = cursor.fetchone()
     if row is None:

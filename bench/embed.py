@@ -210,11 +210,15 @@ def remem_engines(bundled: Path, variant: Path, tokenizer: Path, tuned: Setting)
     from remem.embedders.registry import ALL_MINILM_L6_V2
     from remem.embedders.runner import OnnxEmbedder
     from remem.embedders.spec import ModelFiles
-    from remem.embedders.variants import VARIANT_BATCH
+    from remem.embedders.variants import VARIANT_BATCH, variant_workers
 
     shipped = OnnxEmbedder(ALL_MINILM_L6_V2, ModelFiles(model=bundled, tokenizer=tokenizer))
     fast = OnnxEmbedder(
-        ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer), batch_size=VARIANT_BATCH
+        ALL_MINILM_L6_V2,
+        ModelFiles(model=variant, tokenizer=tokenizer),
+        batch_size=VARIANT_BATCH,
+        threads=1,
+        workers=variant_workers(),
     )
     batched = OnnxEmbedder(ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer))
     engines = [
@@ -238,10 +242,14 @@ def window_engines(variant: Path, tokenizer: Path) -> list[Engine]:
     from remem.embedders.registry import ALL_MINILM_L6_V2
     from remem.embedders.runner import OnnxEmbedder
     from remem.embedders.spec import ModelFiles
-    from remem.embedders.variants import VARIANT_BATCH
+    from remem.embedders.variants import VARIANT_BATCH, variant_workers
 
     fast = OnnxEmbedder(
-        ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer), batch_size=VARIANT_BATCH
+        ALL_MINILM_L6_V2,
+        ModelFiles(model=variant, tokenizer=tokenizer),
+        batch_size=VARIANT_BATCH,
+        threads=1,
+        workers=variant_workers(),
     )
     return [
         Engine("remem, variant, embed_documents (all windows)", lambda t: _first(fast.embed_documents(t)))

@@ -110,7 +110,13 @@ class ModelCatalog:
         path, record = installed
         files = replace(original.files, model=path)
         embedder = OnnxEmbedder(
-            spec, files, sha256=record.sha256, graph_dir=path.parent, batch_size=variants.VARIANT_BATCH
+            spec,
+            files,
+            sha256=record.sha256,
+            graph_dir=path.parent,
+            batch_size=variants.VARIANT_BATCH,
+            threads=1,
+            workers=variants.variant_workers(),
         )
         return embedder, fast.variant_note(spec.name, record.agreement)
 

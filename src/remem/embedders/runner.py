@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,8 @@ DEFAULT_BATCH_SIZE = 32
 #: At most this many tokens (padded) per batch: onnxruntime's memory grows with batch × length²
 #: (attention), 1 GB for 32 windows of 256 tokens; 8 such windows need 0.35 GB and run as fast.
 MAX_BATCH_TOKENS = 2048
+#: One-at-a-time runs (``_run_each``) report progress this often.
+RUNS_PER_PROGRESS = 32
 
 
 @dataclass(frozen=True)
@@ -68,16 +71,19 @@ class OnnxEmbedder:
         threads: int = 0,
         sha256: str | None = None,
         graph_dir: Path | None = None,
+        workers: int = 1,
     ) -> None:
         """Bind a model description to its files; ``threads=0`` lets onnxruntime choose. ``sha256``
         is the ONNX file's when it is not the spec's (an optimised variant); ``graph_dir`` is where
-        its optimised graph may be cached (``sessions.load_session``)."""
-        if batch_size < 1:
-            raise EmbedderError("batch size must be at least 1")
+        its optimised graph may be cached (``sessions.load_session``). With ``batch_size`` 1,
+        ``workers`` runs go on at once (give ``threads=1`` then: one core each)."""
+        if batch_size < 1 or workers < 1:
+            raise EmbedderError("batch size and workers must be at least 1")
         self.spec = spec
         self.files = files
         self.sha256 = sha256 or spec.model_sha256
         self._batch_size = batch_size
+        self._workers = workers
         self._threads = threads
         self._graph_dir = None if graph_dir is None else str(graph_dir)
 
@@ -158,6 +164,8 @@ class OnnxEmbedder:
         self, sequences: list[list[int]], progress: Callable[[int, int], object] | None = None
     ) -> FloatArray:
         """Vectors of token sequences (rows in input order), run in length-sorted batches."""
+        if self._batch_size == 1 and self._workers > 1:
+            return self._run_each(sequences, progress)
         order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
         vectors = np.empty((len(sequences), self.spec.dim), dtype=np.float32)
         start = 0
@@ -169,6 +177,19 @@ class OnnxEmbedder:
             start += len(batch)
             if progress is not None:
                 progress(start, len(order))
+        return vectors
+
+    def _run_each(
+        self, sequences: list[list[int]], progress: Callable[[int, int], object] | None
+    ) -> FloatArray:
+        """One run per sequence, ``workers`` runs at once (onnxruntime lets go of the GIL); each
+        sequence's vector is what it would be alone."""
+        vectors = np.empty((len(sequences), self.spec.dim), dtype=np.float32)
+        with ThreadPoolExecutor(self._workers) as runs:
+            for row, vector in enumerate(runs.map(lambda ids: self._run_batch([ids])[0], sequences)):
+                vectors[row] = vector
+                if progress is not None and (row % RUNS_PER_PROGRESS == 0 or row + 1 == len(sequences)):
+                    progress(row + 1, len(sequences))
         return vectors
 
     def _run_batch(self, batch_ids: list[list[int]]) -> FloatArray:

@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from remem.backends.local import fts
 from remem.backends.shapes import windows_of
 from remem.errors import EditConflictError, InvalidInputError, MemoryNotFoundError
 from remem.types import Memory, ModelInfo, text_sha256, utc_now_iso
@@ -54,8 +55,22 @@ def edit(
 
 def set_contexts(store: LocalBackend, items: Sequence[tuple[int, str, str]]) -> list[int]:
     """Give memories, as (id, text as read, context), new contexts (and keyword terms) in one
-    transaction; a memory deleted or edited meanwhile is skipped. Returns the ids changed."""
+    transaction; a memory deleted or edited meanwhile, or with that context already, is skipped.
+    Returns the ids changed."""
+    conn = store.records.conn
     with store.writing(None):
-        return [
-            mid for mid, text, context in items if store.records.set_context(mid, text_sha256(text), context)
-        ]
+        return [mid for mid, text, context in items if _set_context(conn, mid, text_sha256(text), context)]
+
+
+def _set_context(conn: sqlite3.Connection, memory_id: int, sha256: str, context: str) -> bool:
+    """Give a memory a new context (and keyword terms) if its text still hashes to ``sha256``;
+    False (nothing written) otherwise, or when it has that context already."""
+    cursor = conn.execute(
+        "UPDATE memories SET context = ? WHERE id = ? AND sha256 = ? AND context != ?",
+        (context, memory_id, sha256, context),
+    )
+    if cursor.rowcount == 0:
+        return False
+    conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
+    fts.write_stored_terms(conn, [memory_id])
+    return True

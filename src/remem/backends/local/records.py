@@ -190,19 +190,6 @@ class Records:
             [(memory_id, window, blob) for window, blob in enumerate(vectors)],
         )
 
-    def set_context(self, memory_id: int, sha256: str, context: str) -> bool:
-        """Give a memory a new context (and keyword terms) if its text still hashes to ``sha256``;
-        False (nothing written) otherwise, or when it has that context already."""
-        cursor = self.conn.execute(
-            "UPDATE memories SET context = ? WHERE id = ? AND sha256 = ? AND context != ?",
-            (context, memory_id, sha256, context),
-        )
-        if cursor.rowcount == 0:
-            return False
-        self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
-        fts.write_stored_terms(self.conn, [memory_id])
-        return True
-
     def replace_vectors(self, memory_id: int, vectors: Sequence[bytes]) -> None:
         """Give a memory new window vectors (under new vector ids) in place of its old ones."""
         self.conn.execute("DELETE FROM vectors WHERE memory_id = ?", (memory_id,))

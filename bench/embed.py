@@ -210,16 +210,10 @@ def remem_engines(bundled: Path, variant: Path, tokenizer: Path, tuned: Setting)
     from remem.embedders.registry import ALL_MINILM_L6_V2
     from remem.embedders.runner import OnnxEmbedder
     from remem.embedders.spec import ModelFiles
-    from remem.embedders.variants import VARIANT_BATCH, variant_workers
+    from remem.embedders.variants import variant_embedder
 
     shipped = OnnxEmbedder(ALL_MINILM_L6_V2, ModelFiles(model=bundled, tokenizer=tokenizer))
-    fast = OnnxEmbedder(
-        ALL_MINILM_L6_V2,
-        ModelFiles(model=variant, tokenizer=tokenizer),
-        batch_size=VARIANT_BATCH,
-        threads=1,
-        workers=variant_workers(),
-    )
+    fast = variant_embedder(ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer))
     batched = OnnxEmbedder(ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer))
     engines = [
         Engine("remem, bundled int8 file (as shipped)", lambda t: shipped.embed_queries(t).vectors),
@@ -240,17 +234,10 @@ def remem_engines(bundled: Path, variant: Path, tokenizer: Path, tuned: Setting)
 def window_engines(variant: Path, tokenizer: Path) -> list[Engine]:
     """remem's store path on long texts: every window embedded; returns each text's first window."""
     from remem.embedders.registry import ALL_MINILM_L6_V2
-    from remem.embedders.runner import OnnxEmbedder
     from remem.embedders.spec import ModelFiles
-    from remem.embedders.variants import VARIANT_BATCH, variant_workers
+    from remem.embedders.variants import variant_embedder
 
-    fast = OnnxEmbedder(
-        ALL_MINILM_L6_V2,
-        ModelFiles(model=variant, tokenizer=tokenizer),
-        batch_size=VARIANT_BATCH,
-        threads=1,
-        workers=variant_workers(),
-    )
+    fast = variant_embedder(ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer))
     return [
         Engine("remem, variant, embed_documents (all windows)", lambda t: _first(fast.embed_documents(t)))
     ]

@@ -99,7 +99,6 @@ class ModelCatalog:
         sentence saying which. A variant is never built implicitly: its bytes depend on the
         onnx/onnxruntime versions that built it, so a store stamped with it is tied to them."""
         from remem.embedders import variants  # noqa: PLC0415
-        from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
 
         original = self._embedder(spec, self.cache.locate(spec), verify=verify)
         installed = variants.installed_variant(self.cache, spec)
@@ -109,15 +108,7 @@ class ModelCatalog:
             return original, fast.fallback_note(spec.name, problem)
         path, record = installed
         files = replace(original.files, model=path)
-        embedder = OnnxEmbedder(
-            spec,
-            files,
-            sha256=record.sha256,
-            graph_dir=path.parent,
-            batch_size=variants.VARIANT_BATCH,
-            threads=1,
-            workers=variants.variant_workers(),
-        )
+        embedder = variants.variant_embedder(spec, files, sha256=record.sha256, graph_dir=path.parent)
         return embedder, fast.variant_note(spec.name, record.agreement)
 
     def for_store(self, recorded: ModelInfo | None, location: str) -> tuple[OnnxEmbedder, str | None]:

@@ -17,11 +17,15 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from remem.atomic import atomic_writer
 from remem.embedders.cache import ModelCache
 from remem.embedders.spec import ModelFiles, ModelSpec, file_sha256
 from remem.errors import EmbedderError
+
+if TYPE_CHECKING:
+    from remem.embedders.runner import OnnxEmbedder
 
 VARIANT_FILE = "model.int8.onnx"
 #: The variant embeds one window per run. Its activations are quantised to int8 with one scale per
@@ -40,6 +44,24 @@ def variant_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def variant_embedder(
+    spec: ModelSpec, files: ModelFiles, *, sha256: str | None = None, graph_dir: Path | None = None
+) -> OnnxEmbedder:
+    """An embedder of a variant file (``files.model``) that runs it as it must run: one text per
+    run (``VARIANT_BATCH``), ``variant_workers`` single-threaded runs at once."""
+    from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
+
+    return OnnxEmbedder(
+        spec,
+        files,
+        sha256=sha256,
+        graph_dir=graph_dir,
+        batch_size=VARIANT_BATCH,
+        threads=1,
+        workers=variant_workers(),
+    )
 
 
 @dataclass(frozen=True)
@@ -162,9 +184,7 @@ def _agreement(spec: ModelSpec, files: ModelFiles, candidate: Path) -> float:
     from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
 
     reference = OnnxEmbedder(spec, files).embed_queries(AGREEMENT_SENTENCES).vectors
-    trial = OnnxEmbedder(
-        spec, ModelFiles(candidate, files.tokenizer), batch_size=VARIANT_BATCH
-    ).embed_queries(AGREEMENT_SENTENCES)
+    trial = variant_embedder(spec, ModelFiles(candidate, files.tokenizer)).embed_queries(AGREEMENT_SENTENCES)
     agreement = mean_agreement(reference, trial.vectors)
     if agreement < MIN_AGREEMENT:
         raise EmbedderError(

@@ -10,6 +10,7 @@ its password.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -33,10 +34,16 @@ def _one_line(exc: BaseException, secret: str | None) -> str:
 
 
 def _psycopg() -> Any:
+    """psycopg, its log records kept off stderr unless the application handles logging: on a lost
+    connection it logs "error ignored terminating <psycopg.Pipeline [BAD]>…" besides raising the
+    error remem reports (Python would print it through its last-resort handler)."""
     try:
         import psycopg  # noqa: PLC0415 - the optional extra, loaded only for PostgreSQL stores
     except ImportError:
         raise StoreError(INSTALL_HINT) from None
+    logger = logging.getLogger("psycopg")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
     return psycopg
 
 

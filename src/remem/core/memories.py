@@ -109,8 +109,10 @@ class Memories:
         """Store one memory; the same text in the same user/conversation is stored once (the
         existing id comes back with ``duplicate=True``, and no model is loaded). With
         ``embed=False`` it is stored at once without vectors: keyword search finds it now, vector
-        search after ``embed_pending`` (or ``remem reindex``). ``progress(windows done, windows)``
-        is called as a long text's windows are embedded."""
+        search after ``embed_pending`` (or ``remem reindex``). A turn of a conversation is embedded
+        with its context (``turns``); added before stored turns, it re-embeds the (at most two)
+        after it — then the model is loaded even with ``embed=False``. ``progress(windows done,
+        windows)`` is called as a long text's windows are embedded."""
         memory = arguments.new_memory(
             text, user, conversation, role, tags, meta, created_at, self.max_text_chars
         )
@@ -269,8 +271,9 @@ class Memories:
         self, ids: Iterable[int] | None = None, *, where: Filters | None = None, dry_run: bool = False
     ) -> ForgetResult:
         """Delete memories by id, or every memory ``where`` selects (at least one filter). With
-        ``dry_run`` nothing is deleted. The result names what was (would be) forgotten and the
-        ids asked for that do not exist."""
+        ``dry_run`` nothing is deleted. The turns after a forgotten turn of a conversation get their
+        new context (and vectors). The result names what was (would be) forgotten and the ids asked
+        for that do not exist."""
         if (ids is None) == (where is None):
             raise InvalidInputError("give memory ids, or --where with filters (not both)")
         if where is not None and where.is_empty():
@@ -307,8 +310,8 @@ class Memories:
         m, ef_construction, ef_search); with ``model`` re-embed every memory with that model first
         (staged, resumable, swapped in at once; with ``force`` even with the store's own model)."""
         waiting = self.embed_pending(progress=progress) if model is None and self.pending_count() else 0
-        turns.restore_contexts(self.backend)
         outcome = upkeep.reindex(self.backend, self.catalog, index, hnsw, model, force, progress)
+        turns.restore_contexts(self.backend)  # after upkeep.reindex checked every argument
         outcome = replace(outcome, embedded_pending=waiting)
         if model is not None:
             self._reload_model()

@@ -1,20 +1,22 @@
-"""Conversation turns embedded in context: what the vector lane sees of a memory of a conversation.
+"""Conversation turns in context: what both lanes see of a memory of a conversation.
 
 A chat turn ("Yeah, it was great!", "I just got back from a trip in my new Prius") leans on the
 turns before it and rarely names its speaker, so its own text is a poor vector. A memory with a
-``conversation`` is therefore embedded as its *document*: its own line (``role: text``, or the text
-alone without a role) followed by the lines of the ``CONTEXT_TURNS`` turns before it in the same
-conversation (same user) made within ``CONTEXT_GAP`` before it, oldest first. "Before" is by
-(created_at, id); a memory added without created_at comes after every stored one. The stored text,
-the keyword lane and every output are unchanged; only the vectors are. Memories outside a
-conversation are embedded as their text.
+``conversation`` therefore has a *context*: the lines (``role: text``, or the text alone without a
+role) of the ``CONTEXT_TURNS`` turns before it in the same conversation (same user) made within
+``CONTEXT_GAP`` before it, oldest first. "Before" is by (created_at, id); a memory added without
+created_at comes after every stored one. It is embedded as its *document* (its own line, then its
+context), and the back-ends index its context's words for the keyword lane at a lower weight. The
+stored text and every output are unchanged. Memories outside a conversation are embedded as their
+text and have no context.
 
 Measured on LoCoMo (bench/locomo.py, bundled model): vector evidence recall@10 0.31 with the text
 alone, 0.44 with the speaker, 0.54 with the speaker and the two turns before it in its session (one
 turn after as well adds nothing; three before or two after dilute it).
 
-A document depends on the turns before it, so the core re-embeds the memories whose earlier turns
-change: those after a memory added out of order, edited or forgotten (``followers``).
+A Doc (document and context) depends on the turns before it, so the core updates and re-embeds the
+memories whose earlier turns change: those after a memory added out of order, edited or forgotten
+(``followers``, ``refresh``); ``restore_contexts`` rewrites every context that differs.
 """
 
 from __future__ import annotations
@@ -194,10 +196,9 @@ def for_rows(backend: Backend, rows: Sequence[tuple[int, str]]) -> list[str]:
     """The documents of stored memories given as (id, text); the text as given for a memory the
     store no longer holds."""
     stored = backend.get_many([mid for mid, _ in rows])
-    return [
-        text if mid not in stored else for_stored(backend, [stored[mid]], [text])[0].document
-        for mid, text in rows
-    ]
+    held = [(stored[mid], text) for mid, text in rows if mid in stored]
+    docs = iter(for_stored(backend, [memory for memory, _ in held], [text for _, text in held]))
+    return [next(docs).document if mid in stored else text for mid, text in rows]
 
 
 def followers(backend: Backend, memories: Sequence[Memory]) -> list[int]:

@@ -1,11 +1,15 @@
-"""The int8 variant is opt-in per machine: a new store runs the original file (its note says how to
-go faster) until `remem model optimize` makes the variant, then new stores run it, recorded by its
-own sha256; older stores keep their file until `reindex --model` moves them; the optimised graph is
-cached; long texts tokenise in pieces."""
+"""The int8 variant by default: a new store builds it once per machine on its first embed (under a
+lock, one build however many processes start at once), records its identity — the same for every
+build, so a store opens with another machine's build — and runs it; `model optimize --undo` keeps new
+stores on the original file without breaking stores made with the variant; a refused variant is not
+tried again; the optimised graph is cached; long texts tokenise in pieces."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +24,16 @@ from remem.embedders.runner import OnnxEmbedder
 from remem.embedders.spec import ModelFiles
 from remem.errors import ModelMismatchError
 
+BUILT_NOW = "built once on this machine just now"
+
 
 def _variant_dir(models: Path) -> Path:
     return models / BUNDLED_MODEL.name / "bundled"
+
+
+def _record(models: Path) -> dict[str, object]:
+    record: dict[str, object] = json.loads((_variant_dir(models) / "model.int8.json").read_text())
+    return record
 
 
 def _stamp(store: Path) -> str:
@@ -31,31 +42,89 @@ def _stamp(store: Path) -> str:
         return memories.model.sha256
 
 
-def test_a_new_store_runs_the_original_until_optimize_makes_the_variant(
+def _find(store: Path, query: str) -> str:
+    found = run_cli(["search", query, "--mode", "vector", "--json", "-k", "1"], store)
+    assert found.code == 0, found.stderr
+    return str(json.loads(found.stdout)["text"])
+
+
+def test_a_new_store_builds_the_variant_once_and_another_machine_builds_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here, there = tmp_path / "models-here", tmp_path / "models-there"
+    monkeypatch.setenv("REMEM_MODELS", str(here))
+    first = run_cli(["add", "The login sequence uses OAuth device codes"], tmp_path / "one")
+    assert first.code == 0 and BUILT_NOW in first.stderr, first.stderr
+    record = _record(here)
+    assert record["agreement"] >= optimize.MIN_AGREEMENT  # type: ignore[operator]
+    assert _stamp(tmp_path / "one") == record["identity"] != BUNDLED_MODEL.model_sha256
+    second = run_cli(["add", "Lunch is at noon"], tmp_path / "two")
+    assert "int8 variant" in second.stderr and BUILT_NOW not in second.stderr
+    assert _stamp(tmp_path / "two") == record["identity"]
+    assert list(_variant_dir(here).glob("model.int8.optimized-*.onnx"))  # the cached graph
+    assert run_cli(["doctor"], tmp_path / "one").code == 0
+    monkeypatch.setenv("REMEM_MODELS", str(there))  # another machine: its own cache, its own build
+    assert _find(tmp_path / "one", "auth flow").startswith("The login sequence")
+    assert _record(there)["identity"] == record["identity"]
+    assert run_cli(["add", "Standup moved to 9:45"], tmp_path / "one").code == 0
+    assert _find(tmp_path / "one", "daily meeting time") == "Standup moved to 9:45"
+
+
+def test_processes_starting_at_once_build_the_variant_once(tmp_path: Path) -> None:
+    env = {**os.environ, "REMEM_MODELS": str(tmp_path / "models"), "REMEM_HOME": str(tmp_path / "home")}
+    stores = [tmp_path / f"store-{n}" for n in range(3)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "remem", "add", f"memory {n}", "--store", str(store)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for n, store in enumerate(stores)
+    ]
+    outcomes = [(process.wait(timeout=300), process.stderr.read().decode()) for process in processes]  # type: ignore[union-attr]
+    assert [code for code, _ in outcomes] == [0, 0, 0], outcomes
+    assert sum(BUILT_NOW in stderr for _, stderr in outcomes) == 1, outcomes
+    assert {_stamp(store) for store in stores} == {_record(tmp_path / "models")["identity"]}
+
+
+def test_undo_keeps_new_stores_on_the_original_and_older_stores_working(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     models = tmp_path / "models"
     monkeypatch.setenv("REMEM_MODELS", str(models))
-    first = run_cli(["add", "The login sequence uses OAuth device codes"], tmp_path / "one")
-    assert first.code == 0, first.stderr
-    assert "`remem model optimize all-minilm-l6-v2` makes embedding about 2x faster" in first.stderr
-    assert _stamp(tmp_path / "one") == BUNDLED_MODEL.model_sha256  # never built implicitly
-    assert not (_variant_dir(models) / "model.int8.json").exists()
-    assert run_cli(["model", "optimize"], None).code == 0
-    record = json.loads((_variant_dir(models) / "model.int8.json").read_text())
-    assert record["agreement"] >= optimize.MIN_AGREEMENT
-    second = run_cli(["add", "Lunch is at noon"], tmp_path / "two")
-    assert "int8 variant" in second.stderr and "built it once" not in second.stderr
-    assert _stamp(tmp_path / "two") == record["sha256"] != BUNDLED_MODEL.model_sha256
-    assert _stamp(tmp_path / "one") == BUNDLED_MODEL.model_sha256  # the older store keeps its file
-    found = run_cli(["search", "auth flow", "--mode", "vector", "--json", "-k", "1"], tmp_path / "one")
-    assert json.loads(found.stdout)["text"].startswith("The login sequence")
-    assert run_cli(["search", "lunch", "--json", "-k", "1"], tmp_path / "two").code == 0
-    assert list(_variant_dir(models).glob("model.int8.optimized-*.onnx"))  # the cached graph
-    assert run_cli(["doctor"], tmp_path / "two").code == 0
-    moved = run_cli(["reindex", "--model", BUNDLED_MODEL.name], tmp_path / "one")
-    assert moved.code == 0 and "Re-embedded 1 memor" in moved.stderr, moved.stderr
-    assert _stamp(tmp_path / "one") == record["sha256"]
+    assert run_cli(["add", "The login sequence uses OAuth device codes"], tmp_path / "fast").code == 0
+    undone = run_cli(["model", "optimize", "--undo"])
+    assert undone.code == 0 and "new stores use its original file" in undone.stderr
+    plain = run_cli(["add", "Lunch is at noon"], tmp_path / "plain")
+    assert "switched off by `remem model optimize --undo`" in plain.stderr, plain.stderr
+    assert _stamp(tmp_path / "plain") == BUNDLED_MODEL.model_sha256
+    assert _find(tmp_path / "fast", "auth flow").startswith("The login sequence")  # rebuilt for it
+    assert _stamp(tmp_path / "fast") == _record(models)["identity"]
+    assert "original" in run_cli(["add", "x"], tmp_path / "still-plain").stderr
+    assert run_cli(["model", "optimize"]).code == 0
+    assert _stamp(tmp_path / "plain") == BUNDLED_MODEL.model_sha256  # a store keeps its file
+    assert "int8 variant" in run_cli(["add", "Lunch is at noon"], tmp_path / "fast-again").stderr
+    assert _stamp(tmp_path / "fast-again") == _record(models)["identity"]
+
+
+def test_a_refused_variant_is_said_once_per_store_and_not_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REMEM_MODELS", str(tmp_path / "models"))
+    monkeypatch.setattr(optimize, "MIN_AGREEMENT", 1.000001)
+    first = run_cli(["add", "a memory"], tmp_path / "one")
+    assert first.code == 0 and "agrees only" in first.stderr and "original" in first.stderr, first.stderr
+    assert _stamp(tmp_path / "one") == BUNDLED_MODEL.model_sha256
+    assert not (_variant_dir(tmp_path / "models") / "model.int8.onnx").exists()
+
+    def never(source: Path, dest: Path) -> str:
+        raise AssertionError("built again")
+
+    monkeypatch.setattr(optimize, "build_int8_variant", never)
+    second = run_cli(["add", "another memory"], tmp_path / "two")
+    assert second.code == 0 and "agrees only" in second.stderr, second.stderr
+    assert _stamp(tmp_path / "two") == BUNDLED_MODEL.model_sha256
 
 
 def test_a_store_whose_variant_is_not_this_machines_is_refused_with_the_way_out(store_dir: Path) -> None:

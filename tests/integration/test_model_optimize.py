@@ -45,14 +45,16 @@ def test_the_variant_is_recorded_listed_and_verified(optimized: Path) -> None:
     assert run_cli(["model", "verify", BUNDLED_MODEL.name]).code == 0
 
 
-def test_a_new_store_embeds_with_the_variant_and_records_its_sha256(optimized: Path, store_dir: Path) -> None:
+def test_a_new_store_embeds_with_the_variant_and_records_its_identity(
+    optimized: Path, store_dir: Path
+) -> None:
     for text in ["The login sequence uses OAuth device codes", "Lunch is at noon on Fridays"]:
         assert run_cli(["add", text], store_dir).code == 0
     found = run_cli(["search", "auth flow", "--mode", "vector", "--json", "-k", "1"], store_dir)
     assert json.loads(found.stdout)["text"].startswith("The login sequence")
     record = json.loads(optimized.with_name("model.int8.json").read_text())
     with LocalBackend.open(store_dir, create=False) as store:
-        assert store.model is not None and store.model.sha256 == record["sha256"]
+        assert store.model is not None and store.model.sha256 == record["identity"]
     assert run_cli(["doctor"], store_dir).code == 0
 
 
@@ -67,7 +69,7 @@ def test_the_variant_gives_a_text_one_vector_alone_or_among_others(optimized: Pa
     with remem.open(store_dir) as memories:
         embedder = memories.embedder()
         assert (
-            embedder.info.sha256 == json.loads(optimized.with_name("model.int8.json").read_text())["sha256"]
+            embedder.info.sha256 == json.loads(optimized.with_name("model.int8.json").read_text())["identity"]
         )
         together = embedder.embed_documents(texts).windows
         for text, rows in zip(texts, together, strict=True):
@@ -112,4 +114,4 @@ def test_undo_removes_the_variant(models_dir: Path, optimized: Path) -> None:
     undone = run_cli(["model", "optimize", "--undo"])
     assert undone.code == 0 and not optimized.exists()
     assert not optimized.with_name("model.int8.json").exists()
-    assert run_cli(["model", "optimize", "--undo"]).stderr.startswith(f"{BUNDLED_MODEL.name} has no")
+    assert run_cli(["model", "optimize", "--undo"]).stderr.startswith(f"{BUNDLED_MODEL.name} had no")

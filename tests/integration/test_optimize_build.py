@@ -126,11 +126,11 @@ def test_failed_quantization_keeps_the_old_dest_and_no_temporary_file(
     out.mkdir()
     (out / "tiny.int8.onnx").write_bytes(b"previous variant")
 
-    def half_written(model: onnx.ModelProto, path: Path, reduce_range: bool) -> None:
+    def half_written(model: onnx.ModelProto, path: Path) -> None:
         path.write_bytes(b"partial")
         raise EmbedderError("quantizer crashed")
 
-    monkeypatch.setattr(optimize, "_quantize", half_written)
+    monkeypatch.setattr(optimize, "_save_checked", half_written)
     with pytest.raises(EmbedderError, match="quantizer crashed"):
         build_int8_variant(tmp_path / "tiny.onnx", out / "tiny.int8.onnx")
     assert [p.name for p in out.iterdir()] == ["tiny.int8.onnx"]

@@ -126,19 +126,23 @@ def optimize(
     name: Annotated[
         str, typer.Argument(metavar="[NAME]", help="Default: the bundled model.")
     ] = "all-minilm-l6-v2",
-    undo: Annotated[bool, typer.Option("--undo", help="Remove the optimized variant.")] = False,
+    undo: Annotated[
+        bool, typer.Option("--undo", help="Remove the variant; new stores use the original file.")
+    ] = False,
 ) -> None:
     """Build (again) the faster int8 per-channel variant of a model; kept only if it agrees ≥ 0.99.
 
-    Stores created after it on this machine embed with it (about 2x faster). Its vectors are tied to
-    this machine's onnx and onnxruntime: a store stamped with it refuses another build of it (a team
-    store used from several machines, an upgrade). The original stays installed, and a store keeps
-    the file its vectors came from: `remem reindex --model NAME` moves a store to the variant.
+    New stores build it on their own the first time they embed, so this is needed only to build it
+    ahead of time, or again after `--undo` or a refusal. Every build from the same model file has the
+    same identity, which a store records: a team store works from every machine. The original stays
+    installed, and a store keeps the file its vectors came from: `remem reindex --model NAME` moves
+    an older store to the variant.
     """
     catalog = model_catalog()
     if undo:
         removed = catalog.remove_optimized(name)
-        note(f"Removed the optimized {name}." if removed else f"{name} has no optimized variant.")
+        done = f"Removed the optimized {name}" if removed else f"{name} had no optimized variant"
+        note(f"{done}; new stores use its original file until `remem model optimize {name}`.")
         return
     variant, agreement = catalog.optimize(name)
     note(f"Optimized {name}: agreement {agreement:.4f} (mean cosine) with the original; new stores use it.")

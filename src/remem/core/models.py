@@ -4,9 +4,10 @@ its model.
 
 A new store takes, in order: the user's own model (``model_dir``); bge-small-en-v1.5 when it has
 been pulled; the bundled all-minilm-l6-v2 — and says so in a note. A built-in model runs as its
-int8 variant (built once on first use, verified, cached beside the model; its own sha256 is the
-store's model stamp), or as its original file when no variant can be built. After that a store
-keeps its model and file: another one is refused (``Backend.check_model``).
+int8 variant (built once per machine on first use, verified, cached beside the model; its identity
+— the same wherever it is built — is the store's model stamp), or as its original file when no
+variant can be built (the note says why). After that a store keeps its model and file: another one
+is refused (``Backend.check_model``).
 """
 
 from __future__ import annotations
@@ -93,23 +94,27 @@ class ModelCatalog:
             verify_model_files(spec, self.cache.files(spec))
         return OnnxEmbedder(spec, files)
 
-    def _fastest(self, spec: ModelSpec, *, verify: bool) -> tuple[OnnxEmbedder, str]:
-        """A built-in model's embedder on its int8 variant when this machine has one (made by
-        ``remem model optimize``; recorded by its own sha256), else on the original file; and a
-        sentence saying which. A variant is never built implicitly: its bytes depend on the
-        onnx/onnxruntime versions that built it, so a store stamped with it is tied to them."""
+    def _fastest(
+        self, spec: ModelSpec, *, verify: bool, store_made_with_it: bool = False
+    ) -> tuple[OnnxEmbedder, str]:
+        """A built-in model's embedder on its int8 variant (built once per machine on first use,
+        recorded by its identity), else on the original file; and a sentence saying which and why.
+        ``store_made_with_it``: for a store whose vectors came from the variant, which is built even
+        when new stores are switched off it (``remem model optimize --undo``)."""
         from remem.embedders import variants  # noqa: PLC0415
 
         original = self._embedder(spec, self.cache.locate(spec), verify=verify)
-        installed = variants.installed_variant(self.cache, spec)
-        if installed is None:
-            return original, fast.opt_in_note(spec.name)
+        try:
+            path, record, built = variants.ensure_variant(
+                self.cache, spec, original.files, fast.runtime, even_if_off=store_made_with_it
+            )
+        except EmbedderError as exc:
+            return original, fast.fallback_note(spec.name, str(exc))
         if verify and (problem := variants.verify_variant(self.cache, spec)):
             return original, fast.fallback_note(spec.name, problem)
-        path, record = installed
         files = replace(original.files, model=path)
-        embedder = variants.variant_embedder(spec, files, sha256=record.sha256, graph_dir=path.parent)
-        return embedder, fast.variant_note(spec.name, record.agreement)
+        embedder = variants.variant_embedder(spec, files, sha256=record.stamp, graph_dir=path.parent)
+        return embedder, fast.variant_note(spec.name, record.agreement, built=built)
 
     def for_store(self, recorded: ModelInfo | None, location: str) -> tuple[OnnxEmbedder, str | None]:
         """The embedder for a store's recorded model (a new store's choice when None) and a note
@@ -133,7 +138,7 @@ class ModelCatalog:
         spec = self.spec(recorded.name)
         if recorded.sha256 == spec.model_sha256:
             return self._embedder(spec, self.cache.locate(spec), verify=False), None
-        embedder = self._fastest(spec, verify=False)[0]
+        embedder = self._fastest(spec, verify=False, store_made_with_it=True)[0]
         if embedder.info.sha256 != recorded.sha256:
             variant = None if embedder.info.sha256 == spec.model_sha256 else embedder.info.sha256
             raise ModelMismatchError(fast.unknown_file(location, recorded, variant))
@@ -260,8 +265,9 @@ class ModelCatalog:
         return self.cache.files(spec).model if self.cache.is_installed(spec) else None
 
     def optimize(self, name: str) -> tuple[Path, float]:
-        """Build, verify and install a model's int8 variant; its path and its agreement (mean cosine)
-        with the original. EmbedderError, nothing kept, when it agrees too little."""
+        """Build, verify and install a model's int8 variant anew (switching it back on for new
+        stores); its path and its agreement (mean cosine) with the original. EmbedderError, nothing
+        kept, when it agrees too little."""
         from remem.embedders import variants  # noqa: PLC0415
 
         spec = self.spec(name)
@@ -269,7 +275,11 @@ class ModelCatalog:
         return self.cache.directory(spec) / variants.VARIANT_FILE, record.agreement
 
     def remove_optimized(self, name: str) -> bool:
-        """Delete a model's optimised variant; True when there was one."""
-        from remem.embedders.variants import remove_variant  # noqa: PLC0415
+        """Delete a model's optimised variant and keep new stores on the original file until
+        ``optimize``; True when there was a variant."""
+        from remem.embedders import variants  # noqa: PLC0415
 
-        return remove_variant(self.cache, self.spec(name))
+        spec = self.spec(name)
+        had = variants.installed_variant(self.cache, spec) is not None
+        variants.switch_off(self.cache, spec, "switched off by `remem model optimize --undo`")
+        return had

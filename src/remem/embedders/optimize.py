@@ -3,7 +3,8 @@
 The bundled all-MiniLM-L6-v2 file keeps int8 weights but multiplies in float32 (each weight is a
 constant ``Cast(int8) * scale`` or ``DequantizeLinear`` that onnxruntime unfolds when loading), so it
 is no faster than fp32. ``build_int8_variant`` folds those weights to float32, quantizes every MatMul
-per output channel with dynamic uint8 activations (integer kernels), keeps the embedding tables as
+per output channel with dynamic uint8 activations (integer kernels; ``quantize.py``, remem's own code,
+so the result does not depend on the installed onnxruntime), keeps the embedding tables as
 int8 rows, and drops torch's NaN guards after the attention softmaxes. Callers compare the variant's
 vectors with the original's by ``mean_agreement`` on ``AGREEMENT_SENTENCES`` (``MIN_AGREEMENT``).
 """
@@ -91,26 +92,30 @@ def mean_agreement(reference: FloatArray, candidate: FloatArray) -> float:
     return float(cosines.mean())
 
 
-def build_int8_variant(source: Path, dest: Path, *, reduce_range: bool = False) -> None:
-    """Write an int8 per-channel dynamically quantized copy of the ONNX model ``source`` to ``dest``.
+def build_int8_variant(source: Path, dest: Path) -> str:
+    """Write an int8 per-channel dynamically quantized copy of the ONNX model ``source`` to ``dest``;
+    returns its identity (``quantize.model_identity``: the same wherever it is built from ``source``).
 
     Takes a few seconds; the result is meant to be cached. ``dest`` is replaced atomically and only
     once the new file loads in onnxruntime; on any failure EmbedderError is raised and neither
-    ``dest`` nor a temporary file is left behind. ``reduce_range`` quantizes weights to 7 bits, which
-    only helps CPUs without VNNI and costs agreement.
+    ``dest`` nor a temporary file is left behind.
     """
+    from remem.embedders.quantize import model_identity, quantize_matmuls  # noqa: PLC0415
+
     model = _load_model(source)
     try:
         _fold_dequantized_weights(model.graph)
         _int8_embedding_tables(model.graph)
         _drop_nan_guards(model.graph)
+        quantize_matmuls(model.graph)
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         raise EmbedderError(f"cannot convert ONNX model {source}: {exc}") from exc
-    _write_quantized(model, dest, reduce_range)
+    _write_model(model, dest)
+    return model_identity(model)
 
 
-def _write_quantized(model: ModelProto, dest: Path, reduce_range: bool) -> None:
-    """Quantize into a temporary file next to ``dest``, check it loads, then rename it to ``dest``."""
+def _write_model(model: ModelProto, dest: Path) -> None:
+    """Save into a temporary file next to ``dest``, check it loads, then rename it to ``dest``."""
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         handle, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
@@ -118,7 +123,7 @@ def _write_quantized(model: ModelProto, dest: Path, reduce_range: bool) -> None:
     except OSError as exc:
         raise EmbedderError(f"cannot write to {dest.parent}: {exc.strerror or exc}") from exc
     try:
-        _quantize(model, Path(name), reduce_range)
+        _save_checked(model, Path(name))
         os.chmod(name, 0o644)  # mkstemp makes it private; model files are normally world-readable
         os.replace(name, dest)
     except BaseException as exc:
@@ -132,7 +137,6 @@ def _write_quantized(model: ModelProto, dest: Path, reduce_range: bool) -> None:
 def _load_model(source: Path) -> ModelProto:
     try:
         import onnx  # noqa: PLC0415 - lazy: only needed to build the variant
-        import onnxruntime.quantization  # noqa: F401, PLC0415
     except ImportError as exc:
         raise EmbedderError(f"building an optimised model needs the {exc.name} package: {exc}") from exc
     try:
@@ -145,26 +149,18 @@ def _load_model(source: Path) -> ModelProto:
     return model
 
 
-def _quantize(model: ModelProto, path: Path, reduce_range: bool) -> None:
+def _save_checked(model: ModelProto, path: Path) -> None:
+    """Write ``model`` to ``path``; EmbedderError unless onnx accepts it and onnxruntime loads it."""
+    import onnx  # noqa: PLC0415
     import onnxruntime as ort  # noqa: PLC0415 - lazy: heavy import
-    from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
 
-    # quantize_dynamic logs a warning unless it sees this mark; the mark's only effect is silence.
-    if not any(prop.key == "onnx.quant.pre_process" for prop in model.metadata_props):
-        model.metadata_props.add(key="onnx.quant.pre_process", value="onnxruntime.quant")
     try:
-        quantize_dynamic(
-            model,
-            path,
-            op_types_to_quantize=["MatMul"],
-            per_channel=True,
-            reduce_range=reduce_range,
-            weight_type=QuantType.QInt8,
-        )
+        onnx.checker.check_model(model)
+        onnx.save(model, str(path))
         options = ort.SessionOptions()
         options.log_severity_level = 3
         ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # onnxruntime raises its own untyped errors
+    except Exception as exc:  # onnx and onnxruntime raise their own untyped errors
         raise EmbedderError(f"cannot quantize the model to {path.parent}: {exc}") from exc
 
 

@@ -1,13 +1,15 @@
-"""Optimised variants of a model file: built by ``remem model optimize`` (never implicitly),
-verified, cached.
+"""Optimised variants of a model file: built once (on a new store's first use, or by ``remem model
+optimize``), verified, cached.
 
 A variant (``model.int8.onnx``, int8 per-channel weights) lives next to where the model's files are
-pulled to, with a record (``model.int8.json``) of what it was made from, its own sha256 and how
-closely its vectors agree with the original's on a built-in sentence set. A variant that agrees less
-than ``MIN_AGREEMENT`` is refused and nothing is kept. The original file is never touched. A store
-made with the variant records the variant's sha256 as its model stamp: its vectors agree with the
-original's at a mean cosine of at least ``MIN_AGREEMENT`` (0.99), they are not the same vectors,
-and a store never mixes the two.
+pulled to, with a record (``model.int8.json``) of what it was made from, its file's sha256, its
+identity (``quantize.model_identity``: the same for every build from the same file, whichever onnx
+and onnxruntime build it) and how closely its vectors agree with the original's on a built-in
+sentence set. A variant that agrees less than ``MIN_AGREEMENT`` is refused, nothing is kept, and a
+marker (``model.int8.off``) stops it being tried again until ``remem model optimize``; ``--undo``
+leaves the same marker. The original file is never touched. A store made with the variant records
+its identity as the model stamp: its vectors agree with the original's at a mean cosine of at least
+``MIN_AGREEMENT`` (0.99), they are not the same vectors, and a store never mixes the two.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +39,7 @@ VARIANT_FILE = "model.int8.onnx"
 #: CPU, each on one thread (``variant_workers``).
 VARIANT_BATCH = 1
 RECORD_FILE = "model.int8.json"
+OFF_FILE = "model.int8.off"
 
 
 def variant_workers() -> int:
@@ -66,13 +70,20 @@ def variant_embedder(
 
 @dataclass(frozen=True)
 class VariantRecord:
-    """What a variant was made from and how it was verified."""
+    """What a variant was made from and how it was verified. ``identity`` is empty in records of
+    variants built before identities existed (onnxruntime's quantizer): their file's sha256 stands in."""
 
     source_sha256: str
     sha256: str
     size: int
     agreement: float
     runtime: str
+    identity: str = ""
+
+    @property
+    def stamp(self) -> str:
+        """What a store made with this variant records as its model's sha256."""
+        return self.identity or self.sha256
 
     def to_json(self) -> str:
         """The record as one JSON object."""
@@ -134,9 +145,40 @@ def remove_variant(cache: ModelCache, spec: ModelSpec) -> bool:
     return found
 
 
+def switched_off(cache: ModelCache, spec: ModelSpec) -> str | None:
+    """Why new stores of the model run its original file (a refused variant, ``--undo``), or None."""
+    try:
+        marker = json.loads((cache.directory(spec) / OFF_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(marker, dict) or marker.get("source_sha256") != spec.model_sha256:
+        return None  # made for other files of the model: try again
+    return str(marker.get("reason") or "switched off")
+
+
+def switch_off(cache: ModelCache, spec: ModelSpec, reason: str) -> None:
+    """Remove the model's variant and keep new stores on its original file, saying ``reason``, until
+    ``make_variant`` (``remem model optimize``)."""
+    from remem.embedders.download import directory_lock  # noqa: PLC0415
+
+    with directory_lock(cache.directory(spec)):
+        remove_variant(cache, spec)
+        _write_off(cache, spec, reason)
+
+
+def _write_off(cache: ModelCache, spec: ModelSpec, reason: str) -> None:
+    marker = json.dumps({"source_sha256": spec.model_sha256, "reason": reason}, sort_keys=True)
+    try:
+        with atomic_writer(cache.directory(spec) / OFF_FILE, mode=0o644) as handle:
+            handle.write(marker.encode() + b"\n")
+    except OSError as exc:
+        where = cache.directory(spec) / OFF_FILE
+        raise EmbedderError(f"cannot write {where}: {exc.strerror or exc}") from exc
+
+
 def make_variant(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: str) -> VariantRecord:
     """Build, verify and install the int8 per-channel variant of the model anew (under the cache
-    lock).
+    lock), switching it back on.
 
     Raises EmbedderError, leaving nothing behind, when its vectors agree less than MIN_AGREEMENT
     with the original's on the built-in sentences.
@@ -144,15 +186,58 @@ def make_variant(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime:
     from remem.embedders.download import directory_lock  # noqa: PLC0415
 
     with directory_lock(cache.directory(spec)):
+        with contextlib.suppress(FileNotFoundError):
+            (cache.directory(spec) / OFF_FILE).unlink()
         return _build(cache, spec, files, runtime)
 
 
 def installed_variant(cache: ModelCache, spec: ModelSpec) -> tuple[Path, VariantRecord] | None:
-    """The variant file this machine made for the model (``remem model optimize``) and its record,
-    or None; nothing is ever built here."""
+    """The variant this machine made for the model and its record, or None; nothing is built here."""
     variant = find_variant(cache, spec)
     record = read_record(cache, spec)
     return None if variant is None or record is None else (variant, record)
+
+
+def ensure_variant(
+    cache: ModelCache,
+    spec: ModelSpec,
+    files: ModelFiles,
+    runtime: Callable[[], str],
+    *,
+    even_if_off: bool = False,
+) -> tuple[Path, VariantRecord, bool]:
+    """The model's variant, its record, and whether it was built by this call (once per machine,
+    under the cache lock; a process that waited for another's build uses that one). ``runtime``
+    says which versions build it (asked only when it is built).
+
+    Raises EmbedderError saying why there is none: switched off (unless ``even_if_off``, for a store
+    already made with it), refused now (then switched off, so it is not tried again), or not
+    buildable here (no onnx, an unwritable cache: tried again next time).
+    """
+    from remem.embedders.download import directory_lock  # noqa: PLC0415
+
+    installed = installed_variant(cache, spec)
+    if installed is not None:
+        return (*installed, False)
+    with directory_lock(cache.directory(spec)):
+        installed = installed_variant(cache, spec)
+        if installed is not None:
+            return (*installed, False)
+        reason = switched_off(cache, spec)
+        if reason is not None and not even_if_off:
+            raise EmbedderError(reason)
+        try:
+            record = _build(cache, spec, files, runtime())
+        except _RefusedError as exc:
+            with contextlib.suppress(EmbedderError):  # unwritable: it is tried again next time
+                _write_off(cache, spec, str(exc))
+            raise
+        variant, _ = _paths(cache, spec)
+        return variant, record, True
+
+
+class _RefusedError(EmbedderError):
+    """The variant's vectors agree too little with the original's."""
 
 
 def _build(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: str) -> VariantRecord:
@@ -162,11 +247,10 @@ def _build(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: str) 
     variant, record_path = _paths(cache, spec)
     staging = variant.with_name(f".{VARIANT_FILE}.new")
     try:
-        build_int8_variant(files.model, staging)
+        identity = build_int8_variant(files.model, staging)
         agreement = _agreement(spec, files, staging)
-        record = VariantRecord(
-            spec.model_sha256, file_sha256(staging), staging.stat().st_size, agreement, runtime
-        )
+        size = staging.stat().st_size
+        record = VariantRecord(spec.model_sha256, file_sha256(staging), size, agreement, runtime, identity)
         remove_variant(cache, spec)
         os.replace(staging, variant)
         with atomic_writer(record_path, mode=0o644) as handle:
@@ -187,7 +271,7 @@ def _agreement(spec: ModelSpec, files: ModelFiles, candidate: Path) -> float:
     trial = variant_embedder(spec, ModelFiles(candidate, files.tokenizer)).embed_queries(AGREEMENT_SENTENCES)
     agreement = mean_agreement(reference, trial.vectors)
     if agreement < MIN_AGREEMENT:
-        raise EmbedderError(
+        raise _RefusedError(
             f"the optimised {spec.name} agrees only {agreement:.4f} (mean cosine) with the original, "
             f"below {MIN_AGREEMENT}; refused, the original stays in use"
         )

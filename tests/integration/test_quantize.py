@@ -1,0 +1,94 @@
+"""remem's own int8 quantisation (quantize.py): the arithmetic, the shared activation quantiser, and
+an identity that follows what a model computes, not how its file was written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from remem.embedders.optimize import build_int8_variant
+from remem.embedders.quantize import model_identity, quantize_matmuls
+from remem.embedders.registry import bundled_files
+
+
+def _two_heads(seed: int = 0) -> onnx.ModelProto:
+    """y = x @ A, z = x @ B + x @ C: three constant-weight MatMuls reading one activation."""
+    rng = np.random.default_rng(seed)
+    weights = {name: rng.normal(size=(8, 6)).astype(np.float32) for name in "ABC"}
+    weights["C"][:, 2] = 0.0  # an all-zero output channel must not divide by zero
+    nodes = [
+        helper.make_node("MatMul", ["x", "A"], ["y"], name="first"),
+        helper.make_node("MatMul", ["x", "B"], ["b"], name="second"),
+        helper.make_node("MatMul", ["x", "C"], ["c"], name="third"),
+        helper.make_node("Add", ["b", "c"], ["z"], name="sum"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "heads",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["n", 6]) for out in ("y", "z")],
+        [numpy_helper.from_array(value, name) for name, value in weights.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_quantized_matmuls_compute_the_product_with_one_quantiser_per_activation(tmp_path: Path) -> None:
+    model = _two_heads()
+    weights = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    assert quantize_matmuls(model.graph) == 3
+    ops = [node.op_type for node in model.graph.node]
+    assert ops.count("DynamicQuantizeLinear") == 1 and "MatMul" not in ops
+    assert {t.name for t in model.graph.initializer}.isdisjoint(weights)  # float weights are gone
+    onnx.checker.check_model(model)
+    onnx.save(model, str(tmp_path / "q.onnx"))
+    session = ort.InferenceSession(str(tmp_path / "q.onnx"), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(1).normal(size=(5, 8)).astype(np.float32)
+    y, z = session.run(None, {"x": x})
+    np.testing.assert_allclose(y, x @ weights["A"], atol=0.1)
+    np.testing.assert_allclose(z, x @ weights["B"] + x @ weights["C"], atol=0.15)
+
+
+def test_the_identity_ignores_names_and_metadata_and_follows_values_and_wiring() -> None:
+    base = _two_heads()
+    identity = model_identity(base)
+    renamed = _two_heads()
+    for node in renamed.graph.node:
+        node.name = f"renamed_{node.name}"
+        node.doc_string = "exported by another tool"
+    renamed.producer_name, renamed.producer_version = "another onnx", "9.9"
+    renamed.metadata_props.add(key="built_by", value="someone else")
+    renamed.graph.initializer.reverse()
+    assert model_identity(renamed) == identity
+    changed = _two_heads()
+    changed.graph.initializer[0].raw_data = (
+        numpy_helper.to_array(changed.graph.initializer[0]) * 1.0001
+    ).tobytes()
+    assert model_identity(changed) != identity
+    rewired = _two_heads()
+    rewired.graph.node[3].input[:] = ["c", "b"]
+    assert model_identity(rewired) != identity
+    assert model_identity(_two_heads(seed=2)) != identity
+
+
+def test_two_builds_of_the_bundled_variant_have_one_identity_and_the_same_bytes(tmp_path: Path) -> None:
+    source = bundled_files().model
+    first = build_int8_variant(source, tmp_path / "a.onnx")
+    second = build_int8_variant(source, tmp_path / "b.onnx")
+    assert first == second == model_identity(onnx.load(str(tmp_path / "a.onnx")))
+    assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes()
+
+
+@pytest.mark.parametrize("stored_as", ["raw_data", "float_data"])
+def test_the_identity_does_not_depend_on_how_a_tensor_is_stored(stored_as: str) -> None:
+    model = _two_heads()
+    tensor = model.graph.initializer[0]
+    values = numpy_helper.to_array(tensor)
+    if stored_as == "float_data":
+        tensor.ClearField("raw_data")
+        tensor.float_data.extend(values.ravel().tolist())
+    assert model_identity(model) == model_identity(_two_heads())

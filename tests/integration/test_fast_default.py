@@ -163,3 +163,17 @@ def test_a_long_text_is_tokenised_in_pieces_to_the_same_ids() -> None:
     assert len(text) > 3 * 20_000
     assert embedder._token_ids([text, "short"])[0] == embedder._tokenizer().encode(text).ids
     assert embedder.count_tokens(text) == len(embedder._tokenizer().encode(text).ids)
+
+
+def test_without_onnx_a_new_store_uses_the_original_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REMEM_MODELS", str(tmp_path / "models"))
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    added = run_cli(["add", "a memory"], tmp_path / "one")
+    assert added.code == 0, added.stderr
+    assert "original all-minilm-l6-v2 file" in added.stderr and "needs the onnx package" in added.stderr
+    assert _stamp(tmp_path / "one") == BUNDLED_MODEL.model_sha256
+    assert not (_variant_dir(tmp_path / "models") / "model.int8.off").exists()  # tried again next time
+    monkeypatch.delitem(sys.modules, "onnx")
+    assert BUILT_NOW in run_cli(["add", "a memory"], tmp_path / "two").stderr

@@ -101,7 +101,9 @@ def test_undo_keeps_new_stores_on_the_original_and_older_stores_working(
     assert _stamp(tmp_path / "plain") == BUNDLED_MODEL.model_sha256
     assert _find(tmp_path / "fast", "auth flow").startswith("The login sequence")  # rebuilt for it
     assert _stamp(tmp_path / "fast") == _record(models)["identity"]
-    assert "original" in run_cli(["add", "x"], tmp_path / "still-plain").stderr
+    still = run_cli(["add", "x"], tmp_path / "still-plain")
+    assert "switched off by `remem model optimize --undo`" in still.stderr, still.stderr
+    assert _stamp(tmp_path / "still-plain") == BUNDLED_MODEL.model_sha256  # off though built again
     assert run_cli(["model", "optimize"]).code == 0
     assert _stamp(tmp_path / "plain") == BUNDLED_MODEL.model_sha256  # a store keeps its file
     assert "int8 variant" in run_cli(["add", "Lunch is at noon"], tmp_path / "fast-again").stderr

@@ -216,16 +216,17 @@ def ensure_variant(
     """
     from remem.embedders.download import directory_lock  # noqa: PLC0415
 
-    installed = installed_variant(cache, spec)
-    if installed is not None:
+    def available() -> tuple[Path, VariantRecord] | None:
+        reason = None if even_if_off else switched_off(cache, spec)
+        if reason is not None:  # off for new stores, even when built again for an older store
+            raise EmbedderError(reason)
+        return installed_variant(cache, spec)
+
+    if (installed := available()) is not None:
         return (*installed, False)
     with directory_lock(cache.directory(spec)):
-        installed = installed_variant(cache, spec)
-        if installed is not None:
+        if (installed := available()) is not None:
             return (*installed, False)
-        reason = switched_off(cache, spec)
-        if reason is not None and not even_if_off:
-            raise EmbedderError(reason)
         try:
             record = _build(cache, spec, files, runtime())
         except _RefusedError as exc:

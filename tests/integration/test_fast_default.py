@@ -170,8 +170,11 @@ def test_a_long_text_is_tokenised_in_pieces_to_the_same_ids() -> None:
 def test_without_onnx_a_new_store_uses_the_original_and_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    assert run_cli(["add", "made with the variant"], tmp_path / "made").code == 0  # the run's cache
     monkeypatch.setenv("REMEM_MODELS", str(tmp_path / "models"))
     monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    refused = run_cli(["search", "variant", "--mode", "vector"], tmp_path / "made")
+    assert refused.code == 2 and "needs the onnx package" in refused.stderr, refused.stderr
     added = run_cli(["add", "a memory"], tmp_path / "one")
     assert added.code == 0, added.stderr
     assert "original all-minilm-l6-v2 file" in added.stderr and "needs the onnx package" in added.stderr

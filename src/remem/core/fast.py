@@ -36,13 +36,16 @@ def fallback_note(name: str, reason: str) -> str:
     return f"It embeds with the original {name} file: its faster int8 variant is not available: {reason}."
 
 
-def unknown_file(location: str, recorded: ModelInfo, variant: str | None) -> str:
+def unknown_file(location: str, recorded: ModelInfo, variant: str | None, why: str = "") -> str:
     """The error when a store's vectors came from a file of its model that is neither the original
-    nor the int8 variant this remem builds (``variant``: its stamp; None when none can be used here)."""
+    nor the int8 variant this remem builds (``variant``: its stamp; None when none can be used here,
+    ``why`` then says why)."""
     here = f"stamp {variant[:12]}…" if variant else "none can be used here"
+    because = f" (here: {why})" if variant is None and why else ""
     return (
         f"the store at {location} holds vectors of model {recorded.name} ({recorded.dim}-d, "
         f"{recorded.pooling} pooling, sha256 {recorded.sha256[:12]}…), from neither its original file "
         f"nor the int8 variant this remem builds ({here}; a variant made by an older remem differs); "
-        f"refusing to mix in {recorded.name}: `remem reindex --model {recorded.name}` re-embeds the store"
+        f"refusing to mix in {recorded.name}: `remem reindex --model {recorded.name}` re-embeds the "
+        f"store{because}"
     )

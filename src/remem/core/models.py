@@ -94,27 +94,35 @@ class ModelCatalog:
             verify_model_files(spec, self.cache.files(spec))
         return OnnxEmbedder(spec, files)
 
-    def _fastest(
-        self, spec: ModelSpec, *, verify: bool, store_made_with_it: bool = False
-    ) -> tuple[OnnxEmbedder, str]:
+    def _fastest(self, spec: ModelSpec, *, verify: bool) -> tuple[OnnxEmbedder, str]:
         """A built-in model's embedder on its int8 variant (built once per machine on first use,
-        recorded by its identity), else on the original file; and a sentence saying which and why.
-        ``store_made_with_it``: for a store whose vectors came from the variant, which is built even
-        when new stores are switched off it (``remem model optimize --undo``)."""
+        recorded by its identity), else on the original file; and a sentence saying which and why."""
+        original = self._embedder(spec, self.cache.locate(spec), verify=verify)
+        found = self._variant(spec, original, verify=verify)
+        if isinstance(found, str):
+            return original, fast.fallback_note(spec.name, found)
+        embedder, agreement, built = found
+        return embedder, fast.variant_note(spec.name, agreement, built=built)
+
+    def _variant(
+        self, spec: ModelSpec, original: OnnxEmbedder, *, verify: bool, for_its_store: bool = False
+    ) -> tuple[OnnxEmbedder, float, bool] | str:
+        """The embedder of the model's int8 variant, its agreement and whether it was built just now;
+        or why there is none. ``for_its_store``: a store made with the variant needs it even when new
+        stores are switched off it (``remem model optimize --undo``)."""
         from remem.embedders import variants  # noqa: PLC0415
 
-        original = self._embedder(spec, self.cache.locate(spec), verify=verify)
         try:
             path, record, built = variants.ensure_variant(
-                self.cache, spec, original.files, fast.runtime, even_if_off=store_made_with_it
+                self.cache, spec, original.files, fast.runtime, even_if_off=for_its_store
             )
         except EmbedderError as exc:
-            return original, fast.fallback_note(spec.name, str(exc))
+            return str(exc)
         if verify and (problem := variants.verify_variant(self.cache, spec)):
-            return original, fast.fallback_note(spec.name, problem)
+            return problem
         files = replace(original.files, model=path)
         embedder = variants.variant_embedder(spec, files, sha256=record.stamp, graph_dir=path.parent)
-        return embedder, fast.variant_note(spec.name, record.agreement, built=built)
+        return embedder, record.agreement, built
 
     def for_store(self, recorded: ModelInfo | None, location: str) -> tuple[OnnxEmbedder, str | None]:
         """The embedder for a store's recorded model (a new store's choice when None) and a note
@@ -136,12 +144,15 @@ class ModelCatalog:
         if own is not None:  # given for a store of another model, it is refused by check_model
             return self._embedder(*own, verify=False), None
         spec = self.spec(recorded.name)
+        original = self._embedder(spec, self.cache.locate(spec), verify=False)
         if recorded.sha256 == spec.model_sha256:
-            return self._embedder(spec, self.cache.locate(spec), verify=False), None
-        embedder = self._fastest(spec, verify=False, store_made_with_it=True)[0]
+            return original, None
+        found = self._variant(spec, original, verify=False, for_its_store=True)
+        if isinstance(found, str):
+            raise ModelMismatchError(fast.unknown_file(location, recorded, None, found))
+        embedder = found[0]
         if embedder.info.sha256 != recorded.sha256:
-            variant = None if embedder.info.sha256 == spec.model_sha256 else embedder.info.sha256
-            raise ModelMismatchError(fast.unknown_file(location, recorded, variant))
+            raise ModelMismatchError(fast.unknown_file(location, recorded, embedder.info.sha256))
         return embedder, None
 
     def _new_store_embedder(self) -> tuple[OnnxEmbedder, str]:

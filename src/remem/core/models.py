@@ -118,8 +118,8 @@ class ModelCatalog:
             )
         except EmbedderError as exc:
             return str(exc)
-        if verify and (problem := variants.verify_variant(self.cache, spec)):
-            return problem
+        if verify and not built and (problem := variants.verify_variant(self.cache, spec)):
+            return problem  # (one built just now was hashed as it was installed)
         files = replace(original.files, model=path)
         embedder = variants.variant_embedder(spec, files, sha256=record.stamp, graph_dir=path.parent)
         return embedder, record.agreement, built
@@ -282,7 +282,7 @@ class ModelCatalog:
         from remem.embedders import variants  # noqa: PLC0415
 
         spec = self.spec(name)
-        record = variants.make_variant(self.cache, spec, self.cache.locate(spec), fast.runtime())
+        record = variants.make_variant(self.cache, spec, self.cache.locate(spec), fast.runtime)
         return self.cache.directory(spec) / variants.VARIANT_FILE, record.agreement
 
     def remove_optimized(self, name: str) -> bool:

@@ -176,9 +176,11 @@ def _write_off(cache: ModelCache, spec: ModelSpec, reason: str) -> None:
         raise EmbedderError(f"cannot write {where}: {exc.strerror or exc}") from exc
 
 
-def make_variant(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: str) -> VariantRecord:
+def make_variant(
+    cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: Callable[[], str]
+) -> VariantRecord:
     """Build, verify and install the int8 per-channel variant of the model anew (under the cache
-    lock), switching it back on.
+    lock), switching it back on; ``runtime`` says which versions build it, as for ``ensure_variant``.
 
     Raises EmbedderError, leaving nothing behind, when its vectors agree less than MIN_AGREEMENT
     with the original's on the built-in sentences.
@@ -188,7 +190,7 @@ def make_variant(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime:
     with directory_lock(cache.directory(spec)):
         with contextlib.suppress(FileNotFoundError):
             (cache.directory(spec) / OFF_FILE).unlink()
-        return _build(cache, spec, files, runtime)
+        return _build(cache, spec, files, runtime())
 
 
 def installed_variant(cache: ModelCache, spec: ModelSpec) -> tuple[Path, VariantRecord] | None:

@@ -1,10 +1,12 @@
 """onnxruntime sessions: loaded once per process, the optimised graph cached on disk when asked.
 
-Creating a session spends most of its time optimising the graph (fusing attention, layer norms,
-GELU…). With a ``graph_dir`` the optimised graph is saved there the first time and loaded as is
-afterwards, with optimisation off. onnxruntime's fused kernels depend on its version and on the
-CPU's instruction set, so the cached file's name carries a key of both (and of the source file's
-size and mtime); where the CPU's flags cannot be read, nothing is cached.
+Creating a session spends most of its time optimising the graph (fusing layer norms, quantised
+MatMuls…). With a ``graph_dir`` the optimised graph is saved there the first time and loaded as is
+afterwards, with optimisation off; before onnxruntime optimises it, remem fuses the attention
+blocks and GELUs it recognises (``fusion.py``) and keeps that only if the vectors agree with the
+unfused graph's. onnxruntime's fused kernels depend on its version and on the CPU's instruction
+set, so the cached file's name carries a key of both (and of the source file's size and mtime and
+of remem's fusion); where the CPU's flags cannot be read, nothing is cached.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from remem.errors import EmbedderError
 #: SkipLayerNorm fusion makes these small encoders slower on the CPU (bench/embed.py: +7% for the
 #: bundled model with identical vectors, +14-25% for the int8 variant).
 _DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
+
+#: Part of a cached graph's key: changed whenever ``fusion.py`` rewrites graphs differently.
+_FUSION_VERSION = "fusion-1"
 
 
 @functools.lru_cache(maxsize=4)
@@ -50,7 +55,7 @@ def cached_graph(graph_dir: Path, source: Path, runtime: str) -> Path | None:
         return None
     if flags is None:
         return None
-    key = f"{runtime}|{platform.machine()}|{flags}|{stat.st_size}|{stat.st_mtime_ns}"
+    key = f"{runtime}|{platform.machine()}|{flags}|{stat.st_size}|{stat.st_mtime_ns}|{_FUSION_VERSION}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return graph_dir / f"{source.stem}.optimized-{digest}.onnx"
 
@@ -78,7 +83,9 @@ def _session_saving(path: str, threads: int, cached: Path) -> Any:
     except OSError:
         return _session(path, threads, optimise=True)
     try:
-        session = _session(path, threads, optimise=True, save_to=temporary)
+        session = _fused_session(path, threads, temporary) or _session(
+            path, threads, optimise=True, save_to=temporary
+        )
         os.chmod(temporary, 0o644)
         os.replace(temporary, cached)
     except OSError:
@@ -89,7 +96,29 @@ def _session_saving(path: str, threads: int, cached: Path) -> Any:
     return session
 
 
-def _session(path: str, threads: int, *, optimise: bool, save_to: str | None = None) -> Any:
+def _fused_session(path: str, threads: int, save_to: str) -> Any:
+    """A session of ``path`` with remem's fusions, its optimised graph saved to ``save_to``; None when
+    nothing could be fused or the fused graph's vectors differ from the unfused graph's."""
+    from remem.embedders.fusion import fuse_encoder, outputs_agree  # noqa: PLC0415
+
+    try:
+        import onnx  # noqa: PLC0415 - lazy: only needed to rewrite a graph, once per cache
+    except ImportError:
+        return None
+    try:
+        model = onnx.load(path)
+        if not fuse_encoder(model):
+            return None
+        fused = _session(model.SerializeToString(), threads, optimise=True, save_to=save_to, name=path)
+        return fused if outputs_agree(_session(path, threads, optimise=True), fused) else None
+    except Exception:  # an optional speed-up: whatever fails, the graph is used as it is
+        return None
+
+
+def _session(
+    source: str | bytes, threads: int, *, optimise: bool, save_to: str | None = None, name: str = ""
+) -> Any:
+    """An onnxruntime CPU session of a file (or of a serialised model ``source`` read from ``name``)."""
     import onnxruntime as ort  # noqa: PLC0415 - lazy: heavy import
 
     options = ort.SessionOptions()
@@ -104,10 +133,10 @@ def _session(path: str, threads: int, *, optimise: bool, save_to: str | None = N
         options.optimized_model_filepath = save_to
     try:
         return ort.InferenceSession(
-            path,
+            source,
             sess_options=options,
             providers=["CPUExecutionProvider"],
             disabled_optimizers=_DISABLED_OPTIMIZERS if optimise else [],
         )
     except Exception as exc:  # onnxruntime raises its own untyped errors
-        raise EmbedderError(f"cannot load ONNX model {path}: {exc}") from exc
+        raise EmbedderError(f"cannot load ONNX model {name or source!s}: {exc}") from exc

@@ -5,15 +5,17 @@ Exit codes (like grep): 0 success, 1 search/list found nothing or an id names no
 """
 
 import errno
+import importlib
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from remem import Embedder, __version__
-from remem.commands import changes, maintenance, mcp, memories, models, params, recall, search, transfer
+from remem.commands import params
 from remem.commands.common import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -80,14 +82,50 @@ def _root(
         typer.echo(ctx.get_help())
 
 
-memories.register(app)
-transfer.register(app)
-search.register(app)
-recall.register(app)
-changes.register(app)
-maintenance.register(app)
-models.register(app)
-mcp.register(app)
+#: The commands each module of ``remem.commands`` registers, in the order ``remem --help`` lists them.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "memories": ("add", "list"),
+    "transfer": ("export", "import"),
+    "search": ("search",),
+    "recall": ("context", "show", "stats"),
+    "changes": ("edit", "forget"),
+    "maintenance": ("reindex", "doctor"),
+    "models": ("model",),
+    "mcp": ("mcp",),
+}
+_ORDER = [name for names in COMMANDS.values() for name in names]
+_ROOT_FLAGS = {"-q", "--quiet", "-h", "--help", "--version"}
+_registered: set[str] = set()
+
+
+def register_commands(argv: Sequence[str]) -> None:
+    """Put on ``app`` the commands of the module that the command named in ``argv`` belongs to, or
+    every command when ``argv`` names none (help, completion, a mistyped name): Typer builds each
+    registered command's parameters at every start, and importing and building all of them costs a
+    short command such as ``list`` a tenth of its run."""
+    name = _command_name(argv)
+    modules = [module for module, names in COMMANDS.items() if name in names] or list(COMMANDS)
+    for module in modules:
+        if module not in _registered:
+            importlib.import_module(f"remem.commands.{module}").register(app)
+            _registered.add(module)
+    app.registered_commands.sort(key=_position)
+
+
+def _position(info: typer.models.CommandInfo) -> int:
+    name = info.name or getattr(info.callback, "__name__", "")
+    return _ORDER.index(name) if name in _ORDER else len(_ORDER)
+
+
+def _command_name(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names after the root options, or None."""
+    arguments = iter(argv)
+    for argument in arguments:
+        if argument == "--model-dir":
+            next(arguments, None)
+        elif argument not in _ROOT_FLAGS and not argument.startswith("--model-dir="):
+            return None if argument.startswith("-") else argument
+    return None
 
 
 def _fail(message: str) -> int:
@@ -127,9 +165,11 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     ``embedder`` replaces the model choice of every store the run opens (as ``remem.open``'s
     argument does): tests run the real commands with a fake model this way.
     """
+    arguments = sys.argv[1:] if argv is None else argv
+    register_commands(arguments)
     command = typer.main.get_command(app)
     try:
-        _check_arguments(sys.argv[1:] if argv is None else argv)
+        _check_arguments(arguments)
         with invoked(Invocation(embedder=embedder)):
             result = command.main(args=argv, prog_name="remem", standalone_mode=False)
     except (SystemExit, BrokenPipeError, KeyboardInterrupt, typer.Abort) as exc:

@@ -5,7 +5,6 @@ Nothing here touches SQLite, FAISS or ONNX; every type is importable from ``reme
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -185,6 +184,8 @@ def memory_record(memory: Memory) -> dict[str, Any]:
 
 def text_sha256(text: str) -> str:
     """Hex sha256 of the UTF-8 bytes of a memory's text (the deduplication key)."""
+    import hashlib  # noqa: PLC0415 - loading OpenSSL costs `list` 3 ms it has no use for
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -22,6 +22,7 @@ Queries go through the same analyzer and become an OR of quoted terms; hex strin
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -45,7 +46,13 @@ CJK_CHARACTERS = (
     "\u1100-\u11ff\u3005\u3006\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
     "\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\U00020000-\U0003134f"
 )
-_CJK_RUN = re.compile(f"([{CJK_CHARACTERS}]+)")
+
+
+@functools.cache
+def _cjk_run() -> re.Pattern[str]:
+    """A run of CJK characters (compiled on first use: 2 ms that opening a store need not spend)."""
+    return re.compile(f"([{CJK_CHARACTERS}]+)")
+
 
 _STOP_WORDS_TEXT = """a about above after again against all am an and any are as at be because been
     before being below between both but by can could did do does doing down during each few for
@@ -82,10 +89,10 @@ def cjk_bigrams(run: str) -> list[str]:
 
 def _terms(piece: str) -> list[str]:
     """A piece's terms: CJK runs as bigrams, what lies between them as words and identifiers."""
-    if not _CJK_RUN.search(piece):
+    if not _cjk_run().search(piece):
         return _piece_terms(piece)
     terms: list[str] = []
-    for number, part in enumerate(_CJK_RUN.split(piece)):
+    for number, part in enumerate(_cjk_run().split(piece)):
         terms.extend(cjk_bigrams(part) if number % 2 else _piece_terms(part) if part else [])
     return terms
 

@@ -7,7 +7,6 @@ import typer
 import remem
 from remem import render
 from remem.commands import options as opt
-from remem.commands.bulk import check_errors, print_report, read_source, store_entries
 from remem.commands.common import (
     EXIT_NOTHING_FOUND,
     note,
@@ -17,7 +16,6 @@ from remem.commands.common import (
     stdin,
 )
 from remem.errors import InvalidInputError
-from remem.ingest import parse_jsonl, parse_lines
 from remem.inputs import MAX_TEXT_CHARS, clean_name, clean_tags, parse_meta, read_text, within_limit
 
 DEFAULT_LIST_LIMIT = 20
@@ -108,6 +106,9 @@ def _add_batch(
     json_out: bool,
     store: str | None,
 ) -> None:
+    from remem.commands.bulk import check_errors, print_report, read_source, store_entries  # noqa: PLC0415
+    from remem.ingest import parse_jsonl, parse_lines  # noqa: PLC0415 - `list` needs neither
+
     skip_invalid, max_chars = checks
     if lines is not None:
         parsed = parse_lines(read_source(lines), defaults, max_chars)

@@ -13,18 +13,25 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from remem.core import arguments, bulk, turns, upkeep
+from remem.core import arguments
 from remem.core.context import ContextItem, Merge, merge
 from remem.errors import InvalidInputError, MemoryNotFoundError
 from remem.inputs import MAX_TEXT_CHARS, check_min_score
-from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult
+from remem.later import Later
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
 
 if TYPE_CHECKING:
+    import remem.reports as reports  # noqa: PLR0402 - the package is the public API, not a layer
     from remem.backends.base import Backend, ProgressFn
+    from remem.core import bulk, turns, upkeep
     from remem.core.models import ModelCatalog
     from remem.embedders.base import Embedder
     from remem.ingest import Entry
+    from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult
+
+else:  # imported when first used: a short command such as `list` needs none of them
+    bulk, turns, upkeep = (Later(f"remem.core.{name}") for name in ("bulk", "turns", "upkeep"))
+    reports = Later("remem.reports")
 
 #: Chosen by measurement on SciFact and the memory-shaped set in tests/data (see README).
 DEFAULT_SEARCH_MODE = SearchMode.HYBRID
@@ -33,8 +40,7 @@ DEFAULT_LIST_LIMIT = 20
 
 
 class Memories:
-    """A store of memories and the model that embeds them. Use ``remem.open``; close when done
-    (or use it as a context manager)."""
+    """A store of memories and the model that embeds them. Use ``remem.open``; close it (or ``with``)."""
 
     def __init__(self, backend: Backend, catalog: ModelCatalog, embedder: Embedder | None = None) -> None:
         """Serve ``backend``; models come from ``catalog`` unless ``embedder`` is given."""
@@ -277,16 +283,14 @@ class Memories:
         if (ids is None) == (where is None):
             raise InvalidInputError("give memory ids, or --where with filters (not both)")
         if where is not None and where.is_empty():
-            raise InvalidInputError(
-                "--where needs at least one filter (to forget everything, delete the store)"
-            )
+            raise InvalidInputError("--where needs at least one filter (to forget all, delete the store)")
         chosen = self.backend.candidate_ids(where) if where is not None else sorted(set(ids or []))
         found = self.backend.get_many(arguments.stored_ids(chosen))
         missing = tuple(sorted(set(chosen) - set(found)))
         ids = sorted(found)
         if ids and not dry_run:
             ids = turns.forget(self.backend, self.embedder, [found[i] for i in ids])
-        return ForgetResult(tuple(found[i] for i in ids), missing, dry_run)
+        return reports.ForgetResult(tuple(found[i] for i in ids), missing, dry_run)
 
     # --- moving and maintaining ------------------------------------------------------------------
 

@@ -51,13 +51,24 @@ class ModelCatalog:
     """The models of one installation: ``models_dir`` (pulled models), ``model_dir`` (a user's own)."""
 
     def __init__(
-        self, models_dir: Path, model_dir: Path | None = None, endpoint: str = DEFAULT_ENDPOINT
+        self,
+        models_dir: Path | Callable[[], Path],
+        model_dir: Path | None = None,
+        endpoint: str = DEFAULT_ENDPOINT,
     ) -> None:
-        """Look for pulled models in ``models_dir`` and for a user's own model in ``model_dir``;
-        ``pull`` from the Hugging Face ``endpoint`` (or a mirror of it)."""
-        self.models_dir = models_dir
+        """Look for pulled models in ``models_dir`` (or in what a function gives when models are
+        first looked up) and for a user's own model in ``model_dir``; ``pull`` from the Hugging
+        Face ``endpoint`` (or a mirror of it)."""
+        self._models_dir = models_dir
         self.model_dir = model_dir
         self.endpoint = endpoint
+
+    @property
+    def models_dir(self) -> Path:
+        """Where pulled models live."""
+        if callable(self._models_dir):
+            self._models_dir = self._models_dir()
+        return self._models_dir
 
     @property
     def cache(self) -> ModelCache:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,7 +28,9 @@ def model_catalog(
     ``$REMEM_MODEL_DIR``, else none); ``pull`` downloads from ``$REMEM_HF_ENDPOINT`` (a mirror),
     else huggingface.co. ``environ`` replaces ``os.environ`` for the defaults."""
     env = os.environ if environ is None else environ
-    models = Path(models_dir).expanduser().absolute() if models_dir is not None else resolve_models_dir(env)
+    models: Path | Callable[[], Path] = functools.partial(resolve_models_dir, env)  # found when first used
+    if models_dir is not None:
+        models = Path(models_dir).expanduser().absolute()
     own = resolve_model_dir(None if model_dir is None else Path(model_dir), env)
     return ModelCatalog(models, own, resolve_endpoint(env))
 

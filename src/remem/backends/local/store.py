@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remem.backends.local import changes, pending
+from remem.backends.local import pending
 from remem.backends.local.files import INDEX_FILE, locked, open_database
 from remem.backends.local.guard import translating
 from remem.backends.local.records import Records
@@ -142,6 +142,8 @@ class LocalBackend:
     ) -> Memory:
         """Replace a memory's text, context and vector(s), keeping its id and created_at; records
         updated_at (``changes.edit`` says what it raises)."""
+        from remem.backends.local import changes  # noqa: PLC0415 - `list` never changes a memory
+
         return changes.edit(self, memory_id, text, vectors, model, expected_sha256, context)
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
@@ -194,6 +196,8 @@ class LocalBackend:
     def set_contexts(self, items: Sequence[tuple[int, str, str]]) -> list[int]:
         """Give memories, as (id, text as read, context), new contexts in one transaction; a memory
         deleted or edited meanwhile is skipped. Returns the ids changed."""
+        from remem.backends.local import changes  # noqa: PLC0415
+
         return changes.set_contexts(self, items)
 
     def pending(self, limit: int) -> list[tuple[int, str]]:

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from remem.embedders.download import CHUNK_SIZE, directory_lock, fetch_verified
+from remem.embedders.download import CHUNK_SIZE, fetch_verified
+from remem.embedders.locks import directory_lock
 from remem.errors import DownloadError, EmbedderError
 
 PAYLOAD = random.Random(20240611).randbytes(2 * CHUNK_SIZE + 654_321)  # three chunks, not aligned

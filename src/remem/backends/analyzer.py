@@ -49,9 +49,10 @@ CJK_CHARACTERS = (
 
 
 @functools.cache
-def _cjk_run() -> re.Pattern[str]:
-    """A run of CJK characters (compiled on first use: 2 ms that opening a store need not spend)."""
-    return re.compile(f"([{CJK_CHARACTERS}]+)")
+def cjk_pattern(template: str) -> re.Pattern[str]:
+    """``template`` with ``CJK`` replaced by the CJK character ranges, compiled on first use: the
+    ranges take milliseconds to compile, and ASCII texts never need them."""
+    return re.compile(template.replace("CJK", CJK_CHARACTERS))
 
 
 _STOP_WORDS_TEXT = """a about above after again against all am an and any are as at be because been
@@ -89,10 +90,10 @@ def cjk_bigrams(run: str) -> list[str]:
 
 def _terms(piece: str) -> list[str]:
     """A piece's terms: CJK runs as bigrams, what lies between them as words and identifiers."""
-    if not _cjk_run().search(piece):
+    if piece.isascii() or not cjk_pattern("[CJK]").search(piece):
         return _piece_terms(piece)
     terms: list[str] = []
-    for number, part in enumerate(_cjk_run().split(piece)):
+    for number, part in enumerate(cjk_pattern("([CJK]+)").split(piece)):
         terms.extend(cjk_bigrams(part) if number % 2 else _piece_terms(part) if part else [])
     return terms
 

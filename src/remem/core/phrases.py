@@ -13,18 +13,22 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from remem.backends.analyzer import CJK_CHARACTERS, STOP_WORDS
+from remem.backends.analyzer import STOP_WORDS, cjk_pattern
 
 #: A query is a phrase to look for when it has at least this many words that are not stop words.
 MIN_PHRASE_WORDS = 2
 
-_WORDS = re.compile(rf"[{CJK_CHARACTERS}]|(?:(?![{CJK_CHARACTERS}])[^\W_])+")
+#: Words of an ASCII text; other texts need the CJK ranges (compiled when first needed).
+_ASCII_WORDS = re.compile(r"[^\W_]+")
 _QUOTED = re.compile(r'"([^"]*)"|“([^”]*)”|「([^」]*)」')
 
 
 def words(text: str) -> tuple[str, ...]:
     """The normalised words of a text (see the module docstring)."""
-    return tuple(_WORDS.findall(unicodedata.normalize("NFKC", text).lower()))
+    normalized = unicodedata.normalize("NFKC", text).lower()
+    if normalized.isascii():
+        return tuple(_ASCII_WORDS.findall(normalized))
+    return tuple(cjk_pattern(r"[CJK]|(?:(?![CJK])[^\W_])+").findall(normalized))
 
 
 def _joined(sequence: tuple[str, ...]) -> str:

@@ -11,11 +11,10 @@ that declares no languages (your own, a test fake) is trusted as it is.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from remem.backends.analyzer import CJK_CHARACTERS
+from remem.backends.analyzer import cjk_pattern
 
 if TYPE_CHECKING:
     from remem.backends.base import Scored
@@ -25,13 +24,13 @@ CJK_LANGUAGES = frozenset({"zh", "ja", "ko", "multilingual"})
 #: A text is CJK when at least this share of its letters are CJK characters.
 MIN_CJK_SHARE = 1 / 3
 
-_CJK = re.compile(f"[{CJK_CHARACTERS}]")
-
 
 def is_cjk(text: str) -> bool:
     """True when a text is written mostly in CJK characters (see MIN_CJK_SHARE)."""
+    if text.isascii():
+        return False
     letters = sum(1 for char in text if char.isalpha())
-    return letters > 0 and len(_CJK.findall(text)) >= MIN_CJK_SHARE * letters
+    return letters > 0 and len(cjk_pattern("[CJK]").findall(text)) >= MIN_CJK_SHARE * letters
 
 
 def blind_across_scripts(languages: Sequence[str]) -> bool:
@@ -42,6 +41,6 @@ def blind_across_scripts(languages: Sequence[str]) -> bool:
 def query_script_first(scored: Sequence[Scored], query: str, texts: Mapping[int, str]) -> list[Scored]:
     """The vector lane's list with the memories in the query's script first, each part in its order."""
     script = is_cjk(query)
-    same = [item for item in scored if is_cjk(texts.get(item[0], "")) == script]
-    other = [item for item in scored if is_cjk(texts.get(item[0], "")) != script]
-    return same + other
+    same_script = [is_cjk(texts.get(item[0], "")) == script for item in scored]
+    same = [item for item, same in zip(scored, same_script, strict=True) if same]
+    return same + [item for item, same in zip(scored, same_script, strict=True) if not same]

@@ -77,7 +77,8 @@ class ModelCache:
         Files already installed with the right sha256 are not downloaded again; a damaged one is
         replaced. Raises EmbedderError for the bundled model, DownloadError when a file fails.
         """
-        from remem.embedders.download import directory_lock, fetch_verified  # noqa: PLC0415 - urllib
+        from remem.embedders.download import fetch_verified  # noqa: PLC0415 - urllib
+        from remem.embedders.locks import directory_lock  # noqa: PLC0415
 
         if not spec.downloadable:
             raise EmbedderError(f"{spec.name} ships with remem; there is nothing to pull")

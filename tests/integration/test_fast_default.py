@@ -94,8 +94,10 @@ def test_undo_keeps_new_stores_on_the_original_and_older_stores_working(
     models = tmp_path / "models"
     monkeypatch.setenv("REMEM_MODELS", str(models))
     assert run_cli(["add", "The login sequence uses OAuth device codes"], tmp_path / "fast").code == 0
+    assert list(_variant_dir(models).glob("model.int8.optimized-*.data"))  # the cached graph's weights
     undone = run_cli(["model", "optimize", "--undo"])
     assert undone.code == 0 and "new stores use its original file" in undone.stderr
+    assert not list(_variant_dir(models).glob("model.int8.optimized-*"))  # graphs and weights gone
     plain = run_cli(["add", "Lunch is at noon"], tmp_path / "plain")
     assert "switched off by `remem model optimize --undo`" in plain.stderr, plain.stderr
     assert _stamp(tmp_path / "plain") == BUNDLED_MODEL.model_sha256
@@ -151,10 +153,18 @@ def test_the_cached_optimised_graph_gives_the_same_vectors(tmp_path: Path) -> No
     first = cached.embed_queries(texts).vectors  # optimises and saves the graph
     graph = sessions.cached_graph(tmp_path, source, onnxruntime.__version__)
     assert graph is not None and graph.is_file()
+    weights = sessions.weights_file(graph)  # the weights beside the graph, mapped when it loads
+    assert weights.stat().st_size > 20 * graph.stat().st_size
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([source.name, graph.name, weights.name])
     sessions.load_session.cache_clear()
     second = cached.embed_queries(texts).vectors  # loads the saved graph
     np.testing.assert_allclose(first, expected, atol=1e-5)
     np.testing.assert_allclose(second, expected, atol=1e-5)
+    weights.write_bytes(weights.read_bytes()[:1000])  # damaged: the graph is optimised and saved again
+    sessions.load_session.cache_clear()
+    np.testing.assert_allclose(cached.embed_queries(texts).vectors, expected, atol=1e-5)
+    assert weights.stat().st_size > 20 * graph.stat().st_size
+    sessions.load_session.cache_clear()
 
 
 def test_a_long_text_is_tokenised_in_pieces_to_the_same_ids() -> None:

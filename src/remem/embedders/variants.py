@@ -139,9 +139,9 @@ def remove_variant(cache: ModelCache, spec: ModelSpec) -> bool:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
             found = True
-    for graph in cache.directory(spec).glob(f"{Path(VARIANT_FILE).stem}.optimized-*.onnx"):
+    for graph in cache.directory(spec).glob(f"{Path(VARIANT_FILE).stem}.optimized-*"):
         with contextlib.suppress(OSError):
-            graph.unlink()  # sessions.py's cached graphs of the variant
+            graph.unlink()  # sessions.py's cached graphs of the variant and their weights
     return found
 
 

@@ -77,7 +77,11 @@ def _loaded_modules(args: list[str], store: Path) -> set[str]:
     result = _run([sys.executable, "-c", script], store)
     code, modules = result.stdout.decode().split(" ", 1)
     assert int(code) in (0, 1), result.stderr
-    return {name.split(".")[0] for name in modules.split()}
+    return set(modules.split())
+
+
+def _loaded_packages(args: list[str], store: Path) -> set[str]:
+    return {name.split(".")[0] for name in _loaded_modules(args, store)}
 
 
 def test_help_list_and_export_do_not_load_onnxruntime_faiss_or_the_mcp_sdk(store_dir: Path) -> None:
@@ -93,11 +97,21 @@ def test_help_list_and_export_do_not_load_onnxruntime_faiss_or_the_mcp_sdk(store
         ["model", "path", "all-minilm-l6-v2"],
         ["mcp", "--help"],
     ):
-        loaded = _loaded_modules(args, store_dir)
+        loaded = _loaded_packages(args, store_dir)
         assert not loaded & {"onnxruntime", "faiss", "tokenizers", "numpy", "mcp", "pydantic"}, args
-    searched = _loaded_modules(["search", "-k", "2", "memory"], store_dir)
+    searched = _loaded_packages(["search", "-k", "2", "memory"], store_dir)
     assert {"onnxruntime", "faiss"} <= searched
     assert "pydantic" not in searched  # Typer's adapters only for values that need them (params.py)
+
+
+def test_list_imports_only_the_list_command_and_no_write_path(store_dir: Path) -> None:
+    _run([sys.executable, "-m", "remem", "add", "a memory so list has something"], store_dir)
+    loaded = _loaded_modules(["list"], store_dir)
+    assert "remem.commands.memories" in loaded
+    others = {f"remem.commands.{name}" for name in ("search", "transfer", "recall", "changes", "models")}
+    write_path = {"remem.core.bulk", "remem.core.turns", "remem.reports", "remem.ingest"}
+    assert not loaded & (others | write_path | {"remem.backends.local.changes", "http.client", "ssl"})
+    assert "platformdirs" not in loaded  # the store is given; the model cache is never looked up
 
 
 def test_export_into_a_closed_pipe_is_quiet(store_dir: Path) -> None:

@@ -149,7 +149,7 @@ def test_the_bundled_variant_is_fused_when_its_graph_is_cached(variant: Path, tm
     ops = _ops(onnx.load(str(cached)))
     assert ops["MultiHeadAttention"] == 6 and ops["Gelu"] == 6 and "Softmax" not in ops
     plain = sessions._session(str(variant), 1, optimise=True)
-    assert outputs_agree(plain, session, minimum=0.99999)
+    assert outputs_agree(plain, session, minimum=0.9999)  # tighter than the gate (0.999)
     sessions.load_session.cache_clear()
 
 

@@ -269,7 +269,13 @@ def _live(nodes: list[NodeProto], outputs: set[str]) -> list[NodeProto]:
     return kept[::-1]
 
 
-def outputs_agree(reference: Any, candidate: Any, *, minimum: float = 0.9999) -> bool:
+#: The cosine a fused graph's probe vectors must reach. Fused and unfused graphs of the int8 variant
+#: differ where an activation rounds to the other int8 step (mean cosine 0.99997 on 300 memories,
+#: lowest 0.997); a fusion that drops part of the arithmetic (a bias, the mask, a scale) lands lower.
+MIN_PROBE_COSINE = 0.999
+
+
+def outputs_agree(reference: Any, candidate: Any, *, minimum: float = MIN_PROBE_COSINE) -> bool:
     """Whether two onnxruntime sessions of an encoder give the same mean-pooled vectors (cosine ≥
     ``minimum``) for probe texts of a few lengths, one text per run."""
     names = {graph_input.name for graph_input in reference.get_inputs()}

@@ -21,7 +21,7 @@ from remem.later import Later
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
 
 if TYPE_CHECKING:
-    import remem.reports as reports  # noqa: PLR0402 - the package is the public API, not a layer
+    import remem.reports as reports  # noqa: PLR0402 - `from remem import` is the public API (no layer may)
     from remem.backends.base import Backend, ProgressFn
     from remem.core import bulk, turns, upkeep
     from remem.core.models import ModelCatalog

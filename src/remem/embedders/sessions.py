@@ -3,7 +3,7 @@
 Creating a session spends most of its time optimising the graph (fusing layer norms, quantised
 MatMuls…). With a ``graph_dir`` the optimised graph is saved there the first time and loaded as is
 afterwards, with optimisation off, its weights in a file beside it that onnxruntime maps into
-memory (a session then loads in about 15 ms instead of 45). Before onnxruntime optimises it, remem
+memory (a session then loads in about 17 ms instead of 45). Before onnxruntime optimises it, remem
 fuses the attention blocks and GELUs it recognises (``fusion.py``) and keeps that only if the
 vectors agree with the unfused graph's. onnxruntime's fused kernels depend on its version and on
 the CPU's instruction set, so the cached file's name carries a key of both (and of the source

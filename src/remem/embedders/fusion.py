@@ -93,10 +93,10 @@ def fuse_encoder(model: ModelProto) -> int:
     graph = model.graph
     view = _Graph(graph)
     has_mask = any(graph_input.name == MASK_INPUT for graph_input in graph.input)
-    replaced: dict[int, NodeProto] = {}
+    replaced: dict[str, NodeProto] = {}  # by the first output's name (a graph names each value once)
     for node in graph.node:
         if node.op_type == "Softmax" and has_mask and (found := _attention(view, node)) is not None:
-            replaced[id(found.output)] = helper.make_node(
+            replaced[found.output.output[0]] = helper.make_node(
                 "MultiHeadAttention",
                 [found.query, found.key, found.value, "", _MASK_INT32],
                 list(found.output.output),
@@ -106,10 +106,10 @@ def fuse_encoder(model: ModelProto) -> int:
             )
         elif node.op_type == "Erf" and (gelu := _gelu(view, node)) is not None:
             x, last = gelu
-            replaced[id(last)] = helper.make_node("Gelu", [x], list(last.output), domain=_MS_DOMAIN)
+            replaced[last.output[0]] = helper.make_node("Gelu", [x], list(last.output), domain=_MS_DOMAIN)
     if not replaced:
         return 0
-    nodes = [replaced.get(id(node), node) for node in graph.node]
+    nodes = [replaced.get(node.output[0], node) if node.output else node for node in graph.node]
     if any(node.op_type == "MultiHeadAttention" for node in replaced.values()):
         nodes.insert(0, helper.make_node("Cast", [MASK_INPUT], [_MASK_INT32], to=6))  # int32
     del graph.node[:]

@@ -17,7 +17,9 @@ from onnx import TensorProto, helper, numpy_helper
 from remem.embedders import sessions
 from remem.embedders.fusion import fuse_encoder, outputs_agree
 from remem.embedders.optimize import build_int8_variant
-from remem.embedders.registry import bundled_files
+from remem.embedders.registry import BUNDLED_MODEL, bundled_files
+from remem.embedders.spec import ModelFiles
+from remem.embedders.variants import variant_embedder
 
 HIDDEN, HEADS, VOCAB = 8, 2, 2100
 
@@ -162,4 +164,21 @@ def test_a_fusion_that_disagrees_is_not_cached(
     sessions.load_session(str(copy), 1, str(tmp_path))
     (cached,) = tmp_path.glob("model.int8.optimized-*.onnx")
     assert "MultiHeadAttention" not in _ops(onnx.load(str(cached)))
+    sessions.load_session.cache_clear()
+
+
+def test_workers_starting_together_build_the_cached_graph_once(
+    variant: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds: list[str] = []
+    saving = sessions._session_saving
+    monkeypatch.setattr(sessions, "_session_saving", lambda *args: builds.append(args[0]) or saving(*args))
+    copy = tmp_path / "model.int8.onnx"
+    shutil.copy2(variant, copy)
+    files = ModelFiles(copy, bundled_files().tokenizer)
+    embedder = variant_embedder(BUNDLED_MODEL, files, graph_dir=tmp_path)
+    embedder._workers = 2  # as on a 2-core machine, whatever this one has
+    sessions.load_session.cache_clear()
+    assert embedder.embed_queries(["one", "two", "three", "four"]).vectors.shape == (4, 384)
+    assert builds == [str(copy)]
     sessions.load_session.cache_clear()

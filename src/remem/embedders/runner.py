@@ -183,7 +183,9 @@ class OnnxEmbedder:
         self, sequences: list[list[int]], progress: Callable[[int, int], object] | None
     ) -> FloatArray:
         """One run per sequence, ``workers`` runs at once (onnxruntime lets go of the GIL); each
-        sequence's vector is what it would be alone."""
+        sequence's vector is what it would be alone. The session is loaded first, once: workers
+        starting together would each load it (and build its cached graph) otherwise."""
+        _load_session(str(self.files.model), self._threads, self._graph_dir)
         vectors = np.empty((len(sequences), self.spec.dim), dtype=np.float32)
         with ThreadPoolExecutor(self._workers) as runs:
             for row, vector in enumerate(runs.map(lambda ids: self._run_batch([ids])[0], sequences)):

@@ -277,14 +277,15 @@ MIN_PROBE_COSINE = 0.999
 
 def outputs_agree(reference: Any, candidate: Any, *, minimum: float = MIN_PROBE_COSINE) -> bool:
     """Whether two onnxruntime sessions of an encoder give the same mean-pooled vectors (cosine ≥
-    ``minimum``) for probe texts of a few lengths, one text per run."""
-    names = {graph_input.name for graph_input in reference.get_inputs()}
+    ``minimum``) for probe texts of a few lengths, one text per run (fed as the runner feeds them)."""
+    from remem.embedders.pooling import pool  # noqa: PLC0415
+    from remem.embedders.runner import encoder_feeds  # noqa: PLC0415
+    from remem.embedders.spec import Pooling  # noqa: PLC0415
+
     for length in (3, 17, 64):
-        ids = (1000 + (np.arange(length, dtype=np.int64) * 7919) % 1000).reshape(1, -1)
-        feeds = {"input_ids": ids, MASK_INPUT: np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        feeds = {name: value for name, value in feeds.items() if name in names}
-        vectors = [session.run(None, feeds)[0][0].mean(axis=0) for session in (reference, candidate)]
-        norms = float(np.linalg.norm(vectors[0]) * np.linalg.norm(vectors[1]))
-        if norms == 0 or float(vectors[0] @ vectors[1]) / norms < minimum:
+        ids = [1000 + (position * 7919) % 1000 for position in range(length)]
+        feeds, mask = encoder_feeds(reference, [ids], "the probed model")
+        first, second = (pool(Pooling.MEAN, s.run(None, feeds)[0], mask)[0] for s in (reference, candidate))
+        if float(first @ second) < minimum:
             return False
     return True

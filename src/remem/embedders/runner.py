@@ -196,22 +196,32 @@ class OnnxEmbedder:
 
     def _run_batch(self, batch_ids: list[list[int]]) -> FloatArray:
         session = _load_session(str(self.files.model), self._threads, self._graph_dir)
-        input_ids, attention_mask = pad_batch(batch_ids)
-        feeds = {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-            "token_type_ids": np.zeros_like(input_ids),
-        }
-        declared = {graph_input.name for graph_input in session.get_inputs()}
-        missing = {"input_ids", "attention_mask"} - declared
-        if missing:
-            raise EmbedderError(f"{self.files.model} lacks the inputs {sorted(missing)}")
-        (hidden, *_) = session.run(None, {name: feeds[name] for name in declared if name in feeds})
+        feeds, attention_mask = encoder_feeds(session, batch_ids, str(self.files.model))
+        (hidden, *_) = session.run(None, feeds)
         if hidden.ndim != 3 or hidden.shape[2] != self.spec.dim:
             raise EmbedderError(
                 f"{self.files.model} returned shape {hidden.shape}, expected (batch, tokens, {self.spec.dim})"
             )
         return pool(self.spec.pooling, hidden, attention_mask)
+
+
+def encoder_feeds(
+    session: Any, batch_ids: Sequence[Sequence[int]], source: str
+) -> tuple[dict[str, IntArray], IntArray]:
+    """What an encoder's onnxruntime ``session`` is fed for these token id lists (right-padded:
+    input_ids, attention_mask, and token_type_ids when it takes them), and the attention mask;
+    EmbedderError naming ``source`` when the session lacks input_ids or attention_mask."""
+    input_ids, attention_mask = pad_batch(batch_ids)
+    feeds = {
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "token_type_ids": np.zeros_like(input_ids),
+    }
+    declared = {graph_input.name for graph_input in session.get_inputs()}
+    missing = {"input_ids", "attention_mask"} - declared
+    if missing:
+        raise EmbedderError(f"{source} lacks the inputs {sorted(missing)}")
+    return {name: feeds[name] for name in declared if name in feeds}, attention_mask
 
 
 def pad_batch(batch_ids: Sequence[Sequence[int]]) -> tuple[IntArray, IntArray]:

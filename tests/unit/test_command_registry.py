@@ -53,3 +53,11 @@ def test_help_lists_the_commands_in_one_order_whatever_ran_before(capsys: pytest
     lines = capsys.readouterr().out.split("Commands:")[-1].splitlines()
     listed = [line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("   ")]
     assert listed == [name for name in cli._ORDER if name != "model"] + ["model"]  # groups come last
+
+
+def test_the_root_options_the_command_name_skips_are_the_apps() -> None:
+    group = typer.main.get_command(cli.app)
+    declared = {name for param in group.params for name in param.opts}
+    completion = {"--install-completion", "--show-completion"}
+    assert declared == (cli._ROOT_FLAGS | {"--model-dir"} | completion) - {"-h", "--help"}
+    assert set(group.context_settings["help_option_names"]) == {"-h", "--help"}

@@ -1,31 +1,34 @@
-"""The FAISS index over unit vectors, keyed by vector id: exact or HNSW, with tombstones and a header.
+"""The vector index over unit vectors, keyed by vector id: exact or HNSW, with tombstones and a header.
 
 The index file is ``REMEM-VECTORS 2\\n``, one JSON header line (generation, kind, dim, HNSW parameters,
 tombstones), the FAISS index bytes, and ``sha256 HEX\\n`` of those bytes (a damaged block is caught on
 load, and the file rebuilt, instead of giving wrong cosines). It is always replaced atomically.
-Scores are inner products, which are raw cosines for unit vectors.
+Scores are inner products, which are raw cosines for unit vectors. An exact index is scored in numpy
+(``flat``, which reads and writes FAISS's layout); only HNSW loads FAISS (``hnsw``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
-import numpy.typing as npt
 
 from remem.arrays import FloatArray
 from remem.atomic import atomic_writer
+from remem.backends.local.flat import FlatIndex, IdArray
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.vectors_header import CHECKSUM_PREFIX, MAGIC, MAGIC_V1
 from remem.errors import StoreError
 
-IdArray = npt.NDArray[np.int64]
+if TYPE_CHECKING:
+    from remem.backends.local.hnsw import HnswGraph
+
+__all__ = ["IdArray", "IndexFileError", "IndexHeader", "VectorIndex"]
 
 
 class IndexFileError(StoreError):
@@ -44,18 +47,12 @@ class IndexHeader:
     tombstones: list[int] = field(default_factory=list)
 
 
-def _faiss() -> Any:
-    import faiss  # noqa: PLC0415 - lazy: heavy import, never needed by list/export
-
-    return faiss
-
-
 class VectorIndex:
     """Vectors keyed by id. Tombstoned ids stay in an HNSW graph but are never returned."""
 
-    def __init__(self, index: Any, header: IndexHeader) -> None:
-        """Wrap a FAISS index and its header (use ``empty`` or ``load``)."""
-        self._index = index
+    def __init__(self, engine: FlatIndex | HnswGraph, header: IndexHeader) -> None:
+        """Wrap an exact index or an HNSW graph and its header (use ``empty`` or ``load``)."""
+        self._engine = engine
         self.header = header
         self._tombstones = set(header.tombstones)
 
@@ -64,37 +61,29 @@ class VectorIndex:
         cls, dim: int, kind: IndexKind = IndexKind.EXACT, hnsw: HnswParams | None = None, generation: int = 0
     ) -> VectorIndex:
         """A new, empty index."""
-        faiss, params = _faiss(), hnsw or HnswParams()
-        if kind is IndexKind.HNSW:
-            inner = faiss.IndexHNSWFlat(dim, params.m, faiss.METRIC_INNER_PRODUCT)
-            inner.hnsw.efConstruction = params.ef_construction
-            inner.hnsw.efSearch = params.ef_search
-        else:
-            inner = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIDMap2(inner)  # faiss's Python wrapper keeps ``inner`` alive
-        return cls(index, IndexHeader(generation=generation, kind=kind, dim=dim, hnsw=params))
+        params = hnsw or HnswParams()
+        engine = _hnsw().HnswGraph.empty(dim, params) if kind is IndexKind.HNSW else FlatIndex.empty(dim)
+        return cls(engine, IndexHeader(generation=generation, kind=kind, dim=dim, hnsw=params))
 
     @classmethod
     def load(cls, path: Path, dim: int) -> VectorIndex:
         """Read an index file; IndexFileError if it is missing, damaged or not ``dim``-dimensional."""
-        faiss = _faiss()
         try:
             with path.open("rb") as handle:
                 magic = handle.read(len(MAGIC))
                 if magic not in (MAGIC, MAGIC_V1):
                     raise IndexFileError(f"{path} is not a remem vector index")
                 header = _parse_header(handle.readline())
-                digest = hashlib.sha256()
-                index = faiss.read_index(faiss.PyCallbackIOReader(_hashed_reader(handle.read, digest)))
-                if magic == MAGIC and handle.read() != _checksum_line(digest.hexdigest()):
-                    raise IndexFileError(f"{path} is damaged (its checksum does not match)")
+                if header.dim != dim:
+                    raise IndexFileError(f"{path} is not a {dim}-d remem index")
+                engine = _read_engine(handle, header, checked=magic == MAGIC)
         except OSError as exc:
             raise IndexFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        except _ChecksumError as exc:
+            raise IndexFileError(f"{path} is damaged (its checksum does not match)") from exc
         except (RuntimeError, ValueError, KeyError, TypeError) as exc:
             raise IndexFileError(f"{path} is damaged ({str(exc).splitlines()[0][:120]})") from exc
-        if header.dim != dim or index.d != dim or not isinstance(index, faiss.IndexIDMap2):
-            raise IndexFileError(f"{path} is not a {dim}-d remem index")
-        return cls(index, header)
+        return cls(engine, header)
 
     @property
     def kind(self) -> IndexKind:
@@ -104,7 +93,7 @@ class VectorIndex:
     @property
     def size(self) -> int:
         """Vectors in the index, tombstoned ones included."""
-        return int(self._index.ntotal)
+        return self._engine.size
 
     @property
     def tombstones(self) -> frozenset[int]:
@@ -113,23 +102,21 @@ class VectorIndex:
 
     def ids(self) -> IdArray:
         """Ids of all vectors in the index (tombstoned ones included), in insertion order."""
-        return np.asarray(_faiss().vector_to_array(self._index.id_map), dtype=np.int64)
+        return self._engine.ids()
 
     def add(self, ids: Sequence[int] | IdArray, vectors: FloatArray) -> None:
         """Add unit vectors (rows) under the given ids."""
         if len(ids):
-            self._index.add_with_ids(
-                np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64)
-            )
+            self._engine.add(ids, vectors)
 
     def remove(self, ids: Sequence[int]) -> None:
         """Stop returning these ids: removed from an exact index, tombstoned in HNSW."""
         if not len(ids):
             return
-        if self.kind is IndexKind.HNSW:
-            self._tombstones.update(int(i) for i in ids)
+        if isinstance(self._engine, FlatIndex):
+            self._engine.remove(ids)
         else:
-            self._index.remove_ids(_faiss().IDSelectorBatch(np.asarray(ids, dtype=np.int64)))
+            self._tombstones.update(int(i) for i in ids)
 
     def search(
         self, query: FloatArray, k: int, among: Sequence[int] | None = None, ef_search: int | None = None
@@ -137,39 +124,22 @@ class VectorIndex:
         """The ``k`` highest inner products for one query as (id, score), best first.
 
         With ``among``, only those ids are candidates. Tombstoned ids are never returned. Exact
-        indexes return the true top ``k``; HNSW may return fewer or miss some (approximate).
+        indexes return the true top ``k`` (equal scores: smaller id first); HNSW may return fewer or
+        miss some (approximate).
         """
         limit = min(k, self.size if among is None else len(among))
         if limit <= 0:
             return []
-        faiss = _faiss()
-        keep: list[Any] = []  # FAISS selectors must outlive the search call
-        if among is not None:
-            keep.append(faiss.IDSelectorBatch(np.asarray(among, dtype=np.int64)))
-        elif self._tombstones:
-            keep.append(faiss.IDSelectorBatch(np.fromiter(self._tombstones, dtype=np.int64)))
-            keep.append(faiss.IDSelectorNot(keep[-1]))
-        params = faiss.SearchParametersHNSW() if self.kind is IndexKind.HNSW else faiss.SearchParameters()
-        if self.kind is IndexKind.HNSW:
-            params.efSearch = max(ef_search or self.header.hnsw.ef_search, limit)
-        if keep:
-            params.sel = keep[-1]
-        with _one_thread(faiss):
-            scores, labels = self._index.search(
-                np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32), limit, params=params
-            )
-        return [(int(i), float(s)) for i, s in zip(labels[0], scores[0], strict=True) if i >= 0]
+        if isinstance(self._engine, FlatIndex):
+            return self._engine.search(query, limit, among)
+        beam = ef_search or self.header.hnsw.ef_search
+        return self._engine.search(query, limit, among, sorted(self._tombstones), beam)
 
     def vectors(self, ids: Sequence[int]) -> FloatArray:
         """The stored vectors of these ids (rows in the given order); KeyError if one is absent."""
         if not len(ids):
             return np.zeros((0, self.header.dim), dtype=np.float32)
-        try:
-            matrix = self._index.reconstruct_batch(np.asarray(ids, dtype=np.int64))
-        except RuntimeError as exc:  # FAISS: "key not found"
-            raise KeyError(str(exc).splitlines()[0]) from exc
-        rows: FloatArray = np.asarray(matrix, dtype=np.float32)
-        return rows
+        return self._engine.vectors(ids)
 
     def save(self, path: Path, generation: int | None = None) -> None:
         """Write the index atomically (temp file, fsync, rename; mode 0600), recording ``generation``
@@ -177,27 +147,50 @@ class VectorIndex:
         if generation is not None:
             self.header.generation = generation
         self.header.tombstones = sorted(self._tombstones)
-        faiss = _faiss()
         try:
             with atomic_writer(path) as handle:
                 handle.write(MAGIC)
                 handle.write(_format_header(self.header))
                 digest = hashlib.sha256()
-                faiss.write_index(self._index, faiss.PyCallbackIOWriter(_hashed_writer(handle.write, digest)))
+                write = _hashed_writer(handle.write, digest)
+                if isinstance(self._engine, FlatIndex):
+                    for piece in self._engine.to_bytes():
+                        write(piece)
+                else:
+                    self._engine.write(write)
                 handle.write(_checksum_line(digest.hexdigest()))
         except OSError as exc:
             raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-@contextlib.contextmanager
-def _one_thread(faiss: Any) -> Iterator[None]:
-    """Run one query on one thread: waking OpenMP workers costs more than they save (bench/index.py)."""
-    before = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
-    try:
-        yield
-    finally:
-        faiss.omp_set_num_threads(before)
+class _ChecksumError(Exception):
+    """The index bytes do not match the checksum line."""
+
+
+def _hnsw() -> Any:
+    """The HNSW module, imported when first needed: it loads FAISS."""
+    from remem.backends.local import hnsw  # noqa: PLC0415 - lazy: FAISS is needed only by HNSW stores
+
+    return hnsw
+
+
+def _read_engine(handle: BinaryIO, header: IndexHeader, *, checked: bool) -> FlatIndex | HnswGraph:
+    """The index after the header line, its checksum verified when the file has one."""
+    if header.kind is IndexKind.HNSW:
+        digest = hashlib.sha256()
+        graph: HnswGraph = _hnsw().HnswGraph.read(_hashed_reader(handle.read, digest), header.dim)
+        if checked and handle.read() != _checksum_line(digest.hexdigest()):
+            raise _ChecksumError
+        return graph
+    data = memoryview(handle.read())
+    if checked:
+        data, tail = data[:-_CHECKSUM_LENGTH], data[-_CHECKSUM_LENGTH:]
+        if len(tail) != _CHECKSUM_LENGTH or bytes(tail) != _checksum_line(hashlib.sha256(data).hexdigest()):
+            raise _ChecksumError
+    flat = FlatIndex.from_bytes(data)
+    if flat.dim != header.dim:
+        raise ValueError(f"{flat.dim}-d vectors under a {header.dim}-d header")
+    return flat
 
 
 def _hashed_reader(read: Callable[[int], bytes], digest: Any) -> Callable[[int], bytes]:
@@ -211,14 +204,17 @@ def _hashed_reader(read: Callable[[int], bytes], digest: Any) -> Callable[[int],
     return reading
 
 
-def _hashed_writer(write: Callable[[bytes], int], digest: Any) -> Callable[[bytes], int]:
-    """``write`` that also feeds what it is given to ``digest``."""
+def _hashed_writer(write: Callable[[Any], int], digest: Any) -> Callable[[Any], int]:
+    """``write`` that also feeds what it is given (bytes or a memoryview) to ``digest``."""
 
-    def writing(data: bytes) -> int:
+    def writing(data: bytes | memoryview) -> int:
         digest.update(data)
         return write(data)
 
     return writing
+
+
+_CHECKSUM_LENGTH = len(CHECKSUM_PREFIX) + 64 + 1
 
 
 def _checksum_line(hexdigest: str) -> bytes:

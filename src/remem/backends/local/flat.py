@@ -1,0 +1,149 @@
+"""The exact index in numpy: every vector scored, stored in FAISS's own file layout.
+
+An exact store needs nothing from FAISS but its file format, and importing FAISS costs a cold
+`remem search` more than the search itself (bench/cold_start.py). The bytes read and written here
+are those of ``faiss.write_index(IndexIDMap2(IndexFlatIP(d)))`` (checked both ways in
+tests/unit/test_flat_index.py), so index files move freely between remem versions, whichever wrote
+them, and FAISS tools can read them.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from remem.arrays import FloatArray
+
+IdArray = npt.NDArray[np.int64]
+
+# FAISS's index header: d (int32), ntotal (int64), two unused int64, is_trained (bool),
+# metric (int32; 0 is inner product). Each index starts with a four-byte type tag.
+_HEADER = struct.Struct("<iqqq?i")
+_COUNT = struct.Struct("<Q")
+_UNUSED = 1 << 20
+_ID_MAP, _FLAT_IP = b"IxM2", b"IxFI"
+
+
+class FlatFormatError(ValueError):
+    """The bytes are not an id-mapped exact inner-product FAISS index."""
+
+
+class FlatIndex:
+    """Unit vectors keyed by id, kept in insertion order; search scores all of them."""
+
+    def __init__(self, dim: int, ids: IdArray, matrix: FloatArray) -> None:
+        """Wrap ``ids`` and their rows in ``matrix`` (use ``empty`` or ``from_bytes``)."""
+        self.dim = dim
+        self._ids = ids
+        self._matrix = matrix  # its first ``size`` rows are in use; the rest is room to grow
+        self.size = len(ids)
+        self._sorted: tuple[IdArray, IdArray] | None = None  # (ids sorted, their rows), when needed
+
+    @classmethod
+    def empty(cls, dim: int) -> FlatIndex:
+        """A new index with no vectors."""
+        return cls(dim, np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32))
+
+    @classmethod
+    def from_bytes(cls, data: bytes | memoryview) -> FlatIndex:
+        """Parse FAISS's bytes of an IndexIDMap2 over an IndexFlatIP; FlatFormatError otherwise.
+
+        The arrays are views of ``data`` (read only, no copy) until the index is first changed."""
+        view = memoryview(data)
+        dim, count = _read_header(view, 0, _ID_MAP)
+        if _read_header(view, 4 + _HEADER.size, _FLAT_IP) != (dim, count):
+            raise FlatFormatError("the inner index does not match its id map")
+        offset = 2 * (4 + _HEADER.size)
+        floats = _read_count(view, offset)
+        if floats != dim * count or len(view) != offset + 8 + 4 * floats + 8 + 8 * count:
+            raise FlatFormatError(f"{len(view)} bytes do not hold {count} vectors of {dim} and their ids")
+        matrix = np.frombuffer(view, dtype="<f4", count=floats, offset=offset + 8).reshape(count, dim)
+        offset += 8 + 4 * floats
+        if _read_count(view, offset) != count:
+            raise FlatFormatError("the id map does not match the vectors")
+        ids = np.frombuffer(view, dtype="<i8", count=count, offset=offset + 8)
+        return cls(dim, ids, matrix)
+
+    def to_bytes(self) -> Iterator[bytes | memoryview]:
+        """The index in FAISS's layout, in pieces (the vectors are not copied)."""
+        header = _HEADER.pack(self.dim, self.size, _UNUSED, _UNUSED, True, 0)
+        yield _ID_MAP + header + _FLAT_IP + header + _COUNT.pack(self.size * self.dim)
+        if self.size:
+            yield np.ascontiguousarray(self._matrix[: self.size], dtype="<f4").data.cast("B")
+        yield _COUNT.pack(self.size) + np.ascontiguousarray(self._ids, dtype="<i8").tobytes()
+
+    def ids(self) -> IdArray:
+        """Ids of all vectors, in insertion order."""
+        return np.array(self._ids, dtype=np.int64)
+
+    def add(self, ids: Sequence[int] | IdArray, vectors: FloatArray) -> None:
+        """Append rows under the given ids (room grows geometrically: many small adds stay linear)."""
+        rows = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self.dim)
+        needed = self.size + len(ids)
+        if needed > len(self._matrix) or not self._matrix.flags.writeable:
+            grown = np.empty((max(needed, 2 * len(self._matrix), 64), self.dim), dtype=np.float32)
+            grown[: self.size] = self._matrix[: self.size]
+            self._matrix = grown
+        self._matrix[self.size : needed] = rows
+        self._ids = np.concatenate([self._ids, np.asarray(ids, dtype=np.int64)])
+        self.size, self._sorted = needed, None
+
+    def remove(self, ids: Sequence[int]) -> None:
+        """Drop these ids' vectors; the others keep their order. Absent ids are ignored."""
+        keep = ~np.isin(self._ids, np.asarray(ids, dtype=np.int64))
+        self._matrix, self._ids = self._matrix[: self.size][keep], self._ids[keep]
+        self.size, self._sorted = len(self._ids), None
+
+    def search(
+        self, query: FloatArray, k: int, among: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` highest inner products as (id, score), best first; ties by smaller id.
+
+        With ``among``, only those ids are candidates (ids not in the index are never returned)."""
+        rows = None if among is None else self._rows(np.unique(np.asarray(among, dtype=np.int64)))[1]
+        matrix = self._matrix[: self.size] if rows is None else self._matrix[rows]
+        labels = self._ids if rows is None else self._ids[rows]
+        scores = matrix @ np.asarray(query, dtype=np.float32).reshape(-1)
+        if k < len(scores):
+            best = np.argpartition(-scores, k - 1)[:k]
+            scores, labels = scores[best], labels[best]
+        order = np.lexsort((labels, -scores))[:k]
+        return [(int(i), float(s)) for i, s in zip(labels[order], scores[order], strict=True)]
+
+    def vectors(self, ids: Sequence[int]) -> FloatArray:
+        """The rows of these ids, in the given order; KeyError names the first absent id."""
+        wanted = np.asarray(ids, dtype=np.int64)
+        found, rows = self._rows(wanted)
+        if len(rows) != len(wanted):
+            raise KeyError(f"key {int(wanted[~found][0])} not found")
+        return np.array(self._matrix[rows], dtype=np.float32)
+
+    def _rows(self, wanted: IdArray) -> tuple[npt.NDArray[np.bool_], IdArray]:
+        """Which of ``wanted`` are present, and the rows of those present (in ``wanted``'s order)."""
+        if self._sorted is None:
+            order = np.argsort(self._ids, kind="stable")
+            self._sorted = (self._ids[order], order)
+        keys, rows = self._sorted
+        at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+        found = keys[at] == wanted if len(keys) else np.zeros(len(wanted), dtype=bool)
+        return found, rows[at[found]]
+
+
+def _read_header(view: memoryview, offset: int, tag: bytes) -> tuple[int, int]:
+    """(d, ntotal) of the index header at ``offset``, which must carry ``tag`` and inner product."""
+    if bytes(view[offset : offset + 4]) != tag or len(view) < offset + 4 + _HEADER.size:
+        raise FlatFormatError(f"expected a {tag.decode()} index")
+    dim, count, _, _, _, metric = _HEADER.unpack_from(view, offset + 4)
+    if dim <= 0 or count < 0 or metric != 0:
+        raise FlatFormatError(f"not an inner-product index of vectors (d={dim}, n={count}, metric={metric})")
+    return dim, count
+
+
+def _read_count(view: memoryview, offset: int) -> int:
+    if len(view) < offset + _COUNT.size:
+        raise FlatFormatError("the file ends early")
+    count: int = _COUNT.unpack_from(view, offset)[0]
+    return count

@@ -1,0 +1,119 @@
+"""The HNSW graph in FAISS (an IndexIDMap2 over an inner-product IndexHNSWFlat): approximate search.
+
+The only place remem imports FAISS; exact stores never load it (see ``flat``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from remem.arrays import FloatArray
+from remem.backends.local.kinds import HnswParams
+
+IdArray = npt.NDArray[np.int64]
+
+
+def _faiss() -> Any:
+    import faiss  # noqa: PLC0415 - lazy: heavy import, needed only by HNSW stores
+
+    return faiss
+
+
+class HnswGraph:
+    """Vectors keyed by id in an HNSW graph. Deletion is the caller's (tombstones): see ``exclude``."""
+
+    def __init__(self, index: Any) -> None:
+        """Wrap a FAISS IndexIDMap2 over an IndexHNSWFlat (use ``empty`` or ``read``)."""
+        self._index = index
+
+    @classmethod
+    def empty(cls, dim: int, params: HnswParams) -> HnswGraph:
+        """A new graph with no vectors."""
+        faiss = _faiss()
+        inner = faiss.IndexHNSWFlat(dim, params.m, faiss.METRIC_INNER_PRODUCT)
+        inner.hnsw.efConstruction = params.ef_construction
+        inner.hnsw.efSearch = params.ef_search
+        return cls(faiss.IndexIDMap2(inner))  # faiss's Python wrapper keeps ``inner`` alive
+
+    @classmethod
+    def read(cls, read: Callable[[int], bytes], dim: int) -> HnswGraph:
+        """Read FAISS's bytes from ``read``; ValueError unless they are a ``dim``-d id-mapped index.
+
+        FAISS's own parse errors are RuntimeError."""
+        faiss = _faiss()
+        index = faiss.read_index(faiss.PyCallbackIOReader(read))
+        if index.d != dim or not isinstance(index, faiss.IndexIDMap2):
+            raise ValueError(f"not a {dim}-d id-mapped index")
+        return cls(index)
+
+    def write(self, write: Callable[[bytes], int]) -> None:
+        """Write FAISS's bytes of the graph to ``write``."""
+        faiss = _faiss()
+        faiss.write_index(self._index, faiss.PyCallbackIOWriter(write))
+
+    @property
+    def dim(self) -> int:
+        """Dimensions of the vectors."""
+        return int(self._index.d)
+
+    @property
+    def size(self) -> int:
+        """Vectors in the graph."""
+        return int(self._index.ntotal)
+
+    def ids(self) -> IdArray:
+        """Ids of all vectors, in insertion order."""
+        return np.asarray(_faiss().vector_to_array(self._index.id_map), dtype=np.int64)
+
+    def add(self, ids: Sequence[int] | IdArray, vectors: FloatArray) -> None:
+        """Add rows under the given ids."""
+        self._index.add_with_ids(
+            np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64)
+        )
+
+    def search(
+        self, query: FloatArray, k: int, among: Sequence[int] | None, exclude: Sequence[int], ef_search: int
+    ) -> list[tuple[int, float]]:
+        """Up to ``k`` (id, score) found by a walk of beam ``ef_search``, best first: only ids in
+        ``among`` (when given), never ids in ``exclude``."""
+        faiss = _faiss()
+        keep: list[Any] = []  # FAISS selectors must outlive the search call
+        if among is not None:
+            keep.append(faiss.IDSelectorBatch(np.asarray(among, dtype=np.int64)))
+        elif len(exclude):
+            keep.append(faiss.IDSelectorBatch(np.asarray(exclude, dtype=np.int64)))
+            keep.append(faiss.IDSelectorNot(keep[-1]))
+        params = faiss.SearchParametersHNSW()
+        params.efSearch = max(ef_search, k)
+        if keep:
+            params.sel = keep[-1]
+        with _one_thread(faiss):
+            scores, labels = self._index.search(
+                np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32), k, params=params
+            )
+        return [(int(i), float(s)) for i, s in zip(labels[0], scores[0], strict=True) if i >= 0]
+
+    def vectors(self, ids: Sequence[int]) -> FloatArray:
+        """The rows of these ids, in the given order; KeyError if one is absent."""
+        try:
+            matrix = self._index.reconstruct_batch(np.asarray(ids, dtype=np.int64))
+        except RuntimeError as exc:  # FAISS: "key not found"
+            raise KeyError(str(exc).splitlines()[0]) from exc
+        rows: FloatArray = np.asarray(matrix, dtype=np.float32)
+        return rows
+
+
+@contextlib.contextmanager
+def _one_thread(faiss: Any) -> Iterator[None]:
+    """Run one query on one thread: waking OpenMP workers costs more than they save (bench/index.py)."""
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)

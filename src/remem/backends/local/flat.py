@@ -108,7 +108,7 @@ class FlatIndex:
         labels = self._ids if rows is None else self._ids[rows]
         scores = matrix @ np.asarray(query, dtype=np.float32).reshape(-1)
         if k < len(scores):
-            best = np.argpartition(-scores, k - 1)[:k]
+            best = np.argpartition(scores, len(scores) - k)[-k:]
             scores, labels = scores[best], labels[best]
         order = np.lexsort((labels, -scores))[:k]
         return [(int(i), float(s)) for i, s in zip(labels[order], scores[order], strict=True)]

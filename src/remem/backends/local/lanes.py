@@ -1,4 +1,4 @@
-"""The local back-end's lanes: cosine over the FAISS index (or stored vectors), BM25 over FTS5.
+"""The local back-end's lanes: cosine over the vector index (or stored vectors), BM25 over FTS5.
 
 Filters select candidate memories in SQLite first; every lane ranks only those, so ``k`` results are
 the true top ``k`` among the filtered memories. The vector lane scores few candidates exactly (their

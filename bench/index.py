@@ -505,10 +505,11 @@ def print_index_table(results: dict[tuple[str, int], SetResult], args: argparse.
                 f"| {fmt(r.ram_per_m, ',.0f')} | {fmt(r.disk_per_m, ',.0f')} |"
             )
     print(
-        f"\nSingle = one `VectorIndex.search(q, {K})` call per query (remem's path). Batched = one FAISS "
-        f"search of a ({args.batch}, {DIM}) matrix through `VectorIndex._index.search` (numpy: `matrix @ "
-        f"Q.T` + argpartition), shown **per query, amortised** (batch time / {args.batch}); p50/p99 over "
-        f"{args.batch_rounds} batches. Recall@{K} of HNSW is against the exact index on the same vectors. "
+        f"\nSingle = one `VectorIndex.search(q, {K})` call per query (remem's path). Batched = a "
+        f"({args.batch}, {DIM}) query matrix at once (HNSW: FAISS's batched search; exact and numpy: "
+        f"`matrix @ Q.T` + argpartition), shown **per query, amortised** (batch time / {args.batch}); "
+        f"p50/p99 over {args.batch_rounds} batches. Recall@{K} of HNSW is against the exact index on "
+        "the same vectors. "
         "RAM = growth of the process's RSS while the index was built (after malloc_trim; includes FAISS's "
         "id map), disk = size of the `VectorIndex.save` file; both scaled to 1,000,000 vectors. Build "
         f"cores = CPU time / wall time of the build. HNSW: M={args.hnsw.m}, efConstruction="

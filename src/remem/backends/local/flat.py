@@ -119,7 +119,8 @@ class FlatIndex:
         found, rows = self._rows(wanted)
         if len(rows) != len(wanted):
             raise KeyError(f"key {int(wanted[~found][0])} not found")
-        return np.array(self._matrix[rows], dtype=np.float32)
+        found_rows: FloatArray = self._matrix[rows]  # fancy indexing copies
+        return found_rows
 
     def _rows(self, wanted: IdArray) -> tuple[npt.NDArray[np.bool_], IdArray]:
         """Which of ``wanted`` are present, and the rows of those present (in ``wanted``'s order)."""

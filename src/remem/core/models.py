@@ -116,24 +116,40 @@ class ModelCatalog:
         return embedder, fast.variant_note(spec.name, agreement, built=built)
 
     def _variant(
-        self, spec: ModelSpec, original: OnnxEmbedder, *, verify: bool, for_its_store: bool = False
+        self, spec: ModelSpec, original: OnnxEmbedder, *, verify: bool, stamp: str | None = None
     ) -> tuple[OnnxEmbedder, float, bool] | str:
-        """The embedder of the model's int8 variant, its agreement and whether it was built just now;
-        or why there is none. ``for_its_store``: a store made with the variant needs it even when new
+        """The embedder of the model's int8 variant — calibrated when remem can make it so, unless
+        ``stamp`` (a store's) is the plain variant's —, its agreement and whether it was built just
+        now; or why there is none. A store's own variant (``stamp`` given) is used even when new
         stores are switched off it (``remem model optimize --undo``)."""
-        from remem.embedders import variants  # noqa: PLC0415
+        from remem.embedders import calibrated, variants  # noqa: PLC0415
 
         try:
             path, record, built = variants.ensure_variant(
-                self.cache, spec, original.files, fast.runtime, even_if_off=for_its_store
+                self.cache, spec, original.files, fast.runtime, even_if_off=stamp is not None
             )
         except EmbedderError as exc:
             return str(exc)
-        if verify and not built and (problem := variants.verify_variant(self.cache, spec)):
+        if verify and not built and (problem := self._damaged_variant(spec)):
             return problem  # (one built just now was hashed as it was installed)
+        if stamp != record.stamp:  # a new store, or one made with the calibrated variant
+            found = calibrated.ensure_calibrated(self.cache, spec, original.files, (path, record))
+            if not isinstance(found, str):
+                files = replace(original.files, model=found[0])
+                embedder = calibrated.calibrated_embedder(
+                    spec, files, sha256=found[1].identity, graph_dir=found[0].parent
+                )
+                return embedder, found[1].agreement, built or found[2]
         files = replace(original.files, model=path)
         embedder = variants.variant_embedder(spec, files, sha256=record.stamp, graph_dir=path.parent)
         return embedder, record.agreement, built
+
+    def _damaged_variant(self, spec: ModelSpec) -> str | None:
+        """What is wrong with the model's variant or its calibrated variant, or None."""
+        from remem.embedders.calibrated import verify_calibrated  # noqa: PLC0415
+        from remem.embedders.variants import verify_variant  # noqa: PLC0415
+
+        return verify_variant(self.cache, spec) or verify_calibrated(self.cache, spec)
 
     def for_store(self, recorded: ModelInfo | None, location: str) -> tuple[OnnxEmbedder, str | None]:
         """The embedder for a store's recorded model (a new store's choice when None) and a note
@@ -158,7 +174,7 @@ class ModelCatalog:
         original = self._embedder(spec, self.cache.locate(spec), verify=False)
         if recorded.sha256 == spec.model_sha256:
             return original, None
-        found = self._variant(spec, original, verify=False, for_its_store=True)
+        found = self._variant(spec, original, verify=False, stamp=recorded.sha256)
         if isinstance(found, str):
             raise ModelMismatchError(fast.unknown_file(location, recorded, None, found))
         embedder = found[0]
@@ -194,7 +210,6 @@ class ModelCatalog:
         from remem.embedders.registry import is_builtin  # noqa: PLC0415
         from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
         from remem.embedders.spec import verify_model_files  # noqa: PLC0415
-        from remem.embedders.variants import verify_variant  # noqa: PLC0415
 
         if not isinstance(embedder, OnnxEmbedder):
             return f"{embedder.info.name} (supplied by the caller; not verified)"
@@ -204,7 +219,7 @@ class ModelCatalog:
         else:
             originals = self.cache.files(spec)
             verify_model_files(spec, originals)
-            if embedder.files.model != originals.model and (problem := verify_variant(self.cache, spec)):
+            if embedder.files.model != originals.model and (problem := self._damaged_variant(spec)):
                 raise EmbedderError(
                     f"the optimized variant is damaged: {problem}; run `remem model optimize`"
                 )
@@ -268,7 +283,6 @@ class ModelCatalog:
         """Re-hash every installed file (and optimised variant) of one model or all; a model that
         is not installed gives one row with path "" and problem None."""
         from remem.embedders.registry import known_models  # noqa: PLC0415
-        from remem.embedders.variants import verify_variant  # noqa: PLC0415
 
         rows = []
         for spec in known_models() if name is None else (self.spec(name),):
@@ -276,7 +290,7 @@ class ModelCatalog:
             if not checks:
                 rows.append(FileProblem(spec.name, "", None))
             rows += [FileProblem(spec.name, str(c.path), c.problem) for c in checks]
-            problem = verify_variant(self.cache, spec)
+            problem = self._damaged_variant(spec)
             if problem is not None:
                 rows.append(FileProblem(f"{spec.name} (optimized)", "", problem))
         return rows

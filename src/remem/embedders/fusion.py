@@ -218,9 +218,12 @@ def _heads(view: _Graph, reshape: NodeProto) -> int | None:
 
 
 def _width(view: _Graph, name: str) -> int:
-    """The hidden width of ``name`` when it is made by adding a 1-D constant (a bias), else 0."""
+    """The hidden width of ``name`` when it is made by adding a 1-D constant (a bias: an Add's, or
+    a MatMulIntegerToFloat's seventh input), else 0."""
     add = view.made_by(name, "Add")
-    biases = [] if add is None else [view.consts[n] for n in add.input if n in view.consts]
+    fused = view.made_by(name, "MatMulIntegerToFloat")
+    inputs = list(add.input) if add is not None else list(fused.input[6:7]) if fused is not None else []
+    biases = [view.consts[n] for n in inputs if n in view.consts]
     return biases[0].size if len(biases) == 1 and biases[0].ndim == 1 else 0
 
 

@@ -26,6 +26,8 @@ from remem.errors import EmbedderError
 if TYPE_CHECKING:
     from onnx import GraphProto, ModelProto, NodeProto
 
+    from remem.embedders.activations import Ranges
+
 #: The mean cosine to the original model's vectors a variant must reach to be used in its place.
 MIN_AGREEMENT = 0.99
 
@@ -110,6 +112,21 @@ def build_int8_variant(source: Path, dest: Path) -> str:
         quantize_matmuls(model.graph)
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         raise EmbedderError(f"cannot convert ONNX model {source}: {exc}") from exc
+    _write_model(model, dest)
+    return model_identity(model)
+
+
+def build_calibrated_variant(variant: Path, dest: Path, ranges: Ranges) -> str:
+    """Write the int8 ``variant`` with fixed activation scales (``activations.calibrate``) to ``dest``
+    and return its identity; EmbedderError (nothing left behind) when that cannot be done."""
+    from remem.embedders.activations import calibrate  # noqa: PLC0415
+    from remem.embedders.quantize import model_identity  # noqa: PLC0415
+
+    model = _load_model(variant)
+    try:
+        calibrate(model, ranges)
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise EmbedderError(f"cannot calibrate ONNX model {variant}: {exc}") from exc
     _write_model(model, dest)
     return model_identity(model)
 

@@ -31,7 +31,7 @@ DEFAULT_BATCH_SIZE = 32
 #: At most this many tokens (padded) per batch: onnxruntime's memory grows with batch × length²
 #: (attention), 1 GB for 32 windows of 256 tokens; 8 such windows need 0.35 GB and run as fast.
 MAX_BATCH_TOKENS = 2048
-#: One-at-a-time runs (``_run_each``) report progress this often.
+#: Uniform batches (``_run_uniform``) report progress about this often (in windows).
 RUNS_PER_PROGRESS = 32
 
 
@@ -72,11 +72,13 @@ class OnnxEmbedder:
         sha256: str | None = None,
         graph_dir: Path | None = None,
         workers: int = 1,
+        uniform: bool = False,
     ) -> None:
         """Bind a model description to its files; ``threads=0`` lets onnxruntime choose. ``sha256``
         is the ONNX file's when it is not the spec's (an optimised variant); ``graph_dir`` is where
-        its optimised graph may be cached (``sessions.load_session``). With ``batch_size`` 1,
-        ``workers`` runs go on at once (give ``threads=1`` then: one core each)."""
+        its optimised graph may be cached (``sessions.load_session``). ``uniform``: every batch holds
+        windows of one length (nothing padded), ``workers`` batches run at once (give ``threads=1``
+        then: one core each); otherwise batches are padded to their longest and run one by one."""
         if batch_size < 1 or workers < 1:
             raise EmbedderError("batch size and workers must be at least 1")
         self.spec = spec
@@ -84,6 +86,7 @@ class OnnxEmbedder:
         self.sha256 = sha256 or spec.model_sha256
         self._batch_size = batch_size
         self._workers = workers
+        self._uniform = uniform
         self._threads = threads
         self._graph_dir = None if graph_dir is None else str(graph_dir)
 
@@ -164,8 +167,8 @@ class OnnxEmbedder:
         self, sequences: list[list[int]], progress: Callable[[int, int], object] | None = None
     ) -> FloatArray:
         """Vectors of token sequences (rows in input order), run in length-sorted batches."""
-        if self._batch_size == 1 and self._workers > 1:
-            return self._run_each(sequences, progress)
+        if self._uniform:
+            return self._run_uniform(sequences, progress)
         order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
         vectors = np.empty((len(sequences), self.spec.dim), dtype=np.float32)
         start = 0
@@ -179,19 +182,24 @@ class OnnxEmbedder:
                 progress(start, len(order))
         return vectors
 
-    def _run_each(
+    def _run_uniform(
         self, sequences: list[list[int]], progress: Callable[[int, int], object] | None
     ) -> FloatArray:
-        """One run per sequence, ``workers`` runs at once (onnxruntime lets go of the GIL); each
-        sequence's vector is what it would be alone. The session is loaded first, once: workers
-        starting together would each load it (and build its cached graph) otherwise."""
+        """Batches of sequences of one length, ``workers`` at once (onnxruntime lets go of the GIL);
+        nothing is padded, so each sequence's vector is what it would be alone. The session is loaded
+        first, once: workers starting together would each load it (and build its cached graph)."""
         _load_session(str(self.files.model), self._threads, self._graph_dir)
         vectors = np.empty((len(sequences), self.spec.dim), dtype=np.float32)
+        batches = uniform_batches(sequences, self._batch_size)
+        done, reported = 0, 0
         with ThreadPoolExecutor(self._workers) as runs:
-            for row, vector in enumerate(runs.map(lambda ids: self._run_batch([ids])[0], sequences)):
-                vectors[row] = vector
-                if progress is not None and (row % RUNS_PER_PROGRESS == 0 or row + 1 == len(sequences)):
-                    progress(row + 1, len(sequences))
+            batch_vectors = runs.map(lambda rows: self._run_batch([sequences[i] for i in rows]), batches)
+            for rows, found in zip(batches, batch_vectors, strict=True):
+                vectors[rows] = found
+                done += len(rows)
+                if progress is not None and (done - reported >= RUNS_PER_PROGRESS or done == len(sequences)):
+                    progress(done, len(sequences))
+                    reported = done
         return vectors
 
     def _run_batch(self, batch_ids: list[list[int]]) -> FloatArray:
@@ -203,6 +211,21 @@ class OnnxEmbedder:
                 f"{self.files.model} returned shape {hidden.shape}, expected (batch, tokens, {self.spec.dim})"
             )
         return pool(self.spec.pooling, hidden, attention_mask)
+
+
+def uniform_batches(sequences: Sequence[Sequence[int]], size: int) -> list[list[int]]:
+    """Row numbers of ``sequences`` in batches of up to ``size`` sequences of one length (and at most
+    ``MAX_BATCH_TOKENS`` tokens), shortest first; with ``size`` 1, one row each in input order."""
+    if size == 1:
+        return [[row] for row in range(len(sequences))]
+    by_length: dict[int, list[int]] = {}
+    for row, ids in enumerate(sequences):
+        by_length.setdefault(len(ids), []).append(row)
+    batches = []
+    for length in sorted(by_length):
+        rows, step = by_length[length], max(1, min(size, MAX_BATCH_TOKENS // max(length, 1)))
+        batches += [rows[start : start + step] for start in range(0, len(rows), step)]
+    return batches
 
 
 def encoder_feeds(

@@ -40,6 +40,9 @@ VARIANT_FILE = "model.int8.onnx"
 VARIANT_BATCH = 1
 RECORD_FILE = "model.int8.json"
 OFF_FILE = "model.int8.off"
+#: The calibrated variant made from the variant and its record (``calibrated.py``): removed with it.
+CALIBRATED_FILE = "model.int8c.onnx"
+CALIBRATED_RECORD = "model.int8c.json"
 
 
 def variant_workers() -> int:
@@ -65,6 +68,7 @@ def variant_embedder(
         batch_size=VARIANT_BATCH,
         threads=1,
         workers=variant_workers(),
+        uniform=True,
     )
 
 
@@ -133,15 +137,19 @@ def verify_variant(cache: ModelCache, spec: ModelSpec) -> str | None:
 
 
 def remove_variant(cache: ModelCache, spec: ModelSpec) -> bool:
-    """Delete the model's variant and its record; True when there was one."""
+    """Delete the model's variant and its record, and the calibrated variant made from it; True when
+    there was a variant."""
     found = False
-    for path in _paths(cache, spec)[::-1]:  # the record first: without it the variant is never used
+    directory = cache.directory(spec)
+    calibrated = (directory / CALIBRATED_RECORD, directory / CALIBRATED_FILE)
+    for path in (*calibrated, *_paths(cache, spec)[::-1]):  # records first: without one a file is unused
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-            found = True
-    for graph in cache.directory(spec).glob(f"{Path(VARIANT_FILE).stem}.optimized-*"):
-        with contextlib.suppress(OSError):
-            graph.unlink()  # sessions.py's cached graphs of the variant and their weights
+            found = found or path.name in (VARIANT_FILE, RECORD_FILE)
+    for stem in (Path(VARIANT_FILE).stem, Path(CALIBRATED_FILE).stem):
+        for graph in directory.glob(f"{stem}.optimized-*"):
+            with contextlib.suppress(OSError):
+                graph.unlink()  # sessions.py's cached graphs of the variants and their weights
     return found
 
 

@@ -1,6 +1,7 @@
 """The int8 variant by default: a new store builds it once per machine on its first embed (under a
-lock, one build however many processes start at once), records its identity — the same for every
-build, so a store opens with another machine's build — and runs it; `model optimize --undo` keeps new
+lock, one build however many processes start at once), with its calibrated variant, records the
+calibrated one's identity — the same for every build, so a store opens with another machine's
+build — and runs it; `model optimize --undo` keeps new
 stores on the original file without breaking stores made with the variant; a refused variant is not
 tried again; the optimised graph is cached; long texts tokenise in pieces."""
 
@@ -31,8 +32,9 @@ def _variant_dir(models: Path) -> Path:
     return models / BUNDLED_MODEL.name / "bundled"
 
 
-def _record(models: Path) -> dict[str, object]:
-    record: dict[str, object] = json.loads((_variant_dir(models) / "model.int8.json").read_text())
+def _record(models: Path, name: str = "model.int8c.json") -> dict[str, object]:
+    """The calibrated variant's record (what new stores run), or another record in the directory."""
+    record: dict[str, object] = json.loads((_variant_dir(models) / name).read_text())
     return record
 
 
@@ -57,11 +59,12 @@ def test_a_new_store_builds_the_variant_once_and_another_machine_builds_the_same
     assert first.code == 0 and BUILT_NOW in first.stderr, first.stderr
     record = _record(here)
     assert record["agreement"] >= optimize.MIN_AGREEMENT  # type: ignore[operator]
+    assert record["variant_identity"] == _record(here, "model.int8.json")["identity"]
     assert _stamp(tmp_path / "one") == record["identity"] != BUNDLED_MODEL.model_sha256
     second = run_cli(["add", "Lunch is at noon"], tmp_path / "two")
     assert "int8 variant" in second.stderr and BUILT_NOW not in second.stderr
     assert _stamp(tmp_path / "two") == record["identity"]
-    assert list(_variant_dir(here).glob("model.int8.optimized-*.onnx"))  # the cached graph
+    assert list(_variant_dir(here).glob("model.int8c.optimized-*.onnx"))  # the cached graph
     assert run_cli(["doctor"], tmp_path / "one").code == 0
     monkeypatch.setenv("REMEM_MODELS", str(there))  # another machine: its own cache, its own build
     assert _find(tmp_path / "one", "auth flow").startswith("The login sequence")
@@ -94,10 +97,11 @@ def test_undo_keeps_new_stores_on_the_original_and_older_stores_working(
     models = tmp_path / "models"
     monkeypatch.setenv("REMEM_MODELS", str(models))
     assert run_cli(["add", "The login sequence uses OAuth device codes"], tmp_path / "fast").code == 0
-    assert list(_variant_dir(models).glob("model.int8.optimized-*.data"))  # the cached graph's weights
+    assert list(_variant_dir(models).glob("model.int8c.optimized-*.data"))  # the cached graph's weights
     undone = run_cli(["model", "optimize", "--undo"])
     assert undone.code == 0 and "new stores use its original file" in undone.stderr
-    assert not list(_variant_dir(models).glob("model.int8.optimized-*"))  # graphs and weights gone
+    left = sorted(p.name for p in _variant_dir(models).glob("model.int8*"))
+    assert left == ["model.int8.off"]  # variants, records, graphs and weights gone; the marker stays
     plain = run_cli(["add", "Lunch is at noon"], tmp_path / "plain")
     assert "switched off by `remem model optimize --undo`" in plain.stderr, plain.stderr
     assert _stamp(tmp_path / "plain") == BUNDLED_MODEL.model_sha256

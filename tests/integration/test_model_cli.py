@@ -122,13 +122,13 @@ def test_a_new_store_chooses_the_pulled_model_and_keeps_it(test_model: ModelSpec
     assert "New store" not in second.stderr
     record = json.loads(
         (
-            Path(run_cli(["model", "path", test_model.name]).stdout.strip()).parent / "model.int8.json"
+            Path(run_cli(["model", "path", test_model.name]).stdout.strip()).parent / "model.int8c.json"
         ).read_text()
     )
     with LocalBackend.open(store_dir, create=False) as store:
         assert store.model is not None and store.model.name == test_model.name
         assert store.model.pooling == "cls"
-        assert store.model.sha256 == record["identity"] != test_model.model_sha256  # its variant
+        assert store.model.sha256 == record["identity"] != test_model.model_sha256  # its calibrated variant
     assert _rows()[test_model.name]["state"] == "installed, optimized"
     found = run_cli(["search", "auth flow", "--json", "--mode", "vector", "-k", "1"], store_dir)
     assert json.loads(found.stdout)["text"].startswith("The login sequence")

@@ -52,7 +52,7 @@ def test_a_new_store_embeds_with_the_variant_and_records_its_identity(
         assert run_cli(["add", text], store_dir).code == 0
     found = run_cli(["search", "auth flow", "--mode", "vector", "--json", "-k", "1"], store_dir)
     assert json.loads(found.stdout)["text"].startswith("The login sequence")
-    record = json.loads(optimized.with_name("model.int8.json").read_text())
+    record = json.loads(optimized.with_name("model.int8c.json").read_text())  # the calibrated variant
     with LocalBackend.open(store_dir, create=False) as store:
         assert store.model is not None and store.model.sha256 == record["identity"]
     assert run_cli(["doctor"], store_dir).code == 0
@@ -68,9 +68,8 @@ def test_the_variant_gives_a_text_one_vector_alone_or_among_others(optimized: Pa
     ]
     with remem.open(store_dir) as memories:
         embedder = memories.embedder()
-        assert (
-            embedder.info.sha256 == json.loads(optimized.with_name("model.int8.json").read_text())["identity"]
-        )
+        calibrated = json.loads(optimized.with_name("model.int8c.json").read_text())
+        assert embedder.info.sha256 == calibrated["identity"]  # batches of one length, fixed scales
         together = embedder.embed_documents(texts).windows
         for text, rows in zip(texts, together, strict=True):
             np.testing.assert_array_equal(embedder.embed_documents([text]).windows[0], rows)

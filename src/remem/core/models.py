@@ -5,9 +5,11 @@ its model.
 A new store takes, in order: the user's own model (``model_dir``); bge-small-en-v1.5 when it has
 been pulled; the bundled all-minilm-l6-v2 — and says so in a note. A built-in model runs as its
 int8 variant (built once per machine on first use, verified, cached beside the model; its identity
-— the same wherever it is built — is the store's model stamp), or as its original file when no
-variant can be built (the note says why). After that a store keeps its model and file: another one
-is refused (``Backend.check_model``).
+— the same wherever it is built — is the store's model stamp) — as the calibrated variant made from
+it when remem ships activation ranges for it (``embedders/calibrated.py``: batches of one length) —,
+or as its original file when no variant can be built (the note says why). After that a store keeps
+its model and file (a store made with the plain variant keeps it): another one is refused
+(``Backend.check_model``).
 """
 
 from __future__ import annotations
@@ -139,7 +141,7 @@ class ModelCatalog:
                 embedder = calibrated.calibrated_embedder(
                     spec, files, sha256=found[1].identity, graph_dir=found[0].parent
                 )
-                return embedder, found[1].agreement, built or found[2]
+                return embedder, found[1].agreement, built  # (built with the variant, or quietly)
         files = replace(original.files, model=path)
         embedder = variants.variant_embedder(spec, files, sha256=record.stamp, graph_dir=path.parent)
         return embedder, record.agreement, built

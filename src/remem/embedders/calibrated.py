@@ -70,10 +70,11 @@ def calibrated_embedder(
 
 def ensure_calibrated(
     cache: ModelCache, spec: ModelSpec, files: ModelFiles, variant: tuple[Path, VariantRecord]
-) -> tuple[Path, CalibratedRecord, bool] | str:
-    """The calibrated file made from ``variant`` (its path and record), its record, and whether it
-    was built by this call; or why there is none (no ranges for this variant, no onnx, refused).
-    ``files`` are the original model's (the reference its vectors are checked against)."""
+) -> tuple[Path, CalibratedRecord] | str:
+    """The calibrated file made from ``variant`` (its path and record) and its record, built now if
+    need be (once per machine: a process that waited for another's build uses that one); or why
+    there is none (no ranges for this variant, no onnx, refused). ``files`` are the original
+    model's (the reference its vectors are checked against)."""
     from remem.embedders.locks import directory_lock  # noqa: PLC0415
 
     path, record = variant
@@ -81,12 +82,10 @@ def ensure_calibrated(
     if ranges is None:
         return f"remem has no activation ranges for this variant of {spec.name}"
     if (installed := installed_calibrated(cache, spec, record)) is not None:
-        return (*installed, False)
+        return installed
     try:
         with directory_lock(cache.directory(spec)):
-            if (installed := installed_calibrated(cache, spec, record)) is not None:
-                return (*installed, False)
-            return (*_build(cache, spec, files, path, record), True)
+            return installed_calibrated(cache, spec, record) or _build(cache, spec, files, path, record)
     except EmbedderError as exc:
         return str(exc)
 

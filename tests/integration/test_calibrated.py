@@ -13,7 +13,7 @@ import pytest
 
 import remem
 from helpers import run_cli
-from remem.embedders import activations, calibrated, optimize, runner, variants
+from remem.embedders import activations, calibrated, fusion, optimize, runner, variants
 from remem.embedders.registry import BUNDLED_MODEL, bundled_files
 from remem.embedders.spec import ModelFiles
 from remem.errors import EmbedderError
@@ -51,6 +51,7 @@ def test_the_shipped_ranges_are_for_the_variant_remem_builds(variant: tuple[Path
     assert "DynamicQuantizeLinear" not in ops and "MatMulInteger" not in ops
     assert (ops["QuantizeLinear"], ops["MatMulIntegerToFloat"]) == (24, 36)
     onnx.checker.check_model(model)
+    assert fusion.fuse_encoder(model) == 12  # attention (head width from the fused bias) and GELU
 
 
 def test_an_activation_without_a_range_is_refused_and_nothing_is_written(

@@ -217,10 +217,13 @@ def remem_engines(bundled: Path, variant: Path, tokenizer: Path, tuned: Setting)
     batched = OnnxEmbedder(ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer))
     engines = [
         Engine(
-            "remem, bundled int8 file (before: what new stores ran)",
+            "remem, bundled int8 file",
             lambda t: shipped.embed_queries(t).vectors,
         ),
-        Engine("remem, variant, one text per run (own session)", lambda t: fast.embed_queries(t).vectors),
+        Engine(
+            "remem, plain variant, one text per run (before: what new stores ran)",
+            lambda t: fast.embed_queries(t).vectors,
+        ),
         Engine(
             "remem, variant, batch 32 (not used: batch-dependent)", lambda t: batched.embed_queries(t).vectors
         ),
@@ -286,8 +289,9 @@ def _write_bert_configs(directory: Path) -> None:
 
 
 def shipped_engine(models: Path) -> Engine:
-    """remem as shipped, as a new store runs it: the model catalog's choice (the int8 variant, built
-    in ``models`` on first use, its optimised graph cached; the bundled file if it cannot be built)."""
+    """remem as shipped, as a new store runs it: the model catalog's choice (the calibrated int8
+    variant, built in ``models`` on first use, its optimised graph cached, windows of one length
+    batched; the plain variant or the bundled file if it cannot be built)."""
     import remem
     from remem.embedders.registry import BUNDLED_MODEL
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from remem.embedders.runner import MAX_BATCH_TOKENS, uniform_batches
+from remem.embedders.runner import UNIFORM_BATCH_TOKENS, uniform_batches
 
 
 def test_windows_of_one_length_share_a_batch_shortest_first() -> None:
@@ -16,7 +16,7 @@ def test_windows_of_one_length_share_a_batch_shortest_first() -> None:
 
 
 def test_long_windows_are_capped_by_tokens_and_size_one_keeps_the_order() -> None:
-    longest = [[1] * 256 for _ in range(20)]
-    assert [len(batch) for batch in uniform_batches(longest, 16)] == [MAX_BATCH_TOKENS // 256] * 2 + [4]
+    longest = [[1] * 200 for _ in range(5)]
+    assert [len(batch) for batch in uniform_batches(longest, 16)] == [UNIFORM_BATCH_TOKENS // 200] * 2 + [1]
     assert uniform_batches([[1, 2], [1], [1, 2, 3]], 1) == [[0], [1], [2]]
     assert uniform_batches([], 16) == []

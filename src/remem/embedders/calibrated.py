@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from remem.embedders.cache import ModelCache
     from remem.embedders.runner import OnnxEmbedder
 
-#: Windows of one length run together, up to this many (measured: 1.15–1.21× the speed of one at a
-#: time for 4 to 16 memory-sized texts; ``MAX_BATCH_TOKENS`` caps long windows).
+#: Windows of one length run together, up to this many (``runner.UNIFORM_BATCH_TOKENS`` caps longer
+#: windows at fewer).
 CALIBRATED_BATCH = 16
 
 

@@ -136,12 +136,14 @@ class ModelCatalog:
             return problem  # (one built just now was hashed as it was installed)
         if stamp != record.stamp:  # a new store, or one made with the calibrated variant
             found = calibrated.ensure_calibrated(self.cache, spec, original.files, (path, record))
+            if isinstance(found, str) and stamp is not None:
+                return found  # that store's file cannot be made here: say why
             if not isinstance(found, str):
                 files = replace(original.files, model=found[0])
                 embedder = calibrated.calibrated_embedder(
                     spec, files, sha256=found[1].identity, graph_dir=found[0].parent
                 )
-                return embedder, found[1].agreement, built  # (built with the variant, or quietly)
+                return embedder, found[1].agreement, built  # its build is not announced apart
         files = replace(original.files, model=path)
         embedder = variants.variant_embedder(spec, files, sha256=record.stamp, graph_dir=path.parent)
         return embedder, record.agreement, built

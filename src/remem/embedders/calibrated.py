@@ -14,15 +14,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from remem.atomic import atomic_writer
 from remem.embedders.activations import ranges_for
 from remem.embedders.spec import ModelFiles, ModelSpec, file_sha256
-from remem.embedders.variants import CALIBRATED_FILE, CALIBRATED_RECORD, VariantRecord, variant_workers
+from remem.embedders.variants import (
+    CALIBRATED_FILE,
+    CALIBRATED_RECORD,
+    VariantRecord,
+    install,
+    measured_agreement,
+    staged,
+    variant_embedder,
+)
 from remem.errors import EmbedderError
 
 if TYPE_CHECKING:
@@ -54,18 +60,7 @@ def calibrated_embedder(
 ) -> OnnxEmbedder:
     """An embedder of a calibrated file (``files.model``): windows of one length in batches of up to
     ``CALIBRATED_BATCH``, ``variant_workers`` single-threaded batches at once."""
-    from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
-
-    return OnnxEmbedder(
-        spec,
-        files,
-        sha256=sha256,
-        graph_dir=graph_dir,
-        batch_size=CALIBRATED_BATCH,
-        threads=1,
-        workers=variant_workers(),
-        uniform=True,
-    )
+    return variant_embedder(spec, files, sha256=sha256, graph_dir=graph_dir, batch_size=CALIBRATED_BATCH)
 
 
 def ensure_calibrated(
@@ -136,23 +131,14 @@ def _build(
     earlier = read_calibrated(cache, spec)
     if earlier is not None and earlier.variant_identity == made_from.identity:  # refused before
         raise EmbedderError(_refusal(spec, earlier.agreement))
-    staging = path.with_name(f".{CALIBRATED_FILE}.new")
-    try:
+    with staged(path, f"the calibrated {spec.name}") as staging:
         identity = build_calibrated_variant(variant, staging, ranges_for(made_from.identity) or ())
-        agreement = _agreement(spec, files, staging)
+        trial = calibrated_embedder(spec, replace(files, model=staging))
+        agreement = measured_agreement(spec, files, trial)
         accepted = agreement >= _min_agreement()
-        size = staging.stat().st_size
-        sha256 = file_sha256(staging)
+        sha256, size = file_sha256(staging), staging.stat().st_size
         record = CalibratedRecord(made_from.identity, sha256, size, agreement, identity if accepted else "")
-        if accepted:
-            os.replace(staging, path)
-        with atomic_writer(record_path, mode=0o644) as handle:
-            handle.write(record.to_json().encode() + b"\n")
-    except OSError as exc:
-        raise EmbedderError(f"cannot install the calibrated {spec.name}: {exc.strerror or exc}") from exc
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            staging.unlink()
+        install(staging if accepted else None, path, record_path, record.to_json())
     if not accepted:
         raise EmbedderError(_refusal(spec, agreement))
     return path, record
@@ -169,14 +155,3 @@ def _refusal(spec: ModelSpec, agreement: float) -> str:
         f"the calibrated {spec.name} agrees only {agreement:.4f} (mean cosine) with the original, "
         f"below {_min_agreement()}"
     )
-
-
-def _agreement(spec: ModelSpec, files: ModelFiles, candidate: Path) -> float:
-    from remem.embedders.optimize import AGREEMENT_SENTENCES, mean_agreement  # noqa: PLC0415
-    from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
-
-    reference = OnnxEmbedder(spec, files).embed_queries(AGREEMENT_SENTENCES).vectors
-    trial = calibrated_embedder(spec, ModelFiles(candidate, files.tokenizer)).embed_queries(
-        AGREEMENT_SENTENCES
-    )
-    return mean_agreement(reference, trial.vectors)

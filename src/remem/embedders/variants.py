@@ -17,8 +17,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,10 +54,16 @@ def variant_workers() -> int:
 
 
 def variant_embedder(
-    spec: ModelSpec, files: ModelFiles, *, sha256: str | None = None, graph_dir: Path | None = None
+    spec: ModelSpec,
+    files: ModelFiles,
+    *,
+    sha256: str | None = None,
+    graph_dir: Path | None = None,
+    batch_size: int = VARIANT_BATCH,
 ) -> OnnxEmbedder:
     """An embedder of a variant file (``files.model``) that runs it as it must run: one text per
-    run (``VARIANT_BATCH``), ``variant_workers`` single-threaded runs at once."""
+    run (``VARIANT_BATCH``; a calibrated variant: windows of one length, up to ``batch_size``),
+    ``variant_workers`` single-threaded runs at once."""
     from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
 
     return OnnxEmbedder(
@@ -65,7 +71,7 @@ def variant_embedder(
         files,
         sha256=sha256,
         graph_dir=graph_dir,
-        batch_size=VARIANT_BATCH,
+        batch_size=batch_size,
         threads=1,
         workers=variant_workers(),
         uniform=True,
@@ -253,37 +259,52 @@ class _RefusedError(EmbedderError):
 
 def _build(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: str) -> VariantRecord:
     """Build into a staging file, check its agreement, then install it and its record."""
-    from remem.embedders.optimize import build_int8_variant  # noqa: PLC0415
+    from remem.embedders.optimize import MIN_AGREEMENT, build_int8_variant  # noqa: PLC0415
 
     variant, record_path = _paths(cache, spec)
-    staging = variant.with_name(f".{VARIANT_FILE}.new")
-    try:
+    with staged(variant, f"the optimised {spec.name}") as staging:
         identity = build_int8_variant(files.model, staging)
-        agreement = _agreement(spec, files, staging)
+        agreement = measured_agreement(spec, files, variant_embedder(spec, replace(files, model=staging)))
+        if agreement < MIN_AGREEMENT:
+            raise _RefusedError(
+                f"the optimised {spec.name} agrees only {agreement:.4f} (mean cosine) with the original, "
+                f"below {MIN_AGREEMENT}; refused, the original stays in use"
+            )
         size = staging.stat().st_size
         record = VariantRecord(spec.model_sha256, file_sha256(staging), size, agreement, runtime, identity)
         remove_variant(cache, spec)
-        os.replace(staging, variant)
-        with atomic_writer(record_path, mode=0o644) as handle:
-            handle.write(record.to_json().encode() + b"\n")
-    except OSError as exc:
-        raise EmbedderError(f"cannot install the optimised {spec.name}: {exc.strerror or exc}") from exc
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            staging.unlink()
+        install(staging, variant, record_path, record.to_json())
     return record
 
 
-def _agreement(spec: ModelSpec, files: ModelFiles, candidate: Path) -> float:
-    from remem.embedders.optimize import AGREEMENT_SENTENCES, MIN_AGREEMENT, mean_agreement  # noqa: PLC0415
+@contextlib.contextmanager
+def staged(dest: Path, what: str) -> Iterator[Path]:
+    """A staging path beside ``dest`` for a file being built, removed afterwards whatever happens;
+    an OSError meanwhile is an EmbedderError saying ``what`` could not be installed."""
+    staging = dest.with_name(f".{dest.name}.new")
+    try:
+        yield staging
+    except OSError as exc:
+        raise EmbedderError(f"cannot install {what}: {exc.strerror or exc}") from exc
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            staging.unlink()
+
+
+def install(staging: Path | None, dest: Path, record_path: Path, record: str) -> None:
+    """Move a built file into place (unless ``staging`` is None: a refusal is only recorded), then
+    write its record: without the record the file is never used."""
+    if staging is not None:
+        os.replace(staging, dest)
+    with atomic_writer(record_path, mode=0o644) as handle:
+        handle.write(record.encode() + b"\n")
+
+
+def measured_agreement(spec: ModelSpec, files: ModelFiles, trial: OnnxEmbedder) -> float:
+    """Mean cosine between the original file's (``files``) and ``trial``'s vectors of the built-in
+    sentences (``optimize.AGREEMENT_SENTENCES``)."""
+    from remem.embedders.optimize import AGREEMENT_SENTENCES, mean_agreement  # noqa: PLC0415
     from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
 
     reference = OnnxEmbedder(spec, files).embed_queries(AGREEMENT_SENTENCES).vectors
-    trial = variant_embedder(spec, ModelFiles(candidate, files.tokenizer)).embed_queries(AGREEMENT_SENTENCES)
-    agreement = mean_agreement(reference, trial.vectors)
-    if agreement < MIN_AGREEMENT:
-        raise _RefusedError(
-            f"the optimised {spec.name} agrees only {agreement:.4f} (mean cosine) with the original, "
-            f"below {MIN_AGREEMENT}; refused, the original stays in use"
-        )
-    return agreement
+    return mean_agreement(reference, trial.embed_queries(AGREEMENT_SENTENCES).vectors)

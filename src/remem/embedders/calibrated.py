@@ -18,14 +18,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from remem.embedders.activations import ranges_for
+from remem.embedders.activations import Ranges, ranges_for
 from remem.embedders.spec import ModelFiles, ModelSpec, file_sha256
 from remem.embedders.variants import (
     CALIBRATED_FILE,
     CALIBRATED_RECORD,
     VariantRecord,
+    file_problem,
     install,
     measured_agreement,
+    read_json_record,
     staged,
     variant_embedder,
 )
@@ -80,7 +82,8 @@ def ensure_calibrated(
         return installed
     try:
         with directory_lock(cache.directory(spec)):
-            return installed_calibrated(cache, spec, record) or _build(cache, spec, files, path, record)
+            built = installed_calibrated(cache, spec, record)
+            return built or _build(cache, spec, files, (path, record), ranges)
     except EmbedderError as exc:
         return str(exc)
 
@@ -101,11 +104,7 @@ def installed_calibrated(
 
 def read_calibrated(cache: ModelCache, spec: ModelSpec) -> CalibratedRecord | None:
     """The calibrated variant's record, or None when there is none (or it is unreadable)."""
-    try:
-        fields = json.loads((cache.directory(spec) / CALIBRATED_RECORD).read_text(encoding="utf-8"))
-        return CalibratedRecord(**fields)
-    except (OSError, ValueError, TypeError):
-        return None
+    return read_json_record(cache.directory(spec) / CALIBRATED_RECORD, CalibratedRecord)
 
 
 def verify_calibrated(cache: ModelCache, spec: ModelSpec) -> str | None:
@@ -113,26 +112,27 @@ def verify_calibrated(cache: ModelCache, spec: ModelSpec) -> str | None:
     record = read_calibrated(cache, spec)
     if record is None or not record.identity:
         return None
-    path = cache.directory(spec) / CALIBRATED_FILE
-    actual = file_sha256(path) if path.is_file() else "missing"
-    if actual != record.sha256:
-        return f"{path}: sha256 {actual[:12]}…, expected {record.sha256[:12]}…"
-    return None
+    return file_problem(cache.directory(spec) / CALIBRATED_FILE, record.sha256)
 
 
 def _build(
-    cache: ModelCache, spec: ModelSpec, files: ModelFiles, variant: Path, made_from: VariantRecord
+    cache: ModelCache,
+    spec: ModelSpec,
+    files: ModelFiles,
+    variant: tuple[Path, VariantRecord],
+    ranges: Ranges,
 ) -> tuple[Path, CalibratedRecord]:
     """Build into a staging file, check its agreement, then install it and its record. A refused
     one is recorded without an identity, so that it is not built again for the same variant."""
     from remem.embedders.optimize import build_calibrated_variant  # noqa: PLC0415
 
+    source, made_from = variant
     path, record_path = cache.directory(spec) / CALIBRATED_FILE, cache.directory(spec) / CALIBRATED_RECORD
     earlier = read_calibrated(cache, spec)
     if earlier is not None and earlier.variant_identity == made_from.identity:  # refused before
         raise EmbedderError(_refusal(spec, earlier.agreement))
     with staged(path, f"the calibrated {spec.name}") as staging:
-        identity = build_calibrated_variant(variant, staging, ranges_for(made_from.identity) or ())
+        identity = build_calibrated_variant(source, staging, ranges)
         trial = calibrated_embedder(spec, replace(files, model=staging))
         agreement = measured_agreement(spec, files, trial)
         accepted = agreement >= _min_agreement()

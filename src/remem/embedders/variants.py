@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from remem.atomic import atomic_writer
 from remem.embedders.cache import ModelCache
@@ -38,6 +38,7 @@ VARIANT_FILE = "model.int8.onnx"
 #: original's (mean cosine 0.9933 against 0.9930 batched). Runs go on side by side instead, one per
 #: CPU, each on one thread (``variant_workers``).
 VARIANT_BATCH = 1
+_Record = TypeVar("_Record")
 RECORD_FILE = "model.int8.json"
 OFF_FILE = "model.int8.off"
 #: The calibrated variant made from the variant and its record (``calibrated.py``): removed with it.
@@ -107,12 +108,22 @@ def _paths(cache: ModelCache, spec: ModelSpec) -> tuple[Path, Path]:
 
 def read_record(cache: ModelCache, spec: ModelSpec) -> VariantRecord | None:
     """The record of the model's variant, or None when there is none (or it is unreadable)."""
-    _, record_path = _paths(cache, spec)
+    return read_json_record(_paths(cache, spec)[1], VariantRecord)
+
+
+def read_json_record(path: Path, kind: type[_Record]) -> _Record | None:
+    """A record file read into ``kind`` (a dataclass of its fields), or None when it is missing,
+    unreadable or not such a record."""
     try:
-        fields = json.loads(record_path.read_text(encoding="utf-8"))
-        return VariantRecord(**fields)
+        return kind(**json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
+
+
+def file_problem(path: Path, sha256: str) -> str | None:
+    """None when the file at ``path`` has this sha256; else what is wrong with it (or missing)."""
+    actual = file_sha256(path) if path.is_file() else "missing"
+    return None if actual == sha256 else f"{path}: sha256 {actual[:12]}…, expected {sha256[:12]}…"
 
 
 def find_variant(cache: ModelCache, spec: ModelSpec) -> Path | None:
@@ -132,14 +143,8 @@ def find_variant(cache: ModelCache, spec: ModelSpec) -> Path | None:
 
 def verify_variant(cache: ModelCache, spec: ModelSpec) -> str | None:
     """None when the model has no variant or it is intact; else what is wrong with it."""
-    variant, _ = _paths(cache, spec)
     record = read_record(cache, spec)
-    if record is None:
-        return None
-    actual = file_sha256(variant) if variant.is_file() else "missing"
-    if actual != record.sha256:
-        return f"{variant}: sha256 {actual[:12]}…, expected {record.sha256[:12]}…"
-    return None
+    return None if record is None else file_problem(_paths(cache, spec)[0], record.sha256)
 
 
 def remove_variant(cache: ModelCache, spec: ModelSpec) -> bool:

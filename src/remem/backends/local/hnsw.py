@@ -10,12 +10,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from remem.arrays import FloatArray
+from remem.backends.local.flat import IdArray
 from remem.backends.local.kinds import HnswParams
-
-IdArray = npt.NDArray[np.int64]
 
 
 def _faiss() -> Any:

@@ -41,6 +41,11 @@ CHANGES = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 
+#: Arguments the tools took once, and what to do instead (said when a client still passes one).
+RETIRED = {
+    "confirm_count": "memory_forget confirms the memories, not their count: pass the confirm its dry run gave"
+}
+
 #: The tools in the order tools/list gives them, and whether they write (--read-only leaves those out).
 TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
     (reading.memory_search, READS),
@@ -99,7 +104,8 @@ class RememServer(MCPServer[None]):
         try:
             unknown = sorted(set(arguments) - self._arguments.get(name, frozenset(arguments)))
             if unknown:
-                raise ToolError(f"{name} takes no argument {', '.join(unknown)}")
+                hints = "".join(f" ({RETIRED[argument]})" for argument in unknown if argument in RETIRED)
+                raise ToolError(f"{name} takes no argument {', '.join(unknown)}{hints}")
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:  # a bug: the SDK logs it on stderr, the client reads only the tool's name
             raise

@@ -26,6 +26,7 @@ from remem.mcp import reading, writing
 from remem.mcp.schemas import FILTER_ARGUMENTS
 from remem.mcp.scope import Scope
 from remem.mcp.service import Service
+from remem.mcp.stdio import serve_stdio
 
 INSTRUCTIONS = (
     "remem is the user's long-term memory on this computer. Search it (memory_search, or "
@@ -89,6 +90,10 @@ class RememServer(MCPServer[None]):
             annotations=annotations,
             structured_output=True,
         )
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdin/stdout, every line answered (``remem.mcp.stdio``)."""
+        await serve_stdio(self)
 
     async def list_tools(self) -> list[Tool]:
         """The tools; answering starts the warm-up."""

@@ -8,6 +8,7 @@ passes it back and forgets them, or nothing if the filters now select anything e
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import remem
 from remem.errors import InvalidInputError, MemoryNotFoundError
@@ -125,7 +126,7 @@ def _forget_where(
     return ForgetOut(dry_run=False, count=len(forgotten), forgotten=forgotten, missing=missing)
 
 
-def plan_token(plan: tuple[remem.Memory, ...] | list[remem.Memory]) -> str:
+def plan_token(plan: Sequence[remem.Memory]) -> str:
     """A short token naming exactly these memories: their ids, creation times and texts (so a memory
     added, forgotten, edited, or imported again under a reused id since gives another token)."""
     digest = hashlib.sha256()

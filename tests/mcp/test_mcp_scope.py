@@ -42,14 +42,14 @@ def test_a_pinned_user_never_reaches_another_users_memories(store_dir: Path) -> 
             for name, arguments in [
                 ("memory_search", {"query": "deploy", "user": "bob"}),
                 ("memory_list", {"user": "bob"}),
-                ("memory_forget", {"user": "bob", "confirm_count": 1}),
+                ("memory_forget", {"user": "bob", "confirm": "0123456789abcdef"}),
             ]:
                 assert "takes no argument user" in await fail(client, name, arguments)
             got = await call(client, "memory_get", {"ids": [1, 2, 4]})
             assert [m["id"] for m in got["memories"]] == [1] and got["missing"] == [2, 4]
             assert await fail(client, "memory_edit", {"id": 2, "text": "hacked"}) == "there is no memory 2"
             gone = await call(client, "memory_forget", {"ids": [2, 4]})
-            assert gone == {"dry_run": False, "count": 0, "forgotten": [], "missing": [2, 4]}
+            assert gone == {"dry_run": False, "count": 0, "forgotten": [], "missing": [2, 4], "confirm": None}
             plan = await call(client, "memory_forget", {"tags": ["ops"], "dry_run": True})
             assert plan["forgotten"] == [1]
             assert _snapshot(store_dir) == before  # nothing of bob's (or anyone's) changed

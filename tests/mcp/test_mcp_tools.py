@@ -70,7 +70,7 @@ def test_every_tool(store_dir: Path, mode: Any) -> None:
             assert not context["cut"] and context["omitted"] == 0
 
             gone = await call(client, "memory_forget", {"ids": [2, 42]})
-            assert gone == {"dry_run": False, "count": 1, "forgotten": [2], "missing": [42]}
+            assert gone == {"dry_run": False, "count": 1, "forgotten": [2], "missing": [42], "confirm": None}
             assert (await call(client, "memory_get", {"ids": [2]}))["missing"] == [2]
 
     run(scenario)
@@ -109,6 +109,13 @@ BAD_CALLS = [
     ("memory_forget", {"ids": [1], "tags": ["ops"]}, "give ids, or at least one filter (not both)"),
     ("memory_forget", {"ids": list(range(1, 102))}, "invalid argument ids"),
     ("memory_forget", {"tags": ["ops"]}, "1 memory matches; nothing was forgotten"),
+    ("memory_forget", {"tags": ["ops"], "confirm": "0123456789abcdef"}, "confirm does not match"),
+    ("memory_forget", {"ids": [1], "confirm": "0123456789abcdef"}, "confirm goes with filters"),
+    (
+        "memory_forget",
+        {"tags": ["ops"], "confirm_count": 1},
+        "memory_forget takes no argument confirm_count (memory_forget confirms the memories",
+    ),
     ("no_such_tool", {}, "Unknown tool: no_such_tool"),
 ]
 
@@ -235,7 +242,7 @@ def test_an_unexpected_failure_says_only_which_tool_failed(
     run(scenario)
 
 
-def test_forget_by_filter_needs_the_current_count(store_dir: Path) -> None:
+def test_forget_by_filter_needs_the_dry_runs_confirm(store_dir: Path) -> None:
     app = server(store_dir)
     with memories(store_dir) as other:
         other.add_many([NewMemory(f"ops note {i}", tags=("ops",)) for i in range(3)] + ["a keeper"])
@@ -243,23 +250,30 @@ def test_forget_by_filter_needs_the_current_count(store_dir: Path) -> None:
     async def scenario() -> None:
         async with Client(app) as client:
             plan = await call(client, "memory_forget", {"tags": ["ops"], "dry_run": True})
-            assert plan == {"dry_run": True, "count": 3, "forgotten": [1, 2, 3], "missing": []}
+            assert {k: plan[k] for k in ("dry_run", "count", "forgotten", "missing")} == {
+                "dry_run": True,
+                "count": 3,
+                "forgotten": [1, 2, 3],
+                "missing": [],
+            }
             assert "3 memories match; nothing was forgotten" in await fail(
                 client, "memory_forget", {"tags": ["ops"]}
             )
             with memories(store_dir) as other:  # the store changes between the dry run and the real one
                 other.add("ops note 4", tags=["ops"])
-            stale = await fail(client, "memory_forget", {"tags": ["ops"], "confirm_count": 3})
-            assert stale.startswith("4 memories match now, not 3; nothing was forgotten")
-            assert (await call(client, "memory_forget", {"tags": ["ops"], "dry_run": True}))["count"] == 4
-            done = await call(client, "memory_forget", {"tags": ["ops"], "confirm_count": 4})
-            assert done == {"dry_run": False, "count": 4, "forgotten": [1, 2, 3, 5], "missing": []}
+            stale = await fail(client, "memory_forget", {"tags": ["ops"], "confirm": plan["confirm"]})
+            assert stale.startswith("confirm does not match what these filters select now (4 memories match)")
+            again = await call(client, "memory_forget", {"tags": ["ops"], "dry_run": True})
+            assert again["count"] == 4 and again["confirm"] != plan["confirm"]
+            done = await call(client, "memory_forget", {"tags": ["ops"], "confirm": again["confirm"]})
+            assert (done["dry_run"], done["forgotten"], done["missing"]) == (False, [1, 2, 3, 5], [])
             left = await call(client, "memory_list", {})
             assert [m["text"] for m in left["memories"]] == ["a keeper"]
-            none = await call(client, "memory_forget", {"tags": ["ops"], "confirm_count": 0})
+            empty = await call(client, "memory_forget", {"tags": ["ops"], "dry_run": True})
+            none = await call(client, "memory_forget", {"tags": ["ops"], "confirm": empty["confirm"]})
             assert none["forgotten"] == []
             ids_plan = await call(client, "memory_forget", {"ids": [4, 9], "dry_run": True})
-            assert ids_plan == {"dry_run": True, "count": 1, "forgotten": [4], "missing": [9]}
+            assert (ids_plan["forgotten"], ids_plan["missing"], ids_plan["confirm"]) == ([4], [9], None)
 
     run(scenario)
 

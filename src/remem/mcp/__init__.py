@@ -4,7 +4,8 @@ The package needs the optional extra ``remem[mcp]`` (the MCP SDK). Importing it 
 heavy: the SDK is imported by ``serve`` and ``remem.mcp.server`` only. ``server`` builds the
 ``MCPServer`` and its tools (``reading``, ``writing``, their argument and result types in
 ``schemas``), ``scope`` is the ``--user``/``--conversation`` pin, ``service`` shares one
-``Memories`` between the calls and warms the model up, ``paging`` is memory_list's cursor.
+``Memories`` between the calls and warms the model up, ``paging`` is memory_list's cursor, and
+``stdio`` reads stdin in front of the SDK's transport so that every line gets an answer.
 """
 
 from __future__ import annotations

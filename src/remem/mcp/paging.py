@@ -22,6 +22,11 @@ from remem.inputs import parse_iso
 
 #: A cursor's count of ties is a hint (how many more to fetch); a larger one is not believed.
 MAX_TIES = 10_000
+#: The largest memory id (a signed 64-bit integer on both back-ends).
+MAX_ID = 2**63 - 1
+#: The longest created_at a cursor may name (remem writes 24 characters).
+MAX_TIME_CHARS = 64
+NOT_A_CURSOR = "cursor is not a next_cursor from memory_list"
 
 
 @dataclass(frozen=True)
@@ -40,15 +45,16 @@ class Position:
 
     @classmethod
     def decode(cls, cursor: str) -> Position:
-        """The position a cursor names; InvalidInputError when it is not one of ours."""
+        """The position a cursor names; InvalidInputError (``NOT_A_CURSOR``) for any string that is
+        not one of ours: its created_at an ISO 8601 time, its id and count of ties whole numbers."""
         try:
-            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+            raw = base64.urlsafe_b64decode(cursor.encode("ascii") + b"=" * (-len(cursor) % 4))
             created_at, memory_id, ties = json.loads(raw)
-            if isinstance(created_at, str) and created_at:
-                return cls(created_at, int(memory_id), min(max(0, int(ties)), MAX_TIES))
-        except (ValueError, TypeError):
+            if _is_time(created_at) and _is_whole(memory_id, 1, MAX_ID) and _is_whole(ties, 0, None):
+                return cls(created_at, memory_id, min(ties, MAX_TIES))
+        except (ValueError, TypeError, RecursionError):  # UnicodeError and binascii.Error are ValueErrors
             pass
-        raise InvalidInputError("cursor is not a next_cursor from memory_list")
+        raise InvalidInputError(NOT_A_CURSOR)
 
     def before(self, memory: remem.Memory) -> bool:
         """Whether ``memory`` comes after this position in the list (older, or as old with a lower id)."""
@@ -87,12 +93,29 @@ def _cut(
     return shown, Position(last.created_at, last.id, ties).encode()
 
 
+def _is_time(value: object) -> bool:
+    """Whether a cursor's created_at is an ISO 8601 time a store can be asked about."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_TIME_CHARS or not value.isprintable():
+        return False
+    value.encode("utf-8")  # UnicodeEncodeError (a ValueError) for a lone surrogate
+    return parse_iso(value) is not None
+
+
+def _is_whole(value: object, low: int, high: int | None) -> bool:
+    """Whether ``value`` is an int (not a bool, not a float) in ``low``..``high``."""
+    return type(value) is int and low <= value and (high is None or value <= high)
+
+
 def _up_to(where: remem.Filters, created_at: str) -> remem.Filters:
     """``where`` narrowed to memories created at or before ``created_at``: until the next
-    millisecond, or — for a created_at not in remem's own format, which sorts differently as text —
-    until a text bound just above it (what is above the cursor anyway is dropped by the caller)."""
+    millisecond, or — for a created_at not in remem's own format, which sorts differently as text,
+    or at the end of the calendar — until a text bound just above it (what is above the cursor
+    anyway is dropped by the caller)."""
     moment = parse_iso(created_at)
-    bound = None if moment is None else remem.Filters.of(until=moment + timedelta(milliseconds=1)).until
+    try:
+        bound = None if moment is None else remem.Filters.of(until=moment + timedelta(milliseconds=1)).until
+    except (OverflowError, ValueError, InvalidInputError):  # at 9999-12-31T23:59:59.999Z, or beyond
+        bound = None
     if bound is None or bound <= created_at:
         bound = created_at + "~"  # "~" sorts after every character of an ISO 8601 time
     until = bound if where.until is None else min(where.until, bound)

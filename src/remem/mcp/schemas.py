@@ -75,11 +75,16 @@ Limit = Annotated[int, Field(ge=1, le=100, description="How many memories per pa
 Cursor = Annotated[
     str | None, Field(max_length=500, description="next_cursor of the previous page; omit for the first.")
 ]
-DryRun = Annotated[bool, Field(description="Only count and list what would be forgotten.")]
-ConfirmCount = Annotated[
-    int | None,
+DryRun = Annotated[
+    bool,
+    Field(description="Only list what would be forgotten; by filters, also give the confirm token for it."),
+]
+Confirm = Annotated[
+    str | None,
     Field(
-        ge=0, description="Forgetting by filter: the count a dry run reported (required; must still match)."
+        max_length=64,
+        description="Forgetting by filters: the confirm of the dry run that listed the memories (required). "
+        "Exactly those are forgotten, or nothing if the filters now select other memories.",
     ),
 ]
 ContextQuery = Annotated[
@@ -216,6 +221,11 @@ class ForgetOut(BaseModel):
     count: int = Field(description="How many memories were (would be) forgotten.")
     forgotten: list[int]
     missing: list[int] = Field(description="Ids asked for that name no memory.")
+    confirm: str | None = Field(
+        default=None,
+        description="Dry run by filters: pass it as confirm, with the same filters, to forget exactly "
+        "these memories.",
+    )
 
 
 class ContextItemOut(BaseModel):

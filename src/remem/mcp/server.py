@@ -26,6 +26,7 @@ from remem.mcp import reading, writing
 from remem.mcp.schemas import FILTER_ARGUMENTS
 from remem.mcp.scope import Scope
 from remem.mcp.service import Service
+from remem.mcp.stdio import serve_stdio
 
 INSTRUCTIONS = (
     "remem is the user's long-term memory on this computer. Search it (memory_search, or "
@@ -40,6 +41,11 @@ ADDS = ToolAnnotations(
 CHANGES = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
+
+#: Arguments the tools took once, and what to do instead (said when a client still passes one).
+RETIRED = {
+    "confirm_count": "memory_forget confirms the memories, not their count: pass the confirm its dry run gave"
+}
 
 #: The tools in the order tools/list gives them, and whether they write (--read-only leaves those out).
 TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
@@ -85,6 +91,10 @@ class RememServer(MCPServer[None]):
             structured_output=True,
         )
 
+    async def run_stdio_async(self) -> None:
+        """Serve over stdin/stdout, every line answered (``remem.mcp.stdio``)."""
+        await serve_stdio(self)
+
     async def list_tools(self) -> list[Tool]:
         """The tools; answering starts the warm-up."""
         try:
@@ -99,7 +109,8 @@ class RememServer(MCPServer[None]):
         try:
             unknown = sorted(set(arguments) - self._arguments.get(name, frozenset(arguments)))
             if unknown:
-                raise ToolError(f"{name} takes no argument {', '.join(unknown)}")
+                hints = "".join(f" ({RETIRED[argument]})" for argument in unknown if argument in RETIRED)
+                raise ToolError(f"{name} takes no argument {', '.join(unknown)}{hints}")
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:  # a bug: the SDK logs it on stderr, the client reads only the tool's name
             raise

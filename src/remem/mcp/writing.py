@@ -1,17 +1,21 @@
 """The tools that write: memory_add, memory_edit, memory_forget (absent with ``--read-only``).
 
-Forgetting by filter is two calls: a dry run reports how many memories match, and the real one must
-repeat that count as ``confirm_count`` — if the store changed meanwhile, nothing is forgotten.
+Forgetting by filter is two calls: a dry run lists the memories the filters select and gives a
+``confirm`` token naming exactly those (a hash of their ids, creation times and texts); the real call
+passes it back and forgets them, or nothing if the filters now select anything else.
 """
 
 from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
 
 import remem
 from remem.errors import InvalidInputError, MemoryNotFoundError
 from remem.mcp.schemas import (
     ANY_MEMORY,
     AddOut,
-    ConfirmCount,
+    Confirm,
     DryRun,
     ForgetIds,
     ForgetOut,
@@ -69,17 +73,19 @@ def memory_forget(
     service: Service,
     ids: ForgetIds = None,
     dry_run: DryRun = False,
-    confirm_count: ConfirmCount = None,
+    confirm: Confirm = None,
     where: remem.Filters = ANY_MEMORY,
 ) -> ForgetOut:
-    """Forget memories by id, or every memory the filters select: first with dry_run to get the
-    count, then again with confirm_count set to it."""
+    """Forget memories by id, or those the filters select: first with dry_run, which lists them and
+    gives a confirm token, then with the same filters and that confirm to forget exactly those."""
     filtering = where != service.scope.filters()  # a filter beyond the pin was asked for
     if (ids is None) == (not filtering):
         raise InvalidInputError("give ids, or at least one filter (not both)")
+    if confirm is not None and (ids is not None or dry_run):
+        raise InvalidInputError("confirm goes with filters and without dry_run (ids are forgotten as given)")
     if ids is not None:
         return service.run(lambda memories: _forget_ids(service, memories, ids, dry_run))
-    return service.run(lambda memories: _forget_where(memories, where, dry_run, confirm_count))
+    return service.run(lambda memories: _forget_where(memories, where, dry_run, confirm))
 
 
 def _forget_ids(service: Service, memories: remem.Memories, ids: list[int], dry_run: bool) -> ForgetOut:
@@ -96,25 +102,37 @@ def _forget_ids(service: Service, memories: remem.Memories, ids: list[int], dry_
 
 
 def _forget_where(
-    memories: remem.Memories, where: remem.Filters, dry_run: bool, confirm_count: int | None
+    memories: remem.Memories, where: remem.Filters, dry_run: bool, confirm: str | None
 ) -> ForgetOut:
-    """Forget what ``where`` selects when ``confirm_count`` is how many that is."""
-    plan = [memory.id for memory in memories.forget(where=where, dry_run=True).forgotten]
+    """Forget what ``where`` selects when ``confirm`` names exactly those memories (``plan_token``)."""
+    plan = memories.forget(where=where, dry_run=True).forgotten
+    ids, token = [memory.id for memory in plan], plan_token(plan)
     if dry_run:
-        return ForgetOut(dry_run=True, count=len(plan), forgotten=plan, missing=[])
-    if confirm_count is None:
+        return ForgetOut(dry_run=True, count=len(ids), forgotten=ids, missing=[], confirm=token)
+    if confirm is None:
         raise InvalidInputError(
-            f"{_match(len(plan))}; nothing was forgotten: to forget them, call again with "
-            f"confirm_count={len(plan)}"
+            f"{_match(len(ids))}; nothing was forgotten: list them with dry_run, then call again with "
+            "the same filters and its confirm"
         )
-    if confirm_count != len(plan):
+    if confirm != token:
         raise InvalidInputError(
-            f"{_match(len(plan))} now, not {confirm_count}; nothing was forgotten: check them again "
-            "with dry_run"
+            f"confirm does not match what these filters select now ({_match(len(ids))}): the memories "
+            "changed since its dry run, or it came from another one; nothing was forgotten: check them "
+            "again with dry_run"
         )
-    done = memories.forget(plan) if plan else None
+    done = memories.forget(ids) if ids else None
     forgotten = [memory.id for memory in done.forgotten] if done else []
-    return ForgetOut(dry_run=False, count=len(forgotten), forgotten=forgotten, missing=[])
+    missing = list(done.missing) if done else []  # forgotten by someone else since this call's check
+    return ForgetOut(dry_run=False, count=len(forgotten), forgotten=forgotten, missing=missing)
+
+
+def plan_token(plan: Sequence[remem.Memory]) -> str:
+    """A short token naming exactly these memories: their ids, creation times and texts (so a memory
+    added, forgotten, edited, or imported again under a reused id since gives another token)."""
+    digest = hashlib.sha256()
+    for memory in sorted(plan, key=lambda memory: memory.id):
+        digest.update(f"{memory.id}\t{memory.created_at}\t{memory.sha256}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 def _match(count: int) -> str:

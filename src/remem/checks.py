@@ -71,7 +71,10 @@ def optional_number(value: object, name: str) -> float | None:
         return None
     if not isinstance(value, Real) or isinstance(value, bool):
         raise wrong(name, "a number or None", value)
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond any float
+        raise InvalidInputError(f"{name} {value:.3g} is out of range") from None
 
 
 def given_id(value: object, name: str = "id") -> int | None:

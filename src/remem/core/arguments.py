@@ -64,15 +64,19 @@ def checked(memory: NewMemory, limit: int = MAX_TEXT_CHARS) -> NewMemory:
 
 def memories_to_add(memories: Iterable[NewMemory | str], limit: int) -> list[Entry]:
     """``Memories.add_many``'s memories (a text is a memory of its own) as checked entries numbered
-    from 1; TypeError for anything else."""
+    from 1; TypeError for anything else, InvalidInputError naming the first bad one."""
     from remem.ingest import Entry  # noqa: PLC0415 - lazy: `list` needs none of it
 
     entries = []
-    for line, item in enumerate(checks.items(memories, "memories", "NewMemory objects or strings"), start=1):
+    for index, item in enumerate(checks.items(memories, "memories", "NewMemory objects or strings")):
         if not isinstance(item, (NewMemory, str)):
-            raise checks.wrong(f"memories[{line - 1}]", "a NewMemory or a string", item)
-        entries.append(Entry(line, NewMemory(item) if isinstance(item, str) else item))
-    return entries_within(entries, limit)
+            raise checks.wrong(f"memories[{index}]", "a NewMemory or a string", item)
+        memory = NewMemory(item) if isinstance(item, str) else item
+        try:
+            entries.append(Entry(index + 1, checked(memory, limit)))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"memories[{index}]: {exc}; nothing was added") from None
+    return entries
 
 
 def filters(where: Filters | None, keywords: Mapping[str, Any]) -> Filters:

@@ -91,6 +91,8 @@ def given_id(value: object, name: str = "id") -> int | None:
 def items(value: object, name: str, wanted: str) -> Iterable[Any]:
     """``value`` if it is a collection to iterate over: not a str or bytes (a sequence of
     characters), nor a mapping (its keys), nor a single object."""
+    if type(value) in (list, tuple):  # the common case, without the slower checks of abstract types
+        return value  # type: ignore[return-value]
     if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         raise wrong(name, wanted, value)
     return value

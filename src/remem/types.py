@@ -13,6 +13,7 @@ from typing import Any
 
 from remem import checks
 from remem.errors import InvalidInputError
+from remem.inputs import clean_meta, clean_name, clean_tags, parse_when, utc_timestamp
 
 _NAMES = ("user", "conversation", "role")
 _set = object.__setattr__  # how a frozen dataclass cleans its own fields
@@ -54,8 +55,6 @@ class NewMemory:
     id: int | None = None
 
     def __post_init__(self) -> None:
-        from remem.inputs import clean_meta, clean_name, clean_tags, utc_timestamp  # noqa: PLC0415 - no cycle
-
         checks.string(self.text, "text")
         for name in _NAMES:
             _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), f"--{name}"))
@@ -103,12 +102,12 @@ class Filters:
     until: str | None = None
 
     def __post_init__(self) -> None:
-        from remem.inputs import clean_meta, clean_name, clean_tags, parse_when  # noqa: PLC0415 - no cycle
-
         for name in _NAMES:
             _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), f"--{name}"))
         _set(self, "tags", clean_tags(checks.strings(self.tags, "tags")))
         _set(self, "meta", tuple(sorted(clean_meta(_meta_pairs(self.meta), "--meta").items())))
+        if self.since is None and self.until is None:
+            return
         now = datetime.now(timezone.utc)
         start, end = (
             parse_when(checks.optional_string(getattr(self, name), name), f"--{name}", now)
@@ -139,8 +138,6 @@ class Filters:
         """Validated filters (see ``Filters``); ``tags`` may be one tag; ``since``/``until`` may also
         be a datetime (naive: UTC), and an age is counted back from ``now`` (``30m``, ``12h``,
         ``7d``, ``2w``). A wrong type is a TypeError, a bad value an InvalidInputError naming it."""
-        from remem.inputs import parse_when  # noqa: PLC0415 - no cycle at import
-
         moment = checks.instance(now, datetime, "now", "a datetime") if now else datetime.now(timezone.utc)
         start, end = (
             parse_when(checks.optional_moment(value, name), f"--{name}", moment)
@@ -159,6 +156,8 @@ class Filters:
 
 def _meta_pairs(meta: object) -> dict[str, str]:
     """Filters' meta, given as (key, value) pairs or as a mapping, as a dict (TypeError if neither)."""
+    if meta == ():
+        return {}
     if isinstance(meta, Mapping):
         return checks.string_map(meta, "meta")
     pairs = list(checks.items(meta, "meta", "(key, value) pairs of strings or a mapping"))

@@ -41,7 +41,8 @@ DEFAULT_LIST_LIMIT = 20
 
 
 class Memories:
-    """A store of memories and the model that embeds them. Use ``remem.open``; close it (or ``with``)."""
+    """A store of memories and the model that embeds them. Use ``remem.open``; close it (or ``with``).
+    A wrong type of argument is a TypeError naming it, a bad value an InvalidInputError (nothing changes)."""
 
     def __init__(self, backend: Backend, catalog: ModelCatalog, embedder: Embedder | None = None) -> None:
         """Serve ``backend``; models come from ``catalog`` unless ``embedder`` is given."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from numbers import Real
+from numbers import Integral, Real
 from os import PathLike
 from typing import Any, TypeVar
 
@@ -54,10 +54,12 @@ def flag(value: object, name: str) -> bool:
 
 
 def integer(value: object, name: str) -> int:
-    """``value`` if it is an int (a bool is not a number here)."""
-    if not isinstance(value, int) or isinstance(value, bool):
+    """``value`` as an int if it is an integer (an int, a numpy integer; a bool is not a number here)."""
+    if type(value) is int:
+        return value
+    if not isinstance(value, Integral) or isinstance(value, bool):
         raise wrong(name, "an integer", value)
-    return value
+    return int(value)
 
 
 def optional_integer(value: object, name: str) -> int | None:
@@ -80,10 +82,8 @@ def optional_number(value: object, name: str) -> float | None:
 def given_id(value: object, name: str = "id") -> int | None:
     """An id a memory is given (or None): an int from 1 to ``MAX_GIVEN_ID``; InvalidInputError for
     an int outside."""
-    if optional_integer(value, name) is None:
-        return None
-    assert isinstance(value, int)
-    if not 1 <= value <= MAX_GIVEN_ID:
+    value = optional_integer(value, name)
+    if value is not None and not 1 <= value <= MAX_GIVEN_ID:
         raise InvalidInputError(f"{name} must be from 1 to {MAX_GIVEN_ID}, not {value}")
     return value
 
@@ -109,10 +109,9 @@ def strings(value: object, name: str) -> list[str]:
 
 def ids(value: object, name: str) -> list[int]:
     """The ints of a collection of memory ids; TypeError naming ``name`` for anything else."""
-    found = list(items(value, name, "a collection of memory ids (int)"))
-    for item in found:
-        integer(item, f"each of {name}")
-    return found
+    return [
+        integer(item, f"each of {name}") for item in items(value, name, "a collection of memory ids (int)")
+    ]
 
 
 def string_map(value: object, name: str) -> dict[str, str]:

@@ -111,6 +111,18 @@ def test_open_refuses_a_bad_argument_before_opening_anything(
     assert list(tmp_path.iterdir()) == [], "nothing may be created"
 
 
+def test_numpy_numbers_are_numbers(memories: Memories) -> None:
+    import numpy as np
+
+    (memory,) = memories.list()
+    assert memories.get(np.int64(memory.id)).id == memory.id
+    assert list(memories.get_many(np.array([memory.id, 99]))) == [memory.id]
+    assert [m.id for m in memories.forget([np.int32(memory.id)], dry_run=True).forgotten] == [memory.id]
+    assert len(memories.search("memo", k=np.int64(1), min_score=np.float32(-1.0), mode="vector")) == 1
+    with pytest.raises(TypeError, match="memory_id"):
+        memories.get(np.bool_(True))
+
+
 def test_model_catalog_checks_its_arguments() -> None:
     with pytest.raises(TypeError, match="models_dir"):
         remem.model_catalog(models_dir=5)  # type: ignore[arg-type]

@@ -111,7 +111,7 @@ def entries_within(entries: Sequence[Entry], limit: int) -> list[Entry]:
 def count(value: int, what: str, minimum: int = 0) -> int:
     """A number of results asked for: an int of at least ``minimum`` (InvalidInputError), cut to
     ``MAX_RESULTS``."""
-    if checks.integer(value, what) < minimum:
+    if (value := checks.integer(value, what)) < minimum:
         raise InvalidInputError(f"{what} must be at least {minimum}")
     return min(value, MAX_RESULTS)
 

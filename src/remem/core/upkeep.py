@@ -80,10 +80,11 @@ def reindex_options(
     settings = tuple(checks.items(hnsw, "hnsw", "a tuple (m, ef_construction, ef_search)"))
     if len(settings) != len(HNSW_BOUNDS):
         raise TypeError(f"hnsw must be a tuple (m, ef_construction, ef_search), not {len(settings)} values")
-    for (option, largest), value in zip(HNSW_BOUNDS, settings, strict=True):
-        if checks.optional_integer(value, "each of hnsw") is not None and not 2 <= value <= largest:
+    numbers = [checks.optional_integer(value, "each of hnsw") for value in settings]
+    for (option, largest), value in zip(HNSW_BOUNDS, numbers, strict=True):
+        if value is not None and not 2 <= value <= largest:
             raise InvalidInputError(f"{option} must be at least 2 and at most {largest}, not {value}")
-    m, construction, search = settings
+    m, construction, search = numbers
     return index, (m, construction, search), model
 
 

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
-from remem import checks
+import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.errors import InvalidInputError
 from remem.inputs import clean_meta, clean_name, clean_tags, parse_when, utc_timestamp
 

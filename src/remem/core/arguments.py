@@ -10,7 +10,7 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from remem import checks
+import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.errors import InvalidInputError
 from remem.inputs import MAX_TEXT_CHARS, check_min_score, strip_text, utc_timestamp, within_limit
 from remem.types import Filters, NewMemory

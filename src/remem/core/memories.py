@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from remem import checks
+import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.core import arguments
 from remem.core.context import ContextItem, Merge, merge
 from remem.errors import InvalidInputError, MemoryNotFoundError

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from remem import checks
+import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.config import resolve_endpoint, resolve_model_dir, resolve_models_dir, resolve_store
 from remem.core.memories import Memories
 from remem.core.models import ModelCatalog

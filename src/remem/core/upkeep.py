@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from remem import checks
+import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.core import turns
 from remem.errors import InvalidInputError, StoreError
 from remem.reports import Check, DoctorReport, ReembedReport, ReindexReport

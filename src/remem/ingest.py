@@ -13,14 +13,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from remem.checks import MAX_GIVEN_ID
 from remem.errors import InvalidInputError
 from remem.inputs import MAX_TEXT_CHARS, clean_meta, clean_name, strip_text, utc_timestamp, within_limit
 from remem.types import ModelInfo, NewMemory, text_sha256
 
 _NAME_FIELDS = ("user", "conversation", "role")
-#: The largest id an import may carry: exact in every JSON reader (2^53 - 1), and far from SQLite's
-#: 2^63 - 1, where a store could give no further id.
-MAX_ID = 2**53 - 1
 
 
 @dataclass(frozen=True)
@@ -195,9 +193,9 @@ def export_entry(record: Any, line: int, max_chars: int = MAX_TEXT_CHARS) -> Ent
         raise InvalidInputError("sha256 does not match the text")
     memory_id = record.get("id")
     if memory_id is not None and (
-        not isinstance(memory_id, int) or isinstance(memory_id, bool) or not 1 <= memory_id <= MAX_ID
+        not isinstance(memory_id, int) or isinstance(memory_id, bool) or not 1 <= memory_id <= MAX_GIVEN_ID
     ):
-        raise InvalidInputError(f"id must be a positive integer up to {MAX_ID}")
+        raise InvalidInputError(f"id must be a positive integer up to {MAX_GIVEN_ID}")
     updated = _timestamp(record.get("updated_at"), "updated_at")
     vector, model = _vector(record)
     return Entry(line, replace(memory, id=memory_id, updated_at=updated), vector, model)

@@ -9,7 +9,6 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, BinaryIO
 
 from remem.errors import InvalidInputError
-from remem.types import utc_iso
 
 STDIN_MARKER = "-"
 #: The longest text one memory (or query) may have by default, in characters: embedding time grows
@@ -102,6 +101,8 @@ def clean_name(value: str | None, option: str) -> str | None:
     cleaned = unicode_only(value, option).strip()
     if not cleaned:
         raise InvalidInputError(f"{option} must not be empty")
+    if cleaned.isprintable():  # holds no character of the categories refused below (the common case)
+        return cleaned
     if any(unicodedata.category(char) == "Cc" for char in cleaned):
         raise InvalidInputError(f"{option} {cleaned!r} must not contain control characters (newlines, tabs…)")
     if any(unicodedata.category(char) == "Cf" for char in cleaned):
@@ -210,4 +211,6 @@ def utc_timestamp(value: object, name: str) -> str | None:
     moment = value if isinstance(value, datetime) else parse_iso(value)
     if moment is None:
         raise InvalidInputError(f"{name} {value!r} is not an ISO 8601 date/time")
+    from remem.types import utc_iso  # noqa: PLC0415 - remem.types imports this module
+
     return utc_iso(_in_utc(moment, f"{name} {str(value)!r}"))

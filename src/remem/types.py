@@ -11,7 +11,12 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
+import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.errors import InvalidInputError
+from remem.inputs import clean_meta, clean_name, clean_tags, parse_when, utc_timestamp
+
+_NAMES = ("user", "conversation", "role")
+_set = object.__setattr__  # how a frozen dataclass cleans its own fields
 
 
 @dataclass(frozen=True)
@@ -30,11 +35,13 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class NewMemory:
-    """A memory to add. Tags are deduplicated and sorted when stored; meta values are strings.
+    """A memory to add, cleaned as it is made (as ``Memories.add`` cleans its arguments): names
+    stripped, tags (a list or tuple of strings) deduplicated and sorted, meta a dict of strings.
 
-    ``created_at``/``updated_at`` (UTC ISO 8601) default to now/None. An imported ``id`` is kept
-    when it is larger than every id the store ever gave (ids are never reused); otherwise the
-    memory gets the next free id.
+    ``created_at``/``updated_at`` (ISO 8601, kept in UTC) default to now/None. An imported ``id`` (1 …
+    2^53 - 1) is kept when it is larger than every id the store ever gave (ids are never reused);
+    otherwise the memory gets the next free id. A wrong type is a TypeError naming the field, a bad
+    value an InvalidInputError; the text is checked (not empty, not too long) when it is added.
     """
 
     text: str
@@ -46,6 +53,16 @@ class NewMemory:
     created_at: str | None = None
     updated_at: str | None = None
     id: int | None = None
+
+    def __post_init__(self) -> None:
+        checks.string(self.text, "text")
+        for name in _NAMES:
+            _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), f"--{name}"))
+        _set(self, "tags", clean_tags(checks.strings(self.tags, "tags")))
+        _set(self, "meta", clean_meta(checks.string_map(self.meta, "meta")))
+        for name in ("created_at", "updated_at"):
+            _set(self, name, utc_timestamp(checks.optional_string(getattr(self, name), name), name))
+        _set(self, "id", checks.given_id(self.id))
 
 
 @dataclass(frozen=True)
@@ -67,7 +84,13 @@ class Memory:
 @dataclass(frozen=True)
 class Filters:
     """Which memories a call looks at: every given field must match, all tags must be present,
-    every meta pair must be present, and ``since`` ≤ created_at < ``until`` (UTC ISO 8601 strings).
+    every meta pair must be present, and ``since`` ≤ created_at < ``until``.
+
+    However it is made, it is checked and cleaned as ``Filters.of`` cleans the filter keywords:
+    names stripped and never empty, tags (a list or tuple of strings, never one string)
+    deduplicated and sorted, meta (pairs or a mapping) sorted, ``since``/``until`` (an ISO 8601
+    date/time or an age such as ``7d``) kept as UTC ISO 8601 with ``since`` before ``until``. A wrong
+    type is a TypeError naming the field, a bad value an InvalidInputError.
     """
 
     user: str | None = None
@@ -77,6 +100,23 @@ class Filters:
     meta: tuple[tuple[str, str], ...] = ()
     since: str | None = None
     until: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in _NAMES:
+            _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), f"--{name}"))
+        _set(self, "tags", clean_tags(checks.strings(self.tags, "tags")))
+        _set(self, "meta", tuple(sorted(clean_meta(_meta_pairs(self.meta), "--meta").items())))
+        if self.since is None and self.until is None:
+            return
+        now = datetime.now(timezone.utc)
+        start, end = (
+            parse_when(checks.optional_string(getattr(self, name), name), f"--{name}", now)
+            for name in ("since", "until")
+        )
+        if start is not None and end is not None and start >= end:
+            raise InvalidInputError("--since must be before --until")
+        _set(self, "since", None if start is None else utc_iso(start))
+        _set(self, "until", None if end is None else utc_iso(end))
 
     def is_empty(self) -> bool:
         """True when the filters select every memory."""
@@ -95,24 +135,35 @@ class Filters:
         until: str | datetime | None = None,
         now: datetime | None = None,
     ) -> Filters:
-        """Validated filters: names stripped and never empty; tags deduplicated; ``since``/``until``
-        a datetime (naive: UTC), an ISO 8601 date/time or an age before ``now`` (``30m``,
-        ``12h``, ``7d``, ``2w``). InvalidInputError naming the bad value."""
-        from remem.inputs import clean_meta, clean_name, clean_tags, parse_when  # noqa: PLC0415 - no cycle at import
-
-        moment = now or datetime.now(timezone.utc)
-        start, end = parse_when(since, "--since", moment), parse_when(until, "--until", moment)
-        if start is not None and end is not None and start >= end:
-            raise InvalidInputError("--since must be before --until")
+        """Validated filters (see ``Filters``); ``tags`` may be one tag; ``since``/``until`` may also
+        be a datetime (naive: UTC), and an age is counted back from ``now`` (``30m``, ``12h``,
+        ``7d``, ``2w``). A wrong type is a TypeError, a bad value an InvalidInputError naming it."""
+        moment = checks.instance(now, datetime, "now", "a datetime") if now else datetime.now(timezone.utc)
+        start, end = (
+            parse_when(checks.optional_moment(value, name), f"--{name}", moment)
+            for name, value in (("since", since), ("until", until))
+        )
         return cls(
-            user=clean_name(user, "--user"),
-            conversation=clean_name(conversation, "--conversation"),
-            role=clean_name(role, "--role"),
-            tags=clean_tags([tags] if isinstance(tags, str) else tags),
-            meta=tuple(sorted(clean_meta(meta or {}, "--meta").items())),
+            user=user,
+            conversation=conversation,
+            role=role,
+            tags=(tags,) if isinstance(tags, str) else () if tags is None else tags,  # type: ignore[arg-type]
+            meta=() if meta is None else checks.string_map(meta, "meta"),  # type: ignore[arg-type]
             since=None if start is None else utc_iso(start),
             until=None if end is None else utc_iso(end),
         )
+
+
+def _meta_pairs(meta: object) -> dict[str, str]:
+    """Filters' meta, given as (key, value) pairs or as a mapping, as a dict (TypeError if neither)."""
+    if meta == ():
+        return {}
+    if isinstance(meta, Mapping):
+        return checks.string_map(meta, "meta")
+    pairs = list(checks.items(meta, "meta", "(key, value) pairs of strings or a mapping"))
+    if not all(isinstance(pair, tuple) and len(pair) == 2 for pair in pairs):
+        raise TypeError("meta must be (key, value) pairs of strings or a mapping")
+    return checks.string_map(dict(pairs), "meta")
 
 
 class SearchMode(str, Enum):

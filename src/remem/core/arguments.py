@@ -1,5 +1,6 @@
-"""Checking what a caller passes to ``Memories``: texts, names, filters. Every problem is one
-InvalidInputError; nothing was changed when it is raised."""
+"""Checking what a caller passes to ``Memories``: texts, names, ids, numbers, filters. A wrong type
+is a TypeError naming the argument (``remem.checks``), a bad value one InvalidInputError; nothing
+was read or changed when either is raised."""
 
 from __future__ import annotations
 
@@ -9,16 +10,9 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.errors import InvalidInputError
-from remem.inputs import (
-    MAX_TEXT_CHARS,
-    clean_meta,
-    clean_name,
-    clean_tags,
-    strip_text,
-    utc_timestamp,
-    within_limit,
-)
+from remem.inputs import MAX_TEXT_CHARS, check_min_score, strip_text, utc_timestamp, within_limit
 from remem.types import Filters, NewMemory
 
 if TYPE_CHECKING:
@@ -32,12 +26,10 @@ MAX_RESULTS = 2**31 - 1
 _FILTER_KEYWORDS = ("user", "conversation", "role", "tags", "meta", "since", "until")
 
 
-def text(value: str, what: str = "memory text", limit: int = MAX_TEXT_CHARS) -> str:
-    """A memory's or query's text without surrounding whitespace; never empty, at most ``limit``
-    characters."""
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{what} must be a string")
-    stripped = strip_text(value)
+def text(value: str, what: str = "memory text", limit: int = MAX_TEXT_CHARS, name: str = "text") -> str:
+    """A memory's or query's text (the argument ``name``) without surrounding whitespace; never
+    empty, at most ``limit`` characters."""
+    stripped = strip_text(checks.string(value, name))
     if not stripped:
         raise InvalidInputError(f"{what} is empty")
     return within_limit(stripped, limit, what)
@@ -45,7 +37,7 @@ def text(value: str, what: str = "memory text", limit: int = MAX_TEXT_CHARS) -> 
 
 def timestamp(value: str | datetime | None) -> str | None:
     """A created_at as UTC ISO 8601 (naive datetimes and strings without an offset are UTC)."""
-    return utc_timestamp(value, "created_at")
+    return utc_timestamp(checks.optional_moment(value, "created_at"), "created_at")
 
 
 def new_memory(
@@ -59,34 +51,39 @@ def new_memory(
     limit: int = MAX_TEXT_CHARS,
 ) -> NewMemory:
     """A validated memory to add (its text at most ``limit`` characters)."""
-    if isinstance(tags, str):
-        raise InvalidInputError("tags must be a sequence of strings, not one string")
-    return checked(
-        NewMemory(body, user, conversation, role, tuple(tags), dict(meta or {}), timestamp(created_at)),
-        limit,
-    )
+    body, stamp = text(body, limit=limit), timestamp(created_at)
+    tags = tuple(checks.strings(tags, "tags"))  # one string is no sequence of tags
+    return NewMemory(body, user, conversation, role, tags, {} if meta is None else meta, stamp)
 
 
 def checked(memory: NewMemory, limit: int = MAX_TEXT_CHARS) -> NewMemory:
-    """``memory`` with its text stripped (at most ``limit`` characters) and its names and tags
-    cleaned; InvalidInputError if bad."""
-    if isinstance(memory.tags, str):
-        raise InvalidInputError("tags must be a sequence of strings, not one string")
-    return replace(
-        memory,
-        text=text(memory.text, limit=limit),
-        user=clean_name(memory.user, "--user"),
-        conversation=clean_name(memory.conversation, "--conversation"),
-        role=clean_name(memory.role, "--role"),
-        tags=clean_tags(memory.tags),
-        meta=clean_meta(memory.meta),
-        created_at=timestamp(memory.created_at),
-        updated_at=timestamp(memory.updated_at),
-    )
+    """``memory`` (its fields were checked when it was made) with its text stripped, never empty
+    and at most ``limit`` characters."""
+    return replace(memory, text=text(memory.text, limit=limit))
+
+
+def memories_to_add(memories: Iterable[NewMemory | str], limit: int) -> list[Entry]:
+    """``Memories.add_many``'s memories (a text is a memory of its own) as checked entries numbered
+    from 1; TypeError for anything else, InvalidInputError naming the first bad one."""
+    from remem.ingest import Entry  # noqa: PLC0415 - lazy: `list` needs none of it
+
+    entries = []
+    for index, item in enumerate(checks.items(memories, "memories", "NewMemory objects or strings")):
+        if not isinstance(item, (NewMemory, str)):
+            raise checks.wrong(f"memories[{index}]", "a NewMemory or a string", item)
+        memory = NewMemory(item) if isinstance(item, str) else item
+        try:
+            entries.append(Entry(index + 1, checked(memory, limit)))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"memories[{index}]: {exc}; nothing was added") from None
+    return entries
 
 
 def filters(where: Filters | None, keywords: Mapping[str, Any]) -> Filters:
-    """``where``, or ``Filters.of(**keywords)``; not both. TypeError for an unknown keyword."""
+    """``where``, or ``Filters.of(**keywords)``; not both. TypeError for an unknown keyword and for a
+    ``where`` that is no Filters."""
+    if where is not None:
+        checks.instance(where, Filters, "where", "a Filters (Filters.of(...)) or None")
     unknown = sorted(set(keywords) - set(_FILTER_KEYWORDS))
     if unknown:
         raise TypeError(f"unknown filter {unknown[0]!r} (filters: {', '.join(_FILTER_KEYWORDS)})")
@@ -96,34 +93,64 @@ def filters(where: Filters | None, keywords: Mapping[str, Any]) -> Filters:
     return where if where is not None else Filters.of(**given)
 
 
-def entries_within(entries: Sequence[Entry], limit: int) -> None:
-    """InvalidInputError naming the first entry whose text is longer than ``limit`` characters."""
-    for entry in entries:
+def entries_within(entries: Sequence[Entry], limit: int) -> list[Entry]:
+    """The entries with their texts checked (``checked``); InvalidInputError naming the line of
+    the first bad one."""
+    from remem.ingest import Entry  # noqa: PLC0415
+
+    good = []
+    for entry in checks.items(entries, "entries", "a sequence of remem.ingest.Entry"):
+        checks.instance(entry, Entry, "each of entries", "a remem.ingest.Entry")
         try:
-            within_limit(entry.memory.text, limit)
+            good.append(replace(entry, memory=checked(entry.memory, limit)))
         except InvalidInputError as exc:
             raise InvalidInputError(f"line {entry.line}: {exc}; nothing was added") from None
+    return good
 
 
 def count(value: int, what: str, minimum: int = 0) -> int:
     """A number of results asked for: an int of at least ``minimum`` (InvalidInputError), cut to
     ``MAX_RESULTS``."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidInputError(f"{what} must be an integer")
-    if value < minimum:
+    if (value := checks.integer(value, what)) < minimum:
         raise InvalidInputError(f"{what} must be at least {minimum}")
     return min(value, MAX_RESULTS)
 
 
 def stored_ids(ids: Iterable[int]) -> list[int]:
-    """Of ``ids``, those that could name a memory (1 … 2^63 − 1); any other names none."""
-    return [i for i in ids if isinstance(i, int) and 1 <= i <= MAX_STORED_ID]
+    """Of ``ids`` (ints), those that could name a memory (1 … 2^63 − 1); any other names none."""
+    return [i for i in ids if 1 <= i <= MAX_STORED_ID]
+
+
+def optional_count(value: int | None, what: str) -> int | None:
+    """None (no limit) or ``count(value, what)``."""
+    return None if value is None else count(value, what)
+
+
+def min_score(value: float | None) -> float | None:
+    """A raw-cosine threshold in [-1, 1] (InvalidInputError), or None; TypeError for a non-number."""
+    return check_min_score(checks.optional_number(value, "min_score"))
 
 
 def choice(kind: type[E], value: E | str, what: str) -> E:
-    """``value`` as a member of the enum ``kind``; InvalidInputError naming the choices."""
+    """``value`` as a member of the enum ``kind``; InvalidInputError naming the choices, TypeError
+    for a value that is neither a ``kind`` nor a str."""
+    if not isinstance(value, (kind, str)):
+        raise checks.wrong(what, f"a {kind.__name__} or a string", value)
     try:
         return kind(value)
     except ValueError:
         choices = ", ".join(str(member.value) for member in kind)
         raise InvalidInputError(f"{what} must be one of {choices}, not {value!r}") from None
+
+
+def to_forget(
+    ids: Iterable[int] | None, where: Filters | None, dry_run: bool
+) -> tuple[list[int] | None, Filters | None, bool]:
+    """``forget``'s arguments checked: ids (ints) or a Filters with at least one filter, not both."""
+    ids = None if ids is None else checks.ids(ids, "ids")
+    where = None if where is None else filters(where, {})
+    if (ids is None) == (where is None):
+        raise InvalidInputError("give memory ids, or --where with filters (not both)")
+    if where is not None and where.is_empty():
+        raise InvalidInputError("--where needs at least one filter (to forget all, delete the store)")
+    return ids, where, checks.flag(dry_run, "dry_run")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.core import turns
 from remem.errors import InvalidInputError
 from remem.reports import BulkResult
@@ -127,10 +128,11 @@ def export_entries(
 ) -> tuple[list[Entry], list[int]]:
     """The entries of export records (numbered from 1; texts of at most ``max_chars``) and the
     numbers of the bad ones skipped; without ``skip_invalid`` a bad record is an InvalidInputError
-    naming it."""
+    naming it. TypeError for ``records`` that are not a collection (one record, a str)."""
     from remem.ingest import export_entry  # noqa: PLC0415
 
-    entries, skipped = [], []
+    records = checks.items(records, "records", "an iterable of export records (mappings)")
+    entries, skipped, skip_invalid = [], [], checks.flag(skip_invalid, "skip_invalid")
     for number, record in enumerate(records, start=1):
         try:
             entries.append(export_entry(record, number, max_chars))

@@ -13,10 +13,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.core import arguments
 from remem.core.context import ContextItem, Merge, merge
 from remem.errors import InvalidInputError, MemoryNotFoundError
-from remem.inputs import MAX_TEXT_CHARS, check_min_score
+from remem.inputs import MAX_TEXT_CHARS
 from remem.later import Later
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
 
@@ -40,7 +41,8 @@ DEFAULT_LIST_LIMIT = 20
 
 
 class Memories:
-    """A store of memories and the model that embeds them. Use ``remem.open``; close it (or ``with``)."""
+    """A store of memories and the model that embeds them. Use ``remem.open``; close it (or ``with``).
+    A wrong type of argument is a TypeError naming it, a bad value an InvalidInputError (nothing changes)."""
 
     def __init__(self, backend: Backend, catalog: ModelCatalog, embedder: Embedder | None = None) -> None:
         """Serve ``backend``; models come from ``catalog`` unless ``embedder`` is given."""
@@ -119,9 +121,9 @@ class Memories:
         with its context (``turns``); added before stored turns, it re-embeds the (at most two)
         after it — then the model is loaded even with ``embed=False``. ``progress(windows done,
         windows)`` is called as a long text's windows are embedded."""
-        memory = arguments.new_memory(
-            text, user, conversation, role, tags, meta, created_at, self.max_text_chars
-        )
+        embed, progress = checks.flag(embed, "embed"), checks.callback(progress)
+        fields = (user, conversation, role, tags, meta, created_at)
+        memory = arguments.new_memory(text, *fields, limit=self.max_text_chars)
         existing = self.backend.find_duplicate(memory)
         if existing is not None:
             return AddResult(id=existing, duplicate=True)
@@ -136,6 +138,7 @@ class Memories:
     def embed_pending(self, *, limit: int | None = None, progress: ProgressFn | None = None) -> int:
         """Embed the memories added with ``embed=False`` — all, or at most ``limit`` (oldest first),
         a chunk per transaction (a new store chooses its model); returns how many got vectors."""
+        limit, progress = arguments.optional_count(limit, "limit"), checks.callback(progress)
         return bulk.embed_pending(self.backend, self.embedder, progress, limit)
 
     def warm_up(self) -> None:
@@ -150,18 +153,12 @@ class Memories:
     ) -> BulkResult:
         """Store many memories in one transaction: all or nothing; duplicates are reported, not
         stored, never embedded. ``progress(done, total)`` is called as texts are embedded."""
-        from remem.ingest import Entry  # noqa: PLC0415
-
-        entries = []
-        for line, item in enumerate(memories, start=1):
-            memory = NewMemory(item) if isinstance(item, str) else item
-            entries.append(Entry(line, arguments.checked(memory, self.max_text_chars)))
-        return self.add_entries(entries, progress=progress)
+        return self.add_entries(arguments.memories_to_add(memories, self.max_text_chars), progress=progress)
 
     def add_entries(self, entries: Sequence[Entry], *, progress: ProgressFn | None = None) -> BulkResult:
         """Store parsed input entries (``remem.ingest``) in one transaction, reusing the vectors an
         export carried when this store's model made them."""
-        arguments.entries_within(entries, self.max_text_chars)
+        entries, progress = arguments.entries_within(entries, self.max_text_chars), checks.callback(progress)
         return bulk.store_entries(self.backend, self.embedder, entries, progress)
 
     def import_(
@@ -203,12 +200,12 @@ class Memories:
         from remem.core import ranking  # noqa: PLC0415 - lazy: `list` and `add` never rank
         from remem.core.dates import within_dates  # noqa: PLC0415
 
-        text = arguments.text(query, "query", self.max_text_chars)
-        mode = arguments.choice(SearchMode, mode, "mode")
-        threshold = check_min_score(min_score)
+        text = arguments.text(query, "query", self.max_text_chars, "query")
+        mode, threshold = arguments.choice(SearchMode, mode, "mode"), arguments.min_score(min_score)
         if threshold is not None and mode is SearchMode.KEYWORD:
             raise InvalidInputError("--min-score is a cosine; use it with --mode vector or hybrid")
         chosen, k = arguments.filters(where, filters), arguments.count(k, "k", minimum=1)
+        dates = checks.flag(dates, "dates")
         text, chosen, read = within_dates(self.backend, text, chosen) if dates else (text, chosen, None)
         found = ranking.search_with_retry(
             self.backend, self.embedder, self._reload_model, text, k, chosen, mode, threshold
@@ -222,15 +219,15 @@ class Memories:
         return self.backend.newest(arguments.filters(where, filters), arguments.count(limit, "limit"))
 
     def get(self, memory_id: int) -> Memory:
-        """One memory; MemoryNotFoundError if there is none."""
-        found = self.backend.get_many(arguments.stored_ids([memory_id]))
+        """One memory; MemoryNotFoundError if there is none (TypeError if ``memory_id`` is no int)."""
+        found = self.backend.get_many(arguments.stored_ids([checks.integer(memory_id, "memory_id")]))
         if memory_id not in found:
             raise MemoryNotFoundError([memory_id])
         return found[memory_id]
 
     def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
-        """The memories with these ids (missing ids are absent)."""
-        return self.backend.get_many(arguments.stored_ids(memory_ids))
+        """The memories with these ids (ints; missing ids are absent)."""
+        return self.backend.get_many(arguments.stored_ids(checks.ids(memory_ids, "memory_ids")))
 
     def iter(self, *, where: Filters | None = None, **filters: Any) -> Iterator[Memory]:
         """Every memory the filters select, in id order, streamed."""
@@ -251,8 +248,10 @@ class Memories:
         """What an assistant should see: the ``recent`` newest memories and the ``similar`` most
         similar to ``query`` (hybrid search, time words read as in ``search``; the reading goes to
         ``notes``), merged as asked, each memory once."""
-        chosen, how = arguments.filters(where, filters), arguments.choice(Merge, merge_as, "merge")
+        chosen, how = arguments.filters(where, filters), arguments.choice(Merge, merge_as, "merge_as")
         recent, similar = arguments.count(recent, "recent"), arguments.count(similar, "similar")
+        query, min_score = checks.optional_string(query, "query"), arguments.min_score(min_score)
+        dates = checks.flag(dates, "dates")
         newest = self.backend.newest(chosen, recent) if recent else []
         found: list[Memory] = []
         if similar and query is not None and self.backend.model is not None:
@@ -267,6 +266,7 @@ class Memories:
         """Replace a memory's text (re-embedded), keeping its id and created_at; sets updated_at.
         MemoryNotFoundError if there is none (nothing is loaded or changed); EditConflictError if
         another edit changed it while this one was embedding (nothing is changed)."""
+        memory_id = checks.integer(memory_id, "memory_id")
         text = arguments.text(text, limit=self.max_text_chars)
         before = self.backend.get_many(arguments.stored_ids([memory_id])).get(memory_id)
         if before is None:
@@ -280,10 +280,7 @@ class Memories:
         ``dry_run`` nothing is deleted. The turns after a forgotten turn of a conversation get their
         new context (and vectors). The result names what was (would be) forgotten and the ids asked
         for that do not exist."""
-        if (ids is None) == (where is None):
-            raise InvalidInputError("give memory ids, or --where with filters (not both)")
-        if where is not None and where.is_empty():
-            raise InvalidInputError("--where needs at least one filter (to forget all, delete the store)")
+        ids, where, dry_run = arguments.to_forget(ids, where, dry_run)
         chosen = self.backend.candidate_ids(where) if where is not None else sorted(set(ids or []))
         found = self.backend.get_many(arguments.stored_ids(chosen))
         missing = tuple(sorted(set(chosen) - set(found)))
@@ -299,7 +296,8 @@ class Memories:
     ) -> Iterator[dict[str, Any]]:
         """Every memory the filters select, in id order, as remem's lossless JSON records (what
         ``import_`` reads back); ``with_vectors`` adds each memory's window vectors and their model."""
-        return upkeep.export_records(self.backend, arguments.filters(where, filters), with_vectors)
+        chosen, with_vectors = arguments.filters(where, filters), checks.flag(with_vectors, "with_vectors")
+        return upkeep.export_records(self.backend, chosen, with_vectors)
 
     def reindex(
         self,
@@ -313,6 +311,8 @@ class Memories:
         """Rebuild the derived indexes and turns' contexts (``index``: exact, hnsw or auto; ``hnsw``:
         m, ef_construction, ef_search); with ``model`` re-embed every memory with that model first
         (staged, resumable, swapped in at once; with ``force`` even with the store's own model)."""
+        index, hnsw, model = upkeep.reindex_options(index, hnsw, model)
+        force, progress = checks.flag(force, "force"), checks.callback(progress)
         waiting = self.embed_pending(progress=progress) if model is None and self.pending_count() else 0
         outcome = upkeep.reindex(self.backend, self.catalog, index, hnsw, model, force, progress)
         turns.restore_contexts(self.backend)  # after upkeep.reindex checked every argument
@@ -327,4 +327,4 @@ class Memories:
 
     def doctor(self, *, repair: bool = False) -> DoctorReport:
         """Check the store and its model files; with ``repair`` first rebuild what can be derived."""
-        return upkeep.doctor(self.backend, self.catalog, self.embedder, repair)
+        return upkeep.doctor(self.backend, self.catalog, self.embedder, checks.flag(repair, "repair"))

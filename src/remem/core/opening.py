@@ -8,9 +8,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.config import resolve_endpoint, resolve_model_dir, resolve_models_dir, resolve_store
 from remem.core.memories import Memories
 from remem.core.models import ModelCatalog
+from remem.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from remem.backends.base import Backend
@@ -26,7 +28,11 @@ def model_catalog(
     """The models this installation can run: pulled ones in ``models_dir`` (default
     ``$REMEM_MODELS``, else the user cache directory) and a user's own in ``model_dir`` (default
     ``$REMEM_MODEL_DIR``, else none); ``pull`` downloads from ``$REMEM_HF_ENDPOINT`` (a mirror),
-    else huggingface.co. ``environ`` replaces ``os.environ`` for the defaults."""
+    else huggingface.co. ``environ`` replaces ``os.environ`` for the defaults. A wrong type is a
+    TypeError naming the argument."""
+    checks.optional_path(models_dir, "models_dir"), checks.optional_path(model_dir, "model_dir")
+    if environ is not None and not isinstance(environ, Mapping):
+        raise checks.wrong("environ", "a mapping or None", environ)
     env = os.environ if environ is None else environ
     models: Path | Callable[[], Path] = functools.partial(resolve_models_dir, env)  # found when first used
     if models_dir is not None:
@@ -52,9 +58,18 @@ def open(
     model of your own in Python); the store still refuses vectors of a model it does not hold.
     Raises StoreNotFoundError when there is no store and ``create`` is false, StoreError when the
     directory is unusable or the server unreachable, StoreCorruptError when its database is damaged.
+    A wrong type is a TypeError naming the argument; an empty ``store`` an InvalidInputError.
     """
+    if isinstance(store, str) and not store.strip():
+        raise InvalidInputError("store must not be empty (a directory or a postgresql:// URL)")
+    checks.optional_path(store, "store"), checks.flag(create, "create")
+    if embedder is not None:
+        from remem.embedders.base import Embedder  # noqa: PLC0415 - loads no numpy
+
+        if not isinstance(embedder, Embedder):
+            raise checks.wrong("embedder", "an Embedder (info, embed_documents, embed_queries)", embedder)
+    catalog = model_catalog(models_dir=models_dir, model_dir=model_dir, environ=environ)
     env = os.environ if environ is None else environ
-    catalog = model_catalog(models_dir=models_dir, model_dir=model_dir, environ=env)
     return Memories(_backend(resolve_store(store, env), create), catalog, embedder)
 
 

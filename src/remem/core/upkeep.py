@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.core import turns
 from remem.errors import InvalidInputError, StoreError
 from remem.reports import Check, DoctorReport, ReembedReport, ReindexReport
@@ -67,6 +68,26 @@ def export_records(backend: Backend, filters: Filters, with_vectors: bool) -> It
                 yield record
 
 
+def reindex_options(
+    index: str | None, hnsw: tuple[int | None, int | None, int | None], model: str | None
+) -> tuple[str | None, tuple[int | None, int | None, int | None], str | None]:
+    """``reindex``'s index kind (exact, hnsw, auto or None), HNSW settings (m, ef_construction,
+    ef_search: each None or within ``HNSW_BOUNDS``) and model name, checked: TypeError for a wrong
+    type, InvalidInputError for a bad value."""
+    index, model = checks.optional_string(index, "index"), checks.optional_string(model, "model")
+    if index is not None and index not in INDEX_KINDS:
+        raise InvalidInputError(f"--index must be one of {', '.join(INDEX_KINDS)}, not {index!r}")
+    settings = tuple(checks.items(hnsw, "hnsw", "a tuple (m, ef_construction, ef_search)"))
+    if len(settings) != len(HNSW_BOUNDS):
+        raise TypeError(f"hnsw must be a tuple (m, ef_construction, ef_search), not {len(settings)} values")
+    numbers = [checks.optional_integer(value, "each of hnsw") for value in settings]
+    for (option, largest), value in zip(HNSW_BOUNDS, numbers, strict=True):
+        if value is not None and not 2 <= value <= largest:
+            raise InvalidInputError(f"{option} must be at least 2 and at most {largest}, not {value}")
+    m, construction, search = numbers
+    return index, (m, construction, search), model
+
+
 def reindex(
     backend: Backend,
     catalog: ModelCatalog,
@@ -77,12 +98,8 @@ def reindex(
     progress: ProgressFn | None,
 ) -> ReindexOutcome:
     """Re-embed with ``model`` when asked (its files verified first), then rebuild the indexes.
-    Every argument is checked before anything is done."""
-    if index is not None and index not in INDEX_KINDS:
-        raise InvalidInputError(f"--index must be one of {', '.join(INDEX_KINDS)}, not {index!r}")
-    for (option, largest), value in zip(HNSW_BOUNDS, hnsw, strict=True):
-        if value is not None and not 2 <= value <= largest:
-            raise InvalidInputError(f"{option} must be at least 2 and at most {largest}, not {value}")
+    Every argument is checked before anything is done (``reindex_options``)."""
+    index, hnsw, model = reindex_options(index, hnsw, model)
     reembedded = None
     if model is not None:
         embedder = catalog.load(model, verify=True)

@@ -101,15 +101,40 @@ def by_phrase(ranked: list[Ranked], query: Query, texts: Texts, mode: SearchMode
     return best_first(boosted)
 
 
-def _vector_top(
-    lane: VectorLane, vector: FloatArray, k: int, filters: Filters, query: Query, texts: Texts
+def _cosine_top(
+    lane: VectorLane, vector: FloatArray, k: int, filters: Filters, among: Sequence[int] | None
 ) -> list[Scored]:
-    """The vector lane's top ``k``: deeper, and in the query's script first, for a model blind
-    across scripts."""
+    """The vector lane's top ``k`` among the filtered memories (only ``among`` if given)."""
+    return lane.top(vector, k, filters) if among is None else lane.cosines(vector, among)[:k]
+
+
+def _vector_top(
+    lane: VectorLane,
+    vector: FloatArray,
+    k: int,
+    filters: Filters,
+    query: Query,
+    texts: Texts,
+    among: Sequence[int] | None = None,
+) -> list[Scored]:
+    """The vector lane's top ``k`` (only ``among`` if given): deeper, and in the query's script
+    first, for a model blind across scripts."""
     if not query.blind_across_scripts:
-        return lane.top(vector, k, filters)
-    found = lane.top(vector, max(k, MIN_HYBRID_DEPTH), filters)
+        return _cosine_top(lane, vector, k, filters, among)
+    found = _cosine_top(lane, vector, max(k, MIN_HYBRID_DEPTH), filters, among)
     return scripts.query_script_first(found, query.text, texts.of([mid for mid, _ in found]))
+
+
+def holders(backend: Backend, query: Query, filters: Filters, texts: Texts) -> list[int] | None:
+    """The ids of the filtered memories holding every required phrase of the query, searched in
+    the whole store (their texts join ``texts``); None when the query requires none."""
+    wanted = query.phrases
+    if not wanted.required:
+        return None
+    words = [word for phrase in wanted.required for word in phrase]
+    found = {mid: text for mid, text in backend.texts_holding(words, filters) if wanted.allows(text)}
+    texts.known.update(found)
+    return list(found)
 
 
 def best_first(ranked: list[Ranked]) -> list[Ranked]:
@@ -171,12 +196,15 @@ def hybrid_rank(
     k: int,
     filters: Filters,
     texts: Texts,
+    among: Sequence[int] | None = None,
 ) -> list[Ranked]:
-    """Both lanes over the same filtered memories, pooled and fused (see the module docstring)."""
+    """Both lanes over the same filtered memories (only ``among`` if given), pooled and fused (see
+    the module docstring)."""
     depth = max(MIN_HYBRID_DEPTH, 4 * k)
     text = query.text
-    by_keyword = _substantial(backend, text, backend.keyword_top(text, filters, depth))
-    by_vector = fused_vector_lane(lane, vector, lane.top(vector, depth, filters), by_keyword, query, texts)
+    by_keyword = _substantial(backend, text, backend.keyword_top(text, filters, depth, among))
+    top = _cosine_top(lane, vector, depth, filters, among)
+    by_vector = fused_vector_lane(lane, vector, top, by_keyword, query, texts)
     matched = {mid for mid, _ in by_keyword}
     missing = [mid for mid, _ in by_vector if mid not in matched]
     if missing:
@@ -195,20 +223,24 @@ def rank(
     mode: SearchMode,
 ) -> list[Ranked]:
     """The best memories for a query in the given mode, best first, at least ``k`` where there are
-    (hybrid: the pool), word order applied (see the module docstring)."""
+    (hybrid: the pool), word order applied (see the module docstring); with required phrases, the
+    lanes rank only the memories holding them."""
     texts = Texts(backend)
+    among = holders(backend, query, filters, texts)
+    if among is not None and not among:
+        return []
     if mode is SearchMode.KEYWORD:
         depth = max(MIN_HYBRID_DEPTH, 4 * k) if query.phrases else k
         ranked = [
             Ranked(mid, s, None, found)
-            for mid, (s, found) in _ranked(backend.keyword_top(query.text, filters, depth))
+            for mid, (s, found) in _ranked(backend.keyword_top(query.text, filters, depth, among))
         ]
     elif lane is None or vector is None:
         raise ValueError(f"{mode.value} search needs the vector lane and a query vector")
     elif mode is SearchMode.HYBRID:
-        ranked = hybrid_rank(backend, lane, query, vector, k, filters, texts)
+        ranked = hybrid_rank(backend, lane, query, vector, k, filters, texts, among)
     else:
-        by_vector = _vector_top(lane, vector, k, filters, query, texts)
+        by_vector = _vector_top(lane, vector, k, filters, query, texts, among)
         ranked = [Ranked(mid, s, found, None) for mid, (s, found) in _ranked(by_vector)]
     return by_phrase(ranked, query, texts, mode)
 

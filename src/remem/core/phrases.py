@@ -20,7 +20,8 @@ MIN_PHRASE_WORDS = 2
 
 #: Words of an ASCII text; other texts need the CJK ranges (compiled when first needed).
 _ASCII_WORDS = re.compile(r"[^\W_]+")
-_QUOTED = re.compile(r'"([^"]*)"|“([^”]*)”|「([^」]*)」')
+#: Quotation marks: opening → closing.
+_QUOTES = {'"': '"', "“": "”", "「": "」"}
 
 
 def words(text: str) -> tuple[str, ...]:
@@ -57,12 +58,32 @@ class Phrases:
         return all(_joined(phrase) in joined for phrase in self.required)
 
 
+def quoted_parts(text: str) -> list[str]:
+    """The parts of a text between quotation marks ("…", “…”, 「…」), left to right; an opening
+    mark without its closing one is a character like any other. One pass: linear in the text."""
+    parts: list[str] = []
+    ahead = {mark: text.find(mark) for mark in _QUOTES}  # the next opening mark of each kind
+    position = 0
+    while True:
+        waiting = [(at, mark) for mark, at in ahead.items() if at >= 0]
+        if not waiting:
+            return parts
+        at, mark = min(waiting)
+        end = text.find(_QUOTES[mark], at + 1)
+        if end < 0:  # never closed: no later mark of this kind is either
+            del ahead[mark]
+            continue
+        parts.append(text[at + 1 : end])
+        position = end + 1
+        ahead = {m: a if a >= position else text.find(m, position) for m, a in ahead.items() if a >= 0}
+
+
 def of_query(text: str) -> Phrases:
     """The phrases of a query: its quoted parts are required; the whole query is a phrase to
     prefer when it has at least MIN_PHRASE_WORDS words that are not stop words."""
     required = []
-    for match in _QUOTED.finditer(text):
-        quoted = words(next(part for part in match.groups() if part is not None))
+    for part in quoted_parts(text):
+        quoted = words(part)
         if quoted:
             required.append(quoted)
     whole = words(text)

@@ -7,8 +7,9 @@ cosine), the keyword lane by BM25 among the pooled memories that match at least
 rank). Each memory's fused score is Reciprocal Rank Fusion: the sum over lanes of 1 / (RRF_K + rank).
 
 Word order (``phrases``): in hybrid and keyword modes a memory holding the whole query as a phrase
-outranks the others, and quoted phrases are required. An English-only model's vector lane ranks
-memories in the query's script first (``scripts``).
+outranks the others. Quoted phrases are required in every mode: a filter over the whole store, so the
+lanes rank only the memories holding them. An English-only model's vector lane ranks memories in the
+query's script first (``scripts``).
 """
 
 from __future__ import annotations
@@ -125,18 +126,6 @@ def _vector_top(
     return scripts.query_script_first(found, query.text, texts.of([mid for mid, _ in found]))
 
 
-def holders(backend: Backend, query: Query, filters: Filters, texts: Texts) -> list[int] | None:
-    """The ids of the filtered memories holding every required phrase of the query, searched in
-    the whole store (their texts join ``texts``); None when the query requires none."""
-    wanted = query.phrases
-    if not wanted.required:
-        return None
-    words = [word for phrase in wanted.required for word in phrase]
-    found = {mid: text for mid, text in backend.texts_holding(words, filters) if wanted.allows(text)}
-    texts.known.update(found)
-    return list(found)
-
-
 def best_first(ranked: list[Ranked]) -> list[Ranked]:
     """By score, ties broken by the better vector score, then the smaller id (deterministic)."""
     return sorted(ranked, key=lambda r: (-r.score, -(r.vector.score if r.vector else -2.0), r.id))
@@ -226,9 +215,11 @@ def rank(
     (hybrid: the pool), word order applied (see the module docstring); with required phrases, the
     lanes rank only the memories holding them."""
     texts = Texts(backend)
-    among = holders(backend, query, filters, texts)
-    if among is not None and not among:
+    held = phrases.holders(backend, query.phrases, filters)
+    if held is not None and not held:
         return []
+    texts.known.update(held or {})
+    among = None if held is None else list(held)
     if mode is SearchMode.KEYWORD:
         depth = max(MIN_HYBRID_DEPTH, 4 * k) if query.phrases else k
         ranked = [

@@ -3,9 +3,10 @@ memories that merely share them, and quoted parts of a query ("…") are require
 
 Checked on the candidates' texts in the core, so it works the same on every back-end (the
 PostgreSQL keyword lane keeps no word positions). A required phrase is a filter: its candidates are
-every filtered memory whose keyword terms hold its words (``holders``), not the lanes' top. Texts and phrases are compared as normalised
-words: NFKC, lower case, punctuation ignored, each CJK character a word of its own (CJK does not
-separate words by spaces, so ``旅遊`` is a phrase of two words).
+every filtered memory whose keyword terms hold its words (``holders``), not the lanes' top. Texts
+and phrases are compared as normalised words: NFKC, lower case, punctuation ignored, each CJK
+character a word of its own (CJK does not separate words by spaces, so ``旅遊`` is a phrase of two
+words).
 """
 
 from __future__ import annotations

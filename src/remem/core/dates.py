@@ -18,7 +18,6 @@ Words that only look temporal do not trigger: plurals ("Thursdays at 10am"), a m
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -57,7 +56,8 @@ _PATTERNS = (
 )
 _GROUPS = ("since", "rel", "which", "unit", "day", "n", "month", "year", "iso")
 _COMPILED = tuple(re.compile(r"\b" + p, re.IGNORECASE) for p in _PATTERNS)
-_WORD = re.compile(r"\w+")
+#: On the reversed query: the gap, then the word before a position (reversed).
+_WORD_BACKWARDS = re.compile(r"\W*(\w+)")
 
 
 def _system_local(moment: datetime | None) -> datetime:
@@ -190,20 +190,21 @@ def _matches(query: str) -> list[tuple[re.Match[str], dict[str, str]]]:
 
 
 class _Words:
-    """A query's words, found in one pass when first asked for (a long query is read once, not once
-    per expression in it)."""
+    """The word before a position of a query, read backwards from there: each look-up costs the
+    characters between that word and the position, so a query's expressions are looked up in time
+    linear in its length (not once over the whole prefix each)."""
 
     def __init__(self, query: str) -> None:
-        """The words of ``query``."""
+        """Words of ``query``."""
         self._query = query
-        self._spans: list[tuple[int, int]] | None = None
+        self._reversed: str | None = None
 
     def before(self, position: int) -> str:
         """The last word ending at or before ``position`` ('' when there is none)."""
-        if self._spans is None:
-            self._spans = [match.span() for match in _WORD.finditer(self._query)]
-        at = bisect.bisect_right(self._spans, position, key=lambda span: span[1]) - 1
-        return "" if at < 0 else self._query[self._spans[at][0] : self._spans[at][1]]
+        if self._reversed is None:
+            self._reversed = self._query[::-1]
+        found = _WORD_BACKWARDS.match(self._reversed, len(self._query) - position)
+        return "" if found is None else found.group(1)[::-1]
 
 
 def _is_plan(words: _Words, match: re.Match[str], groups: dict[str, str]) -> bool:

@@ -68,3 +68,10 @@ def test_context_reads_time_words(store: Path) -> None:
 def test_cjk_words_are_found_by_keyword(store: Path, query: str, expected: str) -> None:
     out = run_cli(["search", "--mode", "keyword", "-k", "1", query], store)
     assert out.code == 0 and expected in out.stdout
+
+
+@pytest.mark.parametrize("query", ["bug on 9999-12-31", "bug in December 9999", "bug since 0001-01-01"])
+def test_days_beyond_the_calendar_are_words_not_errors(store: Path, query: str) -> None:
+    out = run_cli(["search", "--json", "--mode", "keyword", query], store)
+    assert out.code == 0 and "Error" not in out.stderr, out.stderr
+    assert "importer" in out.stdout

@@ -122,3 +122,70 @@ def test_an_english_only_models_noise_does_not_rank_another_script_first(
     shared = run_search(backend, "TOEIC", noise, 1, EVERYTHING, mode=SearchMode.HYBRID, languages=("en",))
     assert shared[0].memory.id == cjk["toeic"]
     assert np.isclose(float(np.linalg.norm(noise)), 1.0)
+
+
+#: 400 memories holding "rollback" and "plan" in every order but the quoted one, short enough to
+#: fill every lane's top; the memory holding the phrase is long, so no lane ranks it near the top.
+CROWD = [f"Rollback the plan, plan the rollback, {n}." for n in range(400)]
+FILLER = " ".join(f"line {n} of the release checklist for the storage cluster." for n in range(60))
+LONG = f"{FILLER} Then the rollback plan was signed off. {FILLER}"
+
+
+def _add_texts(backend: Backend, memories: list[NewMemory]) -> list[int]:
+    vectors = [fake_vector(m.text).reshape(1, -1) for m in memories]
+    return [r.id for r in backend.add_many(memories, vectors, FAKE_MODEL)]
+
+
+@pytest.mark.parametrize("mode", list(SearchMode))
+def test_a_quoted_phrase_is_looked_for_in_the_whole_store(backend: Backend, mode: SearchMode) -> None:
+    crowd = _add_texts(backend, [NewMemory(text) for text in CROWD])
+    long, tagged, other_user = _add_texts(
+        backend,
+        [NewMemory(LONG), NewMemory(LONG + " Tagged.", tags=("ops",)), NewMemory(LONG, user="bob")],
+    )
+    assert len(crowd) == 400
+
+    def ids(query: str, filters: Filters = EVERYTHING, k: int = 5) -> list[int]:
+        vector = None if mode is SearchMode.KEYWORD else fake_vector(query)
+        return [hit.memory.id for hit in run_search(backend, query, vector, k, filters, mode=mode)]
+
+    holders = {long, tagged, other_user}
+    assert set(ids('"rollback plan"')) == holders  # a filter: every holder, whatever the lanes' tops
+    assert ids('"rollback plan"', Filters(tags=("ops",))) == [tagged]  # and the other filters still apply
+    assert ids('"rollback plan"', Filters(user="bob")) == [other_user]
+    assert ids('"plan rollback" "signed off"') == []  # every quoted phrase is required
+    assert set(ids('"the rollback plan was signed off" checklist')) == holders
+
+
+@pytest.mark.parametrize("mode", [SearchMode.VECTOR, SearchMode.HYBRID])
+def test_a_quoted_phrase_of_stop_words_is_looked_for_in_the_whole_store(
+    backend: Backend, mode: SearchMode
+) -> None:
+    _add_texts(backend, [NewMemory(f"to be or not {n}, to be") for n in range(300)])
+    (answer,) = _add_texts(backend, [NewMemory(f"{FILLER} whether to be or not to be. {FILLER}")])
+    query = '"to be or not to be"'  # no keyword term at all: every memory's text is checked
+    found = run_search(backend, query, fake_vector(query), 5, EVERYTHING, mode=mode)
+    assert [hit.memory.id for hit in found] == [answer]
+
+
+LONG_WORD = "x" * 300
+INDEXED_APART = [
+    ('"rollback plan"', "Deploy the rollback-plan today."),  # inside an identifier
+    ('"numpy 1 26"', "Pinned numpy==1.26.4 last week."),  # short numbers are no terms there
+    ('"旅遊英文"', "使用者想加強旅遊 英文。"),  # CJK: bigrams, and no bigram across the space
+    ('"café crème"', "Un Café Crème, s'il vous plaît."),  # case and accents
+    (f'"deploy {LONG_WORD}"', f"Deploy {LONG_WORD} now."),  # a word a store may not index
+    ('"the who"', "A record by The Who."),  # stop words only
+]
+
+
+@pytest.mark.parametrize(("query", "text"), INDEXED_APART)
+@pytest.mark.parametrize("mode", [SearchMode.VECTOR, SearchMode.HYBRID])
+def test_a_quoted_phrase_is_found_however_its_words_were_indexed(
+    backend: Backend, mode: SearchMode, query: str, text: str
+) -> None:
+    others = [t for _, t in INDEXED_APART if t != text] + ["plan rollback 1 26 numpy who the deploy"]
+    _add_texts(backend, [NewMemory(t) for t in others])
+    (answer,) = _add_texts(backend, [NewMemory(text)])
+    found = run_search(backend, query, fake_vector(query), 5, EVERYTHING, mode=mode)
+    assert [hit.memory.id for hit in found] == [answer]

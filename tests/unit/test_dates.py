@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -150,3 +152,102 @@ def test_context_reads_time_words_for_the_similar_ones(dated: remem.Memories) ->
         items = dated.context("importer bug from yesterday", recent=0, similar=5)
         assert [item.memory.text for item in items] == ["Fixed the null pointer bug in the importer."]
         assert any("read as" in note for note in dated.notes)
+
+
+# --- each day's own offset, dates beyond the calendar --------------------------------------------
+
+
+@pytest.fixture
+def zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Sets the process's local time zone (TZ, then tzset); the old one is back after the test."""
+
+    def use(name: str) -> None:
+        monkeypatch.setenv("TZ", name)
+        time.tzset()
+
+    yield use
+    monkeypatch.undo()
+    time.tzset()
+
+
+#: Local dates either side of 2026's changes (North America: 8 March and 1 November), and the UTC
+#: hours of their midnights in New York (-5/-4), St John's (-3:30/-2:30) and Kolkata (+5:30, no DST).
+AROUND_THE_CHANGES = {
+    "America/New_York": {
+        "2026-03-07": ("2026-03-07T05:00", "2026-03-08T05:00"),
+        "2026-03-08": ("2026-03-08T05:00", "2026-03-09T04:00"),  # 23 hours
+        "2026-03-09": ("2026-03-09T04:00", "2026-03-10T04:00"),
+        "2026-07-04": ("2026-07-04T04:00", "2026-07-05T04:00"),
+        "2026-10-31": ("2026-10-31T04:00", "2026-11-01T04:00"),
+        "2026-11-01": ("2026-11-01T04:00", "2026-11-02T05:00"),  # 25 hours
+        "2026-11-02": ("2026-11-02T05:00", "2026-11-03T05:00"),
+        "2026-12-24": ("2026-12-24T05:00", "2026-12-25T05:00"),
+    },
+    "America/St_Johns": {
+        "2026-03-07": ("2026-03-07T03:30", "2026-03-08T03:30"),
+        "2026-03-08": ("2026-03-08T03:30", "2026-03-09T02:30"),
+        "2026-07-04": ("2026-07-04T02:30", "2026-07-05T02:30"),
+        "2026-11-01": ("2026-11-01T02:30", "2026-11-02T03:30"),
+        "2026-11-02": ("2026-11-02T03:30", "2026-11-03T03:30"),
+    },
+    "Asia/Kolkata": {
+        "2026-03-08": ("2026-03-07T18:30", "2026-03-08T18:30"),
+        "2026-07-04": ("2026-07-03T18:30", "2026-07-04T18:30"),
+        "2026-11-01": ("2026-10-31T18:30", "2026-11-01T18:30"),
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(AROUND_THE_CHANGES))
+def test_each_days_window_has_that_days_offset(
+    name: str, zone: Callable[[str], None], tmp_path: Path
+) -> None:
+    zone(name)
+    with remem.open(tmp_path / "store", embedder=FakeEmbedder()) as memories:
+        memories.add("The deploy went out.")
+        for day, (since, until) in AROUND_THE_CHANGES[name].items():
+            reading = memories.search(f"notes on {day}", k=1).dates
+            assert reading is not None and reading.label == day
+            window = (reading.record()["since"], reading.record()["until"])
+            assert window == (f"{since}:00.000Z", f"{until}:00.000Z")
+        month = memories.search("notes in March 2026", k=1).dates  # starts in winter, ends in summer
+        assert month is not None and month.label == "2026-03-01 to 2026-03-31"
+
+
+@pytest.mark.parametrize(
+    ("name", "query"),
+    [
+        ("America/New_York", "notes on 9999-12-31"),
+        ("America/New_York", "in December 9999"),
+        ("Pacific/Kiritimati", "on 0001-01-01"),
+        ("Asia/Kolkata", "since 0001-01-01"),
+        ("Pacific/Kiritimati", "notes on 9999-12-31"),
+    ],
+)
+def test_days_at_the_ends_of_the_calendar_are_searched_as_words(
+    name: str, query: str, zone: Callable[[str], None], tmp_path: Path
+) -> None:
+    zone(name)
+    with remem.open(tmp_path / "store", embedder=FakeEmbedder()) as memories:
+        memories.add("The deploy went out.")
+        result = memories.search(query, k=1)
+        assert len(result) == 1
+        if result.dates is not None:  # read only where the whole window is a time (LMT in year 1)
+            assert result.dates.start.year == 1 and result.dates.record()["since"].startswith("0001-")
+
+
+PLUS_14 = timezone(timedelta(hours=14))
+
+
+@pytest.mark.parametrize(
+    "query", ["notes on 9999-12-31", "in December 9999", "on 0001-01-01", "since 0001-01-01"]
+)
+def test_windows_beyond_the_calendar_are_not_read(query: str) -> None:
+    assert read_dates(query, datetime(2026, 11, 30, tzinfo=PLUS_14)) is None
+
+
+def test_the_days_next_to_the_ends_of_the_calendar_are_read() -> None:
+    first = read_dates("on 0001-01-02", datetime(2026, 11, 30, tzinfo=PLUS_14))
+    assert first is not None and first.record()["since"] == "0001-01-01T10:00:00.000Z"
+    last = read_dates("on 9999-12-30", datetime(2026, 11, 30, tzinfo=timezone(timedelta(hours=-12))))
+    assert last is not None and last.record()["until"] == "9999-12-31T12:00:00.000Z"

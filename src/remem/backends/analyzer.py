@@ -125,6 +125,33 @@ def looks_like_hash(term: str) -> bool:
     )
 
 
+#: A word longer than this (UTF-8 bytes) is not counted on to be an index term: a store may leave
+#: a word too long for its index out of the keyword terms.
+MAX_SURE_WORD_BYTES = 255
+
+
+def sure_terms(words: Iterable[str]) -> list[str]:
+    """Of a text's words (runs of letters and digits of its NFKC lower-cased text, each CJK character
+    a word of its own: ``remem.core.phrases.words``), those that every memory whose text holds the word
+    surely has among its own index terms: no stop word, no number of one or two digits (left out
+    inside identifiers), no CJK (indexed as bigrams), none very long; each once, in order."""
+    return list(
+        dict.fromkeys(
+            word
+            for word in words
+            if word not in STOP_WORDS
+            and not (word.isdigit() and len(word) < 3)
+            and (word.isascii() or not cjk_pattern("[CJK]").search(word))
+            and len(word.encode()) <= MAX_SURE_WORD_BYTES
+        )
+    )
+
+
+def quoted_term(term: str) -> str:
+    """A term as an FTS5 string (``"`` doubled): matched as the term, never as query syntax."""
+    return '"' + term.replace('"', '""') + '"'
+
+
 def term_queries(text: str) -> list[str]:
     """One FTS5 expression per distinct query term: a quoted string (``"`` doubled), ``*`` for hashes.
 
@@ -132,7 +159,7 @@ def term_queries(text: str) -> list[str]:
     characters; hash-like hex terms become prefix queries.
     """
     terms = dict.fromkeys(analyze(text))
-    return ['"' + term.replace('"', '""') + '"' + ("*" if looks_like_hash(term) else "") for term in terms]
+    return [quoted_term(term) + ("*" if looks_like_hash(term) else "") for term in terms]
 
 
 def fts_query(text: str) -> str | None:

@@ -161,6 +161,13 @@ class Backend(Protocol):
         among the filtered memories (only ``among`` if given); [] when the text has no terms."""
         ...
 
+    def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
+        """(id, text) of the filtered memories that may hold every one of ``words`` (normalised words,
+        ``remem.core.phrases.words``), in id order: at least every filtered memory whose text holds
+        them all (more, for the caller to check the texts). The words that surely are index terms
+        (``analyzer.sure_terms``) select through the keyword index; with none, every filtered memory."""
+        ...
+
     def keyword_coverage(self, text: str, memory_ids: Sequence[int]) -> dict[int, float]:
         """For each memory, the share (0..1) of the query's IDF-weighted terms it matches."""
         ...

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING
 
 from remem.reports import DateReading
@@ -56,7 +56,45 @@ _PATTERNS = (
 )
 _GROUPS = ("since", "rel", "which", "unit", "day", "n", "month", "year", "iso")
 _COMPILED = tuple(re.compile(r"\b" + p, re.IGNORECASE) for p in _PATTERNS)
-_WORD_BEFORE = re.compile(r"(\w+)\W*$")
+#: On the reversed query: the gap, then the word before a position (reversed).
+_WORD_BACKWARDS = re.compile(r"\W*(\w+)")
+
+
+def _system_local(moment: datetime | None) -> datetime:
+    """``moment``'s wall time (its fold too) read in the system's local time zone (aware, with the
+    offset in force then); a moment beyond the platform's clock takes the rules of two days inside."""
+    naive = (moment or datetime.now()).replace(tzinfo=None)
+    try:
+        return naive.astimezone()
+    except (OverflowError, ValueError, OSError):
+        return (naive + timedelta(days=2) if naive.year < 5000 else naive - timedelta(days=2)).astimezone()
+
+
+class LocalTime(tzinfo):
+    """The system's local time zone with its rules: a moment's UTC offset is the one in force at that
+    moment (summer time or not), where ``datetime.now().astimezone()`` fixes today's for every day."""
+
+    def utcoffset(self, dt: datetime | None) -> timedelta:
+        """The offset in force at local wall time ``dt``."""
+        return _system_local(dt).utcoffset() or timedelta(0)
+
+    def dst(self, dt: datetime | None) -> None:
+        """Not known separately (the offset includes it)."""
+        return None
+
+    def tzname(self, dt: datetime | None) -> str | None:
+        """The zone's abbreviation at ``dt`` (EST, EDT, …)."""
+        return _system_local(dt).tzname()
+
+    def fromutc(self, dt: datetime) -> datetime:
+        """The local wall time of the UTC time ``dt`` (the second of a repeated hour has fold 1)."""
+        local = dt.replace(tzinfo=timezone.utc).astimezone()
+        wall = local.replace(tzinfo=self)
+        return wall if wall.utcoffset() == local.utcoffset() else wall.replace(fold=1)
+
+
+#: The system's local time zone: time words are read in it.
+LOCAL = LocalTime()
 
 
 @dataclass(frozen=True)
@@ -151,7 +189,25 @@ def _matches(query: str) -> list[tuple[re.Match[str], dict[str, str]]]:
     return sorted(found, key=lambda item: (item[0].start(), -item[0].end()))
 
 
-def _is_plan(query: str, match: re.Match[str], groups: dict[str, str]) -> bool:
+class _Words:
+    """The word before a position of a query, read backwards from there: each look-up costs the
+    characters between that word and the position, so a query's expressions are looked up in time
+    linear in its length (not once over the whole prefix each)."""
+
+    def __init__(self, query: str) -> None:
+        """Words of ``query``."""
+        self._query = query
+        self._reversed: str | None = None
+
+    def before(self, position: int) -> str:
+        """The last word ending at or before ``position`` ('' when there is none)."""
+        if self._reversed is None:
+            self._reversed = self._query[::-1]
+        found = _WORD_BACKWARDS.match(self._reversed, len(self._query) - position)
+        return "" if found is None else found.group(1)[::-1]
+
+
+def _is_plan(words: _Words, match: re.Match[str], groups: dict[str, str]) -> bool:
     """A bare weekday after "to", "every", "next"… ("moved to Thursday") names no past day."""
     if (
         not groups["day"]
@@ -160,26 +216,43 @@ def _is_plan(query: str, match: re.Match[str], groups: dict[str, str]) -> bool:
         or match.group(0).lower() != groups["day"].lower()
     ):
         return False
-    before = _WORD_BEFORE.search(query[: match.start()])
-    return before is not None and before.group(1).lower() in NOT_A_PAST_DAY
+    return words.before(match.start()).lower() in NOT_A_PAST_DAY
+
+
+def _window(today: date, groups: dict[str, str], zone: tzinfo) -> tuple[datetime, datetime | None] | None:
+    """The local start and end (None: until now) of the days an expression names, each midnight with
+    the offset in force that day; None when it names none, or a bound lies beyond the years 1–9999
+    (locally or in UTC: ``on 9999-12-31`` ends in the year 10000)."""
+    try:
+        days = _days(today, groups)
+        if days is None:
+            return None
+        start = _midnight(days.first, zone)
+        end = None if groups["since"] else _midnight(days.last + timedelta(days=1), zone)
+        for bound in (start, end):
+            if bound is not None:
+                bound.astimezone(timezone.utc)  # raises beyond the range
+    except (OverflowError, ValueError):
+        return None
+    return start, end
 
 
 def read_dates(query: str, now: datetime) -> DateReading | None:
     """The first time expression in ``query`` as a window in ``now``'s time zone, with the rest
-    of the query; None when the query has none. ``now`` must be timezone-aware."""
+    of the query; None when the query has none. ``now`` must be timezone-aware; a zone with rules
+    (``LOCAL``, a ``zoneinfo.ZoneInfo``) gives each day's midnight the offset of that day."""
     zone = now.tzinfo
     if zone is None:
         raise ValueError("now must be timezone-aware")
+    words = _Words(query)
     for match, groups in _matches(query):
-        if _is_plan(query, match, groups):
+        if _is_plan(words, match, groups):
             continue
-        days = _days(now.date(), groups)
-        if days is None:
+        window = _window(now.date(), groups, zone)
+        if window is None:
             continue
-        rest = _rest(query, match)
-        start = _midnight(days.first, zone)
-        end = None if groups["since"] else _midnight(days.last + timedelta(days=1), zone)
-        return DateReading(phrase=match.group(0), rest=rest or query, start=start, end=end)
+        start, end = window
+        return DateReading(phrase=match.group(0), rest=_rest(query, match) or query, start=start, end=end)
     return None
 
 
@@ -204,7 +277,7 @@ def within_dates(
     again (``all_time``), keeping the rest of the query."""
     if filters.since is not None or filters.until is not None:
         return text, filters, None
-    reading = read_dates(text, now or datetime.now().astimezone())
+    reading = read_dates(text, now or datetime.now(LOCAL))
     if reading is None:
         return text, filters, None
     end = None if reading.end is None else utc_iso(reading.end)

@@ -2,9 +2,11 @@
 memories that merely share them, and quoted parts of a query ("…") are required phrases.
 
 Checked on the candidates' texts in the core, so it works the same on every back-end (the
-PostgreSQL keyword lane keeps no word positions). Texts and phrases are compared as normalised
-words: NFKC, lower case, punctuation ignored, each CJK character a word of its own (CJK does not
-separate words by spaces, so ``旅遊`` is a phrase of two words).
+PostgreSQL keyword lane keeps no word positions). A required phrase is a filter: its candidates are
+every filtered memory whose keyword terms hold its words (``holders``), not the lanes' top. Texts
+and phrases are compared as normalised words: NFKC, lower case, punctuation ignored, each CJK
+character a word of its own (CJK does not separate words by spaces, so ``旅遊`` is a phrase of two
+words).
 """
 
 from __future__ import annotations
@@ -12,15 +14,21 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from remem.backends.analyzer import STOP_WORDS, cjk_pattern
+
+if TYPE_CHECKING:
+    from remem.backends.base import Backend
+    from remem.types import Filters
 
 #: A query is a phrase to look for when it has at least this many words that are not stop words.
 MIN_PHRASE_WORDS = 2
 
 #: Words of an ASCII text; other texts need the CJK ranges (compiled when first needed).
 _ASCII_WORDS = re.compile(r"[^\W_]+")
-_QUOTED = re.compile(r'"([^"]*)"|“([^”]*)”|「([^」]*)」')
+#: Quotation marks: opening → closing.
+_QUOTES = {'"': '"', "“": "”", "「": "」"}
 
 
 def words(text: str) -> tuple[str, ...]:
@@ -57,14 +65,43 @@ class Phrases:
         return all(_joined(phrase) in joined for phrase in self.required)
 
 
+def quoted_parts(text: str) -> list[str]:
+    """The parts of a text between quotation marks ("…", “…”, 「…」), left to right; an opening
+    mark without its closing one is a character like any other. One pass: linear in the text."""
+    parts: list[str] = []
+    ahead = {mark: text.find(mark) for mark in _QUOTES}  # the next opening mark of each kind
+    position = 0
+    while True:
+        waiting = [(at, mark) for mark, at in ahead.items() if at >= 0]
+        if not waiting:
+            return parts
+        at, mark = min(waiting)
+        end = text.find(_QUOTES[mark], at + 1)
+        if end < 0:  # never closed: no later mark of this kind is either
+            del ahead[mark]
+            continue
+        parts.append(text[at + 1 : end])
+        position = end + 1
+        ahead = {m: a if a >= position else text.find(m, position) for m, a in ahead.items() if a >= 0}
+
+
 def of_query(text: str) -> Phrases:
     """The phrases of a query: its quoted parts are required; the whole query is a phrase to
     prefer when it has at least MIN_PHRASE_WORDS words that are not stop words."""
     required = []
-    for match in _QUOTED.finditer(text):
-        quoted = words(next(part for part in match.groups() if part is not None))
+    for part in quoted_parts(text):
+        quoted = words(part)
         if quoted:
             required.append(quoted)
     whole = words(text)
     content = [word for word in whole if word not in STOP_WORDS]
     return Phrases(whole if len(content) >= MIN_PHRASE_WORDS else (), tuple(dict.fromkeys(required)))
+
+
+def holders(backend: Backend, wanted: Phrases, filters: Filters) -> dict[int, str] | None:
+    """Memory id → text of every filtered memory holding all the required phrases, looked for in the
+    whole store (the back-end's keyword index proposes, the texts decide); None when none is required."""
+    if not wanted.required:
+        return None
+    words = [word for phrase in wanted.required for word in phrase]
+    return {mid: text for mid, text in backend.texts_holding(words, filters) if wanted.allows(text)}

@@ -7,8 +7,9 @@ cosine), the keyword lane by BM25 among the pooled memories that match at least
 rank). Each memory's fused score is Reciprocal Rank Fusion: the sum over lanes of 1 / (RRF_K + rank).
 
 Word order (``phrases``): in hybrid and keyword modes a memory holding the whole query as a phrase
-outranks the others, and quoted phrases are required. An English-only model's vector lane ranks
-memories in the query's script first (``scripts``).
+outranks the others. Quoted phrases are required in every mode: a filter over the whole store, so the
+lanes rank only the memories holding them. An English-only model's vector lane ranks memories in the
+query's script first (``scripts``).
 """
 
 from __future__ import annotations
@@ -101,14 +102,27 @@ def by_phrase(ranked: list[Ranked], query: Query, texts: Texts, mode: SearchMode
     return best_first(boosted)
 
 
-def _vector_top(
-    lane: VectorLane, vector: FloatArray, k: int, filters: Filters, query: Query, texts: Texts
+def _cosine_top(
+    lane: VectorLane, vector: FloatArray, k: int, filters: Filters, among: Sequence[int] | None
 ) -> list[Scored]:
-    """The vector lane's top ``k``: deeper, and in the query's script first, for a model blind
-    across scripts."""
+    """The vector lane's top ``k`` among the filtered memories (only ``among`` if given)."""
+    return lane.top(vector, k, filters) if among is None else lane.cosines(vector, among)[:k]
+
+
+def _vector_top(
+    lane: VectorLane,
+    vector: FloatArray,
+    k: int,
+    filters: Filters,
+    query: Query,
+    texts: Texts,
+    among: Sequence[int] | None = None,
+) -> list[Scored]:
+    """The vector lane's top ``k`` (only ``among`` if given): deeper, and in the query's script
+    first, for a model blind across scripts."""
     if not query.blind_across_scripts:
-        return lane.top(vector, k, filters)
-    found = lane.top(vector, max(k, MIN_HYBRID_DEPTH), filters)
+        return _cosine_top(lane, vector, k, filters, among)
+    found = _cosine_top(lane, vector, max(k, MIN_HYBRID_DEPTH), filters, among)
     return scripts.query_script_first(found, query.text, texts.of([mid for mid, _ in found]))
 
 
@@ -171,12 +185,15 @@ def hybrid_rank(
     k: int,
     filters: Filters,
     texts: Texts,
+    among: Sequence[int] | None = None,
 ) -> list[Ranked]:
-    """Both lanes over the same filtered memories, pooled and fused (see the module docstring)."""
+    """Both lanes over the same filtered memories (only ``among`` if given), pooled and fused (see
+    the module docstring)."""
     depth = max(MIN_HYBRID_DEPTH, 4 * k)
     text = query.text
-    by_keyword = _substantial(backend, text, backend.keyword_top(text, filters, depth))
-    by_vector = fused_vector_lane(lane, vector, lane.top(vector, depth, filters), by_keyword, query, texts)
+    by_keyword = _substantial(backend, text, backend.keyword_top(text, filters, depth, among))
+    top = _cosine_top(lane, vector, depth, filters, among)
+    by_vector = fused_vector_lane(lane, vector, top, by_keyword, query, texts)
     matched = {mid for mid, _ in by_keyword}
     missing = [mid for mid, _ in by_vector if mid not in matched]
     if missing:
@@ -195,20 +212,26 @@ def rank(
     mode: SearchMode,
 ) -> list[Ranked]:
     """The best memories for a query in the given mode, best first, at least ``k`` where there are
-    (hybrid: the pool), word order applied (see the module docstring)."""
+    (hybrid: the pool), word order applied (see the module docstring); with required phrases, the
+    lanes rank only the memories holding them."""
     texts = Texts(backend)
+    held = phrases.holders(backend, query.phrases, filters)
+    if held is not None and not held:
+        return []
+    texts.known.update(held or {})
+    among = None if held is None else list(held)
     if mode is SearchMode.KEYWORD:
         depth = max(MIN_HYBRID_DEPTH, 4 * k) if query.phrases else k
         ranked = [
             Ranked(mid, s, None, found)
-            for mid, (s, found) in _ranked(backend.keyword_top(query.text, filters, depth))
+            for mid, (s, found) in _ranked(backend.keyword_top(query.text, filters, depth, among))
         ]
     elif lane is None or vector is None:
         raise ValueError(f"{mode.value} search needs the vector lane and a query vector")
     elif mode is SearchMode.HYBRID:
-        ranked = hybrid_rank(backend, lane, query, vector, k, filters, texts)
+        ranked = hybrid_rank(backend, lane, query, vector, k, filters, texts, among)
     else:
-        by_vector = _vector_top(lane, vector, k, filters, query, texts)
+        by_vector = _vector_top(lane, vector, k, filters, query, texts, among)
         ranked = [Ranked(mid, s, found, None) for mid, (s, found) in _ranked(by_vector)]
     return by_phrase(ranked, query, texts, mode)
 

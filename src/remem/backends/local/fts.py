@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 from collections.abc import Sequence
@@ -12,6 +13,8 @@ from remem.backends.analyzer import (
     IDENTIFIER_PUNCTUATION,
     fts_query,
     index_text,
+    quoted_term,
+    sure_terms,
     term_queries,
 )
 from remem.backends.local import filtering
@@ -81,14 +84,31 @@ def search(
         return []
     where, params = filtering.where(filters)
     if among is not None:
-        where += f" AND m.id IN ({','.join('?' * len(among))})"
-        params = [*params, *among]
+        where += " AND m.id IN (SELECT value FROM json_each(?))"  # one parameter for any number of ids
+        params = [*params, json.dumps(list(among))]
     sql = (
         f"SELECT m.id, -bm25(memories_fts, 1.0, {CONTEXT_WEIGHT}) AS score FROM memories_fts JOIN memories m "
         f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? AND {where} "
         "ORDER BY score DESC, m.id LIMIT ?"
     )
     return [(int(i), float(score)) for i, score in conn.execute(sql, [match, *params, limit])]
+
+
+def holding(conn: sqlite3.Connection, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
+    """(id, text) of the filtered memories that may hold every one of ``words`` (``Backend.texts_holding``),
+    in id order: those whose own terms include each of the words that surely are terms."""
+    where, params = filtering.where(filters)
+    sure = sure_terms(words)
+    if not sure:
+        rows = conn.execute(f"SELECT m.id, m.text FROM memories m WHERE {where} ORDER BY m.id", params)
+    else:
+        match = "terms : (" + " AND ".join(quoted_term(word) for word in sure) + ")"
+        rows = conn.execute(
+            "SELECT m.id, m.text FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {where} ORDER BY m.id",
+            [match, *params],
+        )
+    return [(int(mid), str(text)) for mid, text in rows]
 
 
 def coverage(conn: sqlite3.Connection, text: str, ids: Sequence[int]) -> dict[int, float]:

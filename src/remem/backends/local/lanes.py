@@ -96,13 +96,18 @@ def _best_per_memory(records: Records, hits: list[Scored]) -> list[Scored]:
 
 
 def _memory_cosines(records: Records, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
-    """(memory id, cosine of its best vector), best first, scored exactly."""
-    owner = {
-        vid: mid for mid, windows in records.vectors_of_memories(memory_ids).items() for vid, _ in windows
-    }
+    """(memory id, cosine of its best vector), best first, scored exactly (one product per chunk of
+    memories, whatever their number)."""
+    import numpy as np  # noqa: PLC0415 - keeps numpy off the startup path of list/export
+
     best: dict[int, float] = {}
-    for vid, score in _exact_scores(records, vector, list(owner), len(owner)):
-        best[owner[vid]] = max(score, best.get(owner[vid], -2.0))
+    found = records.vectors_of_memories(memory_ids)
+    owners = [mid for mid, windows in found.items() for _ in windows]
+    blobs = b"".join(blob for windows in found.values() for _, blob in windows)
+    if owners:
+        scores = np.frombuffer(blobs, dtype="<f4").reshape(len(owners), -1) @ vector
+        for mid, score in zip(owners, scores.tolist(), strict=True):
+            best[mid] = max(score, best.get(mid, -2.0))
     return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
 
 

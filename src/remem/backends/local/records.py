@@ -288,6 +288,10 @@ class Records:
         """BM25 top ``limit`` among the filtered memories (see ``fts.search``)."""
         return fts.search(self.conn, text, filters, limit, among)
 
+    def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
+        """(id, text) of the filtered memories that may hold every one of ``words`` (see ``fts.holding``)."""
+        return fts.holding(self.conn, words, filters)
+
     def keyword_coverage(self, text: str, ids: Sequence[int]) -> dict[int, float]:
         """Share of the query's IDF-weighted terms each memory matches (see ``fts.coverage``)."""
         return fts.coverage(self.conn, text, ids)

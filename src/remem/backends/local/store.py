@@ -250,6 +250,10 @@ class LocalBackend:
         """BM25 top ``k`` among the filtered memories (see ``fts.search``)."""
         return self.records.keyword_search(text, filters, k, among)
 
+    def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
+        """(id, text) of the filtered memories that may hold every one of ``words`` (``fts.holding``)."""
+        return self.records.texts_holding(words, filters)
+
     def keyword_coverage(self, text: str, memory_ids: Sequence[int]) -> dict[int, float]:
         """Share of the query's IDF-weighted terms each memory matches (see ``fts.coverage``)."""
         return self.records.keyword_coverage(text, memory_ids)

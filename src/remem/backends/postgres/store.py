@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.backends.postgres import keywords, pending, records
+from remem.backends.postgres import keywords, pending, phrases, records
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.lanes import EXACT_CANDIDATES, LaneSettings, PostgresVectorLane
 from remem.backends.postgres.schema import ITERATIVE_SCAN_VERSION, prepare, quoted
@@ -289,6 +289,10 @@ class PostgresBackend:
         """Top ``k`` (memory id, score) among the filtered memories (``keywords.top``)."""
         with self.session.transaction() as cursor:
             return keywords.top(cursor, self.s, text, filters, k, among, self.session.memo)
+
+    def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
+        """(id, text) of the filtered memories that may hold every one of ``words`` (``phrases.holding``)."""
+        return phrases.holding(self.session, self.s, words, filters)
 
     def keyword_coverage(self, text: str, memory_ids: Sequence[int]) -> dict[int, float]:
         """For each memory, the share (0..1) of the query's IDF-weighted terms it matches."""

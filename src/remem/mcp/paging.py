@@ -108,15 +108,14 @@ def _is_whole(value: object, low: int, high: int | None) -> bool:
 
 def _up_to(where: remem.Filters, created_at: str) -> remem.Filters:
     """``where`` narrowed to memories created at or before ``created_at``: until the next
-    millisecond, or — for a created_at not in remem's own format, which sorts differently as text,
-    or at the end of the calendar — until a text bound just above it (what is above the cursor
-    anyway is dropped by the caller)."""
+    millisecond; unchanged for a created_at not in remem's own format (which sorts differently as
+    text) or at the end of the calendar — the caller drops what is above the cursor anyway."""
     moment = parse_iso(created_at)
     try:
         bound = None if moment is None else remem.Filters.of(until=moment + timedelta(milliseconds=1)).until
     except (OverflowError, ValueError, InvalidInputError):  # at 9999-12-31T23:59:59.999Z, or beyond
         bound = None
     if bound is None or bound <= created_at:
-        bound = created_at + "~"  # "~" sorts after every character of an ISO 8601 time
+        return where
     until = bound if where.until is None else min(where.until, bound)
     return replace(where, until=until)

@@ -122,6 +122,20 @@ def verify_calibrated(cache: ModelCache, spec: ModelSpec) -> str | None:
     return file_problem(cache.directory(spec) / CALIBRATED_FILE, record.sha256)
 
 
+def cache_problem(cache: ModelCache, spec: ModelSpec, *, graphs: bool = False) -> str | None:
+    """What is wrong with the model's variant and calibrated variant (re-hashed against their
+    records) and, with ``graphs``, with their cached optimised graphs, and what to run about it;
+    None when nothing is."""
+    from remem.embedders.sessions import graph_problems  # noqa: PLC0415
+    from remem.embedders.variants import verify_variant  # noqa: PLC0415
+
+    problems = [found for found in (verify_variant(cache, spec), verify_calibrated(cache, spec)) if found]
+    problems += graph_problems(cache.directory(spec)) if graphs else []
+    return (
+        f"{'; '.join(problems)}; `remem model optimize {spec.name}` builds them again" if problems else None
+    )
+
+
 def _build(
     cache: ModelCache,
     spec: ModelSpec,

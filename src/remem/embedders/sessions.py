@@ -10,8 +10,8 @@ Creating a session spends most of its time optimising the graph (fusing layer no
 MatMuls…). With a ``graph_dir`` the optimised graph is saved there the first time (under the
 directory's lock, written in its staging directory), its weights in a file beside it and both
 files' sha256 in a third (``sha256sum`` format); afterwards both are read, checked against that
-record and given to onnxruntime from memory with optimisation off (bench/cold_start.py: a session in
-about 45 ms, hashing included, against 80 to optimise the graph again). A cached graph that does not
+record and given to onnxruntime from memory with optimisation off (bench/session_load.py: a session
+in about 50 ms, 23 of them hashing, against 66 to optimise the graph again). A cached graph that does not
 match its record is built again. Before onnxruntime optimises it, remem fuses the attention blocks
 and GELUs it recognises (``fusion.py``) and keeps that only if the vectors agree with the unfused
 graph's. onnxruntime's fused kernels depend on its version and on the CPU's instruction set, so the
@@ -30,7 +30,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from remem.embedders.spec import file_problem, file_sha256, verified_bytes
+from remem.embedders.spec import file_problem, file_sha256, read_hashed, verified_bytes
 from remem.errors import DownloadError, EmbedderError
 
 #: SkipLayerNorm fusion makes these small encoders slower on the CPU (bench/embed.py: +7% for the
@@ -45,15 +45,15 @@ _CACHE_VERSION = "fusion-1, weights-2, verified-3"
 @functools.lru_cache(maxsize=4)
 def load_session(path: str, threads: int, graph_dir: str | None = None, sha256: str | None = None) -> Any:
     """A CPU session of the ONNX file at ``path`` (``threads=0``: onnxruntime chooses), made from its
-    bytes only when their sha256 is ``sha256`` (None: a file its caller has just built), or from its
-    optimised graph cached in ``graph_dir`` when that matches its record (else it is built again);
-    EmbedderError when the file is damaged or cannot be loaded."""
+    bytes only when their sha256 is ``sha256`` (None: not checked, for tools timing their own files;
+    remem's embedders always give it), or from its optimised graph cached in ``graph_dir`` when that
+    matches its record (else it is built again); EmbedderError when the file is damaged or cannot be
+    loaded."""
     import onnxruntime as ort  # noqa: PLC0415 - lazy: heavy import
 
     model = None
     if sha256 is None:
-        model = verified_bytes(Path(path), None)
-        sha256 = hashlib.sha256(model).hexdigest()
+        model, sha256 = read_hashed(Path(path))
     cached = None if graph_dir is None else cached_graph(Path(graph_dir), Path(path), sha256, ort.__version__)
     if cached is not None and (session := _cached_session(cached, threads)) is not None:
         return session

@@ -8,16 +8,16 @@ file: a file damaged or cut short under a running process changes neither its ve
 
 Creating a session spends most of its time optimising the graph (fusing layer norms, quantised
 MatMuls…). With a ``graph_dir`` the optimised graph is saved there the first time (under the
-directory's lock, written in its staging directory), its weights in a file beside it and both
-files' sha256 in a third (``sha256sum`` format); afterwards both are read, checked against that
-record and given to onnxruntime from memory with optimisation off (bench/session_load.py: a session
-in about 50 ms, 23 of them hashing, against 66 to optimise the graph again). A cached graph that does not
-match its record is built again. Before onnxruntime optimises it, remem fuses the attention blocks
-and GELUs it recognises (``fusion.py``) and keeps that only if the vectors agree with the unfused
-graph's. onnxruntime's fused kernels depend on its version and on the CPU's instruction set, so the
-cached file's name carries a key of both (and of the source file's sha256 and of the cache's form);
-where the CPU's flags cannot be read, or onnxruntime cannot take weights from memory, nothing is
-cached.
+directory's lock, written in its staging directory), its weights in a file beside it and both files'
+sha256 in a third (``sha256sum`` format); afterwards both are read, checked against that record and
+given to onnxruntime from memory with optimisation off (bench/session_load.py: a session in about
+50-60 ms, 23 of them hashing, against 66-90 to optimise the graph again). A cached graph that does
+not match its record is built again. Before onnxruntime optimises it, remem fuses the attention
+blocks and GELUs it recognises (``fusion.py``) and keeps that only if the vectors agree with the
+unfused graph's. onnxruntime's fused kernels depend on its version and on the CPU's instruction set,
+so the cached file's name carries a key of both (and of the source file's sha256 and of the cache's
+form); where the CPU's flags cannot be read, or onnxruntime cannot take weights from memory, nothing
+is cached.
 """
 
 from __future__ import annotations

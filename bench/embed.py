@@ -209,12 +209,16 @@ def remem_engines(bundled: Path, variant: Path, tokenizer: Path, tuned: Setting)
     else, under the tuned setting."""
     from remem.embedders.registry import ALL_MINILM_L6_V2
     from remem.embedders.runner import OnnxEmbedder
-    from remem.embedders.spec import ModelFiles
+    from remem.embedders.spec import ModelFiles, file_sha256
     from remem.embedders.variants import variant_embedder
 
     shipped = OnnxEmbedder(ALL_MINILM_L6_V2, ModelFiles(model=bundled, tokenizer=tokenizer))
-    fast = variant_embedder(ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer))
-    batched = OnnxEmbedder(ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer))
+    fast = variant_embedder(
+        ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer), file_sha256=file_sha256(variant)
+    )
+    batched = OnnxEmbedder(
+        ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer), file_sha256=file_sha256(variant)
+    )
     engines = [
         Engine(
             "remem, bundled int8 file",
@@ -240,10 +244,12 @@ def remem_engines(bundled: Path, variant: Path, tokenizer: Path, tuned: Setting)
 def window_engines(variant: Path, tokenizer: Path) -> list[Engine]:
     """remem's store path on long texts: every window embedded; returns each text's first window."""
     from remem.embedders.registry import ALL_MINILM_L6_V2
-    from remem.embedders.spec import ModelFiles
+    from remem.embedders.spec import ModelFiles, file_sha256
     from remem.embedders.variants import variant_embedder
 
-    fast = variant_embedder(ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer))
+    fast = variant_embedder(
+        ALL_MINILM_L6_V2, ModelFiles(model=variant, tokenizer=tokenizer), file_sha256=file_sha256(variant)
+    )
     return [
         Engine("remem, variant, embed_documents (all windows)", lambda t: _first(fast.embed_documents(t)))
     ]
@@ -444,7 +450,7 @@ def profile_runner(model: Path, tokenizer: Path, texts: list[str], repeats: int)
     """Shares of the shipped runner's wall time: tokenizer calls, session.run, everything else."""
     from remem.embedders import runner
     from remem.embedders.registry import ALL_MINILM_L6_V2
-    from remem.embedders.spec import ModelFiles
+    from remem.embedders.spec import ModelFiles, file_sha256
 
     totals = {"tokenise": 0.0, "onnx run": 0.0}
 
@@ -453,10 +459,12 @@ def profile_runner(model: Path, tokenizer: Path, texts: list[str], repeats: int)
             return _Timed(super()._tokenizer(), ("encode", "encode_batch"), totals, "tokenise")
 
     load = runner._load_session
-    timed_load = lambda path, threads, graph_dir=None: _Timed(  # noqa: E731
-        load(path, threads, graph_dir), ("run",), totals, "onnx run"
+    timed_load = lambda path, threads, graph_dir=None, sha256=None: _Timed(  # noqa: E731
+        load(path, threads, graph_dir, sha256), ("run",), totals, "onnx run"
     )
-    embedder = Profiled(ALL_MINILM_L6_V2, ModelFiles(model=model, tokenizer=tokenizer))
+    embedder = Profiled(
+        ALL_MINILM_L6_V2, ModelFiles(model=model, tokenizer=tokenizer), file_sha256=file_sha256(model)
+    )
     with mock.patch.object(runner, "_load_session", timed_load):
         embedder.embed_queries(texts[:32])
         totals.update({key: 0.0 for key in totals})

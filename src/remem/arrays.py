@@ -9,7 +9,13 @@ import numpy.typing as npt
 #: Unit vectors, one per row (float32).
 FloatArray = npt.NDArray[np.float32]
 
-#: How far from 1 a stored vector's length may be (float32 rounding stays far below this).
+#: How far from 1 a stored vector's length may be; every write into a store checks it
+#: (``backends.shapes.windows_of``), ``doctor`` too. Measured: remem's own vectors of the bundled
+#: model (original file, int8 variant, calibrated variant; 740 windows and queries of SciFact
+#: documents, the memory-shaped set and edge cases) are at most 1.2e-7 from 1 (one float32 step;
+#: 9e-8 computed in float64), so float32 rounding is 8,000 times below this. A caller's own embedder
+#: normalising in float16 lands up to 6.5e-4 from 1 (20,000 random 384-d vectors), still inside. What a
+#: damaged model gives — zero vectors (length 0), NaN, an unnormalised output — is far outside.
 UNIT_TOLERANCE = 1e-3
 
 

@@ -15,7 +15,7 @@ import remem
 from helpers import run_cli
 from remem.embedders import activations, calibrated, fusion, optimize, runner, variants
 from remem.embedders.registry import BUNDLED_MODEL, bundled_files
-from remem.embedders.spec import ModelFiles
+from remem.embedders.spec import ModelFiles, file_sha256
 from remem.errors import EmbedderError
 
 TEXTS = [
@@ -73,14 +73,18 @@ def test_a_window_has_one_vector_whatever_runs_beside_it(variant: tuple[Path, st
     assert ranges is not None
     made = tmp_path / "model.int8c.onnx"
     optimize.build_calibrated_variant(path, made, ranges)
-    embedder = calibrated.calibrated_embedder(BUNDLED_MODEL, ModelFiles(made, bundled_files().tokenizer))
+    embedder = calibrated.calibrated_embedder(
+        BUNDLED_MODEL, ModelFiles(made, bundled_files().tokenizer), file_sha256=file_sha256(made)
+    )
     ids = embedder._token_ids(TEXTS)
     assert any(len(batch) > 1 for batch in runner.uniform_batches(ids, calibrated.CALIBRATED_BATCH))
     together = embedder.embed_documents(TEXTS).windows
     for text, rows in zip(TEXTS, together, strict=True):
         np.testing.assert_array_equal(embedder.embed_documents([text]).windows[0], rows)
     original = runner.OnnxEmbedder(BUNDLED_MODEL, bundled_files()).embed_documents(TEXTS).windows
-    plain = variants.variant_embedder(BUNDLED_MODEL, ModelFiles(path, bundled_files().tokenizer))
+    plain = variants.variant_embedder(
+        BUNDLED_MODEL, ModelFiles(path, bundled_files().tokenizer), file_sha256=file_sha256(path)
+    )
     per_run = plain.embed_documents(TEXTS).windows
 
     def mean_cosine(vectors: tuple[np.ndarray, ...]) -> float:
@@ -96,10 +100,12 @@ def test_a_store_made_with_the_plain_variant_keeps_it(
     monkeypatch.setenv("REMEM_MODELS", str(models))
     assert run_cli(["add", "The login sequence uses OAuth device codes"], tmp_path / "new").code == 0
     directory = models / BUNDLED_MODEL.name / "bundled"
+    record = json.loads((directory / variants.RECORD_FILE).read_text())
     plain = variants.variant_embedder(
         BUNDLED_MODEL,
         ModelFiles(directory / variants.VARIANT_FILE, bundled_files().tokenizer),
-        sha256=json.loads((directory / variants.RECORD_FILE).read_text())["identity"],
+        file_sha256=record["sha256"],
+        sha256=record["identity"],
     )
     with remem.open(
         tmp_path / "old", models_dir=models, embedder=plain

@@ -13,7 +13,7 @@ import pytest
 from remem.embedders.pooling import l2_normalize
 from remem.embedders.registry import BGE_QUERY_PREFIX, BGE_SMALL_EN_V1_5, BUNDLED_MODEL, bundled_files
 from remem.embedders.runner import OnnxEmbedder, _load_session, pad_batch
-from remem.embedders.spec import ModelFiles, Pooling, file_sha256, verify_model_files
+from remem.embedders.spec import ModelFiles, ModelSpec, Pooling, file_sha256, verify_model_files
 from remem.embedders.windows import split_windows
 from remem.errors import EmbedderError
 
@@ -87,8 +87,15 @@ def test_batching_and_padding_do_not_change_vectors(embedder: OnnxEmbedder) -> N
     np.testing.assert_allclose(tiny_batches, together, atol=2e-5)
 
 
+def _bge_recipe() -> ModelSpec:
+    """The BGE recipe (query prefix, CLS pooling, 512-token windows) on the bundled model's files."""
+    return dataclasses.replace(
+        BGE_SMALL_EN_V1_5, dim=BUNDLED_MODEL.dim, model=BUNDLED_MODEL.model, tokenizer=BUNDLED_MODEL.tokenizer
+    )
+
+
 def test_query_prefix_reaches_queries_only(embedder: OnnxEmbedder) -> None:
-    bge_style = dataclasses.replace(BGE_SMALL_EN_V1_5, dim=BUNDLED_MODEL.dim)  # the BGE recipe, this ONNX
+    bge_style = _bge_recipe()
     prefixed = OnnxEmbedder(bge_style, embedder.files)
     query = prefixed.embed_queries(["auth flow"]).vectors[0]
     document = _documents(prefixed, ["auth flow"])[0]
@@ -101,7 +108,7 @@ def test_query_prefix_reaches_queries_only(embedder: OnnxEmbedder) -> None:
 
 
 def test_bge_recipe_windows_are_512_tokens(embedder: OnnxEmbedder) -> None:
-    bge_style = OnnxEmbedder(dataclasses.replace(BGE_SMALL_EN_V1_5, dim=BUNDLED_MODEL.dim), embedder.files)
+    bge_style = OnnxEmbedder(_bge_recipe(), embedder.files)
     text = "word " * 1200
     embedded = bge_style.embed_documents([text])
     assert len(embedded.windows[0]) == len(split_windows(bge_style._token_ids([text])[0], 512)) == 3

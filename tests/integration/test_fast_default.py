@@ -22,7 +22,7 @@ from helpers import run_cli
 from remem.embedders import optimize, sessions
 from remem.embedders.registry import BUNDLED_MODEL, bundled_files
 from remem.embedders.runner import OnnxEmbedder
-from remem.embedders.spec import ModelFiles
+from remem.embedders.spec import ModelFiles, file_sha256
 from remem.errors import ModelMismatchError
 
 BUILT_NOW = "built once on this machine just now"
@@ -151,15 +151,19 @@ def test_the_cached_optimised_graph_gives_the_same_vectors(tmp_path: Path) -> No
     optimize.build_int8_variant(bundled_files().model, source)
     texts = list(optimize.AGREEMENT_SENTENCES)
     files = ModelFiles(source, bundled_files().tokenizer)
-    fresh = OnnxEmbedder(BUNDLED_MODEL, files, batch_size=1)  # one text per run, as a variant runs
-    cached = OnnxEmbedder(BUNDLED_MODEL, files, batch_size=1, threads=1, graph_dir=tmp_path)
+    made = file_sha256(source)
+    fresh = OnnxEmbedder(
+        BUNDLED_MODEL, files, batch_size=1, file_sha256=made
+    )  # one text per run, as a variant
+    cached = OnnxEmbedder(BUNDLED_MODEL, files, batch_size=1, threads=1, file_sha256=made, graph_dir=tmp_path)
     expected = fresh.embed_queries(texts).vectors
     first = cached.embed_queries(texts).vectors  # optimises and saves the graph
-    graph = sessions.cached_graph(tmp_path, source, onnxruntime.__version__)
+    graph = sessions.cached_graph(tmp_path, source, made, onnxruntime.__version__)
     assert graph is not None and graph.is_file()
-    weights = sessions.weights_file(graph)  # the weights beside the graph, mapped when it loads
+    weights = sessions.weights_file(graph)  # the weights beside the graph, read when it loads
     assert weights.stat().st_size > 20 * graph.stat().st_size
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([source.name, graph.name, weights.name])
+    written = [source, graph, weights, sessions.record_file(graph)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([".lock", *(p.name for p in written)])
     sessions.load_session.cache_clear()
     second = cached.embed_queries(texts).vectors  # loads the saved graph
     np.testing.assert_allclose(first, expected, atol=1e-5)

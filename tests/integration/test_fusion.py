@@ -18,7 +18,7 @@ from remem.embedders import sessions
 from remem.embedders.fusion import fuse_encoder, outputs_agree
 from remem.embedders.optimize import build_int8_variant
 from remem.embedders.registry import BUNDLED_MODEL, bundled_files
-from remem.embedders.spec import ModelFiles
+from remem.embedders.spec import ModelFiles, file_sha256
 from remem.embedders.variants import variant_embedder
 
 HIDDEN, HEADS, VOCAB = 8, 2, 2100
@@ -150,7 +150,7 @@ def test_the_bundled_variant_is_fused_when_its_graph_is_cached(variant: Path, tm
     (cached,) = tmp_path.glob("model.int8.optimized-*.onnx")
     ops = _ops(onnx.load(str(cached)))
     assert ops["MultiHeadAttention"] == 6 and ops["Gelu"] == 6 and "Softmax" not in ops
-    plain = sessions._session(str(variant), 1, optimise=True)
+    plain = sessions._session(variant.read_bytes(), 1, optimise=True, name=str(variant))
     assert outputs_agree(plain, session, minimum=0.9999)  # tighter than the gate (0.999)
     sessions.load_session.cache_clear()
 
@@ -172,11 +172,11 @@ def test_workers_starting_together_build_the_cached_graph_once(
 ) -> None:
     builds: list[str] = []
     saving = sessions._session_saving
-    monkeypatch.setattr(sessions, "_session_saving", lambda *args: builds.append(args[0]) or saving(*args))
+    monkeypatch.setattr(sessions, "_session_saving", lambda *args: builds.append(args[1]) or saving(*args))
     copy = tmp_path / "model.int8.onnx"
     shutil.copy2(variant, copy)
     files = ModelFiles(copy, bundled_files().tokenizer)
-    embedder = variant_embedder(BUNDLED_MODEL, files, graph_dir=tmp_path)
+    embedder = variant_embedder(BUNDLED_MODEL, files, file_sha256=file_sha256(copy), graph_dir=tmp_path)
     embedder._workers = 2  # as on a 2-core machine, whatever this one has
     sessions.load_session.cache_clear()
     assert embedder.embed_queries(["one", "two", "three", "four"]).vectors.shape == (4, 384)

@@ -19,7 +19,7 @@ from remem.embedders.optimize import (
 )
 from remem.embedders.registry import ALL_MINILM_L6_V2, bundled_files
 from remem.embedders.runner import OnnxEmbedder
-from remem.embedders.spec import ModelFiles
+from remem.embedders.spec import ModelFiles, file_sha256
 from remem.errors import EmbedderError
 
 
@@ -37,7 +37,11 @@ def variant(bundled: ModelFiles, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 
 def _vectors(files: ModelFiles, texts: tuple[str, ...]) -> np.ndarray:
-    return OnnxEmbedder(ALL_MINILM_L6_V2, files).embed_queries(texts).vectors
+    return (
+        OnnxEmbedder(ALL_MINILM_L6_V2, files, file_sha256=file_sha256(files.model))
+        .embed_queries(texts)
+        .vectors
+    )
 
 
 def test_variant_is_an_integer_model_that_loads(variant: Path) -> None:

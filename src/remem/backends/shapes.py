@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.errors import ModelMismatchError, StoreError
+from remem.errors import EmbedderError, ModelMismatchError, StoreError
 from remem.types import Memory
 
 if TYPE_CHECKING:
@@ -16,7 +16,12 @@ if TYPE_CHECKING:
 
 
 def windows_of(vectors: Sequence[FloatArray] | FloatArray, count: int, dim: int) -> list[FloatArray]:
-    """Each memory's vectors as a (w, dim) matrix with w ≥ 1; StoreError on a wrong shape."""
+    """Each memory's vectors as a (w, dim) matrix with w ≥ 1, every one of them checked before any is
+    written: StoreError on a wrong shape, EmbedderError when a vector is not finite or not of unit
+    length (a damaged model gives such vectors; none is ever stored). Every write of vectors into a
+    store, on either back-end, goes through here."""
+    from remem.arrays import unit_rows  # noqa: PLC0415 - numpy: loaded already, the vectors are arrays
+
     if len(vectors) != count:
         raise StoreError(f"got vectors for {len(vectors)} memories, expected {count}")
     shaped = []
@@ -24,7 +29,23 @@ def windows_of(vectors: Sequence[FloatArray] | FloatArray, count: int, dim: int)
         if item.size == 0 or item.size % dim or item.ndim > 2 or (item.ndim == 2 and item.shape[1] != dim):
             raise StoreError(f"vectors of shape {item.shape} do not fit a {dim}-d model")
         shaped.append(item.reshape(-1, dim))
+    for matrix in shaped:
+        if not unit_rows(matrix):
+            raise EmbedderError(
+                f"{_not_unit(matrix)}; nothing was stored (`remem model verify` checks the model files)"
+            )
     return shaped
+
+
+def _not_unit(matrix: FloatArray) -> str:
+    """What is wrong with a matrix of vectors of which one is not finite or not of unit length."""
+    import numpy as np  # noqa: PLC0415
+
+    if not np.isfinite(matrix).all():
+        return "the model gave a vector that is not finite (NaN or infinite)"
+    lengths = np.linalg.norm(matrix, axis=1)
+    worst = float(lengths[np.argmax(np.abs(lengths - 1.0))])
+    return f"the model gave a vector that is not of unit length (length {worst:.4g})"
 
 
 def check_same_model(location: str, recorded: ModelInfo | None, model: ModelInfo) -> None:

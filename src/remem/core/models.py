@@ -132,7 +132,7 @@ class ModelCatalog:
             )
         except EmbedderError as exc:
             return str(exc)
-        if verify and not built and (problem := self._damaged_variant(spec)):
+        if verify and not built and (problem := self._damaged(spec)):
             return problem  # (one built just now was hashed as it was installed)
         if stamp != record.stamp:  # a new store, or one made with the calibrated variant
             found = calibrated.ensure_calibrated(self.cache, spec, original.files, (path, record))
@@ -141,19 +141,24 @@ class ModelCatalog:
             if not isinstance(found, str):
                 files = replace(original.files, model=found[0])
                 embedder = calibrated.calibrated_embedder(
-                    spec, files, sha256=found[1].identity, graph_dir=found[0].parent
+                    spec,
+                    files,
+                    file_sha256=found[1].sha256,
+                    sha256=found[1].identity,
+                    graph_dir=found[0].parent,
                 )
                 return embedder, found[1].agreement, built  # its build is not announced apart
         files = replace(original.files, model=path)
-        embedder = variants.variant_embedder(spec, files, sha256=record.stamp, graph_dir=path.parent)
+        embedder = variants.variant_embedder(
+            spec, files, sha256=record.stamp, file_sha256=record.sha256, graph_dir=path.parent
+        )
         return embedder, record.agreement, built
 
-    def _damaged_variant(self, spec: ModelSpec) -> str | None:
-        """What is wrong with the model's variant or its calibrated variant, or None."""
-        from remem.embedders.calibrated import verify_calibrated  # noqa: PLC0415
-        from remem.embedders.variants import verify_variant  # noqa: PLC0415
+    def _damaged(self, spec: ModelSpec, *, graphs: bool = False) -> str | None:
+        """What is wrong with the model's variants (and their cached graphs), or None (``cache_problem``)."""
+        from remem.embedders.calibrated import cache_problem  # noqa: PLC0415
 
-        return verify_variant(self.cache, spec) or verify_calibrated(self.cache, spec)
+        return cache_problem(self.cache, spec, graphs=graphs)
 
     def for_store(self, recorded: ModelInfo | None, location: str) -> tuple[OnnxEmbedder, str | None]:
         """The embedder for a store's recorded model (a new store's choice when None) and a note
@@ -223,10 +228,8 @@ class ModelCatalog:
         else:
             originals = self.cache.files(spec)
             verify_model_files(spec, originals)
-            if embedder.files.model != originals.model and (problem := self._damaged_variant(spec)):
-                raise EmbedderError(
-                    f"the optimized variant is damaged: {problem}; run `remem model optimize`"
-                )
+            if embedder.files.model != originals.model and (problem := self._damaged(spec, graphs=True)):
+                raise EmbedderError(f"the optimized variant is damaged: {problem}")
         return f"{spec.name} files verified (sha256)"
 
     def describe(self, store_model: str | None = None) -> list[dict[str, Any]]:
@@ -294,7 +297,7 @@ class ModelCatalog:
             if not checks:
                 rows.append(FileProblem(spec.name, "", None))
             rows += [FileProblem(spec.name, str(c.path), c.problem) for c in checks]
-            problem = self._damaged_variant(spec)
+            problem = self._damaged(spec, graphs=True)
             if problem is not None:
                 rows.append(FileProblem(f"{spec.name} (optimized)", "", problem))
         return rows

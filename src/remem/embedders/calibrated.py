@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remem.embedders.activations import Ranges, ranges_for
-from remem.embedders.spec import ModelFiles, ModelSpec, file_sha256
+from remem.embedders.spec import ModelFiles, ModelSpec, file_problem, file_sha256
 from remem.embedders.variants import (
     CALIBRATED_FILE,
     CALIBRATED_RECORD,
     VariantRecord,
-    file_problem,
     install,
     measured_agreement,
     read_json_record,
@@ -58,11 +57,19 @@ class CalibratedRecord:
 
 
 def calibrated_embedder(
-    spec: ModelSpec, files: ModelFiles, *, sha256: str | None = None, graph_dir: Path | None = None
+    spec: ModelSpec,
+    files: ModelFiles,
+    *,
+    file_sha256: str,
+    sha256: str | None = None,
+    graph_dir: Path | None = None,
 ) -> OnnxEmbedder:
-    """An embedder of a calibrated file (``files.model``): windows of one length in batches of up to
-    ``CALIBRATED_BATCH``, ``variant_workers`` single-threaded batches at once."""
-    return variant_embedder(spec, files, sha256=sha256, graph_dir=graph_dir, batch_size=CALIBRATED_BATCH)
+    """An embedder of a calibrated file (``files.model``, run only if its bytes have ``file_sha256``;
+    ``sha256``: its stamp): windows of one length in batches of up to ``CALIBRATED_BATCH``,
+    ``variant_workers`` single-threaded batches at once."""
+    return variant_embedder(
+        spec, files, file_sha256=file_sha256, sha256=sha256, graph_dir=graph_dir, batch_size=CALIBRATED_BATCH
+    )
 
 
 def ensure_calibrated(
@@ -115,6 +122,20 @@ def verify_calibrated(cache: ModelCache, spec: ModelSpec) -> str | None:
     return file_problem(cache.directory(spec) / CALIBRATED_FILE, record.sha256)
 
 
+def cache_problem(cache: ModelCache, spec: ModelSpec, *, graphs: bool = False) -> str | None:
+    """What is wrong with the model's variant and calibrated variant (re-hashed against their
+    records) and, with ``graphs``, with their cached optimised graphs, and what to run about it;
+    None when nothing is."""
+    from remem.embedders.sessions import graph_problems  # noqa: PLC0415
+    from remem.embedders.variants import verify_variant  # noqa: PLC0415
+
+    problems = [found for found in (verify_variant(cache, spec), verify_calibrated(cache, spec)) if found]
+    problems += graph_problems(cache.directory(spec)) if graphs else []
+    return (
+        f"{'; '.join(problems)}; `remem model optimize {spec.name}` builds them again" if problems else None
+    )
+
+
 def _build(
     cache: ModelCache,
     spec: ModelSpec,
@@ -127,16 +148,20 @@ def _build(
     from remem.embedders.optimize import build_calibrated_variant  # noqa: PLC0415
 
     source, made_from = variant
+    if (problem := file_problem(source, made_from.sha256)) is not None:
+        raise EmbedderError(
+            f"the optimized {spec.name} is damaged: {problem}; `remem model optimize` rebuilds it"
+        )
     path, record_path = cache.directory(spec) / CALIBRATED_FILE, cache.directory(spec) / CALIBRATED_RECORD
     earlier = read_calibrated(cache, spec)
-    if earlier is not None and earlier.variant_identity == made_from.identity:  # refused before
-        raise EmbedderError(_refusal(spec, earlier.agreement))
+    if earlier is not None and earlier.variant_identity == made_from.identity and not earlier.identity:
+        raise EmbedderError(_refusal(spec, earlier.agreement))  # refused before (an accepted one is rebuilt)
     with staged(path, f"the calibrated {spec.name}") as staging:
         identity = build_calibrated_variant(source, staging, ranges)
-        trial = calibrated_embedder(spec, replace(files, model=staging))
+        sha256, size = file_sha256(staging), staging.stat().st_size
+        trial = calibrated_embedder(spec, replace(files, model=staging), file_sha256=sha256)
         agreement = measured_agreement(spec, files, trial)
         accepted = agreement >= _min_agreement()
-        sha256, size = file_sha256(staging), staging.stat().st_size
         record = CalibratedRecord(made_from.identity, sha256, size, agreement, identity if accepted else "")
         install(staging if accepted else None, path, record_path, record.to_json())
     if not accepted:

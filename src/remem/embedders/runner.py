@@ -17,7 +17,7 @@ from remem.arrays import FloatArray
 from remem.embedders.base import DocumentEmbeddings, Embeddings
 from remem.embedders.pooling import pool
 from remem.embedders.sessions import load_session
-from remem.embedders.spec import ModelFiles, ModelSpec
+from remem.embedders.spec import ModelFiles, ModelSpec, verified_bytes
 from remem.embedders.windows import CHUNK_CHARS, split_windows, text_chunks
 from remem.errors import EmbedderError
 from remem.types import ModelInfo
@@ -46,11 +46,13 @@ class _Tokens:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_tokenizer(path: str) -> Tokenizer:
+def _load_tokenizer(path: str, sha256: str) -> Tokenizer:
+    """The tokenizer in the file at ``path``, made from its bytes once their sha256 is ``sha256``."""
     from tokenizers import Tokenizer  # noqa: PLC0415 - lazy: not needed by list/export
 
+    data = verified_bytes(Path(path), sha256)
     try:
-        tokenizer = Tokenizer.from_file(path)
+        tokenizer = Tokenizer.from_buffer(data)
     except Exception as exc:  # tokenizers raises plain Exception subclasses
         raise EmbedderError(f"cannot load tokenizer {path}: {exc}") from exc
     tokenizer.no_truncation()  # the shipped file pads and cuts at a fixed 128; we do our own
@@ -58,9 +60,9 @@ def _load_tokenizer(path: str) -> Tokenizer:
     return tokenizer
 
 
-def _load_session(path: str, threads: int, graph_dir: str | None = None) -> Any:
+def _load_session(path: str, threads: int, graph_dir: str | None = None, sha256: str | None = None) -> Any:
     """The process's session for the ONNX file at ``path`` (see ``sessions.load_session``)."""
-    return load_session(path, threads, graph_dir)
+    return load_session(path, threads, graph_dir, sha256)
 
 
 class OnnxEmbedder:
@@ -74,12 +76,15 @@ class OnnxEmbedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int = 0,
         sha256: str | None = None,
+        file_sha256: str | None = None,
         graph_dir: Path | None = None,
         workers: int = 1,
         uniform: bool = False,
     ) -> None:
         """Bind a model description to its files; ``threads=0`` lets onnxruntime choose. ``sha256``
-        is the ONNX file's when it is not the spec's (an optimised variant); ``graph_dir`` is where
+        is the model's stamp when it is not the spec's (an optimised variant's identity);
+        ``file_sha256`` what the ONNX file's bytes must hash to before a session is made from them
+        (by default the spec's), as the tokenizer's must hash to the spec's. ``graph_dir`` is where
         its optimised graph may be cached (``sessions.load_session``). ``uniform``: every batch holds
         windows of one length (nothing padded), ``workers`` batches run at once (give ``threads=1``
         then: one core each); otherwise batches are padded to their longest and run one by one."""
@@ -88,6 +93,7 @@ class OnnxEmbedder:
         self.spec = spec
         self.files = files
         self.sha256 = sha256 or spec.model_sha256
+        self._file_sha256 = file_sha256 or spec.model_sha256
         self._batch_size = batch_size
         self._workers = workers
         self._uniform = uniform
@@ -131,7 +137,7 @@ class OnnxEmbedder:
         return len(self._token_ids([text])[0])
 
     def _tokenizer(self) -> Tokenizer:
-        return _load_tokenizer(str(self.files.tokenizer))
+        return _load_tokenizer(str(self.files.tokenizer), self.spec.tokenizer_sha256)
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         tokenizer = self._tokenizer()
@@ -192,7 +198,7 @@ class OnnxEmbedder:
         """Batches of sequences of one length, ``workers`` at once (onnxruntime lets go of the GIL);
         nothing is padded, so each sequence's vector is what it would be alone. The session is loaded
         first, once: workers starting together would each load it (and build its cached graph)."""
-        _load_session(str(self.files.model), self._threads, self._graph_dir)
+        self._session()
         vectors = np.empty((len(sequences), self.spec.dim), dtype=np.float32)
         batches = uniform_batches(sequences, self._batch_size)
         done, reported = 0, 0
@@ -206,8 +212,11 @@ class OnnxEmbedder:
                     reported = done
         return vectors
 
+    def _session(self) -> Any:
+        return _load_session(str(self.files.model), self._threads, self._graph_dir, self._file_sha256)
+
     def _run_batch(self, batch_ids: list[list[int]]) -> FloatArray:
-        session = _load_session(str(self.files.model), self._threads, self._graph_dir)
+        session = self._session()
         feeds, attention_mask = encoder_feeds(session, batch_ids, str(self.files.model))
         (hidden, *_) = session.run(None, feeds)
         if hidden.ndim != 3 or hidden.shape[2] != self.spec.dim:

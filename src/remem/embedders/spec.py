@@ -97,6 +97,33 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def read_hashed(path: Path) -> tuple[bytes, str]:
+    """The bytes of the file at ``path`` and their hex sha256; EmbedderError if it cannot be read."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EmbedderError(f"cannot read model file {path}: {exc.strerror or exc}") from exc
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def verified_bytes(path: Path, sha256: str) -> bytes:
+    """The bytes of the file at ``path``, read once (what is hashed is what is used), when their sha256
+    is ``sha256``; EmbedderError when it cannot be read or holds other bytes."""
+    data, actual = read_hashed(path)
+    if actual != sha256:
+        raise EmbedderError(
+            f"{path} is damaged or not the file it should be (sha256 {actual[:12]}…, expected "
+            f"{sha256[:12]}…); `remem model verify` says how to replace it"
+        )
+    return data
+
+
+def file_problem(path: Path, sha256: str) -> str | None:
+    """None when the file at ``path`` has this sha256; else what is wrong with it (or missing)."""
+    actual = file_sha256(path) if path.is_file() else "missing"
+    return None if actual == sha256 else f"{path}: sha256 {actual[:12]}…, expected {sha256[:12]}…"
+
+
 def verify_model_files(spec: ModelSpec, files: ModelFiles) -> str:
     """Check both files against the spec's pinned sha256; return the model file's sha256.
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from remem.atomic import atomic_writer
 from remem.embedders.cache import ModelCache
-from remem.embedders.spec import ModelFiles, ModelSpec, file_sha256
+from remem.embedders.spec import ModelFiles, ModelSpec, file_problem, file_sha256, verify_model_files
 from remem.errors import EmbedderError
 
 if TYPE_CHECKING:
@@ -58,19 +58,22 @@ def variant_embedder(
     spec: ModelSpec,
     files: ModelFiles,
     *,
+    file_sha256: str,
     sha256: str | None = None,
     graph_dir: Path | None = None,
     batch_size: int = VARIANT_BATCH,
 ) -> OnnxEmbedder:
-    """An embedder of a variant file (``files.model``) that runs it as it must run: one text per
-    run (``VARIANT_BATCH``; a calibrated variant: windows of one length, up to ``batch_size``),
-    ``variant_workers`` single-threaded runs at once."""
+    """An embedder of a variant file (``files.model``, run only if its bytes have ``file_sha256``;
+    ``sha256``: its stamp) that runs it as it must run: one text per run (``VARIANT_BATCH``; a
+    calibrated variant: windows of one length, up to ``batch_size``), ``variant_workers``
+    single-threaded runs at once."""
     from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415
 
     return OnnxEmbedder(
         spec,
         files,
         sha256=sha256,
+        file_sha256=file_sha256,
         graph_dir=graph_dir,
         batch_size=batch_size,
         threads=1,
@@ -118,12 +121,6 @@ def read_json_record(path: Path, kind: type[_Record]) -> _Record | None:
         return kind(**json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
-
-
-def file_problem(path: Path, sha256: str) -> str | None:
-    """None when the file at ``path`` has this sha256; else what is wrong with it (or missing)."""
-    actual = file_sha256(path) if path.is_file() else "missing"
-    return None if actual == sha256 else f"{path}: sha256 {actual[:12]}…, expected {sha256[:12]}…"
 
 
 def find_variant(cache: ModelCache, spec: ModelSpec) -> Path | None:
@@ -266,17 +263,20 @@ def _build(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: str) 
     """Build into a staging file, check its agreement, then install it and its record."""
     from remem.embedders.optimize import MIN_AGREEMENT, build_int8_variant  # noqa: PLC0415
 
+    verify_model_files(spec, files)  # built only from the very files it is recorded as made from
     variant, record_path = _paths(cache, spec)
     with staged(variant, f"the optimised {spec.name}") as staging:
         identity = build_int8_variant(files.model, staging)
-        agreement = measured_agreement(spec, files, variant_embedder(spec, replace(files, model=staging)))
+        sha256 = file_sha256(staging)
+        trial = variant_embedder(spec, replace(files, model=staging), file_sha256=sha256)
+        agreement = measured_agreement(spec, files, trial)
         if agreement < MIN_AGREEMENT:
             raise _RefusedError(
                 f"the optimised {spec.name} agrees only {agreement:.4f} (mean cosine) with the original, "
                 f"below {MIN_AGREEMENT}; refused, the original stays in use"
             )
         size = staging.stat().st_size
-        record = VariantRecord(spec.model_sha256, file_sha256(staging), size, agreement, runtime, identity)
+        record = VariantRecord(spec.model_sha256, sha256, size, agreement, runtime, identity)
         remove_variant(cache, spec)
         install(staging, variant, record_path, record.to_json())
     return record
@@ -284,16 +284,16 @@ def _build(cache: ModelCache, spec: ModelSpec, files: ModelFiles, runtime: str) 
 
 @contextlib.contextmanager
 def staged(dest: Path, what: str) -> Iterator[Path]:
-    """A staging path beside ``dest`` for a file being built, removed afterwards whatever happens;
-    an OSError meanwhile is an EmbedderError saying ``what`` could not be installed."""
-    staging = dest.with_name(f".{dest.name}.new")
+    """A path for a file being built, in the private staging directory beside ``dest`` (the caller
+    holds the directory's lock; ``locks.staging`` removes what killed builds left), removed afterwards
+    whatever happens; an OSError meanwhile is an EmbedderError saying ``what`` could not be installed."""
+    from remem.embedders.locks import staging  # noqa: PLC0415
+
     try:
-        yield staging
+        with staging(dest.parent) as area:
+            yield area / dest.name
     except OSError as exc:
         raise EmbedderError(f"cannot install {what}: {exc.strerror or exc}") from exc
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            staging.unlink()
 
 
 def install(staging: Path | None, dest: Path, record_path: Path, record: str) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from remem.backends.local import sync
 from remem.backends.local.settings import write_model
 from remem.backends.local.transactions import atomic
+from remem.backends.shapes import windows_of
 from remem.reports import ReembedReport
 from remem.types import ModelInfo
 
@@ -52,11 +53,13 @@ def _pending(store: LocalBackend, limit: int) -> list[tuple[int, str, str]]:
     return [(int(i), t, s) for i, t, s in store.records.conn.execute(sql, (limit,))]
 
 
-def _embed_pending(store: LocalBackend, embed: EmbedFn, batch: int, progress: ProgressFn | None) -> int:
+def _embed_pending(
+    store: LocalBackend, embed: EmbedFn, dim: int, batch: int, progress: ProgressFn | None
+) -> int:
     done = 0
     total = store.records.count()
     while rows := _pending(store, batch):
-        windows = embed([(mid, text) for mid, text, _ in rows])
+        windows = windows_of(embed([(mid, text) for mid, text, _ in rows]), len(rows), dim)
         conn = store.records.conn
         with atomic(conn):
             conn.executemany(
@@ -89,9 +92,9 @@ def reembed(
     if not force and store.model == target and store.records.get_meta(_TARGET_KEY) is None:
         return ReembedReport(0, 0, swapped=False)
     resumed = _stage(store, target)
-    embedded = _embed_pending(store, embed, batch, progress)
+    embedded = _embed_pending(store, embed, target.dim, batch, progress)
     with store.write_lock():
-        embedded += _embed_pending(store, embed, batch, progress)  # added or edited meanwhile
+        embedded += _embed_pending(store, embed, target.dim, batch, progress)  # added or edited meanwhile
         _swap(store, target)
         settings = store.settings
         sync.build(store.records, target.dim, settings.built_kind, settings.hnsw).save(store.index_path)

@@ -14,6 +14,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from remem.backends.postgres import settings as meta
+from remem.backends.shapes import windows_of
 from remem.reports import ReembedReport
 
 if TYPE_CHECKING:
@@ -36,7 +37,9 @@ def _unstaged(cursor: psycopg.Cursor[Any], s: str, limit: int) -> list[tuple[int
     return [(int(i), str(t), str(h)) for i, t, h in cursor.fetchall()]
 
 
-def _stage(store: PostgresBackend, embed: EmbedFn, progress: ProgressFn | None, *, locked: bool) -> int:
+def _stage(
+    store: PostgresBackend, embed: EmbedFn, dim: int, progress: ProgressFn | None, *, locked: bool
+) -> int:
     """Embed and stage every unstaged memory, a committed batch at a time (inside the caller's
     transaction when ``locked``); returns how many."""
     s, done = store.s, 0
@@ -45,7 +48,7 @@ def _stage(store: PostgresBackend, embed: EmbedFn, progress: ProgressFn | None, 
             rows = _unstaged(cursor, s, BATCH)
             if not rows:
                 return done
-            windows = embed([(mid, text) for mid, text, _ in rows])
+            windows = windows_of(embed([(mid, text) for mid, text, _ in rows]), len(rows), dim)
             cursor.execute(
                 f"DELETE FROM {s}.vectors_next WHERE memory_id = ANY(%s::bigint[])", ([r[0] for r in rows],)
             )
@@ -83,10 +86,10 @@ def reembed(
             meta.write_meta(cursor, s, {meta.REEMBED_KEY: wanted})
         cursor.execute(f"SELECT count(DISTINCT memory_id) FROM {s}.vectors_next")
         resumed = int(cursor.fetchone()[0])  # type: ignore[index]
-    embedded = _stage(store, embed, progress, locked=False)
+    embedded = _stage(store, embed, target.dim, progress, locked=False)
     with store.session.transaction(timeout_ms=0) as cursor:
         store.lock(cursor, exclusive=True)
-        embedded += _stage(store, embed, None, locked=True)  # added or edited meanwhile
+        embedded += _stage(store, embed, target.dim, None, locked=True)  # added or edited meanwhile
         cursor.execute(f"DROP INDEX IF EXISTS {s}.{meta.HNSW_INDEX}")  # it is of the old dimension
         cursor.execute(f"DELETE FROM {s}.vectors")
         cursor.execute(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from remem.core import arguments
 from remem.core.context import ContextItem, Merge, merge
-from remem.errors import InvalidInputError, MemoryNotFoundError
+from remem.errors import InvalidInputError, MemoryNotFoundError, StoreClosedError
 from remem.inputs import MAX_TEXT_CHARS, check_min_score
 from remem.later import Later
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
@@ -44,7 +44,9 @@ class Memories:
 
     def __init__(self, backend: Backend, catalog: ModelCatalog, embedder: Embedder | None = None) -> None:
         """Serve ``backend``; models come from ``catalog`` unless ``embedder`` is given."""
-        self.backend = backend
+        self._backend: Backend | None = backend
+        self._location = backend.location
+        self._warnings = backend.warnings  # the back-end's own list: still readable once closed
         self.catalog = catalog
         self._given = embedder
         self._embedder = embedder
@@ -55,14 +57,21 @@ class Memories:
         self.max_text_chars = MAX_TEXT_CHARS
 
     @property
+    def backend(self) -> Backend:
+        """The store's back-end; StoreClosedError once this Memories is closed (on every back-end)."""
+        if self._backend is None:
+            raise StoreClosedError(self._location)
+        return self._backend
+
+    @property
     def warnings(self) -> list[str]:
         """Problems the store repaired by itself while serving (e.g. a rebuilt index file)."""
-        return self.backend.warnings
+        return self._warnings
 
     @property
     def location(self) -> str:
         """Where the store is."""
-        return self.backend.location
+        return self._location
 
     @property
     def model(self) -> ModelInfo | None:
@@ -70,8 +79,10 @@ class Memories:
         return self.backend.model
 
     def close(self) -> None:
-        """Release the store."""
-        self.backend.close()
+        """Release the store; every later call raises StoreClosedError (closing again does nothing)."""
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            backend.close()
 
     def __enter__(self) -> Memories:
         return self

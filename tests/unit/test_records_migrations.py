@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from remem.backends.local.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
 from remem.backends.local.connections import Connections, connect
+from remem.backends.local.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
 from remem.backends.local.records import Records
 from remem.errors import StoreCorruptError, StoreError
 from remem.types import Filters, NewMemory, text_sha256, utc_now_iso

@@ -78,47 +78,45 @@ def _read_only_connection(path: Path) -> sqlite3.Connection:
 
 
 class Connections:
-    """The connections of the threads that use one store database (see the module docstring)."""
+    """The connections of the threads that use one store database (see the module docstring).
+
+    A connection is only ever closed by its own thread (closing one another thread is using is not
+    safe): ``close`` closes the caller's, and every other thread closes its own on its next use,
+    which raises StoreClosedError; a thread that ends drops its own.
+    """
 
     def __init__(self, first: sqlite3.Connection, path: Path | None, location: str) -> None:
         """Start with ``first`` (this thread's, from ``connect``); other threads open their own to
         ``path`` on first use (None: they share ``first``, for a single-threaded caller).
         ``location`` names the store in StoreClosedError."""
         self._path = path
-        self._shared = first if path is None else None
         self._location = location
         self._local = threading.local()
         self._local.conn = first
-        self._lock = threading.Lock()
-        self._open: dict[threading.Thread, sqlite3.Connection] = {threading.current_thread(): first}
+        self._shared = first if path is None else None
         self._closed = False
 
     def current(self) -> sqlite3.Connection:
         """This thread's connection (opened on its first use); StoreClosedError once closed."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None or self._closed:
-            conn = self._open_for_this_thread()
-        return conn
-
-    def _open_for_this_thread(self) -> sqlite3.Connection:
         if self._closed:
+            self._close_own()
             raise StoreClosedError(self._location)
-        conn = self._shared if self._path is None else connect(self._path, migrated=True)
-        assert conn is not None
-        with self._lock:
-            if self._closed:
-                conn.close()
-                raise StoreClosedError(self._location)
-            for thread in [thread for thread in self._open if not thread.is_alive()]:
-                del self._open[thread]  # not closed here: a generator it began may still read through it
-            self._open[threading.current_thread()] = conn
-        self._local.conn = conn
+        if conn is None:
+            conn = self._shared if self._path is None else connect(self._path, migrated=True)
+            assert conn is not None  # shared when there is no path
+            self._local.conn = conn
         return conn
 
     def close(self) -> None:
-        """Close every thread's connection (a read in progress elsewhere then fails as closed)."""
-        with self._lock:
-            self._closed = True
-            conns, self._open = {*self._open.values(), *([self._shared] if self._shared else [])}, {}
-        for conn in conns:
+        """Close this thread's connection; every other thread's closes on its next use."""
+        self._closed = True
+        self._close_own()
+        if self._shared is not None:
+            self._shared.close()
+
+    def _close_own(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
             conn.close()

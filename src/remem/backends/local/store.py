@@ -310,7 +310,13 @@ class LocalBackend:
         in_snapshot = self.records.conn.in_transaction  # a read snapshot (writers hold the lock)
         with self.index_lock:
             synced = sync.cached_index(
-                self.records, self._index, self.index_path, dim, settings.built_kind, settings.hnsw, in_snapshot
+                self.records,
+                self._index,
+                self.index_path,
+                dim,
+                settings.built_kind,
+                settings.hnsw,
+                in_snapshot,
             )
             self._index = synced.index  # kept: a long-lived process catches it up instead of re-reading
             if synced.warning:

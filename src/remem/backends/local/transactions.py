@@ -27,8 +27,8 @@ def atomic(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         yield conn
         conn.execute("COMMIT")
     except BaseException:
-        if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error):  # also when the connection was closed meanwhile
+            if conn.in_transaction:
                 conn.execute("ROLLBACK")
         raise
 

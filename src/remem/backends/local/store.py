@@ -42,7 +42,7 @@ class LocalBackend:
 
     Safe to share between threads: each thread reads and writes through its own connection (so its
     own transactions, see ``connections``), and the vector index kept in memory is used by one thread
-    at a time (``index_lock``: held while it is synced, searched, and changed by a write).
+    at a time (``_index_lock``: held while it is synced, searched, and changed by a write).
     """
 
     def __init__(self, directory: Path, records: Records) -> None:
@@ -52,7 +52,7 @@ class LocalBackend:
         self.records = records
         self._index: VectorIndex | None = None
         #: Held while the in-memory vector index is synced, searched or changed (re-entrant).
-        self.index_lock = threading.RLock()
+        self._index_lock = threading.RLock()
         #: Problems remem repaired by itself while serving this store (for the caller to report).
         self.warnings: list[str] = []
 
@@ -67,7 +67,8 @@ class LocalBackend:
         return cls(directory, Records(connections))
 
     def close(self) -> None:
-        """Close the database connections (every thread's); later calls raise StoreClosedError."""
+        """Close the database (this thread's connection now, every other thread's on its next use);
+        every later call raises StoreClosedError."""
         self.records.close()
 
     def __enter__(self) -> LocalBackend:
@@ -173,7 +174,7 @@ class LocalBackend:
         On success the transaction commits with a new generation and the index is saved (a failed
         save is a warning: the database has the change); on error both are left as they were.
         """
-        with self.write_lock(), self.index_lock:
+        with self.write_lock(), self._index_lock:
             if model is not None:
                 self.check_model(model)
             index = self.vector_index(model.dim) if model is not None else None
@@ -253,7 +254,7 @@ class LocalBackend:
         if embedded_with is not None and embedded_with != model:
             raise ModelChangedError(f"the store at {self.directory} switched to model {model.name}; retry")
         index = self.vector_index(model.dim, persist_repairs=True)
-        return LocalVectorLane(self.records, index, self.index_lock)
+        return LocalVectorLane(self.records, index, self._index_lock)
 
     def keyword_top(
         self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
@@ -308,7 +309,7 @@ class LocalBackend:
 
         settings = self.settings
         in_snapshot = self.records.conn.in_transaction  # a read snapshot (writers hold the lock)
-        with self.index_lock:
+        with self._index_lock:
             synced = sync.cached_index(
                 self.records,
                 self._index,

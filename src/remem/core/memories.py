@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -39,14 +40,14 @@ DEFAULT_SEARCH_LIMIT = 5
 DEFAULT_LIST_LIMIT = 20
 
 
-class Memories:
+class Memories(AbstractContextManager["Memories"]):
     """A store of memories and the model that embeds them. Use ``remem.open``; close it (or ``with``)."""
 
     def __init__(self, backend: Backend, catalog: ModelCatalog, embedder: Embedder | None = None) -> None:
         """Serve ``backend``; models come from ``catalog`` unless ``embedder`` is given."""
         self._backend: Backend | None = backend
-        self._location = backend.location
-        self._warnings = backend.warnings  # the back-end's own list: still readable once closed
+        #: Where the store is; what it repaired by itself while serving (both readable once closed).
+        self.location, self.warnings = backend.location, backend.warnings
         self.catalog = catalog
         self._given = embedder
         self._embedder = embedder
@@ -60,18 +61,8 @@ class Memories:
     def backend(self) -> Backend:
         """The store's back-end; StoreClosedError once this Memories is closed (on every back-end)."""
         if self._backend is None:
-            raise StoreClosedError(self._location)
+            raise StoreClosedError(self.location)
         return self._backend
-
-    @property
-    def warnings(self) -> list[str]:
-        """Problems the store repaired by itself while serving (e.g. a rebuilt index file)."""
-        return self._warnings
-
-    @property
-    def location(self) -> str:
-        """Where the store is."""
-        return self._location
 
     @property
     def model(self) -> ModelInfo | None:
@@ -83,9 +74,6 @@ class Memories:
         backend, self._backend = self._backend, None
         if backend is not None:
             backend.close()
-
-    def __enter__(self) -> Memories:
-        return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()

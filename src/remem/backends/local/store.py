@@ -39,11 +39,7 @@ if TYPE_CHECKING:
 @translating
 class LocalBackend:
     """A memory store in one directory. SQLite is the truth; the vector index is derived from it.
-
-    Safe to share between threads: each thread reads and writes through its own connection (so its
-    own transactions, see ``connections``), and the vector index kept in memory is used by one thread
-    at a time (``_index_lock``: held while it is synced, searched, and changed by a write).
-    """
+    Threads may share it: each has its own connection (``connections``); the loaded index is locked."""
 
     def __init__(self, directory: Path, records: Records) -> None:
         """Use ``LocalBackend.open``; this wraps an already-open database."""
@@ -51,8 +47,7 @@ class LocalBackend:
         self.location = str(directory)
         self.records = records
         self._index: VectorIndex | None = None
-        #: Held while the in-memory vector index is synced, searched or changed (re-entrant).
-        self._index_lock = threading.RLock()
+        self._index_lock = threading.RLock()  # held while the loaded index is synced, searched or changed
         #: Problems remem repaired by itself while serving this store (for the caller to report).
         self.warnings: list[str] = []
 

@@ -148,3 +148,52 @@ def test_closing_a_memories_that_threads_use_stops_them_cleanly(tmp_path: Path) 
     with remem.open(tmp_path / "s", embedder=FakeEmbedder()) as again:
         assert set(acknowledged) <= {m.id for m in again.iter()}
         assert again.doctor().ok
+
+
+def _turns_and_waiting(
+    memories: remem.Memories, worker: int, kept: dict[int, str], errors: list[str]
+) -> None:
+    """Turns of a conversation, memories stored without vectors and embedded later, and exports."""
+    for i in range(ROUNDS // 2):
+        try:
+            text = f"thread {worker} turn t{worker}n{i} about topic {i % 7}"
+            added = memories.add(text, embed=i % 3 != 0, conversation=f"c{worker}" if i % 2 else None)
+            kept[added.id] = text
+            memories.search(f"topic {i % 7}", k=3)
+            if i % 5 == 0:
+                memories.embed_pending(limit=3)
+            assert added.id in {record["id"] for record in memories.export()}
+        except Exception as exc:
+            errors.append(f"thread {worker} round {i}: {type(exc).__name__}: {exc}")
+
+
+def test_threads_with_turns_waiting_memories_and_reindexes_lose_nothing(tmp_path: Path) -> None:
+    kept: list[dict[int, str]] = [{} for _ in range(THREADS)]
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def reindex_until_stopped() -> None:
+        for n in range(1_000_000):
+            if stop.is_set():
+                return
+            try:
+                memories.reindex(index=("exact", "hnsw")[n % 2], force=True)
+            except Exception as exc:
+                errors.append(f"reindex: {type(exc).__name__}: {exc}")
+
+    with remem.open(tmp_path / "s", embedder=FakeEmbedder()) as memories:
+        memories.add("a memory from before the threads")
+        args = [(memories, w, kept[w], errors) for w in range(THREADS)]
+        threads = [threading.Thread(target=_turns_and_waiting, args=a) for a in args]
+        threads.append(threading.Thread(target=reindex_until_stopped))
+        for thread in threads:
+            thread.start()
+        for thread in threads[:-1]:
+            thread.join()
+        stop.set()
+        threads[-1].join()
+        assert errors == []
+        memories.embed_pending()
+        stored = {m.id: m.text for m in memories.iter()}
+        assert stored == {1: "a memory from before the threads", **{k: v for p in kept for k, v in p.items()}}
+        _assert_index_agrees(memories, stored)

@@ -2,8 +2,8 @@
 
 Threads sharing one store never share a connection, so never a transaction: each is as separate
 from the others as another process would be, and the store's OS lock, generations and snapshots keep
-them consistent exactly as they keep processes consistent. ``Connections.close`` closes them all;
-a use after that raises StoreClosedError.
+them consistent exactly as they keep processes consistent. After ``Connections.close`` every use,
+on any thread, raises StoreClosedError.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def connect(path: Path, *, migrated: bool = False) -> sqlite3.Connection:
 
 
 def _connection(path: Path, uri: str | None = None) -> sqlite3.Connection:
-    # Used by one thread at a time (see ``Connections``); closed by whichever thread closes the store.
+    # Each thread uses its own (see ``Connections``), but a generator begun on one may be read on another.
     return sqlite3.connect(
         uri or path,
         isolation_level=None,

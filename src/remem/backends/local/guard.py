@@ -32,7 +32,7 @@ def store_error(exc: sqlite3.Error | ValueError, where: Path | str | None) -> Re
     text = damage(exc)
     lowered = text.lower()
     if isinstance(exc, sqlite3.ProgrammingError) and "closed database" in lowered:
-        return StoreClosedError(str(where or "?"))  # closed by another thread while this one read
+        return StoreClosedError(str(where or "?"))  # an unfinished read went on after close
     if "locked" in lowered or name.startswith("SQLITE_BUSY"):
         return StoreError(f"{store} is locked by another process; retry")
     if name.startswith("SQLITE_FULL") or "disk is full" in lowered or _full_disk(name, lowered, where):

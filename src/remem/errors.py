@@ -23,6 +23,20 @@ class MemoryNotFoundError(InvalidInputError):
         )
 
 
+class UsageError(RememError):
+    """A call that cannot run in the state its caller left the ``Memories`` in (closed, or a write
+    while one of its exports is still being read on the same thread); nothing was changed."""
+
+
+class StoreClosedError(UsageError):
+    """The ``Memories`` (its store) was closed; open the store again to use it."""
+
+    def __init__(self, location: str) -> None:
+        """Name the store (a URL without its password, or a directory)."""
+        self.location = location
+        super().__init__(f"this Memories is closed (the store at {location}); open the store again to use it")
+
+
 class StoreError(RememError):
     """The store cannot be opened, read or written."""
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from remem.backends.local.connections import Connections, connect
 from remem.backends.local.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
-from remem.backends.local.records import Records, connect
+from remem.backends.local.records import Records
 from remem.errors import StoreCorruptError, StoreError
 from remem.types import Filters, NewMemory, text_sha256, utc_now_iso
 
@@ -143,9 +144,10 @@ def _insert(records: Records, text: str, blob: bytes = b"\0", created_at: str | 
 
 @pytest.fixture
 def records(tmp_path: Path) -> Iterator[Records]:
-    conn = connect(tmp_path / "r.sqlite3")
-    yield Records(conn)
-    conn.close()
+    path = tmp_path / "r.sqlite3"
+    records = Records(Connections(connect(path), path, str(tmp_path)))
+    yield records
+    records.close()
 
 
 def test_records_meta_set_and_overwrite(records: Records) -> None:

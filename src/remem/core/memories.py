@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.core import arguments
 from remem.core.context import ContextItem, Merge, merge
-from remem.errors import InvalidInputError, MemoryNotFoundError
+from remem.errors import InvalidInputError, MemoryNotFoundError, StoreClosedError
 from remem.inputs import MAX_TEXT_CHARS
 from remem.later import Later
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
@@ -40,13 +41,15 @@ DEFAULT_SEARCH_LIMIT = 5
 DEFAULT_LIST_LIMIT = 20
 
 
-class Memories:
+class Memories(AbstractContextManager["Memories"]):
     """A store of memories and the model that embeds them. Use ``remem.open``; close it (or ``with``).
     A wrong type of argument is a TypeError naming it, a bad value an InvalidInputError (nothing changes)."""
 
     def __init__(self, backend: Backend, catalog: ModelCatalog, embedder: Embedder | None = None) -> None:
         """Serve ``backend``; models come from ``catalog`` unless ``embedder`` is given."""
-        self.backend = backend
+        self._backend: Backend | None = backend
+        #: Where the store is; what it repaired by itself while serving (both readable once closed).
+        self.location, self.warnings = backend.location, backend.warnings
         self.catalog = catalog
         self._given = embedder
         self._embedder = embedder
@@ -57,14 +60,11 @@ class Memories:
         self.max_text_chars = MAX_TEXT_CHARS
 
     @property
-    def warnings(self) -> list[str]:
-        """Problems the store repaired by itself while serving (e.g. a rebuilt index file)."""
-        return self.backend.warnings
-
-    @property
-    def location(self) -> str:
-        """Where the store is."""
-        return self.backend.location
+    def backend(self) -> Backend:
+        """The store's back-end; StoreClosedError once this Memories is closed (on every back-end)."""
+        if self._backend is None:
+            raise StoreClosedError(self.location)
+        return self._backend
 
     @property
     def model(self) -> ModelInfo | None:
@@ -72,11 +72,10 @@ class Memories:
         return self.backend.model
 
     def close(self) -> None:
-        """Release the store."""
-        self.backend.close()
-
-    def __enter__(self) -> Memories:
-        return self
+        """Release the store; every later call raises StoreClosedError (closing again does nothing)."""
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            backend.close()
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from remem.backends.local.records import connect
+from remem.backends.local.connections import connect
 from remem.errors import StoreCorruptError, StoreError, StoreNotFoundError
 
 DB_FILE = "memories.sqlite3"

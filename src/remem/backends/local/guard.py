@@ -12,7 +12,7 @@ from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from remem.errors import InvalidInputError, RememError, StoreCorruptError, StoreError
+from remem.errors import InvalidInputError, RememError, StoreClosedError, StoreCorruptError, StoreError
 
 C = TypeVar("C", bound=type)
 _DATABASE_ERRORS = (sqlite3.Error, json.JSONDecodeError)
@@ -31,6 +31,8 @@ def store_error(exc: sqlite3.Error | ValueError, where: Path | str | None) -> Re
     name = str(getattr(exc, "sqlite_errorname", ""))
     text = damage(exc)
     lowered = text.lower()
+    if isinstance(exc, sqlite3.ProgrammingError) and "closed database" in lowered:
+        return StoreClosedError(str(where or "?"))  # an unfinished read went on after close
     if "locked" in lowered or name.startswith("SQLITE_BUSY"):
         return StoreError(f"{store} is locked by another process; retry")
     if name.startswith("SQLITE_FULL") or "disk is full" in lowered or _full_disk(name, lowered, where):

@@ -9,7 +9,8 @@ index is exact; if HNSW returns fewer than it should, the candidates are scored 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from remem.backends.base import Scored
 from remem.backends.local.guard import translating
@@ -115,14 +116,17 @@ def _memory_cosines(records: Records, vector: FloatArray, memory_ids: Sequence[i
 class LocalVectorLane:
     """The vector lane over one synced index and the store's records."""
 
-    def __init__(self, records: Records, index: VectorIndex) -> None:
-        """Rank with ``index`` (level with ``records``)."""
+    def __init__(self, records: Records, index: VectorIndex, lock: AbstractContextManager[Any]) -> None:
+        """Rank with ``index`` (level with ``records``), holding ``lock`` while it is read (another
+        thread's write changes it in place)."""
         self._records = records
         self._index = index
+        self._lock = lock
 
     def top(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
         """Exact top ``k`` (memory id, cosine of its best window) among the filtered memories."""
-        return _vector_rank(self._records, self._index, vector, k, filters)
+        with self._lock:
+            return _vector_rank(self._records, self._index, vector, k, filters)
 
     def cosines(self, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
         """(memory id, cosine of its best window), best first, scored exactly."""

@@ -7,77 +7,22 @@ its keyword terms and its vectors always change together.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from collections.abc import Iterator, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remem.backends.local import filtering, fts
-from remem.backends.local.guard import damage, store_error
-from remem.backends.local.migrations import migrate
 from remem.backends.shapes import stored_memory
-from remem.errors import StoreCorruptError, StoreError
 from remem.types import Filters, Memory, NewMemory, text_sha256
 
-BUSY_TIMEOUT_MS = 30_000
+if TYPE_CHECKING:
+    from remem.backends.local.connections import Connections
+
 _CHUNK = 500  # ids per "IN (...)" list
 
 _MEMORY_COLUMNS = """m.id, m.text, m.sha256, m.created_at, m.user, m.conversation, m.role, m.meta,
     (SELECT json_group_array(tag) FROM
         (SELECT tag FROM memory_tags t WHERE t.memory_id = m.id ORDER BY tag)) AS tags, m.updated_at"""
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating if needed) a store database in WAL mode and bring its schema up to date; on
-    read-only media (the file or its directory not writable) open it read-only, so it can be read.
-
-    Raises StoreCorruptError naming the file when it is not a usable SQLite database, StoreError
-    when it is locked, read-only where a write was needed, or on a full disk.
-    """
-    writable = os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
-    try:
-        conn = _connection(path) if writable else _read_only_connection(path)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open {path}: {exc}") from exc
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
-        if writable:
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-        migrate(conn)
-        conn.execute("PRAGMA foreign_keys = ON")
-        fts.ensure_current(conn)
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        error = store_error(exc, path.parent)
-        if isinstance(error, StoreCorruptError):
-            error = StoreCorruptError(f"{path} is not a usable remem database: {damage(exc)}")
-        raise error from exc
-    return conn
-
-
-def _connection(path: Path, uri: str | None = None) -> sqlite3.Connection:
-    # One connection may serve several threads (a server); callers serialise its use.
-    return sqlite3.connect(
-        uri or path,
-        isolation_level=None,
-        timeout=BUSY_TIMEOUT_MS / 1000,
-        check_same_thread=False,
-        uri=uri is not None,
-    )
-
-
-def _read_only_connection(path: Path) -> sqlite3.Connection:
-    """A read-only connection; where WAL cannot make its shared-memory file beside the database (a
-    read-only mount, a snapshot), an immutable one: nothing can change the file there anyway."""
-    conn = _connection(path, f"{path.resolve().as_uri()}?mode=ro")
-    try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.OperationalError:
-        conn.close()
-        return _connection(path, f"{path.resolve().as_uri()}?immutable=1")
-    return conn
 
 
 def _memory(row: sqlite3.Row | tuple[Any, ...]) -> Memory:
@@ -91,11 +36,20 @@ def _chunks(ids: Sequence[int]) -> Iterator[tuple[list[int], str]]:
 
 
 class Records:
-    """Queries and writes on one store database connection."""
+    """Queries and writes on a store's database, each through the calling thread's connection."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        """Wrap an open connection (see ``connect``)."""
-        self.conn = conn
+    def __init__(self, connections: Connections) -> None:
+        """Query through ``connections`` (see ``connections.connect``)."""
+        self._connections = connections
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The calling thread's connection (StoreClosedError once ``close`` was called)."""
+        return self._connections.current()
+
+    def close(self) -> None:
+        """Close every thread's connection."""
+        self._connections.close()
 
     def get_meta(self, key: str) -> str | None:
         """A value from the store's key/value table, or None."""

@@ -9,12 +9,14 @@ writer is between its commit and its save.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remem.backends.local import pending
-from remem.backends.local.files import INDEX_FILE, locked, open_database
+from remem.backends.local.connections import Connections
+from remem.backends.local.files import DB_FILE, INDEX_FILE, locked, open_database
 from remem.backends.local.guard import translating
 from remem.backends.local.records import Records
 from remem.backends.local.settings import IndexSettings, read_model, write_model
@@ -36,7 +38,8 @@ if TYPE_CHECKING:
 
 @translating
 class LocalBackend:
-    """A memory store in one directory. SQLite is the truth; the vector index is derived from it."""
+    """A memory store in one directory. SQLite is the truth; the vector index is derived from it.
+    Threads may share it: each has its own connection (``connections``); the loaded index is locked."""
 
     def __init__(self, directory: Path, records: Records) -> None:
         """Use ``LocalBackend.open``; this wraps an already-open database."""
@@ -44,6 +47,7 @@ class LocalBackend:
         self.location = str(directory)
         self.records = records
         self._index: VectorIndex | None = None
+        self._index_lock = threading.RLock()  # held while the loaded index is synced, searched or changed
         #: Problems remem repaired by itself while serving this store (for the caller to report).
         self.warnings: list[str] = []
 
@@ -54,11 +58,13 @@ class LocalBackend:
         Raises StoreNotFoundError when it does not exist and ``create`` is false, StoreError when
         the directory is unusable, StoreCorruptError when the database file is damaged.
         """
-        return cls(directory, Records(open_database(directory, create)))
+        connections = Connections(open_database(directory, create), directory / DB_FILE, str(directory))
+        return cls(directory, Records(connections))
 
     def close(self) -> None:
-        """Close the database connection."""
-        self.records.conn.close()
+        """Close the database (this thread's connection now, every other thread's on its next use);
+        every later call raises StoreClosedError."""
+        self.records.close()
 
     def __enter__(self) -> LocalBackend:
         return self
@@ -163,7 +169,7 @@ class LocalBackend:
         On success the transaction commits with a new generation and the index is saved (a failed
         save is a warning: the database has the change); on error both are left as they were.
         """
-        with self.write_lock():
+        with self.write_lock(), self._index_lock:
             if model is not None:
                 self.check_model(model)
             index = self.vector_index(model.dim) if model is not None else None
@@ -242,7 +248,8 @@ class LocalBackend:
             raise StoreError(f"the store at {self.directory} holds no vectors yet")
         if embedded_with is not None and embedded_with != model:
             raise ModelChangedError(f"the store at {self.directory} switched to model {model.name}; retry")
-        return LocalVectorLane(self.records, self.vector_index(model.dim, persist_repairs=True))
+        index = self.vector_index(model.dim, persist_repairs=True)
+        return LocalVectorLane(self.records, index, self._index_lock)
 
     def keyword_top(
         self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
@@ -301,15 +308,22 @@ class LocalBackend:
 
         settings = self.settings
         in_snapshot = self.records.conn.in_transaction  # a read snapshot (writers hold the lock)
-        synced = sync.cached_index(
-            self.records, self._index, self.index_path, dim, settings.built_kind, settings.hnsw, in_snapshot
-        )
-        self._index = synced.index  # kept: a long-lived process catches it up instead of re-reading
-        if synced.warning:
-            self.warnings.append(synced.warning)
-        if persist_repairs and synced.changed:
-            with contextlib.suppress(BlockingIOError, StoreError), self.write_lock(blocking=False):
-                synced.index.save(self.index_path, synced.index.header.generation)
+        with self._index_lock:
+            synced = sync.cached_index(
+                self.records,
+                self._index,
+                self.index_path,
+                dim,
+                settings.built_kind,
+                settings.hnsw,
+                in_snapshot,
+            )
+            self._index = synced.index  # kept: a long-lived process catches it up instead of re-reading
+            if synced.warning:
+                self.warnings.append(synced.warning)
+            if persist_repairs and synced.changed:
+                with contextlib.suppress(BlockingIOError, StoreError), self.write_lock(blocking=False):
+                    synced.index.save(self.index_path, synced.index.header.generation)
         return synced.index
 
     def write_lock(self, *, blocking: bool = True) -> contextlib.AbstractContextManager[None]:

@@ -113,7 +113,9 @@ def cached_index(
 ) -> Synced:
     """``cached`` (an index this process synced before) caught up incrementally when it is of this
     store, of the kind and parameters the store's settings now name (a reindex elsewhere may have
-    rebuilt it), and not ahead of the database — no file read; else the file, synced."""
+    rebuilt it), and not ahead of the database (inside a read snapshot it may be: another thread of
+    this process committed after the snapshot began, as with a file) — no file read; else the file,
+    synced."""
     same_shape = cached is not None and (cached.kind, cached.header.hnsw, cached.header.dim) == (
         kind,
         hnsw,
@@ -121,7 +123,7 @@ def cached_index(
     )
     if cached is not None and same_shape and cached.header.store_id == records.store_id():
         generation = records.generation()
-        if cached.header.generation == generation:
+        if cached.header.generation == generation or (in_snapshot and cached.header.generation > generation):
             return Synced(cached, changed=False)
         if cached.header.generation < generation:
             catch_up(records, cached, dim)

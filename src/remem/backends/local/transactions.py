@@ -6,21 +6,29 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator
 
+from remem.errors import UsageError
+
 
 @contextlib.contextmanager
 def atomic(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """``BEGIN IMMEDIATE`` … ``COMMIT``; on any exception a ``ROLLBACK`` (only if a transaction is
     open, so the original error is never hidden by a failing rollback), then the exception re-raised.
 
-    The connection must be in autocommit mode (``isolation_level=None``); transactions do not nest.
+    The connection must be in autocommit mode (``isolation_level=None``); transactions do not nest:
+    inside a read snapshot this thread still holds open (an unfinished export) it raises UsageError.
     """
+    if conn.in_transaction:
+        raise UsageError(
+            "a write cannot run while an export of this store is still being read on this thread; "
+            "finish or close the export first"
+        )
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
         conn.execute("COMMIT")
     except BaseException:
-        if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error):  # also when the connection was closed meanwhile
+            if conn.in_transaction:
                 conn.execute("ROLLBACK")
         raise
 

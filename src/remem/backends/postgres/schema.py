@@ -88,8 +88,32 @@ _V3 = (
     "ALTER TABLE {s}.memories ADD COLUMN context text NOT NULL DEFAULT ''",
 )
 
+_V4 = (
+    # Names (user, conversation, role, tags) of any length: an index entry must fit in a third of a
+    # page, so the unique and filter indexes hold each name's SHA-256 (``name_key``, inlined by the
+    # planner; its bytes are the name's in the database encoding; the tags' in column tag_keys), and
+    # filters compare keys.
+    r"""CREATE FUNCTION {s}.name_key(name text) RETURNS bytea LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT pg_catalog.sha256(pg_catalog.decode(pg_catalog.replace(name, E'\\', E'\\\\'), 'escape')) $$""",
+    """CREATE FUNCTION {s}.name_keys(names text[]) RETURNS bytea[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT coalesce(array_agg({s}.name_key(n)), '{{}}') FROM unnest(names) AS u(n) $$""",
+    # Stored, so a filter compares arrays row by row instead of calling name_keys for each.
+    "ALTER TABLE {s}.memories ADD COLUMN tag_keys bytea[] GENERATED ALWAYS AS ({s}.name_keys(tags)) STORED",
+    "DROP INDEX {s}.memories_dedup",
+    """CREATE UNIQUE INDEX memories_dedup ON {s}.memories
+        (sha256, {s}.name_key(coalesce("user", '')), {s}.name_key(coalesce(conversation, '')))""",
+    "DROP INDEX {s}.memories_user",
+    'CREATE INDEX memories_user ON {s}.memories ({s}.name_key("user"))',
+    "DROP INDEX {s}.memories_conversation",
+    "CREATE INDEX memories_conversation ON {s}.memories ({s}.name_key(conversation))",
+    "DROP INDEX {s}.memories_role",
+    "CREATE INDEX memories_role ON {s}.memories ({s}.name_key(role))",
+    "DROP INDEX {s}.memories_tags",
+    "CREATE INDEX memories_tags ON {s}.memories USING gin (tag_keys)",
+)
+
 #: Migration n brings a schema from version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3, _V4)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.errors import StoreError, StoreNotFoundError
+from remem.errors import InvalidInputError, StoreError, StoreNotFoundError
 
 if TYPE_CHECKING:
     import psycopg
@@ -131,6 +131,17 @@ def _version(cursor: psycopg.Cursor[Any], schema: str) -> int | None:
     return int(cursor.fetchone()[0])  # type: ignore[index]
 
 
+def _refuse_unfolded_store(cursor: psycopg.Cursor[Any], session: Session) -> None:
+    """InvalidInputError when the schema name was folded to lower case, no store is there, and a
+    store is under the name as written (made by a remem that did not fold): which one is meant?"""
+    written = session.url.folded_from
+    if _version(cursor, written) is not None:
+        raise InvalidInputError(
+            f"schema={written} means schema {session.url.schema} (PostgreSQL folds unquoted names to "
+            f'lower case), which holds no store; the store in schema "{written}" is schema="{written}"'
+        )
+
+
 def _vector_extension(cursor: psycopg.Cursor[Any], session: Session, create: bool) -> tuple[int, ...]:
     """The installed pgvector version, installing it when allowed; StoreError naming the fix."""
     cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
@@ -163,6 +174,8 @@ def prepare(session: Session, create: bool) -> tuple[int, ...]:
     with session.transaction() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"remem-migrate:{session.url.schema}",))
         version = _version(cursor, session.url.schema)
+        if version is None and session.url.folded_from:
+            _refuse_unfolded_store(cursor, session)
         if version is None and not create:
             raise StoreNotFoundError(f"no remem store at {session.url.shown}")
         if version is not None and version > LATEST_VERSION:

@@ -4,6 +4,7 @@ URL's ``connect_timeout``, and schema names folded to lower case as PostgreSQL f
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
 
@@ -96,19 +97,20 @@ def test_the_urls_connect_timeout_and_options_are_kept(postgres_url: str) -> Non
         _open(postgres_url + "&connect_timeout=soon")
 
 
-def test_a_schema_name_is_folded_as_postgresql_folds_it(postgres_base: str) -> None:
-    with _open(f"{postgres_base}&schema=Team_Store") as memories:
+def test_a_schema_name_is_folded_as_postgresql_folds_it(postgres_base: str, tmp_path: Path) -> None:
+    name = "Team_" + hashlib.sha1(str(tmp_path).encode()).hexdigest()[:8]  # a store of this test's own
+    with _open(f"{postgres_base}&schema={name}") as memories:
         memories.add("one store, however the name is written")
-        assert memories.location.endswith("schema=team_store")
-    with _open(f"{postgres_base}&schema=team_store", create=False) as memories:
+        assert memories.location.endswith(f"schema={name.lower()}")
+    with _open(f"{postgres_base}&schema={name.lower()}", create=False) as memories:
         assert len(memories.list()) == 1
-    with _open(f'{postgres_base}&schema="Team_Store"') as memories:  # quoted: the name as written
-        assert memories.list() == [] and memories.location.endswith('schema="Team_Store"')
+    with _open(f'{postgres_base}&schema="{name}"') as memories:  # quoted: the name as written
+        assert memories.list() == [] and memories.location.endswith(f'schema="{name}"')
         memories.add("another store")
-    postgres_server.psql("DROP SCHEMA team_store CASCADE")
-    with pytest.raises(InvalidInputError, match='the store in schema "Team_Store" is schema="Team_Store"'):
-        _open(f"{postgres_base}&schema=Team_Store")  # which one is meant? refused, nothing made
-    assert "team_store" not in postgres_server.psql("SELECT nspname FROM pg_namespace")
+    postgres_server.psql(f"DROP SCHEMA {name.lower()} CASCADE")
+    with pytest.raises(InvalidInputError, match=f'the store in schema "{name}" is schema="{name}"'):
+        _open(f"{postgres_base}&schema={name}")  # which one is meant? refused, nothing made
+    assert name.lower() not in postgres_server.psql("SELECT nspname FROM pg_namespace")
 
 
 @pytest.mark.parametrize("schema", ["information_schema", "pg_catalog", "PG_TOAST", "pg_remem"])

@@ -1,6 +1,7 @@
 """Filters as PostgreSQL conditions on alias ``m``: each one served by an index (b-tree on the keys
 of user, conversation and role, and on created_at; GIN on the keys of the tags and on the metadata as
-jsonb). A name's key is its SHA-256 (``schema.name_key``): names of any length are indexed."""
+jsonb). A name's key is its SHA-256 (``schema.name_key``, stored beside it): names of any length are
+indexed."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def where(filters: Filters | None, s: str) -> tuple[str, list[Any]]:
     for column in ("user", "conversation", "role"):
         value = getattr(filters, column)
         if value is not None:
-            clauses.append(f'{s}.name_key(m."{column}") = {s}.name_key(%s)')
+            clauses.append(f"m.{column}_key = {s}.name_key(%s)")
             params.append(value)
     if filters.tags:
         clauses.append(f"m.tag_keys @> {s}.name_keys(%s::text[])")

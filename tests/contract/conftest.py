@@ -41,16 +41,17 @@ BACKENDS = ["local", "postgres"]
 
 
 @pytest.fixture(params=BACKENDS)
-def open_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Backend]]:
-    """Opens this test's store (new and empty at first; the same store on every call); every
-    back-end it opened is closed after the test. PostgreSQL runs on the session's server."""
+def open_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Backend]]:
+    """Opens this test's store (new and empty at first; the same store on every call), or with a
+    name another store of the same back-end (for moving memories between stores); every back-end
+    it opened is closed after the test. PostgreSQL runs on the session's server."""
     if request.param == "postgres":
         request.getfixturevalue("postgres_base")
     opener = OPENERS[request.param]
     opened: list[Backend] = []
 
-    def open_again() -> Backend:
-        backend = opener(tmp_path)
+    def open_again(name: str = "") -> Backend:
+        backend = opener(tmp_path / name if name else tmp_path)
         opened.append(backend)
         return backend
 
@@ -60,6 +61,6 @@ def open_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
 
 
 @pytest.fixture
-def backend(open_backend: Callable[[], Backend]) -> Backend:
+def backend(open_backend: Callable[..., Backend]) -> Backend:
     """A new, empty store of each back-end under contract."""
     return open_backend()

@@ -1,5 +1,7 @@
-"""Filters as PostgreSQL conditions on alias ``m``: each one served by an index (b-tree on user,
-conversation, role and created_at; GIN on tags and on the metadata as jsonb)."""
+"""Filters as PostgreSQL conditions on alias ``m``: each one served by an index (b-tree on the keys
+of user, conversation and role, and on created_at; GIN on the keys of the tags and on the metadata as
+jsonb). A name's key is its SHA-256 (``schema.name_key``, stored beside it): names of any length are
+indexed."""
 
 from __future__ import annotations
 
@@ -9,18 +11,19 @@ from typing import Any
 from remem.types import Filters
 
 
-def where(filters: Filters | None) -> tuple[str, list[Any]]:
-    """A condition on ``m`` (``true`` when nothing is filtered) and its parameters, in order."""
+def where(filters: Filters | None, s: str) -> tuple[str, list[Any]]:
+    """A condition on ``m`` of the store in schema ``s`` (quoted; ``true`` when nothing is filtered)
+    and its parameters, in order."""
     filters = filters or Filters()
     clauses: list[str] = []
     params: list[Any] = []
     for column in ("user", "conversation", "role"):
         value = getattr(filters, column)
         if value is not None:
-            clauses.append(f'm."{column}" = %s')
+            clauses.append(f"m.{column}_key = {s}.name_key(%s)")
             params.append(value)
     if filters.tags:
-        clauses.append("m.tags @> %s::text[]")
+        clauses.append(f"m.tag_keys @> {s}.name_keys(%s::text[])")
         params.append(sorted(set(filters.tags)))
     for key, value in filters.meta:  # containment on the jsonb form: any key, served by the GIN index
         clauses.append("m.meta::jsonb @> %s::jsonb")

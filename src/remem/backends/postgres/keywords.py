@@ -7,12 +7,16 @@ Matching memories are scored by BM25 in SQL (Lucene's IDF over the whole store, 
 first cheaply with every term frequency taken as 1, then the best ``POOL`` (at least 3 k) with their
 real term frequencies. Unlike FTS5, the stemmer is Snowball's, not Porter's, and IDF is Lucene's.
 In stores of 20,000 memories and more, N and the mean length are estimates (planner statistics, a
-fixed page sample): exact counts would cost a scan.
+fixed page sample): exact counts would cost a scan. PostgreSQL limits a lexeme to 2,046 bytes
+and a tsvector to 1 MB: a longer term is indexed (and queried) as its digest, and a memory whose
+terms would overflow its tsvector keeps the first that fit (``indexed``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +50,43 @@ _BM25 = f"""(SELECT sum(x.w * x.tf * {K1 + 1} / (x.tf + {K1} * ({1 - B} + {B} * 
           GROUP BY q.lx, q.w) AS x)"""
 
 
+#: The longest lexeme a tsvector or tsquery takes (bytes of UTF-8).
+MAX_LEXEME_BYTES = 2046
+#: The most lexemes and positions one tsvector holds (bytes); a lexeme keeps at most 256 positions.
+MAX_TSVECTOR_BYTES = (1 << 20) - 1
+_MAX_POSITIONS = 256
+
+
+def indexable(term: str) -> str:
+    """The term as the server can index it: one longer than a lexeme may be (a pasted token)
+    becomes ``~`` and its SHA-256 (the analyzer never makes a ``~``), in memories and queries alike,
+    so the whole term still finds its memory."""
+    if len(term) * 4 <= MAX_LEXEME_BYTES:  # at most 4 bytes a character: no need to encode
+        return term
+    raw = term.encode()
+    return term if len(raw) <= MAX_LEXEME_BYTES else "~" + hashlib.sha256(raw).hexdigest()
+
+
+def indexed(own: Sequence[str], context: Sequence[str]) -> tuple[list[str], list[str]]:
+    """A memory's own and context terms as its tsvector can hold them: each ``indexable``; when
+    all of them would overflow a tsvector, the distinct terms that fit (first come, own terms
+    first), each with all its occurrences. An upper bound of the size (before stemming, which
+    only merges and shortens) is checked first, so ordinary memories cost one pass."""
+    own, context = [indexable(t) for t in own], [indexable(t) for t in context]
+    every = [*own, *context]
+    if sum(len(t) for t in every) * 4 + 6 * len(every) <= MAX_TSVECTOR_BYTES:
+        return own, context
+    counts, used = Counter(every), 0
+    kept: set[str] = set()
+    for term in counts:  # in order of first occurrence
+        size = len(term.encode())
+        cost = size + size % 2 + 2 + 2 * min(counts[term], _MAX_POSITIONS)  # lexeme, pad, positions
+        if used + cost <= MAX_TSVECTOR_BYTES:
+            kept.add(term)
+            used += cost
+    return [t for t in own if t in kept], [t for t in context if t in kept]
+
+
 def _tsquery(lexeme: str, prefix: bool, own: bool = False) -> str:
     """One lexeme as tsquery input: quoted (``'`` doubled, ``\\`` escaped), ``:*`` for a prefix;
     ``own``: only in the memory's own terms (weight D), not its context."""
@@ -61,7 +102,7 @@ Term = tuple[str, bool]
 
 def query_terms(cursor: psycopg.Cursor[Any], s: str, text: str) -> list[Term]:
     """The query's distinct terms ([] if none)."""
-    terms = list(dict.fromkeys(analyze(text)))
+    terms = list(dict.fromkeys(indexable(term) for term in analyze(text)))
     if not terms:
         return []
     cursor.execute(f"SELECT {s}.lexemes(%s::text[])", (terms,))
@@ -135,7 +176,7 @@ def top(
     if not terms:
         return []
     queries = tsqueries(terms)
-    condition, params = filtering.where(filters)
+    condition, params = filtering.where(filters, s)
     if among is not None:
         condition += " AND m.id = ANY(%s::bigint[])"
         params.append(list(among))

@@ -59,7 +59,7 @@ class PostgresVectorLane:
         self.settings = settings
 
     def _candidates(self, cursor: psycopg.Cursor[Any], filters: Filters, limit: int) -> int:
-        condition, params = filtering.where(filters)
+        condition, params = filtering.where(filters, self._s)
         cursor.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM {self._s}.vectors v JOIN {self._s}.memories m "
             f"ON m.id = v.memory_id WHERE {condition} LIMIT %s) AS x",
@@ -72,7 +72,7 @@ class PostgresVectorLane:
     ) -> list[Scored]:
         """Exact top ``k`` (memory id, best window's cosine) among the filtered memories: each
         filtered memory's windows looked up by its id (never a scan of every vector)."""
-        condition, params = filtering.where(filters)
+        condition, params = filtering.where(filters, self._s)
         cursor.execute(
             f"SELECT id, score FROM (SELECT m.id, (SELECT max(-(v.embedding <#> %s)) "
             f"FROM {self._s}.vectors v WHERE v.memory_id = m.id) AS score "
@@ -94,7 +94,7 @@ class PostgresVectorLane:
         )
         if settings.iterative:
             cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-        condition, params = filtering.where(filters)
+        condition, params = filtering.where(filters, self._s)
         cursor.execute(
             f"SELECT v.memory_id, -(v.embedding <#> %s) FROM {self._s}.vectors v "
             f"JOIN {self._s}.memories m ON m.id = v.memory_id WHERE {condition} "

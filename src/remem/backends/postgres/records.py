@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from remem.backends.analyzer import memory_terms
-from remem.backends.postgres import filtering
+from remem.backends.postgres import filtering, keywords
 from remem.backends.shapes import stored_memory
 from remem.errors import EditConflictError, InvalidInputError, MemoryNotFoundError
 from remem.types import Filters, Memory, NewMemory, text_sha256, utc_now_iso
@@ -23,7 +23,11 @@ if TYPE_CHECKING:
 COLUMNS = (
     'm.id, m.text, m.sha256, m.created_at, m."user", m.conversation, m.role, m.meta, m.tags, m.updated_at'
 )
-DEDUP_KEY = "(sha256, coalesce(\"user\", ''), coalesce(conversation, ''))"
+
+
+def dedup_key(s: str) -> str:
+    """The expressions of the unique index that makes a text one memory per user and conversation."""
+    return f"(sha256, {s}.name_key(coalesce(\"user\", '')), {s}.name_key(coalesce(conversation, '')))"
 
 
 def memory(row: Sequence[Any]) -> Memory:
@@ -41,7 +45,7 @@ def select(
     cursor: psycopg.Cursor[Any], s: str, filters: Filters | None, tail: str, params: Sequence[Any] = ()
 ) -> list[Memory]:
     """The filtered memories, with ``tail`` (ORDER BY, LIMIT; its parameters last) appended."""
-    condition, where_params = filtering.where(filters)
+    condition, where_params = filtering.where(filters, s)
     cursor.execute(f"SELECT {COLUMNS} FROM {s}.memories m WHERE {condition} {tail}", [*where_params, *params])
     return [memory(row) for row in cursor.fetchall()]
 
@@ -49,7 +53,8 @@ def select(
 def find_duplicate(cursor: psycopg.Cursor[Any], s: str, item: NewMemory) -> int | None:
     """The id of a memory with the same text in the same user and conversation, if any."""
     cursor.execute(
-        f"SELECT id FROM {s}.memories WHERE {DEDUP_KEY} = (%s, coalesce(%s, ''), coalesce(%s, ''))",
+        f"SELECT id FROM {s}.memories WHERE {dedup_key(s)} = "
+        f"(%s, {s}.name_key(coalesce(%s, '')), {s}.name_key(coalesce(%s, '')))",
         (text_sha256(item.text), item.user, item.conversation),
     )
     row = cursor.fetchone()
@@ -63,9 +68,10 @@ def terms_sql(s: str) -> str:
 
 
 def analyzed(text: str, names: Sequence[str | None], context: str) -> tuple[list[str], list[str], int]:
-    """The parameters of ``terms_sql`` and the term count (the memory's own terms) of a memory."""
+    """The parameters of ``terms_sql`` (the terms the memory's tsvector can hold: ``keywords.indexed``)
+    and the term count (the memory's own terms) of a memory."""
     terms = memory_terms(text, names)
-    return terms, memory_terms(context), len(terms)
+    return (*keywords.indexed(terms, memory_terms(context)), len(terms))
 
 
 def _explicit_id(cursor: psycopg.Cursor[Any], s: str, wanted: int | None) -> int | None:
@@ -95,7 +101,7 @@ def insert(
         f'INSERT INTO {s}.memories (id, text, sha256, created_at, updated_at, "user", conversation, '
         f"role, meta, tags, context, terms, term_count) VALUES (coalesce(%s, nextval(pg_get_serial_sequence("
         f"'{s}.memories', 'id'))), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, {terms_sql(s)}, %s) "
-        f"ON CONFLICT {DEDUP_KEY} DO NOTHING RETURNING id",
+        f"ON CONFLICT {dedup_key(s)} DO NOTHING RETURNING id",
         (
             explicit,
             item.text,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.errors import StoreError, StoreNotFoundError
+from remem.errors import InvalidInputError, StoreError, StoreNotFoundError
 
 if TYPE_CHECKING:
     import psycopg
@@ -88,8 +88,35 @@ _V3 = (
     "ALTER TABLE {s}.memories ADD COLUMN context text NOT NULL DEFAULT ''",
 )
 
+_V4 = (
+    # Names (user, conversation, role, tags) of any length: an index entry must fit in a third of a
+    # page, so the unique and filter indexes hold each name's SHA-256 (``name_key``; its bytes are
+    # the name's in the database encoding), and filters compare keys. The keys are stored columns, so
+    # a filter compares 32 bytes a row instead of hashing each row's name again.
+    r"""CREATE FUNCTION {s}.name_key(name text) RETURNS bytea LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT pg_catalog.sha256(pg_catalog.decode(pg_catalog.replace(name, E'\\', E'\\\\'), 'escape')) $$""",
+    """CREATE FUNCTION {s}.name_keys(names text[]) RETURNS bytea[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT coalesce(array_agg({s}.name_key(n)), '{{}}') FROM unnest(names) AS u(n) $$""",
+    """ALTER TABLE {s}.memories
+        ADD COLUMN user_key bytea GENERATED ALWAYS AS ({s}.name_key("user")) STORED,
+        ADD COLUMN conversation_key bytea GENERATED ALWAYS AS ({s}.name_key(conversation)) STORED,
+        ADD COLUMN role_key bytea GENERATED ALWAYS AS ({s}.name_key(role)) STORED,
+        ADD COLUMN tag_keys bytea[] GENERATED ALWAYS AS ({s}.name_keys(tags)) STORED""",
+    "DROP INDEX {s}.memories_dedup",
+    """CREATE UNIQUE INDEX memories_dedup ON {s}.memories
+        (sha256, {s}.name_key(coalesce("user", '')), {s}.name_key(coalesce(conversation, '')))""",
+    "DROP INDEX {s}.memories_user",
+    "CREATE INDEX memories_user ON {s}.memories (user_key)",
+    "DROP INDEX {s}.memories_conversation",
+    "CREATE INDEX memories_conversation ON {s}.memories (conversation_key)",
+    "DROP INDEX {s}.memories_role",
+    "CREATE INDEX memories_role ON {s}.memories (role_key)",
+    "DROP INDEX {s}.memories_tags",
+    "CREATE INDEX memories_tags ON {s}.memories USING gin (tag_keys)",
+)
+
 #: Migration n brings a schema from version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3, _V4)
 LATEST_VERSION = len(MIGRATIONS)
 
 
@@ -105,6 +132,17 @@ def _version(cursor: psycopg.Cursor[Any], schema: str) -> int | None:
         return None
     cursor.execute(f"SELECT coalesce(max(version), 0) FROM {quoted(schema)}.remem_schema")
     return int(cursor.fetchone()[0])  # type: ignore[index]
+
+
+def _refuse_unfolded_store(cursor: psycopg.Cursor[Any], session: Session) -> None:
+    """InvalidInputError when the schema name was folded to lower case, no store is there, and a
+    store is under the name as written (made by a remem that did not fold): which one is meant?"""
+    written = session.url.folded_from
+    if _version(cursor, written) is not None:
+        raise InvalidInputError(
+            f"schema={written} means schema {session.url.schema} (PostgreSQL folds unquoted names to "
+            f'lower case), which holds no store; the store in schema "{written}" is schema="{written}"'
+        )
 
 
 def _vector_extension(cursor: psycopg.Cursor[Any], session: Session, create: bool) -> tuple[int, ...]:
@@ -139,6 +177,8 @@ def prepare(session: Session, create: bool) -> tuple[int, ...]:
     with session.transaction() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"remem-migrate:{session.url.schema}",))
         version = _version(cursor, session.url.schema)
+        if version is None and session.url.folded_from:
+            _refuse_unfolded_store(cursor, session)
         if version is None and not create:
             raise StoreNotFoundError(f"no remem store at {session.url.shown}")
         if version is not None and version > LATEST_VERSION:

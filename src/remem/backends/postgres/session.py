@@ -28,9 +28,10 @@ STATEMENT_TIMEOUT_MS = 60_000
 INSTALL_HINT = "PostgreSQL stores need the client libraries: pip install 'remem[postgres]'"
 
 
-def _one_line(exc: BaseException, secret: str | None) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text.replace(secret, "***") if secret else text
+def _one_line(exc: BaseException) -> str:
+    """The error's text on one line (the password never reaches it: libpq gets it as a keyword of
+    its own, which no message quotes)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _psycopg() -> Any:
@@ -48,20 +49,51 @@ def _psycopg() -> Any:
 
 
 def connect(url: StoreUrl) -> psycopg.Connection[tuple[Any, ...]]:
-    """An autocommit connection (``application_name=remem``, a connect timeout); StoreError
-    ``cannot connect to URL: …`` (without the password) when the server is down or refuses."""
+    """An autocommit connection (``application_name=remem``; the URL's ``connect_timeout``, else
+    ``CONNECT_TIMEOUT``); StoreError ``cannot connect to URL: …`` (without the password) when the
+    server is down or refuses, InvalidInputError when libpq refuses a parameter of the URL."""
     psycopg = _psycopg()
     try:
-        conninfo = psycopg.conninfo.make_conninfo(
-            url.conninfo, application_name="remem", connect_timeout=str(CONNECT_TIMEOUT)
-        )
-        secret = psycopg.conninfo.conninfo_to_dict(conninfo).get("password")
+        given = psycopg.conninfo.conninfo_to_dict(url.conninfo)
+        timeout = {} if "connect_timeout" in given else {"connect_timeout": str(CONNECT_TIMEOUT)}
+        conninfo = psycopg.conninfo.make_conninfo(url.conninfo, application_name="remem", **timeout)
     except psycopg.Error as exc:
-        raise InvalidInputError(f"not a usable PostgreSQL URL {url.shown}: {_one_line(exc, None)}") from None
+        raise InvalidInputError(f"not a usable PostgreSQL URL {url.shown}: {_one_line(exc)}") from None
     try:
         return psycopg.connect(conninfo, autocommit=True)  # type: ignore[no-any-return]
     except psycopg.Error as exc:
-        raise StoreError(f"cannot connect to {url.shown}: {_one_line(exc, secret)}") from None
+        raise StoreError(f"cannot connect to {url.shown}: {_one_line(exc)}") from None
+
+
+#: SQLSTATEs of a connection the server ended: shut down (by an administrator, a crash, or
+#: ``pg_terminate_backend``), not accepting connections yet, idle too long (in a transaction or not).
+_ENDED_BY_SERVER = frozenset({"57P01", "57P02", "57P03", "57P05", "25P03"})
+
+
+def lost_connection(exc: Exception, conn: psycopg.Connection[Any]) -> bool:
+    """True when ``exc`` means the connection is gone — the server ended it (class 08, a shutdown,
+    an idle timeout) or it broke under the client — not that the server refused a statement."""
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    return conn.broken or sqlstate.startswith("08") or sqlstate in _ENDED_BY_SERVER
+
+
+def remem_error(exc: Exception, conn: psycopg.Connection[Any], shown: str) -> StoreError | InvalidInputError:
+    """A psycopg error as remem's, naming the store ``shown``: "lost the connection" only when it
+    is (``lost_connection``); text or a value PostgreSQL cannot take (a program limit) is the
+    caller's InvalidInputError; a statement cancelled by its timeout "took too long"."""
+    errors, text = _psycopg().errors, _one_line(exc)
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    if isinstance(exc, errors.QueryCanceled):
+        return StoreError(f"{shown} took too long: {text}")
+    if isinstance(exc, (errors.CharacterNotInRepertoire, errors.UntranslatableCharacter)):
+        return InvalidInputError(f"PostgreSQL cannot store this text: {text}")
+    if sqlstate.startswith("54"):
+        return InvalidInputError(f"{shown} cannot take this (a limit of PostgreSQL): {text}")
+    if lost_connection(exc, conn):
+        return StoreError(f"lost the connection to {shown}: {text}")
+    if conn.closed:
+        return StoreError(f"the store at {shown} was closed: {text}")
+    return StoreError(f"{shown}: {text}")
 
 
 class Session:
@@ -87,18 +119,11 @@ class Session:
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
-        """psycopg errors raised inside become one-line remem errors naming the store."""
-        psycopg = _psycopg()
+        """psycopg errors raised inside become one-line remem errors naming the store (``remem_error``)."""
         try:
             yield
-        except psycopg.errors.QueryCanceled as exc:
-            raise StoreError(f"{self.url.shown} took too long: {_one_line(exc, None)}") from None
-        except (psycopg.errors.CharacterNotInRepertoire, psycopg.errors.UntranslatableCharacter) as exc:
-            raise InvalidInputError(f"PostgreSQL cannot store this text: {_one_line(exc, None)}") from None
-        except psycopg.OperationalError as exc:
-            raise StoreError(f"lost the connection to {self.url.shown}: {_one_line(exc, None)}") from None
-        except psycopg.Error as exc:
-            raise StoreError(f"{self.url.shown}: {_one_line(exc, None)}") from None
+        except _psycopg().Error as exc:
+            raise remem_error(exc, self.conn, self.url.shown) from None
 
     @contextlib.contextmanager
     def transaction(self, timeout_ms: int = STATEMENT_TIMEOUT_MS) -> Iterator[psycopg.Cursor[Any]]:

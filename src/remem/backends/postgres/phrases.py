@@ -20,7 +20,7 @@ def holding(session: Session, s: str, words: Sequence[str], filters: Filters) ->
     """(id, text) of the filtered memories that may hold every one of ``words``
     (``Backend.texts_holding``), in id order: those whose own terms (not their context's) include
     each of the words that surely are terms. One transaction (or the caller's snapshot)."""
-    condition, params = filtering.where(filters)
+    condition, params = filtering.where(filters, s)
     sure = sure_terms(words)
     with session.transaction() as cursor:
         if sure:

@@ -22,10 +22,7 @@ from remem.backends.local.records import Records
 from remem.backends.local.settings import IndexSettings, read_model, write_model
 from remem.backends.local.transactions import atomic, snapshot
 from remem.backends.shapes import check_same_model, contexts_of, windows_of
-from remem.errors import (
-    ModelChangedError,
-    StoreError,
-)
+from remem.errors import ModelChangedError, StoreError
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:

@@ -1,0 +1,102 @@
+"""The open connections of one PostgreSQL store, lent to one transaction at a time.
+
+A transaction takes an idle connection (or opens a new one) and gives it back when it ends, so
+threads sharing a store never share a connection. Up to ``KEEP_IDLE`` idle connections are kept;
+a connection that is broken, closed or still inside a transaction when given back is closed
+instead. After ``os.fork()`` the child never uses, nor closes, a connection of its parent (they
+share the socket): it forgets them all and opens its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from remem.errors import StoreError
+
+if TYPE_CHECKING:
+    import psycopg
+
+    Connection = psycopg.Connection[tuple[Any, ...]]
+
+#: Idle connections kept open for the next transactions (more are closed when given back).
+KEEP_IDLE = 8
+
+
+class Pool:
+    """Connections to one store: ``take`` one for a transaction, ``give_back`` it after."""
+
+    def __init__(self, first: Connection, open_new: Callable[[], Connection], shown: str) -> None:
+        """Start with the open connection ``first``; ``open_new`` opens another (StoreError when it
+        cannot); ``shown`` names the store in messages."""
+        self._open_new = open_new
+        self._shown = shown
+        self._lock = threading.Lock()
+        self._idle: list[Connection] = [first]
+        self._lent: set[Connection] = set()
+        #: A parent's connections, after a fork: kept (never closed here: the parent still uses them).
+        self._inherited: list[Connection] = []
+        self.pid = os.getpid()
+        self.closed = False
+
+    def take(self, *, new: bool = False) -> tuple[Connection, bool]:
+        """An idle connection (unless ``new``), else a new one, with True when it is new (a kept
+        one may have died since it was last used: a restarted server, a terminated backend).
+        StoreError once closed, or when no new connection can be opened."""
+        self.after_fork()
+        with self._lock:
+            if self.closed:
+                raise StoreError(f"the store at {self._shown} was closed; open it again to use it")
+            conn = self._idle.pop() if self._idle and not new else None
+        fresh = conn is None
+        if conn is None:
+            conn = self._open_new()
+        with self._lock:
+            self._lent.add(conn)
+        return conn, fresh
+
+    def give_back(self, conn: Connection) -> None:
+        """Keep ``conn`` for the next transaction if it is open, idle and ours; close it otherwise."""
+        self.after_fork()
+        if any(conn is inherited for inherited in self._inherited):
+            return  # the parent's: never touched
+        with self._lock:
+            self._lent.discard(conn)
+            keep = (
+                not self.closed
+                and not conn.closed
+                and not conn.broken
+                and conn.info.transaction_status == 0  # idle: no transaction left open
+                and len(self._idle) < KEEP_IDLE
+            )
+            if keep:
+                self._idle.append(conn)
+        if not keep:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def after_fork(self) -> bool:
+        """In a child process after ``os.fork()``: forget the parent's connections (without closing
+        them) and start afresh; True when that happened."""
+        if os.getpid() == self.pid:
+            return False
+        self._inherited += [*self._idle, *self._lent]
+        self._idle, self._lent = [], set()
+        self._lock = threading.Lock()  # it may have been held by a parent thread at the fork
+        self.pid = os.getpid()
+        return True
+
+    def close(self) -> None:
+        """Close every connection, idle or lent (a transaction still running on one fails); later
+        ``take`` calls raise StoreError."""
+        self.after_fork()
+        with self._lock:
+            self.closed = True
+            conns = [*self._idle, *self._lent]
+            self._idle, self._lent = [], set()
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.close()

@@ -185,7 +185,7 @@ class Session:
         conn = conn or (lease.conn if lease is not None else None)
         lost = (conn.closed or conn.broken) if conn is not None else isinstance(exc, pg.OperationalError)
         if lost:
-            stored = "; nothing of this change was stored" if lease is not None and lease.writes else ""
+            stored = "; the change was not stored" if lease is not None and lease.writes else ""
             return ConnectionLostError(f"lost the connection to {shown}: {detail}{stored}")
         return StoreError(f"{shown}: {detail}")
 
@@ -315,11 +315,11 @@ class Session:
             if fate == "committed":
                 return
             stored = False if fate == "aborted" else None
+            lost = f"lost the connection to {self.url.shown} while committing: {_one_line(exc, None)}; "
             what = (
                 "the change was not stored" if stored is False else "whether the change was stored is unknown"
             )
-            lost = f"lost the connection to {self.url.shown} while committing: {_one_line(exc, None)}"
-            raise ConnectionLostError(f"{lost}; the change {what}", stored) from None
+            raise ConnectionLostError(lost + what, stored) from None
 
     def _fate(self, xid: int | None) -> str | None:
         """What became of transaction ``xid``: committed or aborted, asked on another connection

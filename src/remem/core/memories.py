@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from remem.core import arguments
 from remem.core.context import ContextItem, Merge, merge
-from remem.errors import ConnectionLostError, InvalidInputError, MemoryNotFoundError
+from remem.errors import InvalidInputError, MemoryNotFoundError
 from remem.inputs import MAX_TEXT_CHARS, check_min_score
 from remem.later import Later
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
@@ -47,12 +47,9 @@ class Memories:
         """Serve ``backend``; models come from ``catalog`` unless ``embedder`` is given."""
         self.backend = backend
         self.catalog = catalog
-        self._given = embedder
-        self._embedder = embedder
-        #: The embedder once loaded and checked against the store (read without the lock).
-        self._ready: Embedder | None = None
-        #: One thread loads and checks the embedder; the others wait for it.
-        self._loading = threading.Lock()
+        self._given = self._embedder = embedder
+        self._checked = False
+        self._loading = threading.Lock()  # threads sharing this Memories load the model once
         #: What a person should know about what happened (e.g. the model a new store chose).
         self.notes: list[str] = []
         #: The longest text a memory or query may have (characters; at most 10,000,000).
@@ -85,27 +82,20 @@ class Memories:
 
     def embedder(self) -> Embedder:
         """The store's embedder, loaded on first use (a new store chooses its model, with a note)
-        and checked against the store's model (ModelMismatchError). Threads sharing this Memories
-        load it once: the first loads, the others wait for it."""
-        ready = self._ready
-        if ready is not None:
-            return ready
+        and checked against the store's model (ModelMismatchError), once however many threads ask."""
         with self._loading:
-            if self._ready is None:
-                if self._embedder is None:
-                    loaded, note = self.catalog.for_store(self.backend.model, self.location)
-                    self._embedder = loaded
-                    if note:
-                        self.notes.append(note)
+            if self._embedder is None:
+                self._embedder, note = self.catalog.for_store(self.backend.model, self.location)
+                self.notes.extend([note] if note else [])
+            if not self._checked:
                 self.backend.check_model(self._embedder.info)
-                self._ready = self._embedder
-            return self._ready
+                self._checked = True
+            return self._embedder
 
     def _reload_model(self) -> None:
-        """The store's model changed: choose and check its embedder again on next use (a given
-        embedder is kept, and checked again)."""
+        """The store's model changed: choose (unless given) and check its embedder on next use."""
         with self._loading:
-            self._embedder, self._ready = self._given, None
+            self._embedder, self._checked = self._given, False
 
     # --- adding ----------------------------------------------------------------------------------
 
@@ -220,11 +210,9 @@ class Memories:
             raise InvalidInputError("--min-score is a cosine; use it with --mode vector or hybrid")
         chosen, k = arguments.filters(where, filters), arguments.count(k, "k", minimum=1)
         text, chosen, read = within_dates(self.backend, text, chosen) if dates else (text, chosen, None)
-        asked = (self.backend, self.embedder, self._reload_model, text, k, chosen, mode, threshold)
-        try:
-            found = ranking.search_with_retry(*asked)
-        except ConnectionLostError:  # a read changes nothing: once more, on a new connection
-            found = ranking.search_with_retry(*asked)
+        found = ranking.search_with_retry(
+            self.backend, self.embedder, self._reload_model, text, k, chosen, mode, threshold
+        )
         return replace(found, dates=read, notes=(*found.notes, *([read.note()] if read else [])))
 
     def list(

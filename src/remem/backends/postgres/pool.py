@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,41 @@ class Pool:
             with contextlib.suppress(Exception):
                 conn.close()
 
+    def begun(self, begin: str, prepare: Callable[[Connection], None]) -> tuple[Connection, int | None]:
+        """A connection with ``prepare`` done and ``begin`` run on it, and the value ``begin``
+        selected last (a transaction id), if any. A kept connection found dead (a restarted
+        server, a terminated backend) is replaced by a new one, once: nothing sent on it was applied."""
+        conn, fresh = self.take()
+        while True:
+            try:
+                prepare(conn)
+                return conn, last_value(conn, begin)
+            except BaseException as exc:
+                self.give_back(conn)
+                if fresh or not isinstance(exc, Exception) or not (conn.closed or conn.broken):
+                    raise
+                conn, fresh = self.take(new=True)
+
+    def fate(self, xid: int, patience: float) -> str | None:
+        """What became of transaction ``xid`` whose COMMIT got no answer: committed or aborted, asked
+        on another connection (while it is still ending, for up to ``patience`` seconds); None when
+        the server cannot say."""
+        deadline = time.monotonic() + patience
+        try:
+            conn, _ = self.begun("", lambda _: None)
+        except Exception:
+            return None
+        try:
+            while (status := str(last_value(conn, f"SELECT txid_status({int(xid)})"))) == "in progress":
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.02)
+            return status if status in ("committed", "aborted") else None
+        except Exception:
+            return None
+        finally:
+            self.give_back(conn)
+
     def after_fork(self) -> bool:
         """In a child process after ``os.fork()``: forget the parent's connections (without closing
         them) and start afresh; True when that happened."""
@@ -100,3 +136,15 @@ class Pool:
         for conn in conns:
             with contextlib.suppress(Exception):
                 conn.close()
+
+
+def last_value(conn: Connection, sql: str) -> Any:
+    """Run ``sql`` (statements separated by ``;``, no parameters) and return the first value of
+    the last row any of them selected (None if none did)."""
+    with conn.cursor() as cursor:
+        cursor.execute(sql)
+        rows = None
+        while True:
+            rows = cursor.fetchall() if cursor.description else rows
+            if not cursor.nextset():
+                return rows[-1][0] if rows else None

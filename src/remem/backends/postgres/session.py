@@ -21,16 +21,16 @@ is "unknown". A read losing its COMMIT has lost nothing: its rows were read.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from remem.backends.postgres.pool import Pool
+from remem.backends.postgres.pool import Pool, last_value
 from remem.errors import ConnectionLostError, InvalidInputError, RememError, StoreError
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ CONNECT_TIMEOUT = 10
 #: Milliseconds one statement may run (0: no limit, for reindex and re-embedding).
 STATEMENT_TIMEOUT_MS = 60_000
 T = TypeVar("T")
+P = ParamSpec("P")
 INSTALL_HINT = "PostgreSQL stores need the client libraries: pip install 'remem[postgres]'"
 
 
@@ -87,6 +88,19 @@ SETTLE_SECONDS = 5.0
 
 if TYPE_CHECKING:
     Connection = psycopg.Connection[tuple[Any, ...]]
+
+
+def read_again(method: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Any, P], T]:
+    """Makes a method of an object with a ``session`` (a PostgresBackend) a read done once more,
+    on a new connection, when its connection is lost midway (a read changes nothing: twice is
+    safe), unless it runs inside a transaction this thread had open."""
+
+    @functools.wraps(method)
+    def read(owner: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        session: Session = owner.session
+        return session._read_again(lambda: method(owner, *args, **kwargs))
+
+    return read
 
 
 @dataclass(eq=False)
@@ -154,7 +168,7 @@ class Session:
             register_vector(conn)
             self._registered.add(conn)
 
-    def read_again(self, read: Callable[[], T]) -> T:
+    def _read_again(self, read: Callable[[], T]) -> T:
         """``read()``, once more (on a new connection) when its connection was lost midway, unless
         it ran inside a transaction this thread had open (that one is lost too: its caller decides)."""
         if self._current() is not None:
@@ -203,8 +217,8 @@ class Session:
                     "snapshot (an unfinished export()): finish or close the export first"
                 )
             with self.errors():
-                if writes and not held.writes:
-                    held.writes, held.xid = True, self._xid(held.conn)
+                if writes and not held.writes:  # from now on, settle a COMMIT that gets no answer
+                    held.writes, held.xid = True, int(last_value(held.conn, "SELECT txid_current()"))
                 with held.conn.cursor() as cursor:
                     yield cursor
             return
@@ -227,7 +241,8 @@ class Session:
     def connection(self) -> Iterator[Connection]:
         """A connection of its own outside any transaction, for statements that cannot run in one
         (CREATE INDEX CONCURRENTLY); a kept one found dead is replaced by a new one, once."""
-        conn, _ = self._begun("")
+        with self.errors():
+            conn, _ = self._pool.begun("", self._register)
         try:
             with self.errors(conn):
                 yield conn
@@ -238,7 +253,8 @@ class Session:
     def _leased(self, begin: str, writes: bool, read_only: bool) -> Iterator[_Lease]:
         """A connection with ``begin`` run on it, this thread's until the transaction commits (or
         rolls back, on an exception)."""
-        conn, xid = self._begun(begin)
+        with self.errors():
+            conn, xid = self._pool.begun(begin, self._register)
         lease = _Lease(conn, threading.current_thread(), os.getpid(), writes, read_only, xid)
         self._held[threading.get_ident()] = lease
         try:
@@ -254,36 +270,6 @@ class Session:
                 del self._held[threading.get_ident()]
             lease.memo.clear()
             self._pool.give_back(conn)
-
-    def _begun(self, begin: str) -> tuple[Connection, int | None]:
-        """A connection with ``begin`` run on it and the transaction id it selected (if it did); a
-        kept connection found dead (a restarted server, a terminated backend) is replaced by a new
-        one, once: nothing was sent on it that could have been applied."""
-        conn, fresh = self._pool.take()
-        while True:
-            try:
-                with self.errors(conn), conn.cursor() as cursor:
-                    self._register(conn)
-                    cursor.execute(begin)
-                    rows = None
-                    while True:
-                        rows = cursor.fetchall() if cursor.description else rows
-                        if not cursor.nextset():
-                            break
-                    return conn, int(rows[0][0]) if rows else None
-            except ConnectionLostError:
-                self._pool.give_back(conn)
-                if fresh:
-                    raise
-                conn, fresh = self._pool.take(new=True)
-            except BaseException:
-                self._pool.give_back(conn)
-                raise
-
-    def _xid(self, conn: Connection) -> int:
-        with conn.cursor() as cursor:
-            cursor.execute("SELECT txid_current()")
-            return int(cursor.fetchone()[0])  # type: ignore[index]
 
     def _roll_back(self, lease: _Lease) -> None:
         """End a failed transaction; a connection that cannot is closed (the server rolls back)."""
@@ -311,7 +297,7 @@ class Session:
                 raise error from None
             if not lease.writes:
                 return  # a read lost nothing: its rows were read
-            fate = self._fate(lease.xid)
+            fate = self._pool.fate(lease.xid, SETTLE_SECONDS) if lease.xid is not None else None
             if fate == "committed":
                 return
             stored = False if fate == "aborted" else None
@@ -320,29 +306,6 @@ class Session:
                 "the change was not stored" if stored is False else "whether the change was stored is unknown"
             )
             raise ConnectionLostError(lost + what, stored) from None
-
-    def _fate(self, xid: int | None) -> str | None:
-        """What became of transaction ``xid``: committed or aborted, asked on another connection
-        (while it is still ending, for up to SETTLE_SECONDS); None when the server cannot say."""
-        if xid is None:
-            return None
-        deadline = time.monotonic() + SETTLE_SECONDS
-        try:
-            conn, _ = self._begun("")
-        except StoreError:
-            return None
-        try:
-            while True:
-                status = str(conn.execute("SELECT txid_status(%s)", (xid,)).fetchone()[0])  # type: ignore[index]
-                if status != "in progress":
-                    return status if status in ("committed", "aborted") else None
-                if time.monotonic() > deadline:
-                    return None
-                time.sleep(0.02)
-        except Exception:
-            return None
-        finally:
-            self._pool.give_back(conn)
 
     def close(self) -> None:
         """Close every connection (a transaction left open is rolled back by the server); later

@@ -9,21 +9,17 @@ still — the first model stamp, a re-embed's swap, a reindex — take it exclus
 from __future__ import annotations
 
 import contextlib
-import functools
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from remem.backends.postgres import keywords, pending, records
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.lanes import EXACT_CANDIDATES, LaneSettings, PostgresVectorLane
 from remem.backends.postgres.schema import ITERATIVE_SCAN_VERSION, prepare, quoted
-from remem.backends.postgres.session import Session, connect
+from remem.backends.postgres.session import Session, connect, read_again
 from remem.backends.postgres.urls import parse
 from remem.backends.shapes import check_same_model, contexts_of, windows_of
-from remem.errors import (
-    ModelChangedError,
-    StoreError,
-)
+from remem.errors import ModelChangedError, StoreError
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
@@ -34,21 +30,6 @@ if TYPE_CHECKING:
     from remem.reports import Check, ReembedReport, ReindexReport
 
 _PAGE = 1000  # memories per page when streaming
-
-P = ParamSpec("P")
-T = TypeVar("T")
-_Method = Callable[Concatenate["PostgresBackend", P], T]
-
-
-def _read(method: _Method[P, T]) -> _Method[P, T]:
-    """A read done once more, on a new connection, when its connection is lost midway (a read
-    changes nothing: twice is safe), unless it is part of a transaction this thread had open."""
-
-    @functools.wraps(method)
-    def read(store: PostgresBackend, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return store.session.read_again(lambda: method(store, *args, **kwargs))
-
-    return read
 
 
 class PostgresBackend:
@@ -100,7 +81,7 @@ class PostgresBackend:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    @_read
+    @read_again
     def key_values(self) -> dict[str, str]:
         """The store's key/value rows."""
         with self.session.transaction() as cursor:
@@ -147,7 +128,7 @@ class PostgresBackend:
                 self.check_model(model)
             yield cursor
 
-    @_read
+    @read_again
     def find_duplicate(self, memory: NewMemory) -> int | None:
         """The id of a memory with the same text, user and conversation, if one is stored."""
         with self.session.transaction() as cursor:
@@ -203,12 +184,12 @@ class PostgresBackend:
                 if records.set_context(cursor, self.s, mid, text_sha256(text), context)
             ]
 
-    @_read
+    @read_again
     def pending(self, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` (id, text) of memories waiting for their vectors, oldest first."""
         return pending.waiting(self, limit)
 
-    @_read
+    @read_again
     def pending_count(self) -> int:
         """How many memories wait for their vectors."""
         return pending.count(self)
@@ -251,13 +232,13 @@ class PostgresBackend:
         """Reads inside see one state of the store (a REPEATABLE READ transaction)."""
         return self.session.snapshot()
 
-    @_read
+    @read_again
     def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (missing ids are absent)."""
         with self.session.transaction() as cursor:
             return records.get_many(cursor, self.s, memory_ids)
 
-    @_read
+    @read_again
     def newest(self, filters: Filters, limit: int) -> list[Memory]:
         """Up to ``limit`` filtered memories, newest first (ties: higher id first)."""
         with self.session.transaction() as cursor:
@@ -270,26 +251,21 @@ class PostgresBackend:
         transaction, unless inside ``snapshot``: then all pages see that one state)."""
         after = 0
         while True:
-            page = self._page(filters, after)
+            with self.session.transaction() as cursor:
+                page = records.select(
+                    cursor, self.s, filters, "AND m.id > %s ORDER BY m.id LIMIT %s", [after, _PAGE]
+                )
             yield from page
             if len(page) < _PAGE:
                 return
             after = page[-1].id
 
-    @_read
-    def _page(self, filters: Filters | None, after: int) -> list[Memory]:
-        with self.session.transaction() as cursor:
-            return records.select(
-                cursor, self.s, filters, "AND m.id > %s ORDER BY m.id LIMIT %s", [after, _PAGE]
-            )
-
-    @_read
+    @read_again
     def candidate_ids(self, filters: Filters) -> list[int]:
         """Ids of every filtered memory, ascending."""
         with self.session.transaction() as cursor:
             return [m.id for m in records.select(cursor, self.s, filters, "ORDER BY m.id")]
 
-    @_read
     def vectors_of_memories(self, memory_ids: Sequence[int]) -> dict[int, list[bytes]]:
         """memory id → its window vectors as float32 bytes, in window order."""
         self.session.register_vectors()
@@ -305,13 +281,11 @@ class PostgresBackend:
         if embedded_with is not None and embedded_with != model:
             raise ModelChangedError(f"the store at {self.location} switched to model {model.name}; retry")
         ef_search = meta.IndexSettings.of(rows).ef_search
-        if not self.iterative:
-            ef_search = max(ef_search, 400)
+        ef_search = ef_search if self.iterative else max(ef_search, 400)
         settings = LaneSettings(model.dim, ef_search, self.iterative, self.exact_candidates)
         self.session.register_vectors()
         return PostgresVectorLane(self.session, self.s, settings)
 
-    @_read
     def keyword_top(
         self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
     ) -> list[Scored]:
@@ -319,7 +293,6 @@ class PostgresBackend:
         with self.session.transaction() as cursor:
             return keywords.top(cursor, self.s, text, filters, k, among, self.session.memo)
 
-    @_read
     def keyword_coverage(self, text: str, memory_ids: Sequence[int]) -> dict[int, float]:
         """For each memory, the share (0..1) of the query's IDF-weighted terms it matches."""
         with self.session.transaction() as cursor:
@@ -343,7 +316,7 @@ class PostgresBackend:
 
         return reindex(self, kind, hnsw, force)
 
-    @_read
+    @read_again
     def stats(self) -> dict[str, Any]:
         """Counts, model, index, size and time span, as JSON-ready values."""
         from remem.backends.postgres.upkeep import summarize  # noqa: PLC0415

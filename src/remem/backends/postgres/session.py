@@ -256,7 +256,7 @@ class Session:
         with self.errors():
             conn, xid = self._pool.begun(begin, self._register)
         lease = _Lease(conn, threading.current_thread(), os.getpid(), writes, read_only, xid)
-        self._held[threading.get_ident()] = lease
+        self._held[threading.get_ident()] = lease  # ended by whichever thread ends it (a generator)
         try:
             with self.errors():
                 try:
@@ -266,8 +266,8 @@ class Session:
                     raise
             self._commit(lease)
         finally:
-            if self._held.get(threading.get_ident()) is lease:
-                del self._held[threading.get_ident()]
+            if self._held.get(lease.thread.ident or 0) is lease:
+                del self._held[lease.thread.ident or 0]
             lease.memo.clear()
             self._pool.give_back(conn)
 

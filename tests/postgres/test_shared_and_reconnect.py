@@ -5,6 +5,9 @@ all, a forked child gets connections of its own, and an export left open at exit
 
 from __future__ import annotations
 
+import contextlib
+import re
+import socket
 import subprocess
 import sys
 import threading
@@ -144,6 +147,75 @@ def test_a_write_whose_connection_is_killed_is_reported_and_stores_nothing(
             kept = memories.add_many([text.replace("stop", "go") for text in batch])  # works again
             assert len(kept.added) == 300
         assert memories.stats()["memories"] == 1 + 3 * 300
+
+
+class CuttingProxy:
+    """A TCP port in front of the server's Unix socket, as a network between them: it can cut a
+    connection right after forwarding a write's COMMIT (the server commits, the client never hears
+    back), and then cut every connection and refuse new ones (the server cannot be asked)."""
+
+    def __init__(self, socket_dir: str) -> None:
+        self.socket_path = f"{socket_dir}/.s.PGSQL.5432"
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.cut_next_commit, self.then_refuse, self.refusing = threading.Event(), False, False
+        self.cuts, self.clients = 0, []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            client, _ = self.listener.accept()
+            if self.refusing:
+                client.close()
+                continue
+            server = socket.socket(socket.AF_UNIX)
+            server.connect(self.socket_path)
+            self.clients.append(client)
+            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket, upstream: bool) -> None:
+        writing = False  # the transaction going on inserted rows
+        commits = [rb"Q.{4}COMMIT\x00"]  # as a query, or bound to a statement prepared as COMMIT
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                target.sendall(data)
+                for name in re.findall(rb"P.{4}([^\x00]+)\x00COMMIT\x00", data, re.DOTALL):
+                    commits.append(rb"B.{4}\x00" + re.escape(name) + rb"\x00")
+                commit = any(re.search(pattern, data, re.DOTALL) for pattern in commits)
+                writing = upstream and b"BEGIN" not in data and (writing or b"INSERT INTO" in data)
+                if writing and commit and self.cut_next_commit.is_set():
+                    self.cut_next_commit.clear()
+                    self.cuts += 1
+                    self.refusing = self.then_refuse
+                    for client in self.clients if self.refusing else [source]:
+                        with contextlib.suppress(OSError):
+                            client.shutdown(socket.SHUT_RDWR)  # the client hears nothing more
+                    return
+
+
+def test_a_write_whose_commit_answer_is_lost_is_settled_by_asking_the_server(postgres_url: str) -> None:
+    proxy = CuttingProxy(parse_qs(urlsplit(postgres_url).query)["host"][0])
+    url = f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres?schema={_schema(postgres_url)}"
+    with remem.open(url, embedder=FakeEmbedder()) as memories:
+        memories.add("the store exists")
+        for round_ in range(3):  # committed: the add is acknowledged, once
+            proxy.cut_next_commit.set()
+            added = memories.add(f"committed though the answer was lost, round {round_}")
+            assert proxy.cuts == round_ + 1 and not added.duplicate
+            assert memories.get(added.id).text == f"committed though the answer was lost, round {round_}"
+        proxy.then_refuse = True  # the server cannot be asked: whether it was stored is unknown
+        proxy.cut_next_commit.set()
+        with pytest.raises(ConnectionLostError) as lost:
+            memories.add("committed, but nobody could tell")
+        assert lost.value.stored is None and proxy.cuts == 4
+        assert " while committing: " in str(lost.value)
+        assert "server closed the connection unexpectedly" in str(lost.value)
+        assert str(lost.value).endswith("; whether the change was stored is unknown")
+        proxy.refusing = False
+        found = memories.search("committed, but nobody could tell", mode="vector", k=1)[0].memory
+        assert found.text == "committed, but nobody could tell"  # stored whole: text and vector
+        assert memories.stats()["memories"] == 5
 
 
 def test_a_restarted_server_serves_the_same_memories_again(tmp_path: Path) -> None:

@@ -41,6 +41,18 @@ class StoreError(RememError):
     """The store cannot be opened, read or written."""
 
 
+class ConnectionLostError(StoreError):
+    """The connection to the store's server was lost during a call (the next call connects again).
+    ``stored`` says what became of the call's changes: False, none was stored (rolled back; also
+    for a read); None, unknown (the connection was lost while committing and the server could not
+    be asked)."""
+
+    def __init__(self, message: str, stored: bool | None = False) -> None:
+        """A one-line ``message`` and what became of the call's changes."""
+        super().__init__(message)
+        self.stored = stored
+
+
 class StoreNotFoundError(StoreError):
     """No store exists where a call that does not create one was pointed."""
 

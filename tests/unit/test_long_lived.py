@@ -3,6 +3,8 @@ cached vector index that follows what other writers do to the store."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 import helpers
 import remem
 from helpers import run_cli
+from remem.core.models import ModelCatalog
 from remem.testing import FakeEmbedder
 
 
@@ -75,3 +78,38 @@ def test_a_reindex_to_another_kind_elsewhere_is_not_undone_by_a_warm_writer(tmp_
         stats = server.stats()
         assert str(stats["index"]).startswith("hnsw"), stats
         assert server.doctor().ok
+
+
+def _asked_at_once(memories: remem.Memories, threads: int) -> list[object]:
+    """What ``memories.embedder()`` gave each of ``threads`` threads asking at the same moment."""
+    start, got = threading.Barrier(threads), []
+
+    def ask() -> None:
+        start.wait()
+        got.append(memories.embedder())
+
+    workers = [threading.Thread(target=ask) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return got
+
+
+def test_threads_asking_for_the_model_at_once_load_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server's threads share one Memories: the first loads the model, the others wait for it."""
+    loads: list[int] = []
+
+    def slow_load(self: ModelCatalog, recorded: object, location: str) -> tuple[FakeEmbedder, None]:
+        loads.append(threading.get_ident())
+        time.sleep(0.3)  # loading a model takes a while: the other threads ask meanwhile
+        return FakeEmbedder(), None
+
+    monkeypatch.setattr(ModelCatalog, "for_store", slow_load)
+    for _ in range(3):
+        loads.clear()
+        with remem.open(tmp_path / "s") as memories:
+            got = _asked_at_once(memories, 4)
+        assert len(loads) == 1 and len(got) == 4 and all(embedder is got[0] for embedder in got)

@@ -8,6 +8,7 @@ It never prints: what a person should hear comes back as ``notes`` and ``warning
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -51,9 +52,9 @@ class Memories(AbstractContextManager["Memories"]):
         #: Where the store is; what it repaired by itself while serving (both readable once closed).
         self.location, self.warnings = backend.location, backend.warnings
         self.catalog = catalog
-        self._given = embedder
-        self._embedder = embedder
+        self._given = self._embedder = embedder
         self._checked = False
+        self._loading = threading.Lock()  # threads sharing this Memories load the model once
         #: What a person should know about what happened (e.g. the model a new store chose).
         self.notes: list[str] = []
         #: The longest text a memory or query may have (characters; at most 10,000,000).
@@ -82,21 +83,20 @@ class Memories(AbstractContextManager["Memories"]):
 
     def embedder(self) -> Embedder:
         """The store's embedder, loaded on first use (a new store chooses its model, with a note)
-        and checked against the store's model (ModelMismatchError)."""
-        if self._embedder is None:
-            loaded, note = self.catalog.for_store(self.backend.model, self.location)
-            self._embedder = loaded
-            if note:
-                self.notes.append(note)
-        if not self._checked:
-            self.backend.check_model(self._embedder.info)
-            self._checked = True
-        return self._embedder
+        and checked against the store's model (ModelMismatchError), once however many threads ask."""
+        with self._loading:
+            if self._embedder is None:
+                self._embedder, note = self.catalog.for_store(self.backend.model, self.location)
+                self.notes.extend([note] if note else [])
+            if not self._checked:
+                self.backend.check_model(self._embedder.info)
+                self._checked = True
+            return self._embedder
 
     def _reload_model(self) -> None:
-        """The store's model changed: choose and check its embedder again on next use (a given
-        embedder is kept, and checked again)."""
-        self._embedder, self._checked = self._given, False
+        """The store's model changed: choose (unless given) and check its embedder on next use."""
+        with self._loading:
+            self._embedder, self._checked = self._given, False
 
     # --- adding ----------------------------------------------------------------------------------
 

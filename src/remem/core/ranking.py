@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from remem.core import phrases, scripts
-from remem.errors import ModelChangedError
+from remem.errors import ConnectionLostError, ModelChangedError
 from remem.reports import SearchResult
 from remem.types import Filters, Hit, Lane, ModelInfo, SearchMode
 
@@ -284,8 +284,8 @@ def search_with_retry(
     min_score: float | None,
 ) -> SearchResult:
     """Embed the query (not in keyword mode) and search; once more, with the model chosen again,
-    if a re-embed swapped the store's model meanwhile. A store without vectors finds nothing
-    outside keyword mode, without choosing or loading a model."""
+    if a re-embed swapped the store's model meanwhile, or the connection was lost midway. A store
+    without vectors finds nothing outside keyword mode, without choosing or loading a model."""
     if mode is not SearchMode.KEYWORD and backend.model is None:
         return SearchResult()
     for attempt in range(2):
@@ -314,6 +314,9 @@ def search_with_retry(
                 languages=languages,
             )
             return replace(found, notes=notes)
+        except ConnectionLostError:  # a read changes nothing: once more, on a new connection
+            if attempt:
+                raise
         except ModelChangedError:
             if attempt:
                 raise

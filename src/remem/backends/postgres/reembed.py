@@ -44,7 +44,7 @@ def _stage(
     transaction when ``locked``); returns how many."""
     s, done = store.s, 0
     while True:
-        with store.session.transaction(timeout_ms=0) as cursor:
+        with store.session.transaction(timeout_ms=0, writes=True) as cursor:
             rows = _unstaged(cursor, s, BATCH)
             if not rows:
                 return done
@@ -80,14 +80,14 @@ def reembed(
     rows = store.key_values()
     if not force and meta.model_of(rows) == target and meta.REEMBED_KEY not in rows:
         return ReembedReport(0, 0, swapped=False)
-    with store.session.transaction() as cursor:
+    with store.session.transaction(writes=True) as cursor:
         if rows.get(meta.REEMBED_KEY) != wanted:
             cursor.execute(f"DELETE FROM {s}.vectors_next")
             meta.write_meta(cursor, s, {meta.REEMBED_KEY: wanted})
         cursor.execute(f"SELECT count(DISTINCT memory_id) FROM {s}.vectors_next")
         resumed = int(cursor.fetchone()[0])  # type: ignore[index]
     embedded = _stage(store, embed, target.dim, progress, locked=False)
-    with store.session.transaction(timeout_ms=0) as cursor:
+    with store.session.transaction(timeout_ms=0, writes=True) as cursor:
         store.lock(cursor, exclusive=True)
         embedded += _stage(store, embed, target.dim, None, locked=True)  # added or edited meanwhile
         cursor.execute(f"DROP INDEX IF EXISTS {s}.{meta.HNSW_INDEX}")  # it is of the old dimension

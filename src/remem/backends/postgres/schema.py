@@ -174,7 +174,7 @@ def prepare(session: Session, create: bool) -> tuple[int, ...]:
     newer than this remem, or pgvector is missing and cannot be added.
     """
     schema = quoted(session.url.schema)
-    with session.transaction() as cursor:
+    with session.transaction(writes=True) as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"remem-migrate:{session.url.schema}",))
         version = _version(cursor, session.url.schema)
         if version is None and session.url.folded_from:

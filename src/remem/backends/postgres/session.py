@@ -1,167 +1,273 @@
-"""One connection to the server, its transactions, and psycopg's errors as remem's.
+"""Connections to the server and remem's transactions over them (``connecting`` opens them and
+turns psycopg's errors into remem's).
 
-psycopg is imported here, when a PostgreSQL store is opened, and nowhere on a local store's path.
 Every statement runs inside ``transaction`` (or ``snapshot``), which sets the statement timeout for
 that transaction only (``SET LOCAL``: it works behind transaction-pooling proxies) and turns a
 lost server, a timeout or a refused statement into a one-line StoreError naming the store without
 its password.
+
+A session may be shared by threads: a transaction takes a connection of its own from the
+session's ``Pool`` and gives it back after COMMIT or ROLLBACK; a transaction opened inside another
+in the same thread joins it. A transaction that does not say it ``writes`` is READ ONLY.
+
+Connections die (a restarted server, a terminated backend). One found dead as a transaction begins
+is replaced by a new one, so the next call just works. One lost inside a transaction is a
+ConnectionLostError: nothing of the transaction was stored (the server never saw its COMMIT). One
+lost while a write commits is settled by asking the server, on a new connection, what became of
+the transaction's id (``txid_status``): committed is success; aborted is "not stored"; no answer
+is "unknown". A read losing its COMMIT has lost nothing: its rows were read.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+import functools
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from remem.errors import InvalidInputError, StoreError
+from remem.backends.postgres.connecting import connect, one_line, psycopg_module, remem_error
+from remem.backends.postgres.pool import Pool, last_value
+from remem.errors import ConnectionLostError, RememError, StoreError
 
 if TYPE_CHECKING:
     import psycopg
 
     from remem.backends.postgres.urls import StoreUrl
 
-#: Seconds libpq waits for a server before giving up.
-CONNECT_TIMEOUT = 10
 #: Milliseconds one statement may run (0: no limit, for reindex and re-embedding).
 STATEMENT_TIMEOUT_MS = 60_000
-INSTALL_HINT = "PostgreSQL stores need the client libraries: pip install 'remem[postgres]'"
+T = TypeVar("T")
+P = ParamSpec("P")
 
 
-def _one_line(exc: BaseException) -> str:
-    """The error's text on one line (the password never reaches it: libpq gets it as a keyword of
-    its own, which no message quotes)."""
-    return " ".join(str(exc).split()) or type(exc).__name__
+#: How long the fate of a write whose COMMIT got no answer is asked while it is still ending (s).
+SETTLE_SECONDS = 5.0
+
+if TYPE_CHECKING:
+    Connection = psycopg.Connection[tuple[Any, ...]]
 
 
-def _psycopg() -> Any:
-    """psycopg, its log records kept off stderr unless the application handles logging: on a lost
-    connection it logs "error ignored terminating <psycopg.Pipeline [BAD]>…" besides raising the
-    error remem reports (Python would print it through its last-resort handler)."""
-    try:
-        import psycopg  # noqa: PLC0415 - the optional extra, loaded only for PostgreSQL stores
-    except ImportError:
-        raise StoreError(INSTALL_HINT) from None
-    logger = logging.getLogger("psycopg")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-    return psycopg
+def read_again(method: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Any, P], T]:
+    """Makes a method of an object with a ``session`` (a PostgresBackend) a read done once more,
+    on a new connection, when its connection is lost midway (a read changes nothing: twice is
+    safe), unless it runs inside a transaction this thread had open."""
+
+    @functools.wraps(method)
+    def read(owner: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        session: Session = owner.session
+        return session._read_again(lambda: method(owner, *args, **kwargs))
+
+    return read
 
 
-def connect(url: StoreUrl) -> psycopg.Connection[tuple[Any, ...]]:
-    """An autocommit connection (``application_name=remem``; the URL's ``connect_timeout``, else
-    ``CONNECT_TIMEOUT``); StoreError ``cannot connect to URL: …`` (without the password) when the
-    server is down or refuses, InvalidInputError when libpq refuses a parameter of the URL."""
-    psycopg = _psycopg()
-    try:
-        given = psycopg.conninfo.conninfo_to_dict(url.conninfo)
-        timeout = {} if "connect_timeout" in given else {"connect_timeout": str(CONNECT_TIMEOUT)}
-        conninfo = psycopg.conninfo.make_conninfo(url.conninfo, application_name="remem", **timeout)
-    except psycopg.Error as exc:
-        raise InvalidInputError(f"not a usable PostgreSQL URL {url.shown}: {_one_line(exc)}") from None
-    try:
-        return psycopg.connect(conninfo, autocommit=True)  # type: ignore[no-any-return]
-    except psycopg.Error as exc:
-        raise StoreError(f"cannot connect to {url.shown}: {_one_line(exc)}") from None
+@dataclass(eq=False)
+class _Lease:
+    """A connection lent to one thread's transaction."""
 
-
-#: SQLSTATEs of a connection the server ended: shut down (by an administrator, a crash, or
-#: ``pg_terminate_backend``), not accepting connections yet, idle too long (in a transaction or not).
-_ENDED_BY_SERVER = frozenset({"57P01", "57P02", "57P03", "57P05", "25P03"})
-
-
-def lost_connection(exc: Exception, conn: psycopg.Connection[Any]) -> bool:
-    """True when ``exc`` means the connection is gone — the server ended it (class 08, a shutdown,
-    an idle timeout) or it broke under the client — not that the server refused a statement."""
-    sqlstate = getattr(exc, "sqlstate", None) or ""
-    return conn.broken or sqlstate.startswith("08") or sqlstate in _ENDED_BY_SERVER
-
-
-def remem_error(exc: Exception, conn: psycopg.Connection[Any], shown: str) -> StoreError | InvalidInputError:
-    """A psycopg error as remem's, naming the store ``shown``: "lost the connection" only when it
-    is (``lost_connection``); text or a value PostgreSQL cannot take (a program limit) is the
-    caller's InvalidInputError; a statement cancelled by its timeout "took too long"."""
-    errors, text = _psycopg().errors, _one_line(exc)
-    sqlstate = getattr(exc, "sqlstate", None) or ""
-    if isinstance(exc, errors.QueryCanceled):
-        return StoreError(f"{shown} took too long: {text}")
-    if isinstance(exc, (errors.CharacterNotInRepertoire, errors.UntranslatableCharacter)):
-        return InvalidInputError(f"PostgreSQL cannot store this text: {text}")
-    if sqlstate.startswith("54"):
-        return InvalidInputError(f"{shown} cannot take this (a limit of PostgreSQL): {text}")
-    if lost_connection(exc, conn):
-        return StoreError(f"lost the connection to {shown}: {text}")
-    if conn.closed:
-        return StoreError(f"the store at {shown} was closed: {text}")
-    return StoreError(f"{shown}: {text}")
+    conn: Connection
+    thread: threading.Thread
+    pid: int
+    writes: bool
+    read_only: bool
+    xid: int | None = None
+    #: Values computed once per transaction (a search's keyword weights), then dropped.
+    memo: dict[Any, Any] = field(default_factory=dict)
 
 
 class Session:
-    """A connection and the store's address, with remem's transactions over it."""
+    """The store's address and its connections, with remem's transactions over them (see the
+    module docstring: safe to share between threads; survives lost connections and ``os.fork``)."""
 
-    def __init__(self, conn: psycopg.Connection[tuple[Any, ...]], url: StoreUrl) -> None:
-        """Wrap an open autocommit connection to the store at ``url``."""
-        self.conn = conn
+    def __init__(self, conn: Connection, url: StoreUrl) -> None:
+        """Serve the store at ``url``, starting with the open autocommit connection ``conn``."""
         self.url = url
-        self._vectors_registered = False
-        #: Values computed once per top-level transaction (a search's keyword weights), then dropped.
-        self.memo: dict[Any, Any] = {}
+        self._pg = psycopg_module()  # kept: at interpreter exit it can no longer be imported
+        self._pool = Pool(conn, lambda: connect(url), url.shown)
+        self._pid = os.getpid()
+        self._held: dict[int, _Lease] = {}
+        self._vectors = False
+        self._registered: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+    def _current(self) -> _Lease | None:
+        """The transaction this thread is in, if any (after a fork, none is: they are the parent's)."""
+        if self._pid != os.getpid():
+            self._pid, self._held = os.getpid(), {}
+        lease = self._held.get(threading.get_ident())
+        return lease if lease is not None and lease.thread is threading.current_thread() else None
+
+    @property
+    def memo(self) -> dict[Any, Any]:
+        """Values computed once per transaction: the current transaction's (outside any, a new one)."""
+        lease = self._current()
+        return lease.memo if lease is not None else {}
+
+    @property
+    def conn(self) -> Connection:
+        """The connection of the transaction this thread is in (only inside ``transaction``)."""
+        lease = self._current()
+        if lease is None:
+            raise StoreError(f"{self.url.shown}: no transaction is open in this thread")
+        return lease.conn
 
     def register_vectors(self) -> None:
-        """Let numpy arrays travel as pgvector ``vector`` values (once; loads numpy, so only when
-        vectors are read or written: ``list`` and ``export`` never need it)."""
-        if not self._vectors_registered:
+        """Let numpy arrays travel as pgvector ``vector`` values, on every connection from now on
+        (loads numpy, so only when vectors are read or written: ``list`` and ``export`` never need it)."""
+        self._vectors = True
+        lease = self._current()
+        if lease is not None:
+            with self.errors():
+                self._register(lease.conn)
+
+    def _register(self, conn: Connection) -> None:
+        if self._vectors and conn not in self._registered:
             from pgvector.psycopg import register_vector  # noqa: PLC0415 - part of the extra
 
-            with self.errors():
-                register_vector(self.conn)
-            self._vectors_registered = True
+            register_vector(conn)
+            self._registered.add(conn)
+
+    def _read_again(self, read: Callable[[], T]) -> T:
+        """``read()``, once more (on a new connection) when its connection was lost midway, unless
+        it ran inside a transaction this thread had open (that one is lost too: its caller decides).
+        When the second try fails too (the server is going down), the loss is what is reported."""
+        if self._current() is not None:
+            return read()
+        try:
+            return read()
+        except ConnectionLostError as lost:
+            try:
+                return read()
+            except StoreError:
+                raise lost from None
 
     @contextlib.contextmanager
-    def errors(self) -> Iterator[None]:
-        """psycopg errors raised inside become one-line remem errors naming the store (``remem_error``)."""
+    def errors(self, conn: Connection | None = None) -> Iterator[None]:
+        """psycopg errors raised inside become one-line remem errors naming the store
+        (``remem_error``); a lost connection (``conn``, else this thread's transaction's) is a
+        ConnectionLostError."""
         try:
             yield
-        except _psycopg().Error as exc:
-            raise remem_error(exc, self.conn, self.url.shown) from None
+        except Exception as exc:
+            if not isinstance(exc, self._pg.Error):
+                raise
+            raise self._translated(exc, conn) from None
+
+    def _translated(self, exc: Exception, conn: Connection | None = None) -> RememError:
+        lease = self._current()
+        conn = conn or (lease.conn if lease is not None else None)
+        error = remem_error(exc, conn, self.url.shown)
+        if isinstance(error, ConnectionLostError) and lease is not None and lease.writes:
+            return ConnectionLostError(f"{error}; the change was not stored")
+        return error
 
     @contextlib.contextmanager
-    def transaction(self, timeout_ms: int = STATEMENT_TIMEOUT_MS) -> Iterator[psycopg.Cursor[Any]]:
-        """A transaction (all of it commits, or none); inside one already open, that one."""
-        with self.errors():
-            if self.conn.info.transaction_status != 0:  # not idle: join the open transaction
-                yield self.conn.cursor()
-                return
-            self.memo.clear()
-            try:
-                with self.conn.transaction(), self.conn.cursor() as cursor:
-                    cursor.execute("SELECT set_config('statement_timeout', %s, true)", (str(timeout_ms),))
+    def transaction(
+        self, timeout_ms: int = STATEMENT_TIMEOUT_MS, *, writes: bool = False
+    ) -> Iterator[psycopg.Cursor[Any]]:
+        """A transaction on a connection of this thread's own: all of it commits, or none; READ
+        ONLY unless it ``writes``. Inside one already open in this thread, that one."""
+        held = self._current()
+        if held is not None:
+            if writes and held.read_only:
+                raise StoreError(
+                    f"cannot change the store at {self.url.shown} while this thread reads it in one "
+                    "snapshot (an unfinished export()): finish or close the export first"
+                )
+            with self.errors():
+                if writes and not held.writes:  # from now on, settle a COMMIT that gets no answer
+                    held.writes, held.xid = True, int(last_value(held.conn, "SELECT txid_current()"))
+                with held.conn.cursor() as cursor:
                     yield cursor
-            finally:
-                self.memo.clear()
+            return
+        begin = f"BEGIN READ {'WRITE' if writes else 'ONLY'}; SET LOCAL statement_timeout = {int(timeout_ms)}"
+        begin += "; SELECT txid_current()" if writes else ""  # to settle a COMMIT that gets no answer
+        with self._leased(begin, writes, False) as lease, lease.conn.cursor() as cursor:
+            yield cursor
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
         """A read-only REPEATABLE READ transaction: every read inside sees one state of the store."""
+        if self._current() is not None:
+            yield
+            return
+        begin = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL statement_timeout = "
+        with self._leased(begin + str(STATEMENT_TIMEOUT_MS), False, True):
+            yield
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Connection]:
+        """A connection of its own outside any transaction, for statements that cannot run in one
+        (CREATE INDEX CONCURRENTLY); a kept one found dead is replaced by a new one, once."""
         with self.errors():
-            if self.conn.info.transaction_status != 0:
-                yield
-                return
-            self.memo.clear()
-            try:
-                with self.conn.transaction(), self.conn.cursor() as cursor:
-                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    cursor.execute(
-                        "SELECT set_config('statement_timeout', %s, true)", (str(STATEMENT_TIMEOUT_MS),)
-                    )
-                    yield
-            except _psycopg().Error:
-                if not self.conn.closed:  # a reader that went away closed it: nothing to end
+            conn, _ = self._pool.begun("", self._register)
+        try:
+            with self.errors(conn):
+                yield conn
+        finally:
+            self._pool.give_back(conn)
+
+    @contextlib.contextmanager
+    def _leased(self, begin: str, writes: bool, read_only: bool) -> Iterator[_Lease]:
+        """A connection with ``begin`` run on it, this thread's until the transaction commits (or
+        rolls back, on an exception)."""
+        with self.errors():
+            conn, xid = self._pool.begun(begin, self._register)
+        lease = _Lease(conn, threading.current_thread(), os.getpid(), writes, read_only, xid)
+        self._held[threading.get_ident()] = lease  # ended by whichever thread ends it (a generator)
+        try:
+            with self.errors():
+                try:
+                    yield lease
+                except BaseException:
+                    self._roll_back(lease)
                     raise
-            finally:
-                self.memo.clear()
+            self._commit(lease)
+        finally:
+            if self._held.get(lease.thread.ident or 0) is lease:
+                del self._held[lease.thread.ident or 0]
+            lease.memo.clear()
+            self._pool.give_back(conn)
+
+    def _roll_back(self, lease: _Lease) -> None:
+        """End a failed transaction; a connection that cannot is closed (the server rolls back)."""
+        if lease.pid != os.getpid():
+            return  # the parent's connection: never touched
+        try:
+            lease.conn.execute("ROLLBACK")
+        except Exception:
+            with contextlib.suppress(Exception):
+                lease.conn.close()
+
+    def _commit(self, lease: _Lease) -> None:
+        """COMMIT; a write whose COMMIT got no answer is settled (see the module docstring)."""
+        if lease.pid != os.getpid():
+            if lease.writes:
+                raise StoreError(f"a change to {self.url.shown} begun before os.fork() cannot end after it")
+            return
+        try:
+            lease.conn.execute("COMMIT")
+        except Exception as exc:
+            if not isinstance(exc, self._pg.Error):
+                raise
+            error = self._translated(exc)
+            if not isinstance(error, ConnectionLostError):
+                raise error from None
+            if not lease.writes:
+                return  # a read lost nothing: its rows were read
+            fate = self._pool.fate(lease.xid, SETTLE_SECONDS) if lease.xid is not None else None
+            if fate == "committed":
+                return
+            stored = False if fate == "aborted" else None
+            lost = f"lost the connection to {self.url.shown} while committing: {one_line(exc)}; "
+            what = (
+                "the change was not stored" if stored is False else "whether the change was stored is unknown"
+            )
+            raise ConnectionLostError(lost + what, stored) from None
 
     def close(self) -> None:
-        """Close the connection (a transaction left open is rolled back by the server)."""
-        with contextlib.suppress(Exception):
-            self.conn.close()
+        """Close every connection (a transaction left open is rolled back by the server); later
+        calls raise StoreError."""
+        self._pool.close()

@@ -105,7 +105,7 @@ def rebuild_hnsw(session: Session, s: str, dim: int, settings: IndexSettings) ->
     concurrently (outside any transaction) and swapped in for the old one in a short transaction;
     for ``exact`` the index is dropped. One rebuild per store at a time (a session lock)."""
     schema = session.url.schema
-    with session.errors(), session.conn.cursor() as cursor:
+    with session.connection() as conn, conn.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"remem-reindex:{schema}",))
         try:
             cursor.execute("SET statement_timeout = 0")
@@ -113,7 +113,7 @@ def rebuild_hnsw(session: Session, s: str, dim: int, settings: IndexSettings) ->
             cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {s}.{HNSW_INDEX}_next")
             if settings.kind == "hnsw":
                 cursor.execute(_create_sql(s, dim, settings, f"{HNSW_INDEX}_next", concurrently=True))
-            with session.conn.transaction():
+            with conn.transaction():
                 cursor.execute(f"DROP INDEX IF EXISTS {s}.{HNSW_INDEX}")
                 if settings.kind == "hnsw":
                     cursor.execute(f"ALTER INDEX {s}.{HNSW_INDEX}_next RENAME TO {HNSW_INDEX}")

@@ -14,15 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends.postgres import keywords, pending, phrases, records
 from remem.backends.postgres import settings as meta
+from remem.backends.postgres.connecting import connect
 from remem.backends.postgres.lanes import EXACT_CANDIDATES, LaneSettings, PostgresVectorLane
 from remem.backends.postgres.schema import ITERATIVE_SCAN_VERSION, prepare, quoted
-from remem.backends.postgres.session import Session, connect
+from remem.backends.postgres.session import Session, read_again
 from remem.backends.postgres.urls import parse
 from remem.backends.shapes import check_same_model, contexts_of, windows_of
-from remem.errors import (
-    ModelChangedError,
-    StoreError,
-)
+from remem.errors import ModelChangedError, StoreError
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
@@ -78,12 +76,7 @@ class PostgresBackend:
         """Close the connection."""
         self.session.close()
 
-    def __enter__(self) -> PostgresBackend:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
+    @read_again
     def key_values(self) -> dict[str, str]:
         """The store's key/value rows."""
         with self.session.transaction() as cursor:
@@ -110,7 +103,7 @@ class PostgresBackend:
 
     def _stamp(self, model: ModelInfo) -> None:
         """Record the first model (and build its HNSW index) before any vector is written."""
-        with self.session.transaction() as cursor:
+        with self.session.transaction(writes=True) as cursor:
             self.lock(cursor, exclusive=True)
             rows = meta.read_meta(cursor, self.s)
             if meta.model_of(rows) is None:
@@ -124,12 +117,13 @@ class PostgresBackend:
             self.session.register_vectors()
             if self.model is None:
                 self._stamp(model)
-        with self.session.transaction() as cursor:
+        with self.session.transaction(writes=True) as cursor:
             self.lock(cursor, exclusive=False)
             if model is not None:
                 self.check_model(model)
             yield cursor
 
+    @read_again
     def find_duplicate(self, memory: NewMemory) -> int | None:
         """The id of a memory with the same text, user and conversation, if one is stored."""
         with self.session.transaction() as cursor:
@@ -185,10 +179,12 @@ class PostgresBackend:
                 if records.set_context(cursor, self.s, mid, text_sha256(text), context)
             ]
 
+    @read_again
     def pending(self, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` (id, text) of memories waiting for their vectors, oldest first."""
         return pending.waiting(self, limit)
 
+    @read_again
     def pending_count(self) -> int:
         """How many memories wait for their vectors."""
         return pending.count(self)
@@ -231,11 +227,13 @@ class PostgresBackend:
         """Reads inside see one state of the store (a REPEATABLE READ transaction)."""
         return self.session.snapshot()
 
+    @read_again
     def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (missing ids are absent)."""
         with self.session.transaction() as cursor:
             return records.get_many(cursor, self.s, memory_ids)
 
+    @read_again
     def newest(self, filters: Filters, limit: int) -> list[Memory]:
         """Up to ``limit`` filtered memories, newest first (ties: higher id first)."""
         with self.session.transaction() as cursor:
@@ -257,6 +255,7 @@ class PostgresBackend:
                 return
             after = page[-1].id
 
+    @read_again
     def candidate_ids(self, filters: Filters) -> list[int]:
         """Ids of every filtered memory, ascending."""
         with self.session.transaction() as cursor:
@@ -277,8 +276,7 @@ class PostgresBackend:
         if embedded_with is not None and embedded_with != model:
             raise ModelChangedError(f"the store at {self.location} switched to model {model.name}; retry")
         ef_search = meta.IndexSettings.of(rows).ef_search
-        if not self.iterative:
-            ef_search = max(ef_search, 400)
+        ef_search = ef_search if self.iterative else max(ef_search, 400)
         settings = LaneSettings(model.dim, ef_search, self.iterative, self.exact_candidates)
         self.session.register_vectors()
         return PostgresVectorLane(self.session, self.s, settings)
@@ -317,6 +315,7 @@ class PostgresBackend:
 
         return reindex(self, kind, hnsw, force)
 
+    @read_again
     def stats(self) -> dict[str, Any]:
         """Counts, model, index, size and time span, as JSON-ready values."""
         from remem.backends.postgres.upkeep import summarize  # noqa: PLC0415

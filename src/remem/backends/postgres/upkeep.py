@@ -54,7 +54,7 @@ def keywords_are_current(cursor: psycopg.Cursor[Any], s: str) -> bool:
 def ensure_keywords_current(store: PostgresBackend) -> bool:
     """Re-analyze every memory's terms if an older analyzer (or none recorded) built them, under
     the store's exclusive lock, as a local store does on open; True when it rebuilt them."""
-    with store.session.transaction(timeout_ms=0) as cursor:
+    with store.session.transaction(timeout_ms=0, writes=True) as cursor:
         if meta.read_meta(cursor, store.s).get(meta.ANALYZER_KEY) == TERMS_VERSION:
             return False
         store.lock(cursor, exclusive=True)
@@ -91,7 +91,7 @@ def reindex(
     (concurrently, after the settings commit) where they are not current (both with ``force``).
     A second reindex in a row does nothing."""
     started = time.perf_counter()
-    with store.session.transaction(timeout_ms=0) as cursor:
+    with store.session.transaction(timeout_ms=0, writes=True) as cursor:
         store.lock(cursor, exclusive=True)
         rows = meta.read_meta(cursor, store.s)
         current = meta.IndexSettings.of(rows)

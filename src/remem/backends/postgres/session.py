@@ -131,17 +131,13 @@ class Session:
 
     def _read_again(self, read: Callable[[], T]) -> T:
         """``read()``, once more (on a new connection) when its connection was lost midway, unless
-        it ran inside a transaction this thread had open (that one is lost too: its caller decides).
-        When the second try fails too (the server is going down), the loss is what is reported."""
+        it ran inside a transaction this thread had open (that one is lost too: its caller decides)."""
         if self._current() is not None:
             return read()
         try:
             return read()
-        except ConnectionLostError as lost:
-            try:
-                return read()
-            except StoreError:
-                raise lost from None
+        except ConnectionLostError:
+            return read()
 
     @contextlib.contextmanager
     def errors(self, conn: Connection | None = None) -> Iterator[None]:

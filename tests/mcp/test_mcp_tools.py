@@ -96,6 +96,12 @@ BAD_CALLS = [
     ("memory_get", {"ids": list(range(1, 52))}, "invalid argument ids"),
     ("memory_get", {"ids": [0]}, "invalid argument ids.0"),
     ("memory_get", {"ids": "one"}, "invalid argument ids"),
+    # JSON's true is not memory 1 (pydantic alone reads it as 1): forgetting [true] would forget it
+    ("memory_get", {"ids": [True]}, "invalid argument ids.0: Value error, Input should be a whole number"),
+    ("memory_forget", {"ids": [True]}, "invalid argument ids.0: Value error, Input should be a whole number"),
+    ("memory_edit", {"id": True, "text": "new"}, "invalid argument id"),
+    ("memory_search", {"query": "x", "k": True}, "invalid argument k"),
+    ("memory_list", {"limit": False}, "invalid argument limit"),
     ("memory_list", {"limit": 101}, "invalid argument limit"),
     ("memory_list", {"cursor": "not-a-cursor"}, "cursor is not a next_cursor from memory_list"),
     ("memory_context", {"max_chars": 50_001}, "invalid argument max_chars"),

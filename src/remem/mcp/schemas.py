@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 import remem
 
@@ -17,7 +17,20 @@ _WHEN = "ISO date/time (2026-11-29, 2026-11-29T14:00) or an age before now (30m,
 
 Text = Annotated[str, Field(min_length=1, max_length=100_000, description="The memory's text.")]
 Query = Annotated[str, Field(min_length=1, max_length=10_000, description="What to look for, in words.")]
-K = Annotated[int, Field(ge=1, le=50, description="How many hits at most.")]
+
+
+def _not_a_flag(value: Any) -> Any:
+    """JSON's true and false are not numbers (pydantic would read true as 1: memory 1)."""
+    if isinstance(value, bool):
+        raise ValueError("Input should be a whole number, not true or false")
+    return value
+
+
+#: After a number's Field (so the input schema keeps its minimum and maximum): a whole number as
+#: pydantic reads one (5, "5", 5.0), but never true or false.
+NOT_A_FLAG = BeforeValidator(_not_a_flag)
+
+K = Annotated[int, Field(ge=1, le=50, description="How many hits at most."), NOT_A_FLAG]
 Mode = Annotated[
     Literal["hybrid", "vector", "keyword"],
     Field(description="hybrid: both lanes fused; vector: by meaning; keyword: exact words (BM25)."),
@@ -63,15 +76,16 @@ Meta = Annotated[
     dict[_Name, Annotated[str, Field(max_length=1_000)]] | None,
     Field(max_length=20, description="Key/value details to keep with the memory."),
 ]
-MemoryId = Annotated[int, Field(ge=1, description="The memory's id.")]
+MemoryId = Annotated[int, Field(ge=1, description="The memory's id."), NOT_A_FLAG]
 Ids = Annotated[
-    list[Annotated[int, Field(ge=1)]], Field(min_length=1, max_length=50, description="Memory ids.")
+    list[Annotated[int, Field(ge=1), NOT_A_FLAG]],
+    Field(min_length=1, max_length=50, description="Memory ids."),
 ]
 ForgetIds = Annotated[
-    list[Annotated[int, Field(ge=1)]] | None,
+    list[Annotated[int, Field(ge=1), NOT_A_FLAG]] | None,
     Field(min_length=1, max_length=100, description="The memories to forget (or use filters instead)."),
 ]
-Limit = Annotated[int, Field(ge=1, le=100, description="How many memories per page.")]
+Limit = Annotated[int, Field(ge=1, le=100, description="How many memories per page."), NOT_A_FLAG]
 Cursor = Annotated[
     str | None, Field(max_length=500, description="next_cursor of the previous page; omit for the first.")
 ]
@@ -91,11 +105,14 @@ ContextQuery = Annotated[
     str | None,
     Field(min_length=1, max_length=10_000, description="What the conversation is about (for similar ones)."),
 ]
-Recent = Annotated[int, Field(ge=0, le=50, description="The N newest memories.")]
-Similar = Annotated[int, Field(ge=0, le=50, description="The K memories most similar to the query.")]
+Recent = Annotated[int, Field(ge=0, le=50, description="The N newest memories."), NOT_A_FLAG]
+Similar = Annotated[
+    int, Field(ge=0, le=50, description="The K memories most similar to the query."), NOT_A_FLAG
+]
 MaxChars = Annotated[
     int,
     Field(ge=200, le=50_000, description="Character budget of the prompt; what does not fit is left out."),
+    NOT_A_FLAG,
 ]
 
 

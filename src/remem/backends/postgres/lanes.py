@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends.base import Scored
 from remem.backends.postgres import filtering
+from remem.backends.postgres import settings as meta
+from remem.errors import ModelChangedError, StoreError
 
 if TYPE_CHECKING:
     import psycopg
 
     from remem.arrays import FloatArray
     from remem.backends.postgres.session import Session
-    from remem.types import Filters
+    from remem.types import Filters, ModelInfo
 
 #: pgvector's upper bound for hnsw.ef_search (iterative scans go on past it).
 MAX_EF_SEARCH = 1000
@@ -40,6 +42,21 @@ class LaneSettings:
     ef_search: int
     iterative: bool
     exact_candidates: int = EXACT_CANDIDATES
+
+    @classmethod
+    def of(
+        cls, rows: dict[str, str], location: str, embedded_with: ModelInfo | None, iterative: bool, exact: int
+    ) -> LaneSettings:
+        """The settings for the store at ``location`` whose key/value rows are ``rows``: StoreError
+        while it holds no vectors, ModelChangedError if it no longer uses ``embedded_with``; without
+        iterative scans (pgvector < 0.8) the beam is at least 400."""
+        model = meta.model_of(rows)
+        if model is None:
+            raise StoreError(f"the store at {location} holds no vectors yet")
+        if embedded_with is not None and embedded_with != model:
+            raise ModelChangedError(f"the store at {location} switched to model {model.name}; retry")
+        ef_search = meta.IndexSettings.of(rows).ef_search
+        return cls(model.dim, ef_search if iterative else max(ef_search, 400), iterative, exact)
 
 
 def _best_per_memory(rows: Sequence[tuple[Any, Any]]) -> list[Scored]:

@@ -20,7 +20,6 @@ from remem.backends.postgres.schema import ITERATIVE_SCAN_VERSION, prepare, quot
 from remem.backends.postgres.session import Session, read_again
 from remem.backends.postgres.urls import parse
 from remem.backends.shapes import check_same_model, contexts_of, windows_of
-from remem.errors import ModelChangedError, StoreError
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
@@ -73,8 +72,14 @@ class PostgresBackend:
         return store
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connections."""
         self.session.close()
+
+    def __enter__(self) -> PostgresBackend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     @read_again
     def key_values(self) -> dict[str, str]:
@@ -269,15 +274,8 @@ class PostgresBackend:
 
     def vector_lane(self, embedded_with: ModelInfo | None = None) -> PostgresVectorLane:
         """The vector lane; ModelChangedError if the store no longer uses ``embedded_with``."""
-        rows = self.key_values()
-        model = meta.model_of(rows)
-        if model is None:
-            raise StoreError(f"the store at {self.location} holds no vectors yet")
-        if embedded_with is not None and embedded_with != model:
-            raise ModelChangedError(f"the store at {self.location} switched to model {model.name}; retry")
-        ef_search = meta.IndexSettings.of(rows).ef_search
-        ef_search = ef_search if self.iterative else max(ef_search, 400)
-        settings = LaneSettings(model.dim, ef_search, self.iterative, self.exact_candidates)
+        rows, where = self.key_values(), self.location
+        settings = LaneSettings.of(rows, where, embedded_with, self.iterative, self.exact_candidates)
         self.session.register_vectors()
         return PostgresVectorLane(self.session, self.s, settings)
 

@@ -194,6 +194,21 @@ class CuttingProxy:
                     return
 
 
+def test_a_connection_closed_under_a_transaction_is_lost_not_a_closed_store(postgres_url: str) -> None:
+    # The soak met it: a transaction whose connection was closed under it (its ROLLBACK failed on a
+    # terminated backend) said "the store … was closed" although nobody closed the store.
+    with remem.open(postgres_url, embedder=FakeEmbedder()) as memories:
+        memories.add("the store exists")
+        session = memories.backend.session  # type: ignore[attr-defined]
+        with pytest.raises(ConnectionLostError) as lost, session.transaction(writes=True) as cursor:
+            session.conn.close()
+            cursor.execute("SELECT 1")
+        assert lost.value.stored is False and "was closed" not in str(lost.value)
+        assert [m.text for m in memories.list()] == ["the store exists"]  # the next call just works
+    with pytest.raises(StoreError, match="was closed"), session.transaction():  # a closed store says so
+        pass
+
+
 def test_a_write_whose_commit_answer_is_lost_is_settled_by_asking_the_server(postgres_url: str) -> None:
     proxy = CuttingProxy(parse_qs(urlsplit(postgres_url).query)["host"][0])
     url = f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres?schema={_schema(postgres_url)}"

@@ -155,6 +155,8 @@ class Session:
         lease = self._current()
         conn = conn or (lease.conn if lease is not None else None)
         error = remem_error(exc, conn, self.url.shown)
+        if conn is not None and conn.closed and not self._pool.closed:  # closed under us, not by close()
+            error = ConnectionLostError(f"lost the connection to {self.url.shown}: {one_line(exc)}")
         if isinstance(error, ConnectionLostError) and lease is not None and lease.writes:
             return ConnectionLostError(f"{error}; the change was not stored")
         return error

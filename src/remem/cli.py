@@ -201,7 +201,9 @@ def _unknown_command(name: str) -> str:
     """One line for a command that does not exist, naming the nearest one (``rm`` → ``forget``)."""
     import difflib  # noqa: PLC0415 - only for a mistyped command
 
-    nearest = _ALIASES.get(name.lower()) or next(iter(difflib.get_close_matches(name.lower(), _ORDER, 1)), None)
+    nearest = _ALIASES.get(name.lower()) or next(
+        iter(difflib.get_close_matches(name.lower(), _ORDER, 1)), None
+    )
     hint = f" Did you mean 'remem {nearest}'?" if nearest else " See 'remem --help' for the commands."
     return f"No such command {name!r}.{hint}"
 

@@ -85,7 +85,13 @@ def add(
         assert memories is not None
         memories.max_text_chars, d = max_chars, defaults
         result = memories.add(
-            body, user=d.user, conversation=d.conversation, role=d.role, tags=d.tags, meta=d.meta, progress=progress
+            body,
+            user=d.user,
+            conversation=d.conversation,
+            role=d.role,
+            tags=d.tags,
+            meta=d.meta,
+            progress=progress,
         )
     if json_out:
         typer.echo(render.json_line({"id": result.id, "duplicate": result.duplicate}))

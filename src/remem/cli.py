@@ -95,6 +95,16 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 }
 _ORDER = [name for names in COMMANDS.values() for name in names]
 _ROOT_FLAGS = {"-q", "--quiet", "-h", "--help", "--version"}
+#: Names people reach for from other tools, and the command that does it here.
+_ALIASES = {
+    "rm": "forget",
+    "del": "forget",
+    "delete": "forget",
+    "remove": "forget",
+    "ls": "list",
+    "find": "search",
+    "query": "search",
+}
 _registered: set[str] = set()
 
 
@@ -166,6 +176,9 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     argument does): tests run the real commands with a fake model this way.
     """
     arguments = sys.argv[1:] if argv is None else argv
+    name = _command_name(arguments)
+    if name is not None and name not in _ORDER:
+        return _fail(_unknown_command(name))
     register_commands(arguments)
     command = typer.main.get_command(app)
     try:
@@ -182,6 +195,17 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     if result == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this code without a word
         return _interrupted()
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _unknown_command(name: str) -> str:
+    """One line for a command that does not exist, naming the nearest one (``rm`` → ``forget``)."""
+    import difflib  # noqa: PLC0415 - only for a mistyped command
+
+    nearest = _ALIASES.get(name.lower()) or next(
+        iter(difflib.get_close_matches(name.lower(), _ORDER, 1)), None
+    )
+    hint = f" Did you mean 'remem {nearest}'?" if nearest else " See 'remem --help' for the commands."
+    return f"No such command {name!r}.{hint}"
 
 
 def _check_arguments(argv: list[str]) -> None:

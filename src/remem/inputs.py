@@ -155,8 +155,10 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 def parse_when(value: str | datetime | None, option: str, now: datetime) -> datetime | None:
     """A moment from ``30m``/``12h``/``7d``/``2w`` (that long before ``now``), an ISO 8601 date or
-    date-time, or a datetime; without an offset it is UTC (as every time remem shows). The result is
-    in UTC. Raises InvalidInputError otherwise, or for a moment outside years 1–9999 in UTC.
+    date-time, or a datetime; without an offset it is UTC (as every time remem shows); or a query's
+    time words (``yesterday``, ``last week``, ``monday``, ``3 days ago``…): the local start of the
+    day, week or month they name. The result is in UTC. Raises InvalidInputError otherwise, or for a
+    moment outside years 1–9999 in UTC.
     """
     if value is None:
         return None
@@ -166,13 +168,24 @@ def parse_when(value: str | datetime | None, option: str, now: datetime) -> date
     relative = _RELATIVE.fullmatch(text.lower())
     if relative:
         return _before(now, int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)], f"{option} {value!r}")
-    moment = parse_iso(text)
+    moment = parse_iso(text) or _time_words(text, now)
     if moment is None:
         raise InvalidInputError(
-            f"{option} {value!r} is neither an ISO date/time (2026-11-29, 2026-11-29T14:00) "
-            "nor an age (30m, 12h, 7d)"
+            f"{option} {value!r} is neither an ISO date/time (2026-11-29, 2026-11-29T14:00), "
+            "an age (30m, 12h, 7d) nor a time word (yesterday, last week, monday)"
         )
     return _in_utc(moment, f"{option} {value!r}")
+
+
+def _time_words(text: str, now: datetime) -> datetime | None:
+    """The local start of the day, week or month that ``text`` (all of it) names, as a query's time
+    words do (``remem.timewords``): ``yesterday`` is yesterday's local midnight; None otherwise."""
+    from remem.timewords import LOCAL, find_window  # noqa: PLC0415 - only for words
+
+    found = find_window(text, (now if now.tzinfo else now.replace(tzinfo=timezone.utc)).astimezone(LOCAL))
+    if found is None or found[0].group(0).strip() != text:
+        return None
+    return found[1]
 
 
 def _before(now: datetime, seconds: int, what: str) -> datetime:

@@ -89,7 +89,8 @@ class Filters:
     However it is made, it is checked and cleaned as ``Filters.of`` cleans the filter keywords:
     names stripped and never empty, tags (a list or tuple of strings, never one string)
     deduplicated and sorted, meta (pairs or a mapping) sorted, ``since``/``until`` (an ISO 8601
-    date/time or an age such as ``7d``) kept as UTC ISO 8601 with ``since`` before ``until``. A wrong
+    date/time, an age such as ``7d`` or a query's time words such as ``yesterday``: the local start of
+    what they name) kept as UTC ISO 8601 with ``since`` before ``until``. A wrong
     type is a TypeError naming the field, a bad value an InvalidInputError.
     """
 

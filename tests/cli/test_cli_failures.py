@@ -133,10 +133,13 @@ def test_a_damaged_database_is_a_clear_error_naming_the_file(seeded: Path, damag
     ],
 )
 def test_a_missing_store_is_said_not_silent(store_dir: Path, args: list[str], code: int) -> None:
-    """Issue 15 #4: reading a store that does not exist says so on stderr (exit 1, doctor 2)."""
+    """Issue 15 #4: reading a store that does not exist says so on stderr (exit 1, doctor 2), and
+    how to create it (issue 26 #6)."""
     result = run_cli(args, store_dir)
     assert (result.code, result.stdout) == (code, "")
-    assert result.stderr.splitlines()[0] == f"No remem store at {store_dir}"
+    assert result.stderr.splitlines()[0] == (
+        f"No remem store at {store_dir} — `remem add --store {store_dir} TEXT` creates it"
+    )
     assert not store_dir.exists()
 
 
@@ -149,7 +152,9 @@ def test_export_of_a_missing_store_is_an_error_and_leaves_the_output_alone(
     for args in (["export"], ["export", "-o", str(backup)], ["export", "-f", "csv", "-o", str(backup)]):
         result = run_cli(args, store_dir)
         assert (result.code, result.stdout) == (2, "")
-        assert result.stderr == f"Error: no remem store at {store_dir}\n"
+        assert result.stderr == (
+            f"Error: no remem store at {store_dir} — `remem add --store {store_dir} TEXT` creates it\n"
+        )
     assert backup.read_text() == "yesterday's memories\n"
     assert not store_dir.exists()
 

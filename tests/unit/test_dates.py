@@ -11,6 +11,7 @@ import pytest
 
 import remem
 from remem.core.dates import read_dates
+from remem.errors import InvalidInputError
 from remem.testing import FakeEmbedder
 
 #: Monday 2026-11-30, 23:30 in UTC+9: in UTC it is still 14:30 of the same day.
@@ -251,3 +252,47 @@ def test_the_days_next_to_the_ends_of_the_calendar_are_read() -> None:
     assert first is not None and first.record()["since"] == "0001-01-01T10:00:00.000Z"
     last = read_dates("on 9999-12-30", datetime(2026, 11, 30, tzinfo=timezone(timedelta(hours=-12))))
     assert last is not None and last.record()["until"] == "9999-12-31T12:00:00.000Z"
+
+
+# --- --since/--until take the time words that queries take (issue 26 #6) ------------------------
+
+#: Tuesday 2026-12-01, 06:30 in Tokyo (UTC+9), still Monday 21:30 in UTC.
+TUESDAY_IN_TOKYO = datetime(2026, 11, 30, 21, 30, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(
+    ("word", "local_start"),
+    [
+        ("yesterday", "2026-11-30"),
+        ("today", "2026-12-01"),
+        ("Yesterday", "2026-11-30"),
+        ("monday", "2026-11-30"),  # the most recent Monday before today
+        ("tuesday", "2026-11-24"),  # today is Tuesday: the one a week ago
+        ("last friday", "2026-11-27"),
+        ("this week", "2026-11-30"),
+        ("last week", "2026-11-23"),
+        ("this month", "2026-12-01"),
+        ("last month", "2026-11-01"),
+        ("3 days ago", "2026-11-28"),
+    ],
+)
+def test_since_and_until_take_time_words_as_the_local_start_of_what_they_name(
+    word: str, local_start: str, zone: Callable[[str], None]
+) -> None:
+    zone("Asia/Tokyo")
+    start = (datetime.fromisoformat(local_start) - timedelta(hours=9)).isoformat() + ".000Z"
+    assert remem.Filters.of(since=word, now=TUESDAY_IN_TOKYO).since == start
+    assert remem.Filters.of(until=word, now=TUESDAY_IN_TOKYO).until == start
+
+
+def test_since_yesterday_until_today_is_yesterday(zone: Callable[[str], None]) -> None:
+    zone("Asia/Tokyo")
+    window = remem.Filters.of(since="yesterday", until="today", now=TUESDAY_IN_TOKYO)
+    assert (window.since, window.until) == ("2026-11-29T15:00:00.000Z", "2026-11-30T15:00:00.000Z")
+
+
+@pytest.mark.parametrize("words", ["tomorrow", "next monday", "yesterday morning", "the bug from tuesday"])
+def test_since_refuses_words_that_name_no_past_start_in_one_line(words: str) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        remem.Filters.of(since=words)
+    assert str(refused.value).startswith(f"--since {words!r} is neither") and "\n" not in str(refused.value)

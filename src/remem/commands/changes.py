@@ -50,6 +50,7 @@ def forget(
     ids: Annotated[list[int] | None, typer.Argument(metavar="ID", help="Memories to delete.")] = None,
     where: Annotated[bool, typer.Option("--where", help="Delete every memory the filters select.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be deleted.")] = False,
+    everything: Annotated[bool, typer.Option("--all", hidden=True)] = False,
     filters: remem.Filters = opt.NO_FILTERS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
@@ -58,6 +59,11 @@ def forget(
 
     Prints what was deleted (with --dry-run: what would be). Exit 1 if nothing matched.
     """
+    if everything:  # a guess from other tools; without this option it would be read as an id
+        raise InvalidInputError(
+            "forget takes memory ids, or --where with filters (--tag, --user, --since…); there is no "
+            "--all: to forget everything, delete the store"
+        )
     if bool(ids) == where:
         raise InvalidInputError("give memory ids, or --where with filters (not both)")
     if not where and not filters.is_empty():

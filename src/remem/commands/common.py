@@ -107,10 +107,10 @@ def open_memories(
     try:
         memories = remem.open(option, create=create, model_dir=settings.model_dir, embedder=settings.embedder)
     except StoreNotFoundError as exc:
+        message = f"{exc} — `{_creating_command(option)}` creates it"
         if if_missing == "fail":
-            raise
+            raise StoreNotFoundError(message) from None
         if if_missing == "say":
-            message = str(exc)
             note(message[:1].upper() + message[1:])
         yield None
         return
@@ -122,6 +122,16 @@ def open_memories(
         for warning in memories.warnings:
             warn(warning)
         memories.close()
+
+
+def _creating_command(option: str | None) -> str:
+    """The command that creates the store ``--store option`` names (the default one without it); a
+    URL is not repeated (it may hold a password)."""
+    import shlex  # noqa: PLC0415
+
+    if option is None:
+        return "remem add TEXT"
+    return f"remem add --store {'URL' if '://' in option else shlex.quote(option)} TEXT"
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """Commands that add and list memories."""
 
+import contextlib
 from typing import Annotated
 
 import typer
@@ -78,7 +79,9 @@ def add(
         _add_batch(lines, jsonl, defaults, (skip_invalid, max_chars), json_out, store)
         return
     body = within_limit(read_text(text, stdin()), max_chars, "memory text")
-    with open_memories(store, create=True) as memories, progress_bar(1, "Embedding") as progress:
+    long_text = len(body) > LONG_TEXT_CHARS  # a short text takes no time to embed: no bar to leave behind
+    bar = progress_bar(1, "Embedding") if long_text else contextlib.nullcontext(None)
+    with open_memories(store, create=True) as memories, bar as progress:
         assert memories is not None
         memories.max_text_chars, d = max_chars, defaults
         result = memories.add(
@@ -88,7 +91,7 @@ def add(
             role=d.role,
             tags=d.tags,
             meta=d.meta,
-            progress=progress if len(body) > LONG_TEXT_CHARS else None,
+            progress=progress,
         )
     if json_out:
         typer.echo(render.json_line({"id": result.id, "duplicate": result.duplicate}))

@@ -69,7 +69,7 @@ def test_forget_by_id_and_where_with_dry_run(notes: Path) -> None:
         (["edit", "1", "  "], "memory text is empty"),
         (["reindex", "--index", "ivf"], "--index must be one of exact, hnsw, auto"),
         (["reindex", "--hnsw-m", "1"], "must be at least 2"),
-        (["list", "--since", "last tuesday"], "--since 'last tuesday' is neither"),
+        (["list", "--since", "yesterday morning"], "--since 'yesterday morning' is neither"),
         (["list", "--since", "1h", "--until", "2h"], "--since must be before --until"),
         (["reindex", "--model", "no-such-model"], "unknown model 'no-such-model'"),
     ],

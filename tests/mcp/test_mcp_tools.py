@@ -88,7 +88,7 @@ BAD_CALLS = [
     ("memory_search", {"query": "x", "mode": "fuzzy"}, "invalid argument mode"),
     ("memory_search", {"query": "x", "min_score": 2}, "invalid argument min_score"),
     ("memory_search", {"query": "x", "mode": "keyword", "min_score": 0.5}, "--min-score is a cosine"),
-    ("memory_search", {"query": "x", "since": "last tuesday"}, "'last tuesday' is neither"),
+    ("memory_search", {"query": "x", "since": "yesterday morning"}, "'yesterday morning' is neither"),
     ("memory_search", {"query": "x", "tags": ["t"] * 21}, "invalid argument tags"),
     ("memory_search", {"query": "x", "role": "  "}, "must not be empty"),
     ("memory_search", {"query": "x", "userr": "bob"}, "memory_search takes no argument userr"),

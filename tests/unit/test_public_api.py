@@ -540,7 +540,7 @@ BAD_CALLS = [
     ("min-score-nan", lambda m: m.search("postgres", min_score=float("nan"))),
     ("min-score-in-keyword-mode", lambda m: m.search("postgres", mode="keyword", min_score=0.5)),
     ("empty-query", lambda m: m.search("  ")),
-    ("bad-since", lambda m: m.search("postgres", since="last tuesday")),
+    ("bad-since", lambda m: m.search("postgres", since="yesterday morning")),
     ("since-after-until", lambda m: m.search("postgres", since="1h", until="2h")),
     ("where-and-keywords", lambda m: m.list(where=Filters.of(user="a"), user="b")),
     ("empty-tag", lambda m: m.list(tags=[""])),

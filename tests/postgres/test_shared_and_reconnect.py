@@ -282,15 +282,16 @@ memories.close()
 """
 
 
+def _run_python(script: str, url: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` in a new Python with the store's URL as its argument (at most 2 minutes)."""
+    return subprocess.run(
+        [sys.executable, "-c", script, url], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
 def test_a_forked_child_uses_connections_of_its_own(postgres_url: str) -> None:
     for _ in range(3):
-        done = subprocess.run(
-            [sys.executable, "-c", FORK, postgres_url],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = _run_python(FORK, postgres_url)
         assert done.returncode == 0 and done.stderr == "", done.stderr
         lines = done.stdout.splitlines()
         assert lines[0].startswith("child ") and lines[1].startswith("parent 0 "), lines
@@ -315,11 +316,5 @@ print(next(reader.records)["text"])
 
 def test_an_export_left_unfinished_at_exit_prints_nothing(postgres_url: str) -> None:
     for _ in range(3):
-        done = subprocess.run(
-            [sys.executable, "-c", AT_EXIT, postgres_url],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = _run_python(AT_EXIT, postgres_url)
         assert (done.returncode, done.stdout, done.stderr) == (0, "one memory to export\n", "")

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from remem.core.context import ContextItem, Merge
     from remem.core.memories import Memories
-    from remem.core.models import FileProblem, ModelCatalog
     from remem.core.opening import model_catalog, open
     from remem.core.upkeep import ReindexOutcome
     from remem.embedders.base import DocumentEmbeddings, Embedder, Embeddings
+    from remem.embedders.catalog import FileProblem, ModelCatalog
     from remem.reports import (
         BulkResult,
         Check,
@@ -42,7 +42,7 @@ __version__ = "0.1.0"
 _HOMES = {
     "remem.core.context": ("ContextItem", "Merge"),
     "remem.core.memories": ("Memories",),
-    "remem.core.models": ("FileProblem", "ModelCatalog"),
+    "remem.embedders.catalog": ("FileProblem", "ModelCatalog"),
     "remem.core.opening": ("model_catalog", "open"),
     "remem.core.upkeep": ("ReindexOutcome",),
     "remem.embedders.base": ("DocumentEmbeddings", "Embedder", "Embeddings"),

@@ -37,8 +37,9 @@ def test_mypy_strict_passes() -> None:
 
 
 def test_modules_stay_small() -> None:
+    """A soft limit near 500 lines: modules are grouped by concept, not cut to a size."""
     sizes = {path.relative_to(ROOT): len(path.read_text().splitlines()) for path in SOURCE.rglob("*.py")}
-    assert sizes and max(sizes.values()) <= 330, sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
+    assert sizes and max(sizes.values()) <= 500, sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
 
 
 #: What the CLI's commands may import: the public API and the front-end's own helpers. Never the

@@ -40,7 +40,7 @@ def reindex(
     Without --model nothing is re-embedded. With --model every memory is embedded again (resumable
     if interrupted; searches keep using the old vectors until the new ones are swapped in at once).
     Running it twice in a row does nothing the second time; with --force it re-embeds even with the
-    store's own model (e.g. so every vector comes from the optimized variant).
+    store's own model (e.g. a store made by an earlier remem, onto the file remem ships).
     """
     with open_memories(store, create=False) as memories:
         if memories is None:

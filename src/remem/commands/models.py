@@ -1,4 +1,4 @@
-"""`remem model …`: list, pull, verify, path and optimize embedding models.
+"""`remem model …`: list, pull, verify and path of embedding models.
 
 Only `remem model pull` touches the network; nothing else in remem ever does.
 """
@@ -21,7 +21,7 @@ from remem.commands.common import (
 
 model_app = typer.Typer(
     name="model",
-    help="Embedding models: list, pull (the only network use), verify, path, optimize.",
+    help="Embedding models: list, pull (the only network use), verify, path.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -93,7 +93,7 @@ def pull(name: NameArgument) -> None:
 def verify(
     name: Annotated[str | None, typer.Argument(metavar="[NAME]", help="Default: all.")] = None,
 ) -> None:
-    """Re-hash installed model files (and optimized variants) against their pinned sha256.
+    """Re-hash installed model files against their pinned sha256.
 
     Exit 0 when all are intact, 2 when any is damaged (`remem model pull NAME` replaces it).
     """
@@ -119,31 +119,3 @@ def path(name: NameArgument) -> None:
         note(f"{name} is not installed; `remem model pull {name}` installs it.")
         raise typer.Exit(EXIT_NOTHING_FOUND)
     typer.echo(str(found))
-
-
-@model_app.command()
-def optimize(
-    name: Annotated[
-        str, typer.Argument(metavar="[NAME]", help="Default: the bundled model.")
-    ] = "all-minilm-l6-v2",
-    undo: Annotated[
-        bool, typer.Option("--undo", help="Remove the variant; new stores use the original file.")
-    ] = False,
-) -> None:
-    """Build (again) the faster int8 per-channel variant of a model; kept only if it agrees ≥ 0.99.
-
-    New stores build it on their own the first time they embed, so this is needed only to build it
-    ahead of time, or again after `--undo` or a refusal. Every build from the same model file has the
-    same identity, which a store records: a team store works from every machine. The original stays
-    installed, and a store keeps the file its vectors came from: `remem reindex --model NAME` moves
-    an older store to the variant.
-    """
-    catalog = model_catalog()
-    if undo:
-        removed = catalog.remove_optimized(name)
-        done = f"Removed the optimized {name}" if removed else f"{name} had no optimized variant"
-        note(f"{done}; new stores use its original file until `remem model optimize {name}`.")
-        return
-    variant, agreement = catalog.optimize(name)
-    note(f"Optimized {name}: agreement {agreement:.4f} (mean cosine) with the original; new stores use it.")
-    typer.echo(str(variant))

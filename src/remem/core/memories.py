@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     import remem.reports as reports  # noqa: PLR0402 - `from remem import` is the public API (no layer may)
     from remem.backends.base import Backend, ProgressFn
     from remem.core import bulk, turns, upkeep
-    from remem.core.models import ModelCatalog
     from remem.embedders.base import Embedder
+    from remem.embedders.catalog import ModelCatalog
     from remem.ingest import Entry
     from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult
 
@@ -86,8 +86,9 @@ class Memories(AbstractContextManager["Memories"]):
         and checked against the store's model (ModelMismatchError), once however many threads ask."""
         with self._loading:
             if self._embedder is None:
-                self._embedder, note = self.catalog.for_store(self.backend.model, self.location)
-                self.notes.extend([note] if note else [])
+                choice = self.catalog.for_store(self.backend.model, self.location)
+                self._embedder = choice.embedder
+                self.notes.extend([choice.note] if choice.note else [])
             if not self._checked:
                 self.backend.check_model(self._embedder.info)
                 self._checked = True

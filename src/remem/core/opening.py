@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.config import resolve_endpoint, resolve_model_dir, resolve_models_dir, resolve_store
 from remem.core.memories import Memories
-from remem.core.models import ModelCatalog
+from remem.embedders.catalog import ModelCatalog
 from remem.errors import InvalidInputError
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from remem.types import Filters, Memory, memory_record
 
 if TYPE_CHECKING:
     from remem.backends.base import Backend, ProgressFn
-    from remem.core.models import ModelCatalog
     from remem.embedders.base import Embedder
+    from remem.embedders.catalog import ModelCatalog
 
 EXPORT_CHUNK = 1000
 #: The vector index kinds a reindex can ask for ("auto": HNSW from 50,000 vectors up, else exact).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -60,9 +61,12 @@ def _load_tokenizer(path: str, sha256: str) -> Tokenizer:
     return tokenizer
 
 
-def _load_session(path: str, threads: int, graph_dir: str | None = None, sha256: str | None = None) -> Any:
-    """The process's session for the ONNX file at ``path`` (see ``sessions.load_session``)."""
-    return load_session(path, threads, graph_dir, sha256)
+def cpus() -> int:
+    """How many CPUs this process may use (uniform runs go on side by side, one per CPU)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 class OnnxEmbedder:
@@ -77,15 +81,13 @@ class OnnxEmbedder:
         threads: int = 0,
         sha256: str | None = None,
         file_sha256: str | None = None,
-        graph_dir: Path | None = None,
         workers: int = 1,
         uniform: bool = False,
     ) -> None:
         """Bind a model description to its files; ``threads=0`` lets onnxruntime choose. ``sha256``
-        is the model's stamp when it is not the spec's (an optimised variant's identity);
+        is the model's stamp when it is not the spec's (a store's earlier stamp of the same vectors);
         ``file_sha256`` what the ONNX file's bytes must hash to before a session is made from them
-        (by default the spec's), as the tokenizer's must hash to the spec's. ``graph_dir`` is where
-        its optimised graph may be cached (``sessions.load_session``). ``uniform``: every batch holds
+        (by default the spec's), as the tokenizer's must hash to the spec's. ``uniform``: every batch holds
         windows of one length (nothing padded), ``workers`` batches run at once (give ``threads=1``
         then: one core each); otherwise batches are padded to their longest and run one by one."""
         if batch_size < 1 or workers < 1:
@@ -98,7 +100,22 @@ class OnnxEmbedder:
         self._workers = workers
         self._uniform = uniform
         self._threads = threads
-        self._graph_dir = None if graph_dir is None else str(graph_dir)
+
+    @classmethod
+    def of(cls, spec: ModelSpec, files: ModelFiles, *, sha256: str | None = None) -> OnnxEmbedder:
+        """The embedder that runs ``files`` as its spec says (``ModelSpec.uniform_batch``), stamped
+        ``sha256`` (by default the spec's)."""
+        if spec.uniform_batch:
+            return cls(
+                spec,
+                files,
+                sha256=sha256,
+                batch_size=spec.uniform_batch,
+                threads=1,
+                workers=cpus(),
+                uniform=True,
+            )
+        return cls(spec, files, sha256=sha256)
 
     @property
     def info(self) -> ModelInfo:
@@ -197,7 +214,7 @@ class OnnxEmbedder:
     ) -> FloatArray:
         """Batches of sequences of one length, ``workers`` at once (onnxruntime lets go of the GIL);
         nothing is padded, so each sequence's vector is what it would be alone. The session is loaded
-        first, once: workers starting together would each load it (and build its cached graph)."""
+        first, once: workers starting together would each load it."""
         self._session()
         vectors = np.empty((len(sequences), self.spec.dim), dtype=np.float32)
         batches = uniform_batches(sequences, self._batch_size)
@@ -213,7 +230,7 @@ class OnnxEmbedder:
         return vectors
 
     def _session(self) -> Any:
-        return _load_session(str(self.files.model), self._threads, self._graph_dir, self._file_sha256)
+        return load_session(str(self.files.model), self._threads, self._file_sha256)
 
     def _run_batch(self, batch_ids: list[list[int]]) -> FloatArray:
         session = self._session()

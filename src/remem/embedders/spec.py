@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -37,6 +38,12 @@ class ModelSpec:
     ``languages`` are the ISO 639-1 codes of the languages it was trained for ("multilingual" for
     many); empty when unknown. An English-only model's cosines across scripts are not trusted
     (see ``remem.core.scripts``).
+    ``uniform_batch`` > 0: the file quantises activations with fixed scales, so windows of one length
+    run together, up to that many, one single-threaded run per CPU (``runner.OnnxEmbedder.of``);
+    0: padded batches, onnxruntime's threads.
+    ``earlier_stamps`` are the model stamps of stores whose vectors came from earlier files that
+    compute what this file computes (``tests/integration/test_shipped_model.py`` shows they agree):
+    such a store runs this file and keeps its stamp.
     """
 
     name: str
@@ -51,6 +58,8 @@ class ModelSpec:
     repo: str = ""
     revision: str = ""
     languages: tuple[str, ...] = ()
+    uniform_batch: int = 0
+    earlier_stamps: tuple[str, ...] = ()
 
     @property
     def model_sha256(self) -> str:
@@ -85,25 +94,44 @@ class ModelFiles:
     tokenizer: Path
 
 
+#: sha256 of files hashed by this process, by what identifies their bytes cheaply (``_stat_key``):
+#: a file written, replaced or cut short since has another key and is hashed again.
+_HASHED: dict[tuple[int, ...], str] = {}
+
+
+def _stat_key(stat: os.stat_result) -> tuple[int, ...]:
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
 def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes, read in chunks; raises EmbedderError if it cannot be read."""
+    """Hex sha256 of a file's bytes (read in chunks, or remembered from an earlier hash in this
+    process of the same unchanged file); raises EmbedderError if it cannot be read."""
     digest = hashlib.sha256()
     try:
         with path.open("rb") as handle:
+            key = _stat_key(os.fstat(handle.fileno()))
+            if (known := _HASHED.get(key)) is not None:
+                return known
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
     except OSError as exc:
         raise EmbedderError(f"cannot read model file {path}: {exc.strerror or exc}") from exc
-    return digest.hexdigest()
+    _HASHED[key] = digest.hexdigest()
+    return _HASHED[key]
 
 
 def read_hashed(path: Path) -> tuple[bytes, str]:
-    """The bytes of the file at ``path`` and their hex sha256; EmbedderError if it cannot be read."""
+    """The bytes of the file at ``path`` and their hex sha256 (always computed from the bytes
+    returned); EmbedderError if it cannot be read."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            key, data = _stat_key(os.fstat(handle.fileno())), handle.read()
     except OSError as exc:
         raise EmbedderError(f"cannot read model file {path}: {exc.strerror or exc}") from exc
-    return data, hashlib.sha256(data).hexdigest()
+    sha256 = hashlib.sha256(data).hexdigest()
+    if len(data) == key[2]:
+        _HASHED[key] = sha256
+    return data, sha256
 
 
 def verified_bytes(path: Path, sha256: str) -> bytes:

@@ -87,7 +87,7 @@ def reembed(
     """Re-embed every memory with ``target`` and make it the store's model (see the module docstring).
 
     Does nothing when the store already uses ``target`` and nothing is staged, unless ``force``
-    (e.g. to make every vector come from the same model file after ``remem model optimize``).
+    (e.g. to move a store made by an earlier remem onto the file remem ships).
     """
     if not force and store.model == target and store.records.get_meta(_TARGET_KEY) is None:
         return ReembedReport(0, 0, swapped=False)

@@ -1,8 +1,9 @@
-"""A faster int8 variant of a sentence encoder, built once from its ONNX file, and the check it agrees.
+"""The int8 variant of a sentence encoder (``tools/build_model.py`` builds it once, in the repository),
+and the check it agrees with the original.
 
 The bundled all-MiniLM-L6-v2 file keeps int8 weights but multiplies in float32 (each weight is a
 constant ``Cast(int8) * scale`` or ``DequantizeLinear`` that onnxruntime unfolds when loading), so it
-is no faster than fp32. ``build_int8_variant`` folds those weights to float32, quantizes every MatMul
+is no faster than fp32. ``make_int8`` folds those weights to float32, quantizes every MatMul
 per output channel with dynamic uint8 activations (integer kernels; ``quantize.py``, remem's own code,
 so the result does not depend on the installed onnxruntime), keeps the embedding tables as
 int8 rows, and drops torch's NaN guards after the attention softmaxes. Callers compare the variant's
@@ -11,9 +12,6 @@ vectors with the original's by ``mean_agreement`` on ``AGREEMENT_SENTENCES`` (``
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +22,8 @@ from remem.arrays import FloatArray
 from remem.errors import EmbedderError
 
 if TYPE_CHECKING:
+    from modelbuild.activations import Ranges
     from onnx import GraphProto, ModelProto, NodeProto
-
-    from remem.embedders.activations import Ranges
 
 #: The mean cosine to the original model's vectors a variant must reach to be used in its place.
 MIN_AGREEMENT = 0.99
@@ -94,68 +91,11 @@ def mean_agreement(reference: FloatArray, candidate: FloatArray) -> float:
     return float(cosines.mean())
 
 
-def build_int8_variant(source: Path, dest: Path) -> str:
-    """Write an int8 per-channel dynamically quantized copy of the ONNX model ``source`` to ``dest``;
-    returns its identity (``quantize.model_identity``: the same wherever it is built from ``source``).
+def load_model(source: Path) -> ModelProto:
+    """The ONNX model in ``source``, checked by onnx; EmbedderError when it cannot be read or has no
+    MatMul to quantize."""
+    import onnx  # noqa: PLC0415
 
-    Takes a few seconds; the result is meant to be cached. ``dest`` is replaced atomically and only
-    once the new file loads in onnxruntime; on any failure EmbedderError is raised and neither
-    ``dest`` nor a temporary file is left behind.
-    """
-    from remem.embedders.quantize import model_identity, quantize_matmuls  # noqa: PLC0415
-
-    model = _load_model(source)
-    try:
-        _fold_dequantized_weights(model.graph)
-        _int8_embedding_tables(model.graph)
-        _drop_nan_guards(model.graph)
-        quantize_matmuls(model.graph)
-    except (ValueError, TypeError, KeyError, IndexError) as exc:
-        raise EmbedderError(f"cannot convert ONNX model {source}: {exc}") from exc
-    _write_model(model, dest)
-    return model_identity(model)
-
-
-def build_calibrated_variant(variant: Path, dest: Path, ranges: Ranges) -> str:
-    """Write the int8 ``variant`` with fixed activation scales (``activations.calibrate``) to ``dest``
-    and return its identity; EmbedderError (nothing left behind) when that cannot be done."""
-    from remem.embedders.activations import calibrate  # noqa: PLC0415
-    from remem.embedders.quantize import model_identity  # noqa: PLC0415
-
-    model = _load_model(variant)
-    try:
-        calibrate(model, ranges)
-    except (ValueError, TypeError, KeyError, IndexError) as exc:
-        raise EmbedderError(f"cannot calibrate ONNX model {variant}: {exc}") from exc
-    _write_model(model, dest)
-    return model_identity(model)
-
-
-def _write_model(model: ModelProto, dest: Path) -> None:
-    """Save into a temporary file next to ``dest``, check it loads, then rename it to ``dest``."""
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-        os.close(handle)
-    except OSError as exc:
-        raise EmbedderError(f"cannot write to {dest.parent}: {exc.strerror or exc}") from exc
-    try:
-        _save_checked(model, Path(name))
-        os.chmod(name, 0o644)  # mkstemp makes it private; model files are normally world-readable
-        os.replace(name, dest)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
-        if isinstance(exc, OSError):
-            raise EmbedderError(f"cannot write {dest}: {exc.strerror or exc}") from exc
-        raise
-
-
-def _load_model(source: Path) -> ModelProto:
-    try:
-        import onnx  # noqa: PLC0415 - lazy: only needed to build the variant
-    except ImportError as exc:
-        raise EmbedderError(f"building an optimised model needs the {exc.name} package: {exc}") from exc
     try:
         model = onnx.load(str(source))
         onnx.checker.check_model(model)
@@ -166,19 +106,32 @@ def _load_model(source: Path) -> ModelProto:
     return model
 
 
-def _save_checked(model: ModelProto, path: Path) -> None:
-    """Write ``model`` to ``path``; EmbedderError unless onnx accepts it and onnxruntime loads it."""
-    import onnx  # noqa: PLC0415
-    import onnxruntime as ort  # noqa: PLC0415 - lazy: heavy import
+def make_int8(model: ModelProto) -> str:
+    """Turn ``model`` in place into its int8 per-channel dynamically quantized variant; returns its
+    identity (``quantize.model_identity``: the same wherever it is built from the same file)."""
+    from modelbuild.quantize import model_identity, quantize_matmuls  # noqa: PLC0415
 
     try:
-        onnx.checker.check_model(model)
-        onnx.save(model, str(path))
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # onnx and onnxruntime raise their own untyped errors
-        raise EmbedderError(f"cannot quantize the model to {path.parent}: {exc}") from exc
+        _fold_dequantized_weights(model.graph)
+        _int8_embedding_tables(model.graph)
+        _drop_nan_guards(model.graph)
+        quantize_matmuls(model.graph)
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise EmbedderError(f"cannot convert the ONNX model: {exc}") from exc
+    return model_identity(model)
+
+
+def make_calibrated(model: ModelProto, ranges: Ranges) -> str:
+    """Give the int8 variant ``model`` fixed activation scales in place (``activations.calibrate``);
+    returns its identity."""
+    from modelbuild.activations import calibrate  # noqa: PLC0415
+    from modelbuild.quantize import model_identity  # noqa: PLC0415
+
+    try:
+        calibrate(model, ranges)
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise EmbedderError(f"cannot calibrate the ONNX model: {exc}") from exc
+    return model_identity(model)
 
 
 def _fold_dequantized_weights(graph: GraphProto) -> None:

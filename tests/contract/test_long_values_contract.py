@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from remem.core.memories import Memories
-from remem.core.models import ModelCatalog
+from remem.embedders.catalog import ModelCatalog
 from remem.testing import FakeEmbedder
 
 if TYPE_CHECKING:

@@ -12,22 +12,23 @@ import pytest
 
 from remem.embedders.pooling import l2_normalize
 from remem.embedders.registry import BGE_QUERY_PREFIX, BGE_SMALL_EN_V1_5, BUNDLED_MODEL, bundled_files
-from remem.embedders.runner import OnnxEmbedder, _load_session, pad_batch
+from remem.embedders.runner import OnnxEmbedder, pad_batch
+from remem.embedders.sessions import load_session
 from remem.embedders.spec import ModelFiles, ModelSpec, Pooling, file_sha256, verify_model_files
 from remem.embedders.windows import split_windows
 from remem.errors import EmbedderError
 
 REFERENCE = json.loads((Path(__file__).parent.parent / "data" / "minilm_fp32_reference.json").read_text())
 
-# First values of the bundled int8 model's vector for REFERENCE["sentences"][0], pinned when the
-# pipeline was first checked against the fp32 reference (cosine 0.9996). A change here means the
-# tokenizer, pooling, normalisation or model file changed.
-PINNED_FIRST_VALUES = [-0.04786108, 0.07635598, -0.02038344, 0.01745196, 0.00043046]
+# First values of the shipped model's vector for REFERENCE["sentences"][0] (int8 weights and
+# activations; cosine 0.9931 to the fp32 reference). A change here means the tokenizer, pooling,
+# normalisation or model file changed.
+PINNED_FIRST_VALUES = [-0.04055898, 0.06786183, -0.01045048, 0.01836792, 0.00374717]
 
 
 @pytest.fixture(scope="module")
 def embedder() -> OnnxEmbedder:
-    return OnnxEmbedder(BUNDLED_MODEL, bundled_files())
+    return OnnxEmbedder.of(BUNDLED_MODEL, bundled_files())
 
 
 def _documents(embedder: OnnxEmbedder, texts: list[str]) -> np.ndarray:
@@ -48,7 +49,8 @@ def test_vectors_match_the_fp32_sentence_transformers_reference(embedder: OnnxEm
     result = embedder.embed_queries(REFERENCE["sentences"])  # the last one is cut, like the reference
     reference = np.asarray(REFERENCE["vectors"], dtype=np.float32)
     cosines = (result.vectors * reference).sum(axis=1)
-    assert cosines.min() > 0.998, cosines  # int8 weights vs fp32: same pipeline, same truncation
+    # int8 weights and activations vs fp32: same pipeline, same truncation (measured: 0.9897 lowest)
+    assert cosines.min() > 0.985 and cosines.mean() > 0.99, cosines
     np.testing.assert_allclose(np.linalg.norm(result.vectors, axis=1), 1.0, atol=1e-5)
 
 
@@ -71,7 +73,7 @@ def test_a_long_document_is_embedded_window_by_window(embedder: OnnxEmbedder) ->
     assert [len(rows) for rows in embedded.windows] == [1, len(windows)]
     for window, vector in zip(windows, embedded.windows[1], strict=True):
         input_ids, mask = pad_batch([window])
-        session = _load_session(str(embedder.files.model), 0)
+        session = load_session(str(embedder.files.model), 0, BUNDLED_MODEL.model_sha256)
         (hidden,) = session.run(
             None, {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
         )
@@ -121,7 +123,7 @@ def test_cls_pooling_takes_the_first_token(embedder: OnnxEmbedder) -> None:
     cls_vector = _documents(OnnxEmbedder(cls_spec, embedder.files), ["The login sequence"])[0]
     ids = embedder._tokenize(["The login sequence"])[0].ids
     input_ids, mask = pad_batch([ids])
-    session = _load_session(str(embedder.files.model), 0)
+    session = load_session(str(embedder.files.model), 0, BUNDLED_MODEL.model_sha256)
     (hidden,) = session.run(
         None, {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
     )

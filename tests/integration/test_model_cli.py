@@ -117,19 +117,15 @@ def test_a_new_store_chooses_the_pulled_model_and_keeps_it(test_model: ModelSpec
     first = run_cli(["add", "The login sequence uses OAuth device codes"], store_dir)
     assert first.code == 0, first.stderr
     assert f"New store: using {test_model.name}" in first.stderr
-    assert f"int8 variant of {test_model.name} (built once on this machine just now" in first.stderr
     second = run_cli(["add", "Lunch is at noon on Fridays"], store_dir)
     assert "New store" not in second.stderr
-    record = json.loads(
-        (
-            Path(run_cli(["model", "path", test_model.name]).stdout.strip()).parent / "model.int8c.json"
-        ).read_text()
-    )
     with LocalBackend.open(store_dir, create=False) as store:
         assert store.model is not None and store.model.name == test_model.name
         assert store.model.pooling == "cls"
-        assert store.model.sha256 == record["identity"] != test_model.model_sha256  # its calibrated variant
-    assert _rows()[test_model.name]["state"] == "installed, optimized"
+        assert store.model.sha256 == test_model.model_sha256  # the pulled file itself, nothing built
+    assert _rows()[test_model.name]["state"] == "installed"
+    directory = Path(run_cli(["model", "path", test_model.name]).stdout.strip()).parent
+    assert sorted(p.name for p in directory.iterdir()) == [".lock", "model.onnx", "tokenizer.json"]
     found = run_cli(["search", "auth flow", "--json", "--mode", "vector", "-k", "1"], store_dir)
     assert json.loads(found.stdout)["text"].startswith("The login sequence")
     assert _rows()[test_model.name]["store"] is False  # no --store given: the ambient store

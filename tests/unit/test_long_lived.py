@@ -12,7 +12,7 @@ import pytest
 import helpers
 import remem
 from helpers import run_cli
-from remem.core.models import ModelCatalog
+from remem.embedders.catalog import ModelCatalog, ModelChoice
 from remem.testing import FakeEmbedder
 
 
@@ -102,10 +102,10 @@ def test_threads_asking_for_the_model_at_once_load_it_once(
     """A server's threads share one Memories: the first loads the model, the others wait for it."""
     loads: list[int] = []
 
-    def slow_load(self: ModelCatalog, recorded: object, location: str) -> tuple[FakeEmbedder, None]:
+    def slow_load(self: ModelCatalog, recorded: object, location: str) -> ModelChoice:
         loads.append(threading.get_ident())
         time.sleep(0.3)  # loading a model takes a while: the other threads ask meanwhile
-        return FakeEmbedder(), None
+        return ModelChoice(FakeEmbedder())  # type: ignore[arg-type]
 
     monkeypatch.setattr(ModelCatalog, "for_store", slow_load)
     for _ in range(3):

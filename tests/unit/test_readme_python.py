@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from remem.core.models import ModelCatalog
+from remem.embedders.catalog import ModelCatalog
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SECTION = "## Python API"

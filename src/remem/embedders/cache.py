@@ -44,7 +44,7 @@ class ModelCache:
     def files(self, spec: ModelSpec) -> ModelFiles:
         """Where the model's files are or would be (bundled files for the bundled model)."""
         if not spec.downloadable:
-            return bundled_files()
+            return bundled_files(checked=False)
         directory = self.directory(spec)
         return ModelFiles(model=directory / MODEL_FILE, tokenizer=directory / TOKENIZER_FILE)
 
@@ -62,7 +62,7 @@ class ModelCache:
                 f"model {spec.name} is not installed; run `remem model pull {spec.name}` "
                 f"(downloads {spec.size / 1e6:.0f} MB once; remem never downloads by itself)"
             )
-        return self.files(spec)
+        return self.files(spec) if spec.downloadable else bundled_files()
 
     def pull(
         self,

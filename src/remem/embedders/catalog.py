@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remem.config import DEFAULT_ENDPOINT
+from remem.embedders import registry
 from remem.embedders.cache import ModelCache
 from remem.embedders.custom import load_model_dir
-from remem.embedders.registry import BUNDLED_MODEL, PREFERRED_MODEL, get_spec, is_builtin, known_models
+from remem.embedders.registry import get_spec, is_builtin, known_models
 from remem.embedders.runner import OnnxEmbedder
 from remem.embedders.spec import ModelFiles, ModelSpec, verify_model_files
 from remem.errors import ModelMismatchError
@@ -133,15 +134,16 @@ class ModelCatalog:
             verify_model_files(*own)
             note = f"New store: using your model {own[0].name} from {own[1].model.parent}."
             return ModelChoice(OnnxEmbedder.of(*own), note)
-        if self.cache.is_installed(PREFERRED_MODEL):
-            chosen = PREFERRED_MODEL
+        preferred = registry.PREFERRED_MODEL  # (looked up now: tests stand in their own)
+        if self.cache.is_installed(preferred):
+            chosen = preferred
             note = f"New store: using {chosen.name} ({chosen.dim}-d); the store keeps this model."
         else:
-            chosen = BUNDLED_MODEL
+            chosen = registry.BUNDLED_MODEL
             note = (
                 f"New store: using the bundled {chosen.name}. For better search, stop and run "
-                f"`remem model pull {PREFERRED_MODEL.name}` ({PREFERRED_MODEL.size / 1e6:.0f} MB, once) "
-                f"before the first add, or switch later with `remem reindex --model {PREFERRED_MODEL.name}`."
+                f"`remem model pull {preferred.name}` ({preferred.size / 1e6:.0f} MB, once) "
+                f"before the first add, or switch later with `remem reindex --model {preferred.name}`."
             )
         return ModelChoice(self._builtin(chosen, verify=True), note)
 

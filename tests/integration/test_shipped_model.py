@@ -1,0 +1,93 @@
+"""The bundled model ships as one built file, pinned by sha256 and size, and stores made by an earlier
+remem keep working: with the calibrated variant it built on each machine (the same arithmetic as the
+shipped file, shown here on recorded vectors) a store keeps its stamp and its vectors; with any other
+earlier file it is refused with the command that re-embeds it, and that command works."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import run_cli
+from remem.backends.local import LocalBackend
+from remem.embedders.registry import BUNDLED_MODEL, bundled_files
+from remem.embedders.runner import OnnxEmbedder
+from remem.embedders.spec import file_sha256
+
+DATA = Path(__file__).parent.parent / "data"
+#: Vectors of 45 varied sentences (tools/modelbuild/variant.py's check sentences and the fp32
+#: reference's) as remem ran its machine-built calibrated variant (stamp EARLIER_CALIBRATED) before
+#: it shipped its model file: queries, through ``Memories.embedder()``, on the machine that built it.
+CALIBRATED_REFERENCE = json.loads((DATA / "minilm_int8c_reference.json").read_text())
+EARLIER_CALIBRATED = "aa8babec6ca310e0cb3d5ab4cadb373332d6a827992f5a9bc3443b5caf65c03e"
+#: Stamps of stores made with the plain int8 variant (per-run scales) and with the upstream file.
+EARLIER_PLAIN = "06e5a7930478046b558fd004ad95f9e0f373f6fefe34bcd8dae7d70ae7797294"
+EARLIER_UPSTREAM = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TEXT = "The login sequence uses OAuth device codes"
+
+
+def test_the_shipped_file_is_the_pinned_one() -> None:
+    files = bundled_files()
+    assert files.model.stat().st_size == BUNDLED_MODEL.model.size
+    assert file_sha256(files.model) == BUNDLED_MODEL.model_sha256
+    assert file_sha256(files.tokenizer) == BUNDLED_MODEL.tokenizer_sha256
+
+
+def test_the_shipped_file_computes_what_the_earlier_calibrated_variant_computed() -> None:
+    embedder = OnnxEmbedder.of(BUNDLED_MODEL, bundled_files())
+    vectors = embedder.embed_queries(CALIBRATED_REFERENCE["sentences"]).vectors
+    cosines = np.einsum("ij,ij->i", vectors, np.asarray(CALIBRATED_REFERENCE["vectors"], dtype=np.float32))
+    assert cosines.min() >= 0.9999, cosines
+    assert EARLIER_CALIBRATED in BUNDLED_MODEL.earlier_stamps
+    assert {EARLIER_PLAIN, EARLIER_UPSTREAM}.isdisjoint(BUNDLED_MODEL.earlier_stamps)  # they agree less
+
+
+def _restamp(store: Path, sha256: str) -> None:
+    """Make ``store`` look made by an earlier remem with the file of this stamp."""
+    with sqlite3.connect(store / "memories.sqlite3") as db:
+        db.execute("UPDATE store_meta SET value = ? WHERE key = 'model_sha256'", (sha256,))
+
+
+def _stamp(store: Path) -> str:
+    with LocalBackend.open(store, create=False) as backend:
+        assert backend.model is not None
+        return backend.model.sha256
+
+
+def test_a_store_made_with_the_earlier_calibrated_variant_keeps_its_stamp_and_vectors(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert run_cli(["add", TEXT], store).code == 0
+    _restamp(store, EARLIER_CALIBRATED)
+    added = run_cli(["add", "Lunch is at noon on Fridays"], store)
+    assert added.code == 0 and added.stderr == "", added.stderr
+    found = run_cli(["search", "auth flow", "--mode", "vector", "--json", "-k", "1"], store)
+    assert found.code == 0 and json.loads(found.stdout)["text"] == TEXT
+    assert _stamp(store) == EARLIER_CALIBRATED
+    assert run_cli(["doctor"], store).code == 0
+
+
+@pytest.mark.parametrize("earlier", [EARLIER_PLAIN, EARLIER_UPSTREAM])
+def test_a_store_of_another_earlier_file_is_refused_with_the_command_that_fixes_it(
+    tmp_path: Path, earlier: str
+) -> None:
+    store = tmp_path / "store"
+    assert run_cli(["add", TEXT], store).code == 0
+    _restamp(store, earlier)
+    fix = f"`remem reindex --model {BUNDLED_MODEL.name}`"
+    refused = run_cli(["add", "Lunch is at noon on Fridays"], store)
+    assert refused.code == 2 and fix in refused.stderr and refused.stderr.count("\n") == 1, refused.stderr
+    keyword = run_cli(["search", "OAuth", "--mode", "keyword", "-k", "1"], store)
+    assert keyword.code == 0 and TEXT in keyword.stdout  # what needs no model still works
+    doctor = run_cli(["doctor"], store)
+    assert doctor.code == 2 and fix in doctor.stdout + doctor.stderr
+    fixed = run_cli(["reindex", "--model", BUNDLED_MODEL.name], store)
+    assert fixed.code == 0, fixed.stderr
+    assert _stamp(store) == BUNDLED_MODEL.model_sha256
+    found = run_cli(["search", "auth flow", "--mode", "vector", "--json", "-k", "1"], store)
+    assert found.code == 0 and json.loads(found.stdout)["text"] == TEXT
+    assert run_cli(["add", "Lunch is at noon on Fridays"], store).code == 0
+    assert run_cli(["doctor"], store).code == 0

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         ReembedReport,
         ReindexReport,
         SearchResult,
+        StoreStats,
     )
     from remem.types import AddResult, Filters, Hit, Lane, Memory, ModelInfo, NewMemory, SearchMode
 
@@ -54,6 +55,7 @@ _HOMES = {
         "ReembedReport",
         "ReindexReport",
         "SearchResult",
+        "StoreStats",
     ),
     "remem.types": ("AddResult", "Filters", "Hit", "Lane", "Memory", "ModelInfo", "NewMemory", "SearchMode"),
 }
@@ -84,6 +86,7 @@ __all__ = [
     "ReindexReport",
     "SearchMode",
     "SearchResult",
+    "StoreStats",
     "__version__",
     "model_catalog",
     "open",

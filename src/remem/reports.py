@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, overload
 
-from remem.types import Hit, Memory, utc_iso
+from remem.types import Hit, Memory, ModelInfo, utc_iso
 
 #: How a note about a date reading says how to turn it off (the CLI flag; ``dates=False`` in the API).
 DATES_OFF_HINT = "--no-dates searches all time"
@@ -145,3 +145,45 @@ class DoctorReport:
     def ok(self) -> bool:
         """True when every check passed."""
         return all(check.ok for check in self.checks)
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """What a store holds: how many memories and vectors, the oldest and newest memory's
+    ``created_at`` (None when empty), the model its vectors come from, its vector index in words
+    (``index``; None when a local store has not built one yet) and the kind asked for
+    (``index_setting``), its size in bytes (files, or tables on the server), and the most frequent
+    users, conversations, tags and roles (up to 20 each, most frequent first; ``(none)`` counts the
+    memories without one)."""
+
+    memories: int
+    vectors: int
+    oldest: str | None
+    newest: str | None
+    model: ModelInfo | None
+    index: str | None
+    index_setting: str
+    disk_bytes: int
+    by_user: Mapping[str, int]
+    by_conversation: Mapping[str, int]
+    by_tag: Mapping[str, int]
+    by_role: Mapping[str, int]
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready, as ``remem stats --json`` prints it: these fields in this order, the model
+        as ``name (dim-d, pooling pooling)``, each count by name as an object."""
+        model = self.model
+        return {
+            "memories": self.memories,
+            "vectors": self.vectors,
+            "oldest": self.oldest,
+            "newest": self.newest,
+            "model": None if model is None else f"{model.name} ({model.dim}-d, {model.pooling} pooling)",
+            "index": self.index,
+            "index_setting": self.index_setting,
+            "disk_bytes": self.disk_bytes,
+            "by_user": dict(self.by_user),
+            "by_conversation": dict(self.by_conversation),
+            "by_tag": dict(self.by_tag),
+            "by_role": dict(self.by_role),
+        }

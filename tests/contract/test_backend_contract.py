@@ -176,7 +176,7 @@ def test_same_text_user_and_conversation_is_stored_once(backend: Backend) -> Non
     )
     assert again == [AddResult(id=first.id, duplicate=True)]
     assert all_ids(backend) == [first.id]
-    assert backend.stats()["vectors"] == 1
+    assert backend.stats().vectors == 1
     assert backend.get_many([first.id])[first.id].tags == ("a",)  # the duplicate changed nothing
     assert backend.find_duplicate(NewMemory("the same words", user="alice", conversation="c1")) == first.id
 
@@ -210,7 +210,7 @@ def test_duplicates_within_one_batch(backend: Backend) -> None:
     assert results[2] == AddResult(id=results[0].id, duplicate=True)
     assert results[3].duplicate is False and results[3].id != results[0].id
     assert all_ids(backend) == sorted({stored.id, results[0].id, results[3].id})
-    assert backend.stats()["vectors"] == 3
+    assert backend.stats().vectors == 3
 
 
 # --- the model stamp and malformed batches -------------------------------------------------------
@@ -260,8 +260,8 @@ def test_a_batch_with_a_misshapen_vector_changes_nothing(backend: Backend, bad: 
         backend.add_many(batch, [windows_of("fine one"), bad], FAKE_MODEL)
     assert all_ids(backend) == [kept]
     assert backend.find_duplicate(NewMemory("fine one")) is None
-    assert backend.stats()["memories"] == 1
-    assert backend.stats()["vectors"] == 1
+    assert backend.stats().memories == 1
+    assert backend.stats().vectors == 1
 
 
 def test_a_batch_with_too_few_vectors_changes_nothing(backend: Backend) -> None:
@@ -659,7 +659,7 @@ def test_edit_keeps_id_and_created_at(backend: Backend) -> None:
     assert backend.vectors_of_memories([memory_id]) == {
         memory_id: [windows_of("dogs run in the park")[0].astype("<f4").tobytes()]
     }
-    assert backend.stats()["vectors"] == 2
+    assert backend.stats().vectors == 2
     # The old text is free again; the new one is taken.
     assert backend.find_duplicate(NewMemory("cats sleep on the sofa", user="alice")) is None
     assert backend.find_duplicate(NewMemory("dogs run in the park", user="alice")) == memory_id
@@ -720,8 +720,8 @@ def test_forget_removes_memories_from_every_lane(backend: Backend) -> None:
     assert backend.keyword_top("alpha bravo golf", EVERYTHING, 10) == []
     assert sorted(ids_of(backend.keyword_top("alpha delta golf juliett", EVERYTHING, 10))) == kept
     assert backend.find_duplicate(NewMemory(texts[0], user="u")) is None
-    assert backend.stats()["memories"] == 2
-    assert backend.stats()["vectors"] == 2
+    assert backend.stats().memories == 2
+    assert backend.stats().vectors == 2
     # A forgotten text can be added again, under a new id.
     assert add_one(backend, texts[0], user="u") > ids[-1]
 
@@ -760,7 +760,7 @@ def test_vectors_of_memories_are_float32_bytes_in_window_order(backend: Backend)
 
 def test_stats_count_memories_and_vectors(backend: Backend) -> None:
     stats = backend.stats()
-    assert (stats["memories"], stats["vectors"]) == (0, 0)
+    assert (stats.memories, stats.vectors) == (0, 0)
     rng = np.random.default_rng(9)
     backend.add_many(
         [NewMemory("one"), NewMemory("two"), NewMemory("three")],
@@ -768,7 +768,7 @@ def test_stats_count_memories_and_vectors(backend: Backend) -> None:
         FAKE_MODEL,
     )
     stats = backend.stats()
-    assert (stats["memories"], stats["vectors"]) == (3, 4)
+    assert (stats.memories, stats.vectors) == (3, 4)
 
 
 def test_doctor_finds_a_healthy_store_healthy(backend: Backend, corpus: dict[str, int]) -> None:
@@ -820,7 +820,7 @@ def test_reembed_swaps_the_model_and_the_lanes_keep_working(backend: Backend, co
     assert [m.text for m in backend.iter_all()] == [m.text for m in FILTER_CORPUS.values()]
     vectors = backend.vectors_of_memories(list(corpus.values()))
     assert vectors[corpus["alpha"]] == [windows_of(FILTER_CORPUS["alpha"].text, OTHER_MODEL)[0].tobytes()]
-    assert backend.stats()["vectors"] == len(corpus)
+    assert backend.stats().vectors == len(corpus)
     # The lanes work with the new model.
     lane = backend.vector_lane(embedded_with=OTHER_MODEL)
     top = lane.top(fake_vector(FILTER_CORPUS["delta"].text, OTHER_MODEL.dim), 1, EVERYTHING)

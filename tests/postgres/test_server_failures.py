@@ -96,7 +96,7 @@ def test_without_the_client_libraries_the_url_says_what_to_install(
 OPEN = """
 import sys, remem
 with remem.open(sys.argv[1]) as memories:
-    print(memories.stats()["memories"])
+    print(memories.stats().memories)
 """
 
 

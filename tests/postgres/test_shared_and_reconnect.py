@@ -85,7 +85,7 @@ def test_the_next_call_after_connections_were_terminated_works(postgres_url: str
             assert memories.list(limit=1)[0].id == added[-1]  # a read
             added.append(memories.add(f"a memory added after round {round_} of kills").id)  # a write
             assert memories.search(f"after round {round_} of kills", k=1)[0].memory.id == added[-1]
-            assert memories.get(added[0]).id == added[0] and memories.stats()["memories"] == len(added)
+            assert memories.get(added[0]).id == added[0] and memories.stats().memories == len(added)
             _terminate_remem()
             assert memories.add(f"another memory after round {round_}").duplicate is False
             added.append(memories.list(limit=1)[0].id)
@@ -146,7 +146,7 @@ def test_a_write_whose_connection_is_killed_is_reported_and_stores_nothing(
             assert [m for m in memories.iter() if m.text.startswith(f"round {round_} ")] == []
             kept = memories.add_many([text.replace("stop", "go") for text in batch])  # works again
             assert len(kept.added) == 300
-        assert memories.stats()["memories"] == 1 + 3 * 300
+        assert memories.stats().memories == 1 + 3 * 300
 
 
 class CuttingProxy:
@@ -230,7 +230,7 @@ def test_a_write_whose_commit_answer_is_lost_is_settled_by_asking_the_server(pos
         proxy.refusing = False
         found = memories.search("committed, but nobody could tell", mode="vector", k=1)[0].memory
         assert found.text == "committed, but nobody could tell"  # stored whole: text and vector
-        assert memories.stats()["memories"] == 5
+        assert memories.stats().memories == 5
 
 
 def test_a_restarted_server_serves_the_same_memories_again(tmp_path: Path) -> None:
@@ -269,7 +269,7 @@ if pid == 0:
         memories.add("added by the child")
         found = memories.search("added by the child", mode="keyword", k=1)
         assert found[0].memory.text == "added by the child"
-        print("child", memories.stats()["memories"], flush=True)
+        print("child", memories.stats().memories, flush=True)
     except BaseException as exc:
         print("child failed:", exc, flush=True)
         os._exit(1)
@@ -277,7 +277,7 @@ if pid == 0:
 _, status = os.waitpid(pid, 0)
 assert list(reading) == []  # the parent's snapshot, untouched by the child
 memories.add("added by the parent after the fork")
-print("parent", os.waitstatus_to_exitcode(status), memories.stats()["memories"], flush=True)
+print("parent", os.waitstatus_to_exitcode(status), memories.stats().memories, flush=True)
 memories.close()
 """
 

@@ -76,7 +76,7 @@ def test_a_reindex_to_another_kind_elsewhere_is_not_undone_by_a_warm_writer(tmp_
             other.reindex(index="hnsw")
         server.add("two")  # must write an HNSW index file, not its cached exact one
         stats = server.stats()
-        assert str(stats["index"]).startswith("hnsw"), stats
+        assert str(stats.index).startswith("hnsw"), stats
         assert server.doctor().ok
 
 

@@ -56,6 +56,7 @@ PUBLIC_NAMES = [
     "ReindexReport",
     "SearchMode",
     "SearchResult",
+    "StoreStats",
     "__version__",
     "model_catalog",
     "open",
@@ -521,7 +522,10 @@ def test_import_of_a_bad_record_imports_nothing(memories: Memories) -> None:
 
 def test_stats_and_doctor(memories: Memories, filled: dict[str, int]) -> None:
     stats = memories.stats()
-    assert (stats["memories"], stats["vectors"]) == (4, 4)
+    assert isinstance(stats, remem.StoreStats)
+    assert (stats.memories, stats.vectors, stats.model) == (4, 4, FAKE_MODEL)
+    assert stats.by_user == {"alice": 3, "bob": 1}
+    assert stats.by_tag == {"ops": 2, "auth": 1, "db": 1, "incident": 1}
     report = memories.doctor()
     assert report.ok, [check for check in report.checks if not check.ok]
     assert report.repaired == ()

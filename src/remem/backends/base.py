@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
-    from remem.reports import Check, ReembedReport, ReindexReport
+    from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
     from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory
 
 #: (memory id, lane score), best first.
@@ -185,8 +185,8 @@ class Backend(Protocol):
         ef_search) where given; keyword index); what is current is left alone unless ``force``."""
         ...
 
-    def stats(self) -> dict[str, Any]:
-        """Counts, model, index, size and time span, as JSON-ready values."""
+    def stats(self) -> StoreStats:
+        """Counts, model, index, size and time span (``backends.summary.gather``)."""
         ...
 
     def doctor(self, repair: bool) -> tuple[list[Check], list[str]]:

@@ -88,7 +88,7 @@ def stats(json_out: opt.JsonOption = False, store: opt.StoreOption = None) -> No
     with open_memories(store, create=False) as memories:
         if memories is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
-        summary = memories.stats()
+        summary = memories.stats().record()
     if json_out:
         typer.echo(render.json_line(summary))
         return

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from remem.embedders.base import Embedder
     from remem.embedders.catalog import ModelCatalog
     from remem.ingest import Entry
-    from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult
+    from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult, StoreStats
 
 else:  # imported when first used: a short command such as `list` needs none of them
     bulk, turns, upkeep = (Later(f"remem.core.{name}") for name in ("bulk", "turns", "upkeep"))
@@ -321,8 +321,9 @@ class Memories(AbstractContextManager["Memories"]):
             self._reload_model()
         return outcome
 
-    def stats(self) -> dict[str, Any]:
-        """Counts by user, conversation, tag and role; model, index, disk size, oldest and newest."""
+    def stats(self) -> StoreStats:
+        """Counts by user, conversation, tag and role; model, index, disk size, oldest and newest
+        (``StoreStats.record()`` is its JSON, as ``remem stats --json`` prints it)."""
         return self.backend.stats()
 
     def doctor(self, *, repair: bool = False) -> DoctorReport:

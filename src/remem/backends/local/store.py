@@ -12,7 +12,7 @@ import contextlib
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from remem.backends.local import pending
 from remem.backends.local.connections import Connections
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from remem.backends.base import EmbedFn, ProgressFn, Scored
     from remem.backends.local.lanes import LocalVectorLane
     from remem.backends.local.vectors import VectorIndex
-    from remem.reports import Check, ReembedReport, ReindexReport
+    from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
 
 
 @translating
@@ -278,7 +278,7 @@ class LocalBackend:
 
         return reindex(self, kind, with_hnsw(self.settings.hnsw, hnsw), force)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> StoreStats:
         """Counts, model, index, disk size and time span (``summary.summarize``)."""
         from remem.backends.local.summary import summarize  # noqa: PLC0415
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from remem.arrays import FloatArray
     from remem.backends.base import EmbedFn, ProgressFn, Scored
-    from remem.reports import Check, ReembedReport, ReindexReport
+    from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
 
 _PAGE = 1000  # memories per page when streaming
 
@@ -314,8 +314,8 @@ class PostgresBackend:
         return reindex(self, kind, hnsw, force)
 
     @read_again
-    def stats(self) -> dict[str, Any]:
-        """Counts, model, index, size and time span, as JSON-ready values."""
+    def stats(self) -> StoreStats:
+        """Counts, model, index, size on the server and time span (``upkeep.summarize``)."""
         from remem.backends.postgres.upkeep import summarize  # noqa: PLC0415
 
         return summarize(self)

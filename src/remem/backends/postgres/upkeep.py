@@ -6,17 +6,17 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from remem.backends import summary
 from remem.backends.analyzer import ANALYZER_VERSION
 from remem.backends.postgres import records
 from remem.backends.postgres import settings as meta
-from remem.reports import ReindexReport
+from remem.reports import ReindexReport, StoreStats
 
 if TYPE_CHECKING:
     import psycopg
 
     from remem.backends.postgres.store import PostgresBackend
 
-TOP = 20  # the most frequent users, conversations and tags listed
 #: What built a memory's terms here: the analyzer's version and the tsvector layout (with positions,
 #: so the keyword score counts how often a term occurs; its context's terms with weight C). Either
 #: changing re-analyses the store.
@@ -118,33 +118,11 @@ def reindex(
     return ReindexReport(wanted.kind, count, rebuild_index, rebuild_terms, time.perf_counter() - started)
 
 
-def _counts(cursor: psycopg.Cursor[Any], sql: str) -> dict[str, int]:
-    cursor.execute(sql + f" LIMIT {TOP}")
-    return {str(name): int(count) for name, count in cursor.fetchall()}
-
-
-def _breakdowns(cursor: psycopg.Cursor[Any], s: str) -> dict[str, dict[str, int]]:
-    """The most frequent users, conversations, tags and roles with their counts."""
-    by = "SELECT coalesce({0}, '(none)'), count(*) c FROM {1}.memories GROUP BY 1 ORDER BY c DESC, 1"
-    tags = f"SELECT tag, count(*) c FROM {s}.memories, unnest(tags) AS tag GROUP BY tag ORDER BY c DESC, tag"
-    return {
-        "by_user": _counts(cursor, by.format('"user"', s)),
-        "by_conversation": _counts(cursor, by.format("conversation", s)),
-        "by_tag": _counts(cursor, tags),
-        "by_role": _counts(cursor, by.format("role", s)),
-    }
-
-
-def summarize(store: PostgresBackend) -> dict[str, Any]:
-    """Counts, model, index, size on the server and time span, as JSON-ready values."""
+def summarize(store: PostgresBackend) -> StoreStats:
+    """Counts, model, index, size on the server and time span, read in one snapshot."""
     s = store.s
     with store.session.snapshot(), store.session.transaction() as cursor:
         rows = meta.read_meta(cursor, s)
-        cursor.execute(
-            f"SELECT (SELECT count(*) FROM {s}.memories), (SELECT count(*) FROM {s}.vectors), "
-            f"min(created_at), max(created_at) FROM {s}.memories"
-        )
-        memories, vectors, oldest, newest = cursor.fetchone()  # type: ignore[misc]
         cursor.execute(
             "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
@@ -156,14 +134,6 @@ def summarize(store: PostgresBackend) -> dict[str, Any]:
             model is not None and settings.kind == "hnsw" and hnsw_is_current(cursor, s, model.dim, settings)
         )
         graph = f"pgvector hnsw (m={settings.m}, ef_construction={settings.ef_construction})"
-        return {
-            "memories": int(memories),
-            "vectors": int(vectors),
-            "oldest": oldest,
-            "newest": newest,
-            "model": None if model is None else f"{model.name} ({model.dim}-d, {model.pooling} pooling)",
-            "index": graph if built else "exact scans",
-            "index_setting": settings.requested,
-            "disk_bytes": size,
-            **_breakdowns(cursor, s),
-        }
+        own = summary.Own(model, graph if built else "exact scans", settings.requested, size)
+        tables = summary.Tables(f"{s}.memories", f"{s}.vectors", f"{s}.memories, unnest(tags) AS tag")
+        return summary.gather(cursor.execute, tables, own)

@@ -1,0 +1,71 @@
+"""What both back-ends' ``stats`` share: the counts, the time span and the most frequent users,
+conversations, tags and roles, read by the same SQL (it runs on SQLite and PostgreSQL alike), and
+their assembly into a StoreStats. A back-end adds only what is its own: the model it records, its
+vector index in words, its size."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from remem.reports import StoreStats
+
+if TYPE_CHECKING:
+    from remem.types import ModelInfo
+
+TOP = 20  # the most frequent users, conversations, tags and roles listed
+#: Runs one statement (no parameters) and gives its rows.
+Fetch = Callable[[str], Iterable[Sequence[Any]]]
+_BY = "SELECT coalesce({0}, '(none)'), count(*) c FROM {1} GROUP BY 1 ORDER BY c DESC, 1 LIMIT {2}"
+_TAGS = "SELECT tag, count(*) c FROM {0} GROUP BY tag ORDER BY c DESC, tag LIMIT {1}"
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Where a back-end keeps what is counted: its memories table, its vectors table (one row a
+    vector), and a FROM clause giving one row per tag of a memory, in a column ``tag``."""
+
+    memories: str
+    vectors: str
+    tagged: str
+
+
+@dataclass(frozen=True)
+class Own:
+    """What a back-end says of itself: the model of its vectors, its vector index in words, the
+    index kind asked for, and its size in bytes."""
+
+    model: ModelInfo | None
+    index: str | None
+    index_setting: str
+    disk_bytes: int
+
+
+def gather(fetch: Fetch, tables: Tables, own: Own) -> StoreStats:
+    """The store's StoreStats: counts, time span and the ``TOP`` most frequent users,
+    conversations, tags and roles read through ``fetch``, with what the back-end says of itself."""
+    counts = (
+        f"SELECT (SELECT count(*) FROM {tables.memories}), (SELECT count(*) FROM {tables.vectors}), "
+        f"min(created_at), max(created_at) FROM {tables.memories}"
+    )
+    ((memories, vectors, oldest, newest),) = list(fetch(counts))
+    return StoreStats(
+        memories=int(memories),
+        vectors=int(vectors),
+        oldest=oldest,
+        newest=newest,
+        model=own.model,
+        index=own.index,
+        index_setting=own.index_setting,
+        disk_bytes=own.disk_bytes,
+        by_user=_top(fetch, _BY.format('"user"', tables.memories, TOP)),
+        by_conversation=_top(fetch, _BY.format("conversation", tables.memories, TOP)),
+        by_tag=_top(fetch, _TAGS.format(tables.tagged, TOP)),
+        by_role=_top(fetch, _BY.format("role", tables.memories, TOP)),
+    )
+
+
+def _top(fetch: Fetch, sql: str) -> dict[str, int]:
+    """Each name and its count, in the order the statement gives them."""
+    return {str(name): int(count) for name, count in fetch(sql)}

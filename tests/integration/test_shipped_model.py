@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from helpers import run_cli
-from remem.backends.local import LocalBackend
+import remem
 from remem.embedders.registry import BUNDLED_MODEL, bundled_files
 from remem.embedders.runner import OnnxEmbedder
 from remem.embedders.spec import file_sha256
+from remem.testing import FakeEmbedder
 
 DATA = Path(__file__).parent.parent / "data"
 #: Vectors of 45 varied sentences (tools/modelbuild/variant.py's check sentences and the fp32
@@ -46,20 +47,38 @@ def test_the_shipped_file_computes_what_the_earlier_calibrated_variant_computed(
     assert {EARLIER_PLAIN, EARLIER_UPSTREAM}.isdisjoint(BUNDLED_MODEL.earlier_stamps)  # they agree less
 
 
-def _restamp(store: Path, sha256: str) -> None:
-    """Make ``store`` look made by an earlier remem with the file of this stamp."""
-    with sqlite3.connect(store / "memories.sqlite3") as db:
-        db.execute("UPDATE store_meta SET value = ? WHERE key = 'model_sha256'", (sha256,))
+def _restamp(store: Path | str, sha256: str) -> None:
+    """Make ``store`` (a directory, or a PostgreSQL URL) look made by an earlier remem with the file
+    of this stamp."""
+    if isinstance(store, Path):
+        with sqlite3.connect(store / "memories.sqlite3") as db:
+            db.execute("UPDATE store_meta SET value = ? WHERE key = 'model_sha256'", (sha256,))
+        return
+    import postgres_server
+
+    schema = store.rsplit("schema=", 1)[1]
+    postgres_server.psql(f"UPDATE {schema}.store_meta SET value = '{sha256}' WHERE key = 'model_sha256'")
 
 
-def _stamp(store: Path) -> str:
-    with LocalBackend.open(store, create=False) as backend:
-        assert backend.model is not None
-        return backend.model.sha256
+def _stamp(store: Path | str) -> str:
+    with remem.open(store, create=False, embedder=FakeEmbedder()) as memories:
+        model = memories.stats().model
+        assert model is not None
+        return model.sha256
 
 
-def test_a_store_made_with_the_earlier_calibrated_variant_keeps_its_stamp_and_vectors(tmp_path: Path) -> None:
-    store = tmp_path / "store"
+@pytest.fixture(params=["local", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """A new store of either back-end (its URL or directory)."""
+    if request.param == "local":
+        return tmp_path / "store"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+def test_a_store_made_with_the_earlier_calibrated_variant_keeps_its_stamp_and_vectors(
+    store: Path | str,
+) -> None:
     assert run_cli(["add", TEXT], store).code == 0
     _restamp(store, EARLIER_CALIBRATED)
     added = run_cli(["add", "Lunch is at noon on Fridays"], store)
@@ -72,9 +91,8 @@ def test_a_store_made_with_the_earlier_calibrated_variant_keeps_its_stamp_and_ve
 
 @pytest.mark.parametrize("earlier", [EARLIER_PLAIN, EARLIER_UPSTREAM])
 def test_a_store_of_another_earlier_file_is_refused_with_the_command_that_fixes_it(
-    tmp_path: Path, earlier: str
+    store: Path | str, earlier: str
 ) -> None:
-    store = tmp_path / "store"
     assert run_cli(["add", TEXT], store).code == 0
     _restamp(store, earlier)
     fix = f"`remem reindex --model {BUNDLED_MODEL.name}`"

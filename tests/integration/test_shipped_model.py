@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import run_cli
 import remem
+from helpers import run_cli
 from remem.embedders.registry import BUNDLED_MODEL, bundled_files
 from remem.embedders.runner import OnnxEmbedder
 from remem.embedders.spec import file_sha256

@@ -23,12 +23,12 @@ from remem.embedders import registry
 from remem.embedders.cache import ModelCache
 from remem.embedders.custom import load_model_dir
 from remem.embedders.registry import get_spec, is_builtin, known_models
-from remem.embedders.runner import OnnxEmbedder
 from remem.embedders.spec import ModelFiles, ModelSpec, verify_model_files
 from remem.errors import ModelMismatchError
 
 if TYPE_CHECKING:
     from remem.embedders.base import Embedder
+    from remem.embedders.runner import OnnxEmbedder
     from remem.types import ModelInfo
 
 
@@ -47,6 +47,14 @@ class ModelChoice:
 
     embedder: OnnxEmbedder
     note: str | None = None
+
+
+def _runner(spec: ModelSpec, files: ModelFiles, stamp: str | None = None) -> OnnxEmbedder:
+    """The embedder that runs ``files`` as ``spec`` says (the boundary where numpy is first imported:
+    listing and keyword search never get here)."""
+    from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415 - numpy, onnxruntime
+
+    return OnnxEmbedder.of(spec, files, sha256=stamp)
 
 
 @functools.lru_cache(maxsize=2)
@@ -97,14 +105,14 @@ class ModelCatalog:
         model's files are hashed now (they always are before a session is made from them)."""
         own = self.own_model()
         if own is not None and own[0].name == name:
-            return OnnxEmbedder.of(*own)
+            return _runner(*own)
         return self._builtin(self.spec(name), verify=verify)
 
     def _builtin(self, spec: ModelSpec, *, verify: bool, stamp: str | None = None) -> OnnxEmbedder:
         files = self.cache.locate(spec)
         if verify:
             verify_model_files(spec, files)
-        return OnnxEmbedder.of(spec, files, sha256=stamp)
+        return _runner(spec, files, stamp)
 
     def for_store(self, recorded: ModelInfo | None, location: str) -> ModelChoice:
         """The embedder for a store's recorded model (a new store's choice, with its note, when
@@ -115,7 +123,7 @@ class ModelCatalog:
         own = self.own_model()
         builtin = [spec.name for spec in known_models()]
         if own is not None:  # given for a store of another model, it is refused by check_model
-            return ModelChoice(OnnxEmbedder.of(*own))
+            return ModelChoice(_runner(*own))
         if recorded.name not in builtin:
             raise ModelMismatchError(
                 f"the store at {location} holds vectors of model {recorded.name} ({recorded.dim}-d), "
@@ -133,7 +141,7 @@ class ModelCatalog:
         if own is not None:
             verify_model_files(*own)
             note = f"New store: using your model {own[0].name} from {own[1].model.parent}."
-            return ModelChoice(OnnxEmbedder.of(*own), note)
+            return ModelChoice(_runner(*own), note)
         preferred = registry.PREFERRED_MODEL  # (looked up now: tests stand in their own)
         if self.cache.is_installed(preferred):
             chosen = preferred
@@ -150,6 +158,8 @@ class ModelCatalog:
     def verify_in_use(self, embedder: Embedder) -> str:
         """Re-hash the files an ONNX embedder runs against their pinned sha256; returns what was
         checked, raises EmbedderError naming a damaged file. Other embedders are not checked."""
+        from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415 - numpy, onnxruntime
+
         if not isinstance(embedder, OnnxEmbedder):
             return f"{embedder.info.name} (supplied by the caller; not verified)"
         spec = embedder.spec

@@ -7,9 +7,9 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from remem.backends.local import fts, pending, sync
-from remem.backends.local.files import tighten
+from remem.backends.local.files import loose_paths, own_temp_files, tighten
 from remem.backends.local.guard import DOCTOR_HINT, damage, store_error
-from remem.backends.local.maintenance import keywords_are_current, leftover_temp_files, loose_permissions
+from remem.backends.local.maintenance import keywords_are_current
 from remem.backends.local.transactions import atomic
 from remem.backends.local.vectors import IndexFileError, VectorIndex
 from remem.errors import RememError, StoreError
@@ -126,8 +126,8 @@ def _index_file(home: Home) -> Check:
 
 
 def _files(home: Home, removed: list[str]) -> list[Check]:
-    loose = loose_permissions(home.directory)
-    leftovers = leftover_temp_files(home.directory)
+    loose = loose_paths(home.directory)
+    leftovers = own_temp_files(home.directory)
     found = (
         ", ".join(p.name for p in leftovers)
         if leftovers
@@ -190,7 +190,7 @@ def _reason(exc: Exception) -> str:
 def diagnose(home: Home, repair_: bool) -> tuple[list[Check], list[str]]:
     """Recover as every command does (noting the temporary files that removes), repair what can be
     derived again when ``repair_``, then examine: (checks, what was repaired)."""
-    leftovers = [path.name for path in leftover_temp_files(home.directory)]
+    leftovers = [path.name for path in own_temp_files(home.directory)]
     with contextlib.suppress(*_FAILURES):  # a damaged database is what the checks report
         recover(home)
     removed = [name for name in leftovers if not (home.directory / name).exists()]
@@ -219,7 +219,7 @@ def repair(home: Home) -> list[str]:
                 fts.rebuild(conn)
             done.append("rebuilt the keyword index")
         done.extend(f"made {path} private" for path in tighten(home.directory))
-        for path in leftover_temp_files(home.directory):
+        for path in own_temp_files(home.directory):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             done.append(f"removed {path.name}")

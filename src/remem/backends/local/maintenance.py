@@ -1,14 +1,13 @@
-"""Rebuilding a store's derived parts (reindex) and checking all of it (doctor)."""
+"""Rebuilding a store's derived parts — the vector index file and the keyword table — from its
+database (reindex); what is already current is left alone."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remem.backends.local import fts, sync
-from remem.backends.local.files import loose_paths, own_temp_files
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.settings import IndexSettings
 from remem.backends.local.transactions import atomic
@@ -85,13 +84,3 @@ def _apply(home: Home, settings: IndexSettings, rebuild_index: bool, rebuild_key
     model = home.model
     if rebuild_index and model is not None:
         sync.build(home.records, model.dim, settings.built_kind, settings.hnsw).save(home.index_path)
-
-
-def leftover_temp_files(directory: Path) -> list[Path]:
-    """Temporary files an interrupted atomic write of remem's left behind (only remem's own)."""
-    return own_temp_files(directory)
-
-
-def loose_permissions(directory: Path) -> list[Path]:
-    """remem's files that group or others can access, and the directory when it holds only them."""
-    return loose_paths(directory)

@@ -77,7 +77,7 @@ def test_filtered_search_returns_the_true_top_k(
     populated: tuple[LocalBackend, dict[int, np.ndarray]], kind: IndexKind, filters: Filters
 ) -> None:
     store, vectors = populated
-    reindex(store, kind.value)
+    reindex(store.home, kind.value)
     rng = np.random.default_rng(11)
     for query in _random_unit(rng, 5):
         expected = _brute_force(store, vectors, query, 5, filters)
@@ -93,7 +93,7 @@ def test_hnsw_with_a_large_filtered_set_uses_the_graph_and_stays_exact_enough(
 
     monkeypatch.setattr(lanes, "EXACT_CANDIDATES", 10)  # force the selector path
     store, vectors = populated
-    reindex(store, "hnsw")
+    reindex(store.home, "hnsw")
     for query in _random_unit(np.random.default_rng(3), 5):
         hits = vector_search(store, query, 5, Filters(user="ann"))
         assert [h.memory.id for h in hits] == _brute_force(store, vectors, query, 5, Filters(user="ann"))
@@ -116,7 +116,7 @@ def test_forget_and_edit_keep_sqlite_and_index_together(
     populated: tuple[LocalBackend, dict[int, np.ndarray]], kind: str
 ) -> None:
     store, vectors = populated
-    reindex(store, kind)
+    reindex(store.home, kind)
     target = 17
     assert vector_search(store, vectors[target], 1, Filters())[0].memory.id == target
     assert store.forget([target, 9999]) == [target]
@@ -129,7 +129,7 @@ def test_forget_and_edit_keep_sqlite_and_index_together(
     assert next(h.score for h in old_hits if h.memory.id == 18) == pytest.approx(
         float(new_vector @ vectors[18])
     )
-    assert all(check.ok for check in examine(store)), examine(store)
+    assert all(check.ok for check in examine(store.home)), examine(store.home)
     index = VectorIndex.load(store.index_path, FAKE_DIM)
     assert len(index.tombstones) == (2 if kind == "hnsw" else 0)  # forgotten + edited-away vector
 
@@ -149,16 +149,16 @@ def test_reindex_switches_kinds_clears_tombstones_and_is_idempotent(
     populated: tuple[LocalBackend, dict[int, np.ndarray]],
 ) -> None:
     store, _ = populated
-    first = reindex(store, "hnsw", HnswParams(m=16, ef_construction=100, ef_search=64))
+    first = reindex(store.home, "hnsw", HnswParams(m=16, ef_construction=100, ef_search=64))
     assert (first.kind, first.rebuilt_index) == (IndexKind.HNSW, True)
-    assert reindex(store).rebuilt_index is False  # nothing changed: nothing to do
+    assert reindex(store.home).rebuilt_index is False  # nothing changed: nothing to do
     store.forget([1, 2, 3])
     assert len(VectorIndex.load(store.index_path, FAKE_DIM).tombstones) == 3
-    assert reindex(store).rebuilt_index is True
+    assert reindex(store.home).rebuilt_index is True
     rebuilt = VectorIndex.load(store.index_path, FAKE_DIM)
     assert (rebuilt.kind, rebuilt.tombstones, rebuilt.header.hnsw.m) == (IndexKind.HNSW, frozenset(), 16)
-    assert reindex(store, "exact").kind is IndexKind.EXACT
-    assert reindex(store, "auto").kind is IndexKind.EXACT  # 297 vectors: below the HNSW threshold
+    assert reindex(store.home, "exact").kind is IndexKind.EXACT
+    assert reindex(store.home, "auto").kind is IndexKind.EXACT  # 297 vectors: below the HNSW threshold
 
 
 def test_reembed_is_resumable_and_swaps_atomically(
@@ -175,12 +175,12 @@ def test_reembed_is_resumable_and_swaps_atomically(
         return np.vstack([fake_vector("other " + t) for _, t in rows])
 
     with pytest.raises(KeyboardInterrupt):
-        reembed(store, other, flaky, batch=50)
+        reembed(store.home, other, flaky, batch=50)
     assert store.model == FAKE_MODEL  # the old model and vectors still serve searches
     assert vector_search(store, fake_vector("x"), 3, Filters())
     added = store.add(NewMemory("added meanwhile"), fake_vector("added meanwhile"), FAKE_MODEL).id
     report = reembed(
-        store, other, lambda rows: np.vstack([fake_vector("other " + t) for _, t in rows]), batch=50
+        store.home, other, lambda rows: np.vstack([fake_vector("other " + t) for _, t in rows]), batch=50
     )
     assert (report.resumed_from, report.swapped) == (100, True)
     assert report.embedded == 301 - 100
@@ -189,8 +189,8 @@ def test_reembed_is_resumable_and_swaps_atomically(
     np.testing.assert_allclose(np.frombuffer(blob, dtype="<f4"), fake_vector("other added meanwhile"))
     hits = vector_search(store, fake_vector("other added meanwhile"), 20, Filters())
     assert added in [h.memory.id for h in hits] and hits[0].score == pytest.approx(1.0, abs=1e-5)
-    assert reembed(store, other, flaky).swapped is False  # second run: nothing to do
-    assert all(check.ok for check in examine(store))
+    assert reembed(store.home, other, flaky).swapped is False  # second run: nothing to do
+    assert all(check.ok for check in examine(store.home))
 
 
 def test_doctor_finds_and_repairs_derived_damage(
@@ -199,11 +199,11 @@ def test_doctor_finds_and_repairs_derived_damage(
     store, vectors = populated
     store.index_path.write_bytes(b"garbage")
     store.records.conn.execute("DELETE FROM memories_fts WHERE rowid < 10")
-    failing = {check.name for check in examine(store) if not check.ok}
+    failing = {check.name for check in examine(store.home) if not check.ok}
     assert failing == {"vector index", "keyword index"}
-    actions = repair(store)
+    actions = repair(store.home)
     assert any("vector index" in a for a in actions) and any("keyword" in a for a in actions)
-    assert all(check.ok for check in examine(store))
+    assert all(check.ok for check in examine(store.home))
     assert search(store, "memory", None, 3, Filters(), mode=SearchMode.KEYWORD).hits
     assert vector_search(store, vectors[5], 1, Filters())[0].memory.id == 5
 
@@ -219,8 +219,8 @@ def test_reembed_stages_every_window_and_force_redoes_the_same_model(
     def windowed(rows: list[tuple[int, str]]) -> list[np.ndarray]:
         return [np.vstack([fake_vector(f"{t} a"), fake_vector(f"{t} b")]) for _, t in rows]
 
-    assert reembed(store, FAKE_MODEL, windowed).swapped is False  # same model: nothing to do
-    report = reembed(store, FAKE_MODEL, windowed, force=True)
+    assert reembed(store.home, FAKE_MODEL, windowed).swapped is False  # same model: nothing to do
+    report = reembed(store.home, FAKE_MODEL, windowed, force=True)
     assert (report.swapped, report.embedded) == (True, 301)
     windows = store.records.vectors_of_memories([long_id])[long_id]
     assert [np.frombuffer(blob, dtype="<f4").tolist() for _, blob in windows] == [
@@ -230,4 +230,4 @@ def test_reembed_stages_every_window_and_force_redoes_the_same_model(
     assert store.records.vector_count() == 2 * 301
     hits = vector_search(store, fake_vector("a long memory b"), 1, Filters())
     assert hits[0].memory.id == long_id and hits[0].score == pytest.approx(1.0, abs=1e-5)
-    assert all(check.ok for check in examine(store))
+    assert all(check.ok for check in examine(store.home))

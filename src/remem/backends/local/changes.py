@@ -13,11 +13,11 @@ from remem.types import Memory, ModelInfo, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
-    from remem.backends.local.store import LocalBackend
+    from remem.backends.local.home import Writing
 
 
 def edit(
-    store: LocalBackend,
+    writing: Writing,
     memory_id: int,
     text: str,
     vectors: FloatArray,
@@ -25,7 +25,7 @@ def edit(
     expected_sha256: str | None,
     context: str,
 ) -> Memory:
-    """Replace a memory's text, context and vector(s) in one transaction, keeping its id and
+    """Replace a memory's text, context and vector(s) in one ``writing`` transaction, keeping its id and
     created_at; records updated_at.
 
     Raises MemoryNotFoundError if there is no such memory, InvalidInputError if the same
@@ -33,8 +33,7 @@ def edit(
     no longer hashes to ``expected_sha256`` (when given).
     """
     (rows,) = windows_of([vectors], 1, model.dim)
-    records = store.records
-    with store.writing(model) as (index, _):
+    with writing(model) as (index, records):
         current = records.get_many([memory_id]).get(memory_id)
         if current is not None and expected_sha256 not in (None, current.sha256):
             raise EditConflictError(f"memory {memory_id} was changed by another edit meanwhile; retry")
@@ -53,12 +52,12 @@ def edit(
     return records.get_many([memory_id])[memory_id]
 
 
-def set_contexts(store: LocalBackend, items: Sequence[tuple[int, str, str]]) -> list[int]:
+def set_contexts(writing: Writing, items: Sequence[tuple[int, str, str]]) -> list[int]:
     """Give memories, as (id, text as read, context), new contexts (and keyword terms) in one
-    transaction; a memory deleted or edited meanwhile, or with that context already, is skipped.
+    ``writing`` transaction; a memory deleted or edited meanwhile, or with that context already, is skipped.
     Returns the ids changed."""
-    conn = store.records.conn
-    with store.writing(None):
+    with writing(None) as (_, records):
+        conn = records.conn
         return [mid for mid, text, context in items if _set_context(conn, mid, text_sha256(text), context)]
 
 

@@ -6,10 +6,10 @@ import contextlib
 import sqlite3
 from typing import TYPE_CHECKING
 
-from remem.backends.local import fts, sync
-from remem.backends.local.files import tighten
+from remem.backends.local import fts, pending, sync
+from remem.backends.local.files import loose_paths, own_temp_files, tighten
 from remem.backends.local.guard import DOCTOR_HINT, damage, store_error
-from remem.backends.local.maintenance import keywords_are_current, leftover_temp_files, loose_permissions
+from remem.backends.local.maintenance import keywords_are_current
 from remem.backends.local.transactions import atomic
 from remem.backends.local.vectors import IndexFileError, VectorIndex
 from remem.errors import RememError, StoreError
@@ -18,26 +18,26 @@ from remem.reports import Check
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from remem.backends.local.store import LocalBackend
+    from remem.backends.local.home import Home
 
 #: What stops a check or a repair of a damaged store.
 _FAILURES = (RememError, sqlite3.Error, ValueError)
 
 
-def _database(store: LocalBackend) -> Check:
+def _database(home: Home) -> Check:
     try:
-        (result,) = store.records.conn.execute("PRAGMA quick_check").fetchone()
+        (result,) = home.records.conn.execute("PRAGMA quick_check").fetchone()
     except sqlite3.DatabaseError as exc:
         result = str(exc)
     if result != "ok":
         return Check("database", False, f"quick_check: {_one_line(result)}")
-    (broken,) = store.records.conn.execute(
+    (broken,) = home.records.conn.execute(
         "SELECT count(*) FROM memories "
         "WHERE CASE WHEN json_valid(meta) THEN json_type(meta) != 'object' ELSE 1 END"
     ).fetchone()
     if broken:
         return Check("database", False, f"{broken} memories with damaged metadata (not a JSON object)")
-    detail = f"{store.records.count()} memories, {store.records.vector_count()} vectors, schema ok"
+    detail = f"{home.records.count()} memories, {home.records.vector_count()} vectors, schema ok"
     return Check("database", True, detail)
 
 
@@ -48,8 +48,8 @@ def _one_line(report: str, shown: int = 3) -> str:
     return "; ".join(lines[:shown]) + more
 
 
-def _keywords(store: LocalBackend) -> Check:
-    conn = store.records.conn
+def _keywords(home: Home) -> Check:
+    conn = home.records.conn
     unchecked = ""
     try:
         conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
@@ -57,7 +57,7 @@ def _keywords(store: LocalBackend) -> Check:
     except sqlite3.DatabaseError as exc:  # FTS5 checks itself through a write
         intact = "read-only" in str(store_error(exc, None))
         unchecked = " (FTS5 integrity not checked: the store is read-only)" if intact else ""
-    current = keywords_are_current(store)
+    current = keywords_are_current(home)
     detail = (
         "one entry per memory, current analyzer" + unchecked
         if intact and current
@@ -66,19 +66,19 @@ def _keywords(store: LocalBackend) -> Check:
     return Check("keyword index", intact and current, detail, repairable=True)
 
 
-def _vectors(store: LocalBackend) -> Check:
+def _vectors(home: Home) -> Check:
     """Every vector of the store's model's size; memories without vectors are waiting (added
     before the model was loaded) and said so, not a fault."""
-    model = store.model
-    waiting = store.pending_count()
+    model = home.model
+    waiting = pending.pending_count(home.records)
     note = f"; {waiting} waiting to be embedded (`remem reindex` embeds them)" if waiting else ""
     if model is None:
-        ok = store.records.vector_count() == 0
+        ok = home.records.vector_count() == 0
         return Check("vectors", ok, ("no model recorded" if ok else "vectors without a model") + note)
-    (wrong,) = store.records.conn.execute(
+    (wrong,) = home.records.conn.execute(
         "SELECT count(*) FROM vectors WHERE length(vector) != ?", (4 * model.dim,)
     ).fetchone()
-    odd = _not_unit(store, model.dim)
+    odd = _not_unit(home, model.dim)
     problems = [f"{wrong} vectors of the wrong size"] if wrong else []
     if odd:
         problems.append(
@@ -89,14 +89,14 @@ def _vectors(store: LocalBackend) -> Check:
     return Check("vectors", not problems, detail + note)
 
 
-def _not_unit(store: LocalBackend, dim: int) -> int:
+def _not_unit(home: Home, dim: int) -> int:
     """How many stored vectors of the right size have a NaN/inf or a length away from 1."""
     import numpy as np  # noqa: PLC0415
 
     from remem.arrays import UNIT_TOLERANCE  # noqa: PLC0415
 
     odd = 0
-    for chunk in store.records.iter_vectors():
+    for chunk in home.records.iter_vectors():
         blobs = [blob for _, blob in chunk if len(blob) == 4 * dim]
         matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
         with np.errstate(all="ignore"):
@@ -105,29 +105,29 @@ def _not_unit(store: LocalBackend, dim: int) -> int:
     return odd
 
 
-def _index_file(store: LocalBackend) -> Check:
-    model = store.model
+def _index_file(home: Home) -> Check:
+    model = home.model
     if model is None:
         return Check("vector index", True, "no vectors yet")
     try:
-        index = VectorIndex.load(store.index_path, model.dim)
+        index = VectorIndex.load(home.index_path, model.dim)
     except IndexFileError as exc:
         return Check("vector index", False, str(exc), repairable=True)
     live = set(index.ids().tolist()) - index.tombstones
     problems = []
-    if index.header.store_id != store.records.store_id():
+    if index.header.store_id != home.records.store_id():
         problems.append("belongs to another store")
-    if index.header.generation != store.records.generation():
-        problems.append(f"generation {index.header.generation}, database {store.records.generation()}")
-    if live != set(store.records.vector_ids()):
-        problems.append(f"{len(live)} vectors where the database has {store.records.vector_count()}")
+    if index.header.generation != home.records.generation():
+        problems.append(f"generation {index.header.generation}, database {home.records.generation()}")
+    if live != set(home.records.vector_ids()):
+        problems.append(f"{len(live)} vectors where the database has {home.records.vector_count()}")
     detail = f"{index.kind.value}, {len(live)} vectors, {len(index.tombstones)} tombstones"
     return Check("vector index", not problems, "; ".join(problems) or detail, repairable=True)
 
 
-def _files(store: LocalBackend, removed: list[str]) -> list[Check]:
-    loose = loose_permissions(store.directory)
-    leftovers = leftover_temp_files(store.directory)
+def _files(home: Home, removed: list[str]) -> list[Check]:
+    loose = loose_paths(home.directory)
+    leftovers = own_temp_files(home.directory)
     found = (
         ", ".join(p.name for p in leftovers)
         if leftovers
@@ -146,21 +146,21 @@ def _files(store: LocalBackend, removed: list[str]) -> list[Check]:
     ]
 
 
-def recover(store: LocalBackend) -> None:
+def recover(home: Home) -> None:
     """The recovery every command does on open, made explicit: catch the index file up with SQLite
     (after a writer died between its commit and its save) and remove leftover temporary files."""
-    model = store.model
-    with store.write_lock():
+    model = home.model
+    with home.write_lock():
         if model is not None:
             with contextlib.suppress(StoreError):
                 synced = sync.synced_index(
-                    store.records, store.index_path, model.dim, store.settings.built_kind, store.settings.hnsw
+                    home.records, home.index_path, model.dim, home.settings.built_kind, home.settings.hnsw
                 )
                 if synced.changed and synced.warning is None:
-                    synced.index.save(store.index_path)
+                    synced.index.save(home.index_path)
 
 
-def examine(store: LocalBackend, removed: list[str] | None = None) -> list[Check]:
+def examine(home: Home, removed: list[str] | None = None) -> list[Check]:
     """Every check of the store's database, keyword index, vectors, index file and files
     (``removed``: temporary files the recovery removed, reported as such)."""
     checks = {
@@ -169,13 +169,13 @@ def examine(store: LocalBackend, removed: list[str] | None = None) -> list[Check
         "vectors": _vectors,
         "vector index": _index_file,
     }
-    return [*(_checked(name, check, store) for name, check in checks.items()), *_files(store, removed or [])]
+    return [*(_checked(name, check, home) for name, check in checks.items()), *_files(home, removed or [])]
 
 
-def _checked(name: str, check: Callable[[LocalBackend], Check], store: LocalBackend) -> Check:
-    """``check(store)``; a damaged database that stops it is its finding, not a crash."""
+def _checked(name: str, check: Callable[[Home], Check], home: Home) -> Check:
+    """``check(home)``; a damaged database that stops it is its finding, not a crash."""
     try:
-        return check(store)
+        return check(home)
     except _FAILURES as exc:
         return Check(name, False, f"cannot be checked: {_reason(exc)}")
 
@@ -187,39 +187,39 @@ def _reason(exc: Exception) -> str:
     return str(exc).removesuffix(DOCTOR_HINT)
 
 
-def diagnose(store: LocalBackend, repair_: bool) -> tuple[list[Check], list[str]]:
+def diagnose(home: Home, repair_: bool) -> tuple[list[Check], list[str]]:
     """Recover as every command does (noting the temporary files that removes), repair what can be
     derived again when ``repair_``, then examine: (checks, what was repaired)."""
-    leftovers = [path.name for path in leftover_temp_files(store.directory)]
+    leftovers = [path.name for path in own_temp_files(home.directory)]
     with contextlib.suppress(*_FAILURES):  # a damaged database is what the checks report
-        recover(store)
-    removed = [name for name in leftovers if not (store.directory / name).exists()]
+        recover(home)
+    removed = [name for name in leftovers if not (home.directory / name).exists()]
     try:
-        repaired = repair(store) if repair_ else []
+        repaired = repair(home) if repair_ else []
     except _FAILURES as exc:
         repaired = [f"could not repair: {_reason(exc)}"]
-    return examine(store, removed), repaired
+    return examine(home, removed), repaired
 
 
-def repair(store: LocalBackend) -> list[str]:
+def repair(home: Home) -> list[str]:
     """Rebuild what is derived (index file, keyword table), tighten permissions, remove temp files.
 
     Returns what was done. Damage to the database itself is not repaired here.
     """
     done = []
-    with store.write_lock():
-        checks = {check.name: check for check in examine(store)}
-        model = store.model
+    with home.write_lock():
+        checks = {check.name: check for check in examine(home)}
+        model = home.model
         if not checks["vector index"].ok and model is not None:
-            settings = store.settings
-            sync.build(store.records, model.dim, settings.built_kind, settings.hnsw).save(store.index_path)
+            settings = home.settings
+            sync.build(home.records, model.dim, settings.built_kind, settings.hnsw).save(home.index_path)
             done.append("rebuilt the vector index from the stored vectors")
         if not checks["keyword index"].ok:
-            with atomic(store.records.conn) as conn:
+            with atomic(home.records.conn) as conn:
                 fts.rebuild(conn)
             done.append("rebuilt the keyword index")
-        done.extend(f"made {path} private" for path in tighten(store.directory))
-        for path in leftover_temp_files(store.directory):
+        done.extend(f"made {path} private" for path in tighten(home.directory))
+        for path in own_temp_files(home.directory):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             done.append(f"removed {path.name}")

@@ -1,14 +1,13 @@
-"""Rebuilding a store's derived parts (reindex) and checking all of it (doctor)."""
+"""Rebuilding a store's derived parts — the vector index file and the keyword table — from its
+database (reindex); what is already current is left alone."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remem.backends.local import fts, sync
-from remem.backends.local.files import loose_paths, own_temp_files
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.settings import IndexSettings
 from remem.backends.local.transactions import atomic
@@ -16,35 +15,35 @@ from remem.backends.local.vectors import IndexFileError, VectorIndex
 from remem.reports import ReindexReport
 
 if TYPE_CHECKING:
-    from remem.backends.local.store import LocalBackend
+    from remem.backends.local.home import Home
 
 
-def _index_is_current(store: LocalBackend, kind: IndexKind, hnsw: HnswParams) -> bool:
-    model = store.model
+def _index_is_current(home: Home, kind: IndexKind, hnsw: HnswParams) -> bool:
+    model = home.model
     if model is None:
         return True
     try:
-        index = VectorIndex.load(store.index_path, model.dim)
+        index = VectorIndex.load(home.index_path, model.dim)
     except IndexFileError:
         return False
     same_shape = index.kind is kind and (kind is IndexKind.EXACT or index.header.hnsw == hnsw)
     return (
         same_shape
         and not index.tombstones
-        and index.header.store_id == store.records.store_id()
-        and index.header.generation == store.records.generation()
-        and index.size == store.records.vector_count()
+        and index.header.store_id == home.records.store_id()
+        and index.header.generation == home.records.generation()
+        and index.size == home.records.vector_count()
     )
 
 
-def keywords_are_current(store: LocalBackend) -> bool:
+def keywords_are_current(home: Home) -> bool:
     """True when the keyword table has exactly one row per memory, built by this analyzer."""
-    conn = store.records.conn
+    conn = home.records.conn
     (rows,) = conn.execute("SELECT count(*) FROM memories_fts").fetchone()
     (orphans,) = conn.execute(
         "SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM memories_fts f WHERE f.rowid = m.id)"
     ).fetchone()
-    return fts.is_current(conn) and rows == store.records.count() and orphans == 0
+    return fts.is_current(conn) and rows == home.records.count() and orphans == 0
 
 
 def with_hnsw(current: HnswParams, asked: tuple[int | None, int | None, int | None]) -> HnswParams | None:
@@ -58,7 +57,7 @@ def with_hnsw(current: HnswParams, asked: tuple[int | None, int | None, int | No
 
 
 def reindex(
-    store: LocalBackend, requested: str | None = None, hnsw: HnswParams | None = None, force: bool = False
+    home: Home, requested: str | None = None, hnsw: HnswParams | None = None, force: bool = False
 ) -> ReindexReport:
     """Rebuild the vector index from the stored vectors (no re-embedding) and the keyword table.
 
@@ -66,32 +65,22 @@ def reindex(
     already current is left alone unless ``force``: a second reindex in a row does nothing.
     """
     started = time.perf_counter()
-    with store.write_lock():
-        settings = store.settings
+    with home.write_lock():
+        settings = home.settings
         wanted = replace(settings, requested=requested or settings.requested, hnsw=hnsw or settings.hnsw)
-        count = store.records.vector_count()
+        count = home.records.vector_count()
         kind = wanted.kind_for(count)
-        rebuild_index = store.model is not None and (force or not _index_is_current(store, kind, wanted.hnsw))
-        rebuild_keywords = force or not keywords_are_current(store)
-        _apply(store, replace(wanted, built_kind=kind), rebuild_index, rebuild_keywords)
+        rebuild_index = home.model is not None and (force or not _index_is_current(home, kind, wanted.hnsw))
+        rebuild_keywords = force or not keywords_are_current(home)
+        _apply(home, replace(wanted, built_kind=kind), rebuild_index, rebuild_keywords)
     return ReindexReport(kind, count, rebuild_index, rebuild_keywords, time.perf_counter() - started)
 
 
-def _apply(store: LocalBackend, settings: IndexSettings, rebuild_index: bool, rebuild_keywords: bool) -> None:
-    with atomic(store.records.conn) as conn:
-        settings.write(store.records)
+def _apply(home: Home, settings: IndexSettings, rebuild_index: bool, rebuild_keywords: bool) -> None:
+    with atomic(home.records.conn) as conn:
+        settings.write(home.records)
         if rebuild_keywords:
             fts.rebuild(conn)
-    model = store.model
+    model = home.model
     if rebuild_index and model is not None:
-        sync.build(store.records, model.dim, settings.built_kind, settings.hnsw).save(store.index_path)
-
-
-def leftover_temp_files(directory: Path) -> list[Path]:
-    """Temporary files an interrupted atomic write of remem's left behind (only remem's own)."""
-    return own_temp_files(directory)
-
-
-def loose_permissions(directory: Path) -> list[Path]:
-    """remem's files that group or others can access, and the directory when it holds only them."""
-    return loose_paths(directory)
+        sync.build(home.records, model.dim, settings.built_kind, settings.hnsw).save(home.index_path)

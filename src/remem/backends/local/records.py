@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends.local import filtering, fts
 from remem.backends.shapes import stored_memory
-from remem.types import Filters, Memory, NewMemory, text_sha256
+from remem.types import AddResult, Filters, Memory, NewMemory, text_sha256
 
 if TYPE_CHECKING:
     from remem.backends.local.connections import Connections
@@ -97,6 +97,17 @@ class Records:
             (sha256, user, conversation),
         ).fetchone()
         return None if row is None else int(row[0])
+
+    def add(
+        self, memory: NewMemory, vectors: Sequence[bytes], created_at: str, context: str = ""
+    ) -> AddResult:
+        """``insert`` one memory with its vector bytes (none: it waits for them) inside the caller's
+        transaction; a duplicate is not inserted and reports the existing id."""
+        memory_id = self.insert(memory, vectors, created_at, context)
+        if memory_id is None:
+            found = self.find_duplicate(text_sha256(memory.text), memory.user, memory.conversation)
+            return AddResult(id=found or -1, duplicate=True)
+        return AddResult(id=memory_id, duplicate=False)
 
     def insert(
         self, memory: NewMemory, vectors: Sequence[bytes], created_at: str, context: str = ""

@@ -21,7 +21,7 @@ from remem.types import ModelInfo
 
 if TYPE_CHECKING:
     from remem.backends.base import EmbedFn, ProgressFn
-    from remem.backends.local.store import LocalBackend
+    from remem.backends.local.home import Home
 
 
 #: One row per memory; ``vector`` holds its window vectors one after another (float32).
@@ -33,34 +33,32 @@ _STAGING = """CREATE TABLE IF NOT EXISTS vectors_next (
 _TARGET_KEY = "reembed_target"
 
 
-def _stage(store: LocalBackend, target: ModelInfo) -> int:
+def _stage(home: Home, target: ModelInfo) -> int:
     """Create or reuse the staging table for ``target``; returns how many memories are staged."""
-    conn = store.records.conn
+    conn = home.records.conn
     conn.execute(_STAGING)
-    if store.records.get_meta(_TARGET_KEY) != json.dumps(asdict(target)):
+    if home.records.get_meta(_TARGET_KEY) != json.dumps(asdict(target)):
         with atomic(conn):
             conn.execute("DELETE FROM vectors_next")
-            store.records.set_meta(_TARGET_KEY, json.dumps(asdict(target)))
+            home.records.set_meta(_TARGET_KEY, json.dumps(asdict(target)))
     return int(conn.execute("SELECT count(*) FROM vectors_next").fetchone()[0])
 
 
-def _pending(store: LocalBackend, limit: int) -> list[tuple[int, str, str]]:
+def _pending(home: Home, limit: int) -> list[tuple[int, str, str]]:
     """Memories without a staged vector of their current text: (id, text, sha256)."""
     sql = (
         "SELECT m.id, m.text, m.sha256 FROM memories m LEFT JOIN vectors_next n ON n.memory_id = m.id "
         "WHERE n.memory_id IS NULL OR n.sha256 != m.sha256 ORDER BY m.id LIMIT ?"
     )
-    return [(int(i), t, s) for i, t, s in store.records.conn.execute(sql, (limit,))]
+    return [(int(i), t, s) for i, t, s in home.records.conn.execute(sql, (limit,))]
 
 
-def _embed_pending(
-    store: LocalBackend, embed: EmbedFn, dim: int, batch: int, progress: ProgressFn | None
-) -> int:
+def _embed_pending(home: Home, embed: EmbedFn, dim: int, batch: int, progress: ProgressFn | None) -> int:
     done = 0
-    total = store.records.count()
-    while rows := _pending(store, batch):
+    total = home.records.count()
+    while rows := _pending(home, batch):
         windows = windows_of(embed([(mid, text) for mid, text, _ in rows]), len(rows), dim)
-        conn = store.records.conn
+        conn = home.records.conn
         with atomic(conn):
             conn.executemany(
                 "INSERT OR REPLACE INTO vectors_next (memory_id, sha256, vector) VALUES (?, ?, ?)",
@@ -77,7 +75,7 @@ def _embed_pending(
 
 
 def reembed(
-    store: LocalBackend,
+    home: Home,
     target: ModelInfo,
     embed: EmbedFn,
     batch: int = 64,
@@ -89,20 +87,20 @@ def reembed(
     Does nothing when the store already uses ``target`` and nothing is staged, unless ``force``
     (e.g. to move a store made by an earlier remem onto the file remem ships).
     """
-    if not force and store.model == target and store.records.get_meta(_TARGET_KEY) is None:
+    if not force and home.model == target and home.records.get_meta(_TARGET_KEY) is None:
         return ReembedReport(0, 0, swapped=False)
-    resumed = _stage(store, target)
-    embedded = _embed_pending(store, embed, target.dim, batch, progress)
-    with store.write_lock():
-        embedded += _embed_pending(store, embed, target.dim, batch, progress)  # added or edited meanwhile
-        _swap(store, target)
-        settings = store.settings
-        sync.build(store.records, target.dim, settings.built_kind, settings.hnsw).save(store.index_path)
+    resumed = _stage(home, target)
+    embedded = _embed_pending(home, embed, target.dim, batch, progress)
+    with home.write_lock():
+        embedded += _embed_pending(home, embed, target.dim, batch, progress)  # added or edited meanwhile
+        _swap(home, target)
+        settings = home.settings
+        sync.build(home.records, target.dim, settings.built_kind, settings.hnsw).save(home.index_path)
     return ReembedReport(embedded, resumed, swapped=True)
 
 
-def _swap(store: LocalBackend, target: ModelInfo) -> None:
-    with atomic(store.records.conn) as conn:
+def _swap(home: Home, target: ModelInfo) -> None:
+    with atomic(home.records.conn) as conn:
         conn.execute("DELETE FROM vectors")
         step = 4 * target.dim
         staged = conn.execute("SELECT memory_id, vector FROM vectors_next ORDER BY memory_id")
@@ -116,5 +114,5 @@ def _swap(store: LocalBackend, target: ModelInfo) -> None:
         )
         conn.execute("DELETE FROM vectors_next")
         conn.execute("DELETE FROM store_meta WHERE key = ?", (_TARGET_KEY,))
-        write_model(store.records, target)
-        store.records.bump_generation()
+        write_model(home.records, target)
+        home.records.bump_generation()

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 
 from remem.backends.local import pending
 from remem.backends.local.connections import Connections
-from remem.backends.local.files import DB_FILE, INDEX_FILE, locked, open_database
+from remem.backends.local.files import DB_FILE, open_database
 from remem.backends.local.guard import translating
+from remem.backends.local.home import Home
 from remem.backends.local.records import Records
-from remem.backends.local.settings import IndexSettings, read_model, write_model
+from remem.backends.local.settings import IndexSettings, write_model
 from remem.backends.local.transactions import atomic, snapshot
 from remem.backends.shapes import check_same_model, contexts_of, windows_of
 from remem.errors import ModelChangedError, StoreError
@@ -43,6 +44,8 @@ class LocalBackend:
         self.directory = directory
         self.location = str(directory)
         self.records = records
+        #: The directory and records the helpers (reindex, re-embed, doctor, stats) work on.
+        self.home = Home(directory, records)
         self._index: VectorIndex | None = None
         self._index_lock = threading.RLock()  # held while the loaded index is synced, searched or changed
         #: Problems remem repaired by itself while serving this store (for the caller to report).
@@ -72,17 +75,17 @@ class LocalBackend:
     @property
     def index_path(self) -> Path:
         """Where the vector index file lives."""
-        return self.directory / INDEX_FILE
+        return self.home.index_path
 
     @property
     def settings(self) -> IndexSettings:
         """The index kind and HNSW parameters this store is configured with."""
-        return IndexSettings.read(self.records)
+        return self.home.settings
 
     @property
     def model(self) -> ModelInfo | None:
         """The model whose vectors this store holds, or None if it holds none yet."""
-        return read_model(self.records)
+        return self.home.model
 
     def check_model(self, model: ModelInfo) -> None:
         """Raise ModelMismatchError unless the store holds no vectors yet or was made by ``model``."""
@@ -116,23 +119,13 @@ class LocalBackend:
             created_at = utc_now_iso()
             for memory, rows, context in zip(memories, windows, contexts_of(contexts, memories), strict=True):
                 blobs = [row.astype("<f4").tobytes() for row in rows]
-                result = self.insert_one(memory, blobs, created_at, context)
+                result = self.records.add(memory, blobs, created_at, context)
                 results.append(result)
                 if not result.duplicate:
                     index.add(
                         [vid for vid, _ in self.records.vectors_of_memories([result.id])[result.id]], rows
                     )
         return results
-
-    def insert_one(
-        self, memory: NewMemory, blobs: Sequence[bytes], created_at: str, context: str = ""
-    ) -> AddResult:
-        """Insert one memory with its vector bytes (none: it waits for them) inside ``writing``; a
-        duplicate is not inserted and reports the existing id."""
-        memory_id = self.records.insert(memory, blobs, created_at, context)
-        if memory_id is None:
-            return AddResult(id=self.find_duplicate(memory) or -1, duplicate=True)
-        return AddResult(id=memory_id, duplicate=False)
 
     def edit(
         self,
@@ -147,7 +140,7 @@ class LocalBackend:
         updated_at (``changes.edit`` says what it raises)."""
         from remem.backends.local import changes  # noqa: PLC0415 - `list` never changes a memory
 
-        return changes.edit(self, memory_id, text, vectors, model, expected_sha256, context)
+        return changes.edit(self.writing, memory_id, text, vectors, model, expected_sha256, context)
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
         """Delete memories (texts, tags, terms, vectors); returns the ids that existed."""
@@ -194,29 +187,29 @@ class LocalBackend:
         self, memories: Sequence[NewMemory], contexts: Sequence[str] | None = None
     ) -> list[AddResult]:
         """Store memories (with their contexts) without vectors yet (see ``pending``), in one transaction."""
-        return pending.add_pending(self, memories, contexts_of(contexts, memories))
+        return pending.add_pending(self.writing, memories, contexts_of(contexts, memories))
 
     def set_contexts(self, items: Sequence[tuple[int, str, str]]) -> list[int]:
         """Give memories, as (id, text as read, context), new contexts in one transaction; a memory
         deleted or edited meanwhile is skipped. Returns the ids changed."""
         from remem.backends.local import changes  # noqa: PLC0415
 
-        return changes.set_contexts(self, items)
+        return changes.set_contexts(self.writing, items)
 
     def pending(self, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` (id, text) of memories waiting for their vectors, oldest first."""
-        return pending.pending(self, limit)
+        return pending.pending(self.records, limit)
 
     def pending_count(self) -> int:
         """How many memories wait for their vectors."""
-        return pending.pending_count(self)
+        return pending.pending_count(self.records)
 
     def attach_vectors(
         self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo, *, replace: bool = False
     ) -> list[int]:
         """Give pending memories (any, with ``replace``) vectors made for their text (skipping any
         changed meanwhile)."""
-        return pending.attach(self, items, model, replace=replace)
+        return pending.attach(self.writing, items, model, replace=replace)
 
     def snapshot(self) -> contextlib.AbstractContextManager[None]:
         """Reads inside see one state of the database (``transactions.snapshot``)."""
@@ -268,7 +261,7 @@ class LocalBackend:
         """Re-embed every memory with ``target``: staged, resumable, swapped in at once (``reembed``)."""
         from remem.backends.local.reembed import reembed  # noqa: PLC0415
 
-        return reembed(self, target, embed, progress=progress, force=force)
+        return reembed(self.home, target, embed, progress=progress, force=force)
 
     def reindex(
         self, kind: str | None, hnsw: tuple[int | None, int | None, int | None], force: bool
@@ -276,19 +269,19 @@ class LocalBackend:
         """Rebuild the vector index and keyword table from the database (``maintenance.reindex``)."""
         from remem.backends.local.maintenance import reindex, with_hnsw  # noqa: PLC0415 - numpy, FAISS
 
-        return reindex(self, kind, with_hnsw(self.settings.hnsw, hnsw), force)
+        return reindex(self.home, kind, with_hnsw(self.settings.hnsw, hnsw), force)
 
     def stats(self) -> StoreStats:
         """Counts, model, index, disk size and time span (``summary.summarize``)."""
         from remem.backends.local.summary import summarize  # noqa: PLC0415
 
-        return summarize(self)
+        return summarize(self.home)
 
     def doctor(self, repair: bool) -> tuple[list[Check], list[str]]:
         """Catch up the index, repair what is asked, then check everything (``doctor.diagnose``)."""
         from remem.backends.local import doctor  # noqa: PLC0415 - numpy, FAISS
 
-        return doctor.diagnose(self, repair)
+        return doctor.diagnose(self.home, repair)
 
     def newest(self, filters: Filters, limit: int) -> list[Memory]:
         """Up to ``limit`` memories the filters select, newest first."""
@@ -326,4 +319,4 @@ class LocalBackend:
     def write_lock(self, *, blocking: bool = True) -> contextlib.AbstractContextManager[None]:
         """The store's exclusive writer lock (an OS file lock; BlockingIOError if not ``blocking``
         and it is held). Taking it removes temporary files a killed writer left behind."""
-        return locked(self.directory, blocking=blocking)
+        return self.home.write_lock(blocking=blocking)

@@ -9,20 +9,20 @@ from remem.backends import summary
 from remem.backends.local.vectors_header import read_header
 
 if TYPE_CHECKING:
-    from remem.backends.local.store import LocalBackend
+    from remem.backends.local.home import Home
     from remem.reports import StoreStats
 
 TABLES = summary.Tables(memories="memories", vectors="vectors", tagged="memory_tags")
 
 
-def summarize(store: LocalBackend) -> StoreStats:
+def summarize(home: Home) -> StoreStats:
     """Counts, model, index, disk size and time span of a local store."""
-    header = read_header(store.index_path)
-    files = [p for p in store.directory.iterdir() if p.is_file()]
+    header = read_header(home.index_path)
+    files = [p for p in home.directory.iterdir() if p.is_file()]
     own = summary.Own(
-        model=store.model,
+        model=home.model,
         index=None if header is None else f"{header['kind']} ({len(header['tombstones'])} tombstones)",
-        index_setting=store.settings.requested,
+        index_setting=home.settings.requested,
         disk_bytes=sum(p.stat().st_size for p in files),
     )
-    return summary.gather(store.records.conn.execute, TABLES, own)
+    return summary.gather(home.records.conn.execute, TABLES, own)

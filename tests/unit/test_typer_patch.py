@@ -79,4 +79,3 @@ def test_the_patch_coerces_every_value_as_typers_own_adapter_does() -> None:
             assert patched == _outcome(own, value, param, ctx), (path, param.name, value)
             compared += 1
     assert compared > 1000
-

@@ -295,4 +295,5 @@ def test_since_yesterday_until_today_is_yesterday(zone: Callable[[str], None]) -
 def test_since_refuses_words_that_name_no_past_start_in_one_line(words: str) -> None:
     with pytest.raises(InvalidInputError) as refused:
         remem.Filters.of(since=words)
-    assert str(refused.value).startswith(f"--since {words!r} is neither") and "\n" not in str(refused.value)
+    assert str(refused.value).startswith(f"since {words!r} is neither") and "\n" not in str(refused.value)
+    assert refused.value.parameter == "since"

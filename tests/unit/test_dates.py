@@ -129,7 +129,7 @@ def test_search_restricts_to_the_window_and_says_so(dated: remem.Memories) -> No
         result = dated.search("the importer bug from yesterday", k=5)
         assert [hit.memory.text for hit in result] == ["Fixed the null pointer bug in the importer."]
         assert result.dates is not None and result.dates.rest == "the importer bug"
-        assert any('"from yesterday" read as' in note and "--no-dates" in note for note in result.notes)
+        assert any('"from yesterday" read as' in note and "dates=False" in note for note in result.notes)
         everything = dated.search("the importer bug from yesterday", k=5, dates=False)
         assert everything.dates is None and len(everything) == 3
 

@@ -19,7 +19,7 @@ import typer
 
 import remem
 from remem import render
-from remem.errors import RememError, StoreNotFoundError, phrase
+from remem.errors import StoreNotFoundError, phrase
 
 EXIT_OK, EXIT_NOTHING_FOUND, EXIT_FAILURE, EXIT_INTERRUPTED = 0, 1, 2, 130
 T = TypeVar("T")
@@ -99,11 +99,10 @@ def option_names(commands: Iterable[Any]) -> dict[str, str]:
     return names
 
 
-def in_own_words(error: RememError | str, mentions: Sequence[str] = ()) -> str:
-    """A remem error's message (or a ``message`` naming ``mentions``) with the arguments it names
-    called by the running command's options (``min_score``: ``--min-score``)."""
-    names = invocation().options
-    return error.phrased(names) if isinstance(error, RememError) else phrase(error, mentions, names)
+def in_own_words(message: str, mentions: Sequence[str]) -> str:
+    """``message`` (of a remem error that names the arguments ``mentions``) with those arguments
+    called by the running command's options (``max_text_chars``: ``--max-chars``)."""
+    return phrase(message, mentions, invocation().options)
 
 
 def note(message: str) -> None:

@@ -76,7 +76,7 @@ def optional_number(value: object, name: str) -> float | None:
     try:
         return float(value)
     except OverflowError:  # an int beyond any float
-        raise InvalidInputError(f"{name} {value:.3g} is out of range") from None
+        raise InvalidInputError(f"{name} {value:.3g} is out of range", parameter=name) from None
 
 
 def given_id(value: object, name: str = "id") -> int | None:
@@ -84,7 +84,7 @@ def given_id(value: object, name: str = "id") -> int | None:
     an int outside."""
     value = optional_integer(value, name)
     if value is not None and not 1 <= value <= MAX_GIVEN_ID:
-        raise InvalidInputError(f"{name} must be from 1 to {MAX_GIVEN_ID}, not {value}")
+        raise InvalidInputError(f"{name} must be from 1 to {MAX_GIVEN_ID}, not {value}", parameter=name)
     return value
 
 

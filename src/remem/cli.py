@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,6 +24,7 @@ from remem.commands.common import (
     Invocation,
     invocation,
     invoked,
+    option_names,
 )
 from remem.config import debug_enabled
 from remem.errors import MemoryNotFoundError, RememError
@@ -143,15 +144,16 @@ def _fail(message: str) -> int:
     return EXIT_FAILURE
 
 
-def _describe(exc: Exception) -> str:
-    """One line for the user; an unexpected exception is named, never its message or traceback
-    (they may hold a memory's text)."""
+def _describe(exc: Exception, options: dict[str, str]) -> str:
+    """One line for the user, remem's errors naming arguments by the command's ``options``
+    (``option_names``); an unexpected exception is named, never its message or traceback (they may
+    hold a memory's text)."""
     if isinstance(exc, typer.TyperException):  # usage errors: bad option, missing argument…
         # Click's "Got unexpected extra argument" is a plain usage error, not a bug: say so.
         message = exc.format_message().replace("Got unexpected extra", "Got an extra", 1)
         return message + _dash_hint(exc)
     if isinstance(exc, RememError):
-        return str(exc)
+        return exc.phrased(options)
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
     if debug_enabled(os.environ):
@@ -181,9 +183,10 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
         return _fail(_unknown_command(name))
     register_commands(arguments)
     command = typer.main.get_command(app)
+    settings = Invocation(embedder=embedder, options=option_names(_commands(command, name)))
     try:
         _check_arguments(arguments)
-        with invoked(Invocation(embedder=embedder)):
+        with invoked(settings):
             result = command.main(args=argv, prog_name="remem", standalone_mode=False)
     except (SystemExit, BrokenPipeError, KeyboardInterrupt, typer.Abort) as exc:
         return _cut_short(exc)
@@ -191,10 +194,17 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
         _fail(str(exc))
         return EXIT_NOTHING_FOUND
     except Exception as exc:
-        return _fail(_describe(exc))
+        return _fail(_describe(exc, settings.options))
     if result == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this code without a word
         return _interrupted()
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _commands(root: Any, name: str | None) -> list[Any]:
+    """The (Click) commands of a run: the CLI itself, the command ``name`` names and, for a group
+    of commands, its commands."""
+    named = getattr(root, "commands", {}).get(name) if name else None
+    return [root] if named is None else [root, named, *getattr(named, "commands", {}).values()]
 
 
 def _unknown_command(name: str) -> str:

@@ -1,10 +1,62 @@
 """remem's own exceptions, one tree under ``RememError``. Library code raises these; only the
-front-ends turn them into exit codes or tool errors. Every message is one line for a person to read.
+front-ends turn them into exit codes or tool errors. Every message is one line for a person to read,
+in the library's words: an argument is named as the Python API names it (``min_score``), and a
+front-end that calls it otherwise (the CLI's ``--min-score``) rephrases the message (``phrased``).
 """
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
 
 
 class RememError(Exception):
-    """Base of every error remem reports to the user as one line."""
+    """Base of every error remem reports to the user as one line.
+
+    ``parameter`` is the argument the error is about as the library names it (``min_score``; a
+    field of a tuple argument as ``hnsw.m``), or None when it is about no one argument; ``mentions``
+    are the other arguments its message names (``mode`` in "min_score is a cosine; use it with mode
+    vector or hybrid"). The message names each of them before any value it quotes.
+    """
+
+    parameter: str | None = None
+    mentions: tuple[str, ...] = ()
+
+    def __init__(self, *args: object, parameter: str | None = None, mentions: Sequence[str] = ()) -> None:
+        """A message (one line), and the arguments it is about and names."""
+        super().__init__(*args)
+        self.parameter = parameter
+        self.mentions = tuple(mentions)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every argument the message names: ``parameter`` first, then ``mentions``."""
+        return self.mentions if self.parameter is None else (self.parameter, *self.mentions)
+
+    def phrased(self, rename: Mapping[str, str]) -> str:
+        """The message with the arguments it names called as a front-end calls them (``rename``:
+        ``{"min_score": "--min-score"}``); an argument ``rename`` does not hold keeps its name."""
+        return phrase(str(self), self.names, rename)
+
+
+def phrase(message: str, names: Iterable[str], rename: Mapping[str, str]) -> str:
+    """``message`` with the first mention of each of ``names`` (arguments as the library names
+    them, each standing as a word of its own) replaced by what ``rename`` calls it; one pass, so a
+    new name is never renamed again. Names ``rename`` does not hold stay as they are."""
+    wanted = [name for name in dict.fromkeys(names) if name in rename]
+    if not wanted:
+        return message
+    pattern = "|".join(re.escape(name) for name in sorted(wanted, key=len, reverse=True))
+    done: set[str] = set()
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(0)
+        if name in done:
+            return name
+        done.add(name)
+        return rename[name]
+
+    return re.sub(rf"(?<![\w.-])(?:{pattern})(?![\w-]|\.\w)", replace, message)
 
 
 class InvalidInputError(RememError):

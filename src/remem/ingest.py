@@ -23,10 +23,17 @@ _NAME_FIELDS = ("user", "conversation", "role")
 
 @dataclass(frozen=True)
 class LineError:
-    """Why a line of input was not a memory (1-based line number)."""
+    """Why a line of input was not a memory (1-based line number); ``mentions``: the arguments its
+    message names (``max_text_chars``), as ``RememError.mentions`` (a line's own fields are none)."""
 
     line: int
     message: str
+    mentions: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, line: int, error: InvalidInputError) -> LineError:
+        """The line error ``error`` makes of line ``line``."""
+        return cls(line, str(error), error.mentions)
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.message}"
@@ -73,7 +80,7 @@ def parse_lines(data: bytes, defaults: NewMemory, max_chars: int = MAX_TEXT_CHAR
             body = within_limit(strip_text(text), max_chars)
             parsed.entries.append(Entry(number, replace(defaults, text=body)))
         except InvalidInputError as exc:
-            parsed.errors.append(LineError(number, str(exc)))
+            parsed.errors.append(LineError.of(number, exc))
     return parsed
 
 
@@ -150,7 +157,7 @@ def parse_jsonl(data: bytes, defaults: NewMemory, max_chars: int = MAX_TEXT_CHAR
                 raise InvalidInputError("not valid UTF-8")
             parsed.entries.append(Entry(number, memory_from_object(decode_json(text), defaults, max_chars)))
         except InvalidInputError as exc:
-            parsed.errors.append(LineError(number, str(exc)))
+            parsed.errors.append(LineError.of(number, exc))
     return parsed
 
 
@@ -208,4 +215,4 @@ def _export_entries(data: bytes, max_chars: int) -> Iterator[Entry | LineError]:
                 raise InvalidInputError("not valid UTF-8")
             yield export_entry(decode_json(text), number, max_chars)
         except InvalidInputError as exc:
-            yield LineError(number, str(exc))
+            yield LineError.of(number, exc)

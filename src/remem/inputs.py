@@ -20,19 +20,22 @@ MAX_TEXT_CHARS_CEILING = 10_000_000
 _INVISIBLE_EDGES = "\ufeff\u200b\u200c\u200d\u2060\u180e"
 
 
-def unicode_only(value: str, what: str) -> str:
+def unicode_only(value: str, what: str, parameter: str | None = None) -> str:
     """``value`` if it can be stored as UTF-8 by every back-end; InvalidInputError for a lone
     surrogate (an escaped ``\\ud800`` in JSON, or bytes of an argument that were not UTF-8) and for
-    the NUL character (PostgreSQL cannot store it: one rule for both back-ends)."""
+    the NUL character (PostgreSQL cannot store it: one rule for both back-ends). ``what`` names the
+    value in the message; ``parameter`` is the argument it came from, if any (the error's)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidInputError(
             f"{what} is not valid Unicode (a lone surrogate or a byte that is not UTF-8 at "
-            f"character {exc.start + 1})"
+            f"character {exc.start + 1})",
+            parameter=parameter,
         ) from None
     if "\x00" in value:
-        raise InvalidInputError(f"{what} holds a NUL character (at character {value.index(chr(0)) + 1})")
+        at = value.index(chr(0)) + 1
+        raise InvalidInputError(f"{what} holds a NUL character (at character {at})", parameter=parameter)
     return value
 
 
@@ -47,10 +50,11 @@ def strip_text(text: str, what: str = "the text") -> str:
 
 
 def text_limit(value: int) -> int:
-    """A per-memory size limit as given (``--max-chars``): 1 … ``MAX_TEXT_CHARS_CEILING``."""
+    """A per-memory size limit as given (``max_text_chars``): 1 … ``MAX_TEXT_CHARS_CEILING``."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TEXT_CHARS_CEILING:
         raise InvalidInputError(
-            f"--max-chars must be between 1 and {MAX_TEXT_CHARS_CEILING:,}, not {value!r}"
+            f"max_text_chars must be between 1 and {MAX_TEXT_CHARS_CEILING:,}, not {value!r}",
+            parameter="max_text_chars",
         )
     return value
 
@@ -59,13 +63,10 @@ def within_limit(text: str, limit: int, what: str = "the text") -> str:
     """``text`` if it has at most ``limit`` characters (``text_limit``); InvalidInputError otherwise
     (for a memory's text, saying how to raise the limit)."""
     if len(text) > text_limit(limit):
-        raisable = (
-            ""
-            if what == "query"
-            else f" (--max-chars or max_text_chars raises it, up to {MAX_TEXT_CHARS_CEILING:,})"
-        )
+        raisable = "" if what == "query" else f" (max_text_chars raises it, up to {MAX_TEXT_CHARS_CEILING:,})"
         raise InvalidInputError(
-            f"{what} has {len(text):,} characters, more than the limit of {limit:,}{raisable}"
+            f"{what} has {len(text):,} characters, more than the limit of {limit:,}{raisable}",
+            mentions=("max_text_chars",) if raisable else (),
         )
     return text
 
@@ -94,58 +95,66 @@ def read_text(words: Sequence[str] | None, stdin: BinaryIO, what: str = "memory 
     return text
 
 
-def clean_name(value: str | None, option: str) -> str | None:
-    """An optional name (user, conversation, role, tag) without surrounding spaces; never empty."""
+def clean_name(value: str | None, what: str, parameter: str | None = None) -> str | None:
+    """An optional name (user, conversation, role, tag) without surrounding spaces; never empty.
+    ``what`` names it in an error, ``parameter`` is the argument it came from, if any."""
     if value is None:
         return None
-    cleaned = unicode_only(value, option).strip()
+    cleaned = unicode_only(value, what, parameter).strip()
     if not cleaned:
-        raise InvalidInputError(f"{option} must not be empty")
+        raise InvalidInputError(f"{what} must not be empty", parameter=parameter)
     if cleaned.isprintable():  # holds no character of the categories refused below (the common case)
         return cleaned
     if any(unicodedata.category(char) == "Cc" for char in cleaned):
-        raise InvalidInputError(f"{option} {cleaned!r} must not contain control characters (newlines, tabs…)")
+        raise InvalidInputError(
+            f"{what} {cleaned!r} must not contain control characters (newlines, tabs…)", parameter=parameter
+        )
     if any(unicodedata.category(char) == "Cf" for char in cleaned):
         raise InvalidInputError(
-            f"{option} {cleaned!r} must not contain invisible formatting characters "
-            "(bidi overrides, zero-width spaces…)"
+            f"{what} {cleaned!r} must not contain invisible formatting characters "
+            "(bidi overrides, zero-width spaces…)",
+            parameter=parameter,
         )
     return cleaned
 
 
 def clean_tags(tags: Sequence[str] | None) -> tuple[str, ...]:
-    """Tags as given (repeatable option), stripped, deduplicated and sorted."""
-    return tuple(sorted({name for tag in tags or () if (name := clean_name(tag, "--tag"))}))
+    """The argument ``tags`` (its names), stripped, deduplicated and sorted."""
+    return tuple(sorted({name for tag in tags or () if (name := clean_name(tag, "tags", "tags"))}))
 
 
 def parse_meta(pairs: Sequence[str] | None) -> dict[str, str]:
-    """``key=value`` strings as a dict (a repeated key keeps its last value; values may hold ``=``)."""
+    """``key=value`` strings (the argument ``meta``) as a dict (a repeated key keeps its last value;
+    values may hold ``=``)."""
     meta: dict[str, str] = {}
     for pair in pairs or ():
         key, sep, value = pair.partition("=")
         if not sep:
-            raise InvalidInputError(f"--meta {unicode_only(pair, '--meta')!r} is not key=value")
+            shown = unicode_only(pair, "meta", "meta")
+            raise InvalidInputError(f"meta {shown!r} is not key=value", parameter="meta")
         meta[key.strip()] = value
-    return clean_meta(meta, "--meta")
+    return clean_meta(meta, "meta", "meta")
 
 
-def clean_meta(meta: Mapping[Any, Any], what: str = "meta") -> dict[str, str]:
+def clean_meta(meta: Mapping[Any, Any], what: str = "meta", parameter: str | None = None) -> dict[str, str]:
     """Metadata as a dict of string keys (not blank) to string values, all valid Unicode;
-    InvalidInputError otherwise."""
+    InvalidInputError otherwise (``parameter``: the argument it came from, if any)."""
     cleaned: dict[str, str] = {}
     for key, value in meta.items():
         if not isinstance(key, str) or not isinstance(value, str):
-            raise InvalidInputError(f"{what} must map string keys to string values")
-        if not unicode_only(key, f"a {what} key").strip():
-            raise InvalidInputError(f"{what} has an empty key")
-        cleaned[key] = unicode_only(value, f"a {what} value")
+            raise InvalidInputError(f"{what} must map string keys to string values", parameter=parameter)
+        if not unicode_only(key, f"a {what} key", parameter).strip():
+            raise InvalidInputError(f"{what} has an empty key", parameter=parameter)
+        cleaned[key] = unicode_only(value, f"a {what} value", parameter)
     return cleaned
 
 
 def check_min_score(value: float | None) -> float | None:
-    """A raw-cosine threshold in [-1, 1], or None."""
+    """A raw-cosine threshold in [-1, 1] (the argument ``min_score``), or None."""
     if value is not None and not -1.0 <= value <= 1.0:  # also false for NaN
-        raise InvalidInputError(f"--min-score must be between -1 and 1 (raw cosine), not {value}")
+        raise InvalidInputError(
+            f"min_score must be between -1 and 1 (raw cosine), not {value}", parameter="min_score"
+        )
     return value
 
 
@@ -153,28 +162,29 @@ _RELATIVE = re.compile(r"([0-9]{1,15})\s*([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-def parse_when(value: str | datetime | None, option: str, now: datetime) -> datetime | None:
+def parse_when(value: str | datetime | None, name: str, now: datetime) -> datetime | None:
     """A moment from ``30m``/``12h``/``7d``/``2w`` (that long before ``now``), an ISO 8601 date or
     date-time, or a datetime; without an offset it is UTC (as every time remem shows); or a query's
     time words (``yesterday``, ``last week``, ``monday``, ``3 days ago``…): the local start of the
     day, week or month they name. The result is in UTC. Raises InvalidInputError otherwise, or for a
-    moment outside years 1–9999 in UTC.
+    moment outside years 1–9999 in UTC; ``name`` is the argument (``since``), the error's parameter.
     """
     if value is None:
         return None
     if isinstance(value, datetime):
-        return _in_utc(value, f"{option} {value.isoformat()!r}")
+        return _in_utc(value, f"{name} {value.isoformat()!r}", name)
     text = value.strip()
     relative = _RELATIVE.fullmatch(text.lower())
     if relative:
-        return _before(now, int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)], f"{option} {value!r}")
+        return _before(now, int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)], name, value)
     moment = parse_iso(text) or _time_words(text, now)
     if moment is None:
         raise InvalidInputError(
-            f"{option} {value!r} is neither an ISO date/time (2026-11-29, 2026-11-29T14:00), "
-            "an age (30m, 12h, 7d) nor a time word (yesterday, last week, monday)"
+            f"{name} {value!r} is neither an ISO date/time (2026-11-29, 2026-11-29T14:00), "
+            "an age (30m, 12h, 7d) nor a time word (yesterday, last week, monday)",
+            parameter=name,
         )
-    return _in_utc(moment, f"{option} {value!r}")
+    return _in_utc(moment, f"{name} {value!r}", name)
 
 
 def _time_words(text: str, now: datetime) -> datetime | None:
@@ -188,22 +198,24 @@ def _time_words(text: str, now: datetime) -> datetime | None:
     return found[1]
 
 
-def _before(now: datetime, seconds: int, what: str) -> datetime:
-    """``seconds`` before ``now``; InvalidInputError when that is before year 1."""
+def _before(now: datetime, seconds: int, name: str, value: str) -> datetime:
+    """``seconds`` before ``now``; InvalidInputError about ``name`` when that is before year 1."""
     try:
         return now - timedelta(seconds=seconds)
     except OverflowError:
-        raise InvalidInputError(f"{what} reaches back before the year 1") from None
+        raise InvalidInputError(f"{name} {value!r} reaches back before the year 1", parameter=name) from None
 
 
-def _in_utc(moment: datetime, what: str) -> datetime:
+def _in_utc(moment: datetime, what: str, parameter: str | None = None) -> datetime:
     """``moment`` in UTC (naive: it is UTC); InvalidInputError when UTC puts it outside years 1–9999."""
     if moment.tzinfo is None:
         return moment.replace(tzinfo=timezone.utc)
     try:
         return moment.astimezone(timezone.utc)
     except (OverflowError, ValueError):
-        raise InvalidInputError(f"{what} is out of range (years 1 to 9999 in UTC)") from None
+        raise InvalidInputError(
+            f"{what} is out of range (years 1 to 9999 in UTC)", parameter=parameter
+        ) from None
 
 
 def parse_iso(text: str) -> datetime | None:
@@ -214,16 +226,17 @@ def parse_iso(text: str) -> datetime | None:
         return None
 
 
-def utc_timestamp(value: object, name: str) -> str | None:
+def utc_timestamp(value: object, name: str, parameter: str | None = None) -> str | None:
     """A given timestamp (``created_at``…) as UTC ISO 8601 with a trailing Z: a datetime or an
-    ISO 8601 string; one without an offset is UTC. InvalidInputError naming ``name`` otherwise."""
+    ISO 8601 string; one without an offset is UTC. InvalidInputError naming ``name`` otherwise
+    (``parameter``: the argument it came from, if any)."""
     if value is None:
         return None
     if not isinstance(value, (str, datetime)):
-        raise InvalidInputError(f"{name} must be an ISO 8601 string")
+        raise InvalidInputError(f"{name} must be an ISO 8601 string", parameter=parameter)
     moment = value if isinstance(value, datetime) else parse_iso(value)
     if moment is None:
-        raise InvalidInputError(f"{name} {value!r} is not an ISO 8601 date/time")
+        raise InvalidInputError(f"{name} {value!r} is not an ISO 8601 date/time", parameter=parameter)
     from remem.types import utc_iso  # noqa: PLC0415 - remem.types imports this module
 
-    return utc_iso(_in_utc(moment, f"{name} {str(value)!r}"))
+    return utc_iso(_in_utc(moment, f"{name} {str(value)!r}", parameter))

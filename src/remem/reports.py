@@ -9,8 +9,9 @@ from typing import Any, overload
 
 from remem.types import Hit, Memory, ModelInfo, utc_iso
 
-#: How a note about a date reading says how to turn it off (the CLI flag; ``dates=False`` in the API).
-DATES_OFF_HINT = "--no-dates searches all time"
+#: How a note about a date reading says how to turn it off, in the library's words (a front-end
+#: says it in its own: ``SearchResult.notes_saying``).
+DATES_OFF_HINT = "dates=False searches all time"
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,12 @@ class SearchResult(Sequence[Hit]):
     def __iter__(self) -> Iterator[Hit]:
         """The hits, best first."""
         return iter(self.hits)
+
+    def notes_saying(self, dates_off: str) -> tuple[str, ...]:
+        """The notes, the date reading's saying how to turn it off in a front-end's own words
+        (``dates_off``, e.g. "--no-dates searches all time") instead of the library's."""
+        said = None if self.dates is None else self.dates.note()
+        return tuple(self.dates.note(dates_off) if self.dates and n == said else n for n in self.notes)
 
 
 @dataclass

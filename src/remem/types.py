@@ -57,11 +57,11 @@ class NewMemory:
     def __post_init__(self) -> None:
         checks.string(self.text, "text")
         for name in _NAMES:
-            _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), f"--{name}"))
+            _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), name, name))
         _set(self, "tags", clean_tags(checks.strings(self.tags, "tags")))
-        _set(self, "meta", clean_meta(checks.string_map(self.meta, "meta")))
+        _set(self, "meta", clean_meta(checks.string_map(self.meta, "meta"), "meta", "meta"))
         for name in ("created_at", "updated_at"):
-            _set(self, name, utc_timestamp(checks.optional_string(getattr(self, name), name), name))
+            _set(self, name, utc_timestamp(checks.optional_string(getattr(self, name), name), name, name))
         _set(self, "id", checks.given_id(self.id))
 
 
@@ -104,18 +104,18 @@ class Filters:
 
     def __post_init__(self) -> None:
         for name in _NAMES:
-            _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), f"--{name}"))
+            _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), name, name))
         _set(self, "tags", clean_tags(checks.strings(self.tags, "tags")))
-        _set(self, "meta", tuple(sorted(clean_meta(_meta_pairs(self.meta), "--meta").items())))
+        _set(self, "meta", tuple(sorted(clean_meta(_meta_pairs(self.meta), "meta", "meta").items())))
         if self.since is None and self.until is None:
             return
         now = datetime.now(timezone.utc)
         start, end = (
-            parse_when(checks.optional_string(getattr(self, name), name), f"--{name}", now)
+            parse_when(checks.optional_string(getattr(self, name), name), name, now)
             for name in ("since", "until")
         )
         if start is not None and end is not None and start >= end:
-            raise InvalidInputError("--since must be before --until")
+            raise InvalidInputError("since must be before until", parameter="since", mentions=("until",))
         _set(self, "since", None if start is None else utc_iso(start))
         _set(self, "until", None if end is None else utc_iso(end))
 
@@ -141,7 +141,7 @@ class Filters:
         ``7d``, ``2w``). A wrong type is a TypeError, a bad value an InvalidInputError naming it."""
         moment = checks.instance(now, datetime, "now", "a datetime") if now else datetime.now(timezone.utc)
         start, end = (
-            parse_when(checks.optional_moment(value, name), f"--{name}", moment)
+            parse_when(checks.optional_moment(value, name), name, moment)
             for name, value in (("since", since), ("until", until))
         )
         return cls(

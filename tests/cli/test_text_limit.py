@@ -63,5 +63,6 @@ def test_the_api_has_the_same_limit(store_dir: Path) -> None:
         memories.max_text_chars = MAX_TEXT_CHARS * 2
         assert not memories.add(LONG).duplicate
         memories.max_text_chars = MAX_TEXT_CHARS_CEILING + 1
-        with pytest.raises(InvalidInputError, match="--max-chars must be between 1 and"):
+        with pytest.raises(InvalidInputError, match=r"^max_text_chars must be between 1 and") as refused:
             memories.add("short")
+        assert refused.value.parameter == "max_text_chars"

@@ -2,10 +2,12 @@
 type is a TypeError naming the argument, a bad value of the right type an InvalidInputError naming
 it — the same on both back-ends — and the store is left as it was (nothing added, embedded,
 forgotten or re-indexed, no model loaded). ``Filters`` and ``NewMemory`` are checked and cleaned
-however they are made."""
+however they are made. The argument is named as the library names it (``min_score``, never the
+command line's ``--min-score``), and an InvalidInputError carries it as its ``parameter``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +17,7 @@ import pytest
 
 import remem
 from remem import Filters, Memories, NewMemory
-from remem.errors import InvalidInputError
+from remem.errors import InvalidInputError, MemoryNotFoundError
 from remem.testing import FakeEmbedder
 from remem.types import memory_record
 
@@ -69,6 +71,8 @@ BAD: list[tuple[str, Call, type[Exception], str]] = [
     ("search-min-score-str", lambda m: m.search("memo", min_score="0.5"), TypeError, "min_score"),
     ("search-min-score-bool", lambda m: m.search("memo", min_score=True), TypeError, "min_score"),
     ("search-min-score-2", lambda m: m.search("memo", min_score=2), InvalidInputError, "min_score"),
+    ("search-min-score-keyword", lambda m: m.search("memo", min_score=0.3, mode="keyword"),
+     InvalidInputError, "min_score"),
     ("search-where-dict", lambda m: m.search("memo", where={"user": "alice"}), TypeError, "where"),
     ("search-dates-str", lambda m: m.search("memo", dates="no"), TypeError, "dates"),
     ("search-since-int", lambda m: m.search("memo", since=5), TypeError, "since"),
@@ -148,7 +152,8 @@ def _state(memories: Memories) -> tuple[Any, ...]:
 
 
 def _names(message: str, argument: str) -> bool:
-    return argument in message or argument.replace("_", "-") in message
+    """The message names ``argument`` in the library's words, and no command-line option."""
+    return argument in message and not re.search(r"(?<![\w-])--[a-z]", message)
 
 
 @pytest.fixture
@@ -178,6 +183,10 @@ def test_a_bad_argument_is_refused_by_name_and_changes_nothing(
     )
     assert _names(str(raised.value), argument), str(raised.value)
     assert "\n" not in str(raised.value)
+    if isinstance(raised.value, InvalidInputError) and not isinstance(raised.value, MemoryNotFoundError):
+        parameter, message = raised.value.parameter, str(raised.value)
+        assert parameter is not None and parameter in message, parameter
+        assert argument in parameter or message.startswith(f"{parameter}["), parameter  # or an item of it
     assert _state(memories) == before
     assert embedder.calls == calls
 

@@ -129,7 +129,7 @@ def test_search_restricts_to_the_window_and_says_so(dated: remem.Memories) -> No
         result = dated.search("the importer bug from yesterday", k=5)
         assert [hit.memory.text for hit in result] == ["Fixed the null pointer bug in the importer."]
         assert result.dates is not None and result.dates.rest == "the importer bug"
-        assert any('"from yesterday" read as' in note and "--no-dates" in note for note in result.notes)
+        assert any('"from yesterday" read as' in note and "dates=False" in note for note in result.notes)
         everything = dated.search("the importer bug from yesterday", k=5, dates=False)
         assert everything.dates is None and len(everything) == 3
 
@@ -295,4 +295,5 @@ def test_since_yesterday_until_today_is_yesterday(zone: Callable[[str], None]) -
 def test_since_refuses_words_that_name_no_past_start_in_one_line(words: str) -> None:
     with pytest.raises(InvalidInputError) as refused:
         remem.Filters.of(since=words)
-    assert str(refused.value).startswith(f"--since {words!r} is neither") and "\n" not in str(refused.value)
+    assert str(refused.value).startswith(f"since {words!r} is neither") and "\n" not in str(refused.value)
+    assert refused.value.parameter == "since"

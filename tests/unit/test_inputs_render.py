@@ -116,8 +116,9 @@ def test_clean_tags_strips_dedups_sorts() -> None:
 
 
 def test_clean_tags_rejects_empty_tag() -> None:
-    with pytest.raises(InvalidInputError, match="--tag"):
+    with pytest.raises(InvalidInputError, match=r"^tags must not be empty$") as refused:
         clean_tags(["ok", "  "])
+    assert refused.value.parameter == "tags"
 
 
 def test_parse_meta() -> None:
@@ -137,8 +138,9 @@ def test_parse_meta_last_value_wins() -> None:
 
 @pytest.mark.parametrize("pair", ["novalue", "", "=value", "  =value"])
 def test_parse_meta_rejects_bad_pairs(pair: str) -> None:
-    with pytest.raises(InvalidInputError, match="--meta"):
+    with pytest.raises(InvalidInputError, match=r"^meta ") as refused:
         parse_meta(["good=1", pair])
+    assert refused.value.parameter == "meta"
 
 
 #: Characters a meta value may hold: NUL is refused everywhere (neither back-end stores it).
@@ -159,8 +161,9 @@ def test_check_min_score_accepts(value: float | None) -> None:
 
 @pytest.mark.parametrize("value", [math.nan, 1.5, -1.01, 1.0000001, math.inf, -math.inf])
 def test_check_min_score_rejects(value: float) -> None:
-    with pytest.raises(InvalidInputError, match="--min-score"):
+    with pytest.raises(InvalidInputError, match=r"^min_score must be between -1 and 1") as refused:
         check_min_score(value)
+    assert refused.value.parameter == "min_score"
 
 
 def _memory(mid: int = 7, text: str = "hello world", **changes: object) -> Memory:

@@ -8,7 +8,7 @@ import typer
 
 import remem
 from remem import render
-from remem.commands.common import note, progress_bar, stdin, warn
+from remem.commands.common import in_own_words, note, progress_bar, stdin, warn
 from remem.errors import InvalidInputError
 from remem.ingest import Entry, Parsed
 from remem.inputs import STDIN_MARKER
@@ -27,11 +27,13 @@ def read_source(source: str) -> bytes:
 def check_errors(parsed: Parsed, skip_invalid: bool) -> list[int]:
     """Refuse the batch on a bad line (naming it), or with ``skip_invalid`` report and skip them."""
     if parsed.errors and not skip_invalid:
-        extra = len(parsed.errors) - 1
+        first, extra = parsed.errors[0], len(parsed.errors) - 1
         more = f" (and {extra} more bad line{'s' if extra > 1 else ''})" if extra else ""
-        raise InvalidInputError(f"{parsed.errors[0]}{more}; nothing was added (--skip-invalid adds the rest)")
+        raise InvalidInputError(
+            f"{first}{more}; nothing was added (--skip-invalid adds the rest)", mentions=first.mentions
+        )
     for error in parsed.errors:
-        warn(f"skipped {error}")
+        warn(f"skipped {in_own_words(str(error), error.mentions)}")
     return [error.line for error in parsed.errors]
 
 

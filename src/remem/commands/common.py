@@ -9,9 +9,9 @@ from __future__ import annotations
 import contextlib
 import shutil
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypeVar
 
@@ -19,19 +19,29 @@ import typer
 
 import remem
 from remem import render
-from remem.errors import StoreNotFoundError
+from remem.errors import StoreNotFoundError, phrase
 
 EXIT_OK, EXIT_NOTHING_FOUND, EXIT_FAILURE, EXIT_INTERRUPTED = 0, 1, 2, 130
 T = TypeVar("T")
+#: The options whose parameter is not named as the library names the argument it gives.
+_ARGUMENT_OF_OPTION = {
+    "tag": "tags",
+    "max_chars": "max_text_chars",
+    "hnsw_m": "hnsw.m",
+    "ef_construction": "hnsw.ef_construction",
+    "ef_search": "hnsw.ef_search",
+}
 
 
 @dataclass
 class Invocation:
-    """One run of the CLI: its global options, and an embedder a caller injected (tests)."""
+    """One run of the CLI: its global options, an embedder a caller injected (tests), and what its
+    command calls the library's arguments (``option_names``)."""
 
     quiet: bool = False
     model_dir: Path | None = None
     embedder: remem.Embedder | None = None
+    options: dict[str, str] = field(default_factory=dict)
 
 
 _CURRENT: ContextVar[Invocation | None] = ContextVar("remem_invocation", default=None)
@@ -75,6 +85,24 @@ def print_results(
             typer.echo(render.json_line(to_record(item)))
     else:
         typer.echo(to_table(items, terminal_width()))
+
+
+def option_names(commands: Iterable[Any]) -> dict[str, str]:
+    """What the Typer (Click) ``commands`` call each library argument they have an option for, read
+    from their parameters: ``{"min_score": "--min-score", "tags": "--tag", …}``."""
+    names: dict[str, str] = {}
+    for command in commands:
+        for param in command.params:
+            flags = [flag for flag in param.opts if flag.startswith("--")]
+            if isinstance(param, typer.core.TyperOption) and param.name and flags:
+                names[_ARGUMENT_OF_OPTION.get(param.name, param.name)] = flags[0]
+    return names
+
+
+def in_own_words(message: str, mentions: Sequence[str]) -> str:
+    """``message`` (of a remem error that names the arguments ``mentions``) with those arguments
+    called by the running command's options (``max_text_chars``: ``--max-chars``)."""
+    return phrase(message, mentions, invocation().options)
 
 
 def note(message: str) -> None:

@@ -11,6 +11,8 @@ from remem.commands.common import EXIT_NOTHING_FOUND, note, open_memories, print
 from remem.inputs import read_text
 
 DEFAULT_SEARCH_LIMIT = 5
+#: How a date reading's note says to turn it off, in this front-end's words.
+NO_DATES = "--no-dates searches all time"
 
 
 def register(app: typer.Typer) -> None:
@@ -54,7 +56,7 @@ def search(
         result = memories.search(
             text, k=limit, mode=mode, min_score=min_score, where=filters, dates=not no_dates
         )
-    for message in result.notes:
+    for message in result.notes_saying(NO_DATES):
         note(message)
     if not result:
         if result.below_min_score and result.best_below is not None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.errors import InvalidInputError
 from remem.inputs import MAX_TEXT_CHARS, check_min_score, strip_text, utc_timestamp, within_limit
-from remem.types import Filters, NewMemory
+from remem.types import Filters, NewMemory, SearchMode
 
 if TYPE_CHECKING:
     from remem.ingest import Entry
@@ -31,13 +31,13 @@ def text(value: str, what: str = "memory text", limit: int = MAX_TEXT_CHARS, nam
     empty, at most ``limit`` characters."""
     stripped = strip_text(checks.string(value, name))
     if not stripped:
-        raise InvalidInputError(f"{what} is empty")
+        raise InvalidInputError(f"{what} is empty", parameter=name)
     return within_limit(stripped, limit, what)
 
 
 def timestamp(value: str | datetime | None) -> str | None:
     """A created_at as UTC ISO 8601 (naive datetimes and strings without an offset are UTC)."""
-    return utc_timestamp(checks.optional_moment(value, "created_at"), "created_at")
+    return utc_timestamp(checks.optional_moment(value, "created_at"), "created_at", "created_at")
 
 
 def new_memory(
@@ -75,7 +75,7 @@ def memories_to_add(memories: Iterable[NewMemory | str], limit: int) -> list[Ent
         try:
             entries.append(Entry(index + 1, checked(memory, limit)))
         except InvalidInputError as exc:
-            raise InvalidInputError(f"memories[{index}]: {exc}; nothing was added") from None
+            raise within(exc, f"memories[{index}]: {exc}; nothing was added", "memories") from None
     return entries
 
 
@@ -89,7 +89,7 @@ def filters(where: Filters | None, keywords: Mapping[str, Any]) -> Filters:
         raise TypeError(f"unknown filter {unknown[0]!r} (filters: {', '.join(_FILTER_KEYWORDS)})")
     given = {key: value for key, value in keywords.items() if value is not None}
     if where is not None and given:
-        raise InvalidInputError("give where=Filters(...) or filter keywords, not both")
+        raise InvalidInputError("give where=Filters(...) or filter keywords, not both", parameter="where")
     return where if where is not None else Filters.of(**given)
 
 
@@ -104,7 +104,7 @@ def entries_within(entries: Sequence[Entry], limit: int) -> list[Entry]:
         try:
             good.append(replace(entry, memory=checked(entry.memory, limit)))
         except InvalidInputError as exc:
-            raise InvalidInputError(f"line {entry.line}: {exc}; nothing was added") from None
+            raise within(exc, f"line {entry.line}: {exc}; nothing was added") from None
     return good
 
 
@@ -112,8 +112,14 @@ def count(value: int, what: str, minimum: int = 0) -> int:
     """A number of results asked for: an int of at least ``minimum`` (InvalidInputError), cut to
     ``MAX_RESULTS``."""
     if (value := checks.integer(value, what)) < minimum:
-        raise InvalidInputError(f"{what} must be at least {minimum}")
+        raise InvalidInputError(f"{what} must be at least {minimum}", parameter=what)
     return min(value, MAX_RESULTS)
+
+
+def within(error: InvalidInputError, message: str, parameter: str | None = None) -> InvalidInputError:
+    """``error`` about an item of an argument (``parameter`` when ``message`` names it), said as
+    ``message``: the arguments its message mentions stay mentioned (the item's fields are none)."""
+    return InvalidInputError(message, parameter=parameter, mentions=error.mentions)
 
 
 def stored_ids(ids: Iterable[int]) -> list[int]:
@@ -126,9 +132,17 @@ def optional_count(value: int | None, what: str) -> int | None:
     return None if value is None else count(value, what)
 
 
-def min_score(value: float | None) -> float | None:
-    """A raw-cosine threshold in [-1, 1] (InvalidInputError), or None; TypeError for a non-number."""
-    return check_min_score(checks.optional_number(value, "min_score"))
+def min_score(value: float | None, mode: SearchMode | None = None) -> float | None:
+    """A raw-cosine threshold in [-1, 1] (InvalidInputError), or None; TypeError for a non-number.
+    A threshold with the keyword ``mode`` is an InvalidInputError: BM25 scores are no cosines."""
+    threshold = check_min_score(checks.optional_number(value, "min_score"))
+    if threshold is not None and mode is SearchMode.KEYWORD:
+        raise InvalidInputError(
+            "min_score is a cosine; use it with mode vector or hybrid",
+            parameter="min_score",
+            mentions=("mode",),
+        )
+    return threshold
 
 
 def choice(kind: type[E], value: E | str, what: str) -> E:
@@ -140,7 +154,7 @@ def choice(kind: type[E], value: E | str, what: str) -> E:
         return kind(value)
     except ValueError:
         choices = ", ".join(str(member.value) for member in kind)
-        raise InvalidInputError(f"{what} must be one of {choices}, not {value!r}") from None
+        raise InvalidInputError(f"{what} must be one of {choices}, not {value!r}", parameter=what) from None
 
 
 def to_forget(
@@ -150,7 +164,11 @@ def to_forget(
     ids = None if ids is None else checks.ids(ids, "ids")
     where = None if where is None else filters(where, {})
     if (ids is None) == (where is None):
-        raise InvalidInputError("give memory ids, or --where with filters (not both)")
+        raise InvalidInputError(
+            "give ids, or where with filters (not both)", parameter="ids", mentions=("where",)
+        )
     if where is not None and where.is_empty():
-        raise InvalidInputError("--where needs at least one filter (to forget all, delete the store)")
+        raise InvalidInputError(
+            "where needs at least one filter (to forget all, delete the store)", parameter="where"
+        )
     return ids, where, checks.flag(dry_run, "dry_run")

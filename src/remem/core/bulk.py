@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
-from remem.core import turns
+from remem.core import arguments, turns
 from remem.errors import InvalidInputError
 from remem.reports import BulkResult
 from remem.types import text_sha256
@@ -138,7 +138,7 @@ def export_entries(
             entries.append(export_entry(record, number, max_chars))
         except InvalidInputError as exc:
             if not skip_invalid:
-                raise InvalidInputError(f"record {number}: {exc}; nothing was imported") from None
+                raise arguments.within(exc, f"record {number}: {exc}; nothing was imported") from None
             skipped.append(number)
     return entries, skipped
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.core import arguments
 from remem.core.context import ContextItem, Merge, merge
-from remem.errors import InvalidInputError, MemoryNotFoundError, StoreClosedError
+from remem.errors import MemoryNotFoundError, StoreClosedError
 from remem.inputs import MAX_TEXT_CHARS
 from remem.later import Later
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
@@ -201,9 +201,8 @@ class Memories(AbstractContextManager["Memories"]):
         from remem.core.dates import within_dates  # noqa: PLC0415
 
         text = arguments.text(query, "query", self.max_text_chars, "query")
-        mode, threshold = arguments.choice(SearchMode, mode, "mode"), arguments.min_score(min_score)
-        if threshold is not None and mode is SearchMode.KEYWORD:
-            raise InvalidInputError("--min-score is a cosine; use it with --mode vector or hybrid")
+        mode = arguments.choice(SearchMode, mode, "mode")
+        threshold = arguments.min_score(min_score, mode)
         chosen, k = arguments.filters(where, filters), arguments.count(k, "k", minimum=1)
         dates = checks.flag(dates, "dates")
         text, chosen, read = within_dates(self.backend, text, chosen) if dates else (text, chosen, None)

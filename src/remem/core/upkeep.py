@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 EXPORT_CHUNK = 1000
 #: The vector index kinds a reindex can ask for ("auto": HNSW from 50,000 vectors up, else exact).
 INDEX_KINDS = ("exact", "hnsw", "auto")
-#: The HNSW settings (option, largest sane value): a graph degree of thousands writes gigabytes, a
+#: The HNSW settings (name, largest sane value): a graph degree of thousands writes gigabytes, a
 #: beam past 2^31 overflows FAISS — refused before anything is saved.
-HNSW_BOUNDS = (("--hnsw-m", 128), ("--ef-construction", 4096), ("--ef-search", 65536))
+HNSW_BOUNDS = (("hnsw.m", 128), ("hnsw.ef_construction", 4096), ("hnsw.ef_search", 65536))
 
 
 @dataclass(frozen=True)
@@ -76,14 +76,18 @@ def reindex_options(
     type, InvalidInputError for a bad value."""
     index, model = checks.optional_string(index, "index"), checks.optional_string(model, "model")
     if index is not None and index not in INDEX_KINDS:
-        raise InvalidInputError(f"--index must be one of {', '.join(INDEX_KINDS)}, not {index!r}")
+        raise InvalidInputError(
+            f"index must be one of {', '.join(INDEX_KINDS)}, not {index!r}", parameter="index"
+        )
     settings = tuple(checks.items(hnsw, "hnsw", "a tuple (m, ef_construction, ef_search)"))
     if len(settings) != len(HNSW_BOUNDS):
         raise TypeError(f"hnsw must be a tuple (m, ef_construction, ef_search), not {len(settings)} values")
     numbers = [checks.optional_integer(value, "each of hnsw") for value in settings]
-    for (option, largest), value in zip(HNSW_BOUNDS, numbers, strict=True):
+    for (name, largest), value in zip(HNSW_BOUNDS, numbers, strict=True):
         if value is not None and not 2 <= value <= largest:
-            raise InvalidInputError(f"{option} must be at least 2 and at most {largest}, not {value}")
+            raise InvalidInputError(
+                f"{name} must be at least 2 and at most {largest}, not {value}", parameter=name
+            )
     m, construction, search = numbers
     return index, (m, construction, search), model
 

@@ -59,13 +59,8 @@ def memory_search(
     )
     hits = [HitOut.of(hit) for hit in result]
     read = None if result.dates is None else DatesOut(**result.dates.record())
-    return SearchOut(mode=used, hits=hits, lane_note=note, notes=_notes(result), dates=read)
-
-
-def _notes(result: remem.SearchResult) -> list[str]:
-    """The search's notes, a date reading's in this front-end's words."""
-    said = None if result.dates is None else result.dates.note()
-    return [result.dates.note(DATES_OFF) if result.dates and n == said else n for n in result.notes]
+    notes = list(result.notes_saying(DATES_OFF))
+    return SearchOut(mode=used, hits=hits, lane_note=note, notes=notes, dates=read)
 
 
 def _search(
@@ -127,7 +122,7 @@ def memory_context(
         note = None
         if similar and query is not None:
             hits, _, note = _search(service, memories, query, similar, "hybrid", None, where, dates)
-            found, notes[:] = [hit.memory for hit in hits], _notes(hits)
+            found, notes[:] = [hit.memory for hit in hits], hits.notes_saying(DATES_OFF)
         first: dict[int, remem.ContextItem] = {}  # as `remem context --merge append`: each memory once
         for source, chosen in (("recent", newest), ("similar", found)):
             for memory in chosen:

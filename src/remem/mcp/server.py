@@ -134,7 +134,9 @@ async def _lifespan(server: MCPServer[None]) -> AsyncIterator[None]:
 
 def bind(function: Callable[..., Any], service: Service) -> Callable[..., Any]:
     """``function`` with ``service`` as its first argument, its pinned arguments removed from its
-    signature (they keep their defaults), and remem's errors turned into tool errors."""
+    signature (they keep their defaults), and remem's errors turned into tool errors: they name
+    arguments as the library does, and the tools' arguments have the library's names (``min_score``,
+    ``since``, ``tags``), so a message needs no rephrasing here (no option of the CLI reaches it)."""
     signature = inspect.signature(function, eval_str=True)
     hidden = {"service", *service.scope.pinned}
     parameters = [p for name, p in _with_filters(signature).items() if name not in hidden]

@@ -51,8 +51,9 @@ def prepare_directory(directory: Path, create: bool) -> Path:
         raise StoreError(f"the store at {directory} is read-only (its directory is not writable)")
     if not db_path.exists() and others_files(directory):
         raise StoreError(
-            f"{directory} holds other files and is not a remem store; "
-            "give --store (or $REMEM_HOME) an empty or new directory"
+            f"store (or $REMEM_HOME) must be an empty or new directory: {directory} holds other files "
+            "and is not a remem store",
+            mentions=("store",),
         )
     return db_path
 

@@ -15,10 +15,14 @@ from remem.backends.local import LocalBackend
 @pytest.mark.parametrize(
     ("stamp", "message"),
     [
-        (FAKE_MODEL, "which this remem cannot run"),
+        (
+            FAKE_MODEL,
+            "which this remem cannot run (built in: all-minilm-l6-v2, bge-small-en-v1.5, "
+            "bge-base-en-v1.5); if it is your own model, give --model-dir DIR (or set REMEM_MODEL_DIR)",
+        ),
         (
             ModelInfo(name="all-minilm-l6-v2", dim=FAKE_DIM, pooling="mean", sha256="0" * 64),
-            "refusing to mix in all-minilm-l6-v2: `remem reindex --model all-minilm-l6-v2`",
+            "refusing to mix in other vectors: `remem reindex --model all-minilm-l6-v2` re-embeds",
         ),
     ],
 )

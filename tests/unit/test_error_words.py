@@ -23,9 +23,7 @@ OPTION = re.compile(r"(?<![\w-])--[A-Za-z]")
 #: person whichever front-end shows it.
 COMMAND = re.compile(r"`remem [^`]*`")
 #: Library strings that may still name an option, each with the reason.
-ALLOWED = {
-    "pass --model-dir DIR": "core/models.py, which the model half of issue 25 moves into embedders/",
-}
+ALLOWED: dict[str, str] = {}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

@@ -128,7 +128,8 @@ class ModelCatalog:
             raise ModelMismatchError(
                 f"the store at {location} holds vectors of model {recorded.name} ({recorded.dim}-d), "
                 f"which this remem cannot run (built in: {', '.join(builtin)}); if it is your own model, "
-                "pass --model-dir DIR (or set REMEM_MODEL_DIR) before the command"
+                "give model_dir DIR (or set REMEM_MODEL_DIR)",
+                mentions=("model_dir",),
             )
         spec = self.spec(recorded.name)
         if recorded.sha256 != spec.model_sha256 and recorded.sha256 not in spec.earlier_stamps:

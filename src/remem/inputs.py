@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, BinaryIO
 
 from remem.errors import InvalidInputError
+from remem.times import utc_iso
 
 STDIN_MARKER = "-"
 #: The longest text one memory (or query) may have by default, in characters: embedding time grows
@@ -237,6 +238,4 @@ def utc_timestamp(value: object, name: str, parameter: str | None = None) -> str
     moment = value if isinstance(value, datetime) else parse_iso(value)
     if moment is None:
         raise InvalidInputError(f"{name} {value!r} is not an ISO 8601 date/time", parameter=parameter)
-    from remem.types import utc_iso  # noqa: PLC0415 - remem.types imports this module
-
     return utc_iso(_in_utc(moment, f"{name} {str(value)!r}", parameter))

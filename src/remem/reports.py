@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, overload
 
-from remem.types import Hit, Memory, ModelInfo, utc_iso
+from remem.times import utc_iso
+from remem.types import Hit, Memory, ModelInfo
 
 #: How a note about a date reading says how to turn it off, in the library's words (a front-end
 #: says it in its own: ``SearchResult.notes_saying``).

@@ -14,6 +14,7 @@ from typing import Any
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.errors import InvalidInputError
 from remem.inputs import clean_meta, clean_name, clean_tags, parse_when, utc_timestamp
+from remem.times import utc_iso
 
 _NAMES = ("user", "conversation", "role")
 _set = object.__setattr__  # how a frozen dataclass cleans its own fields
@@ -239,11 +240,6 @@ def text_sha256(text: str) -> str:
     import hashlib  # noqa: PLC0415 - loading OpenSSL costs `list` 3 ms it has no use for
 
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def utc_iso(moment: datetime) -> str:
-    """A timezone-aware time as UTC ISO 8601 with milliseconds and a trailing Z (sorts as text)."""
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def utc_now_iso() -> str:

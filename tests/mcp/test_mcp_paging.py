@@ -20,7 +20,7 @@ import remem
 from remem import NewMemory
 from remem.errors import InvalidInputError
 from remem.mcp import paging
-from remem.types import utc_iso
+from remem.times import utc_iso
 
 NOT_A_CURSOR = "cursor is not a next_cursor from memory_list"
 

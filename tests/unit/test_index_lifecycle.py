@@ -17,7 +17,7 @@ from remem.backends.local.maintenance import reindex
 from remem.backends.local.reembed import reembed
 from remem.backends.local.vectors import HnswParams, IndexKind, VectorIndex
 from remem.errors import InvalidInputError
-from remem.types import utc_iso
+from remem.times import utc_iso
 
 USERS, ROLES, TAGS = ("ann", "bob", "cy"), ("user", "assistant"), ("red", "green", "blue")
 

@@ -12,8 +12,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from remem.reports import DateReading
+from remem.times import utc_iso
 from remem.timewords import LOCAL, find_window
-from remem.types import Filters, utc_iso
+from remem.types import Filters
 
 if TYPE_CHECKING:
     from remem.backends.base import Backend

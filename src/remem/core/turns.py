@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, NamedTuple
 
-from remem.types import Filters, utc_iso
+from remem.times import utc_iso
+from remem.types import Filters
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray

@@ -7,36 +7,35 @@ from typing import TYPE_CHECKING, Any
 from remem.arrays import UNIT_TOLERANCE
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.schema import LATEST_VERSION
-from remem.backends.postgres.upkeep import hnsw_is_current, keywords_are_current
+from remem.backends.postgres.upkeep import hnsw_is_current, keywords_are_current, reindex
 from remem.errors import RememError
 from remem.reports import Check
 
 if TYPE_CHECKING:
     import psycopg
 
-    from remem.backends.postgres.store import PostgresBackend
+    from remem.backends.postgres.access import StoreAccess
 
 
-def _database(cursor: psycopg.Cursor[Any], store: PostgresBackend) -> Check:
+def _database(cursor: psycopg.Cursor[Any], s: str) -> Check:
     cursor.execute(
         f"SELECT current_setting('server_version'), (SELECT extversion FROM pg_extension WHERE "
-        f"extname = 'vector'), (SELECT max(version) FROM {store.s}.remem_schema)"
+        f"extname = 'vector'), (SELECT max(version) FROM {s}.remem_schema)"
     )
     server, pgvector, version = cursor.fetchone()  # type: ignore[misc]
     detail = f"PostgreSQL {server}, pgvector {pgvector}, schema version {version}"
     return Check("database", version == LATEST_VERSION, detail)
 
 
-def _keywords(cursor: psycopg.Cursor[Any], store: PostgresBackend) -> Check:
-    current = keywords_are_current(cursor, store.s)
+def _keywords(cursor: psycopg.Cursor[Any], s: str) -> Check:
+    current = keywords_are_current(cursor, s)
     detail = "every memory's terms by the current analyzer" if current else "built by an older analyzer"
     return Check("keyword index", current, detail, repairable=True)
 
 
-def _vectors(cursor: psycopg.Cursor[Any], store: PostgresBackend) -> Check:
+def _vectors(cursor: psycopg.Cursor[Any], s: str) -> Check:
     """Every vector of the model's size, finite and of unit length; memories without vectors are
     waiting to be embedded, not a fault."""
-    s = store.s
     model = meta.model_of(meta.read_meta(cursor, s))
     cursor.execute(
         f"SELECT count(*) FROM {s}.memories m WHERE NOT EXISTS "
@@ -62,12 +61,12 @@ def _vectors(cursor: psycopg.Cursor[Any], store: PostgresBackend) -> Check:
     return Check("vectors", not problems, ("; ".join(problems) or detail) + note)
 
 
-def _index(cursor: psycopg.Cursor[Any], store: PostgresBackend) -> Check:
-    rows = meta.read_meta(cursor, store.s)
+def _index(cursor: psycopg.Cursor[Any], s: str) -> Check:
+    rows = meta.read_meta(cursor, s)
     model, settings = meta.model_of(rows), meta.IndexSettings.of(rows)
     if model is None:
         return Check("vector index", True, "no vectors yet")
-    if hnsw_is_current(cursor, store.s, model.dim, settings):
+    if hnsw_is_current(cursor, s, model.dim, settings):
         detail = (
             "exact scans"
             if settings.kind == "exact"
@@ -77,24 +76,24 @@ def _index(cursor: psycopg.Cursor[Any], store: PostgresBackend) -> Check:
     return Check("vector index", False, "missing, invalid or built with other parameters", repairable=True)
 
 
-def _staged(cursor: psycopg.Cursor[Any], store: PostgresBackend) -> Check:
-    rows = meta.read_meta(cursor, store.s)
+def _staged(cursor: psycopg.Cursor[Any], s: str) -> Check:
+    rows = meta.read_meta(cursor, s)
     if meta.REEMBED_KEY not in rows:
         return Check("re-embedding", True, "none in progress")
-    cursor.execute(f"SELECT count(DISTINCT memory_id) FROM {store.s}.vectors_next")
+    cursor.execute(f"SELECT count(DISTINCT memory_id) FROM {s}.vectors_next")
     staged = int(cursor.fetchone()[0])  # type: ignore[index]
     return Check(
         "re-embedding", True, f"interrupted with {staged} memories staged; `remem reindex --model` resumes"
     )
 
 
-def diagnose(store: PostgresBackend, repair: bool) -> tuple[list[Check], list[str]]:
+def diagnose(store: StoreAccess, repair: bool) -> tuple[list[Check], list[str]]:
     """Repair what can be derived again (keyword terms, the HNSW index) when ``repair``, then
     check everything: (checks, what was repaired)."""
     repaired: list[str] = []
     if repair:
         try:
-            report = store.reindex(None, (None, None, None), False)
+            report = reindex(store, None, (None, None, None), False)
         except RememError as exc:
             repaired.append(f"could not repair: {exc}")
         else:
@@ -102,4 +101,4 @@ def diagnose(store: PostgresBackend, repair: bool) -> tuple[list[Check], list[st
             repaired += ["rebuilt the keyword index"] if report.rebuilt_keywords else []
     checks = (_database, _keywords, _vectors, _index, _staged)
     with store.session.snapshot(), store.session.transaction() as cursor:
-        return [check(cursor, store) for check in checks], repaired
+        return [check(cursor, store.s) for check in checks], repaired

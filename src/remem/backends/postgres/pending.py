@@ -12,19 +12,19 @@ from remem.types import ModelInfo, text_sha256
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
-    from remem.backends.postgres.store import PostgresBackend
+    from remem.backends.postgres.access import StoreAccess
 
 _PENDING = "FROM {s}.memories m WHERE NOT EXISTS (SELECT 1 FROM {s}.vectors v WHERE v.memory_id = m.id)"
 
 
-def waiting(store: PostgresBackend, limit: int) -> list[tuple[int, str]]:
+def waiting(store: StoreAccess, limit: int) -> list[tuple[int, str]]:
     """Up to ``limit`` (id, text) of memories without vectors, oldest id first."""
     with store.session.transaction() as cursor:
         cursor.execute(f"SELECT m.id, m.text {_PENDING.format(s=store.s)} ORDER BY m.id LIMIT %s", (limit,))
         return [(int(i), str(t)) for i, t in cursor.fetchall()]
 
 
-def count(store: PostgresBackend) -> int:
+def count(store: StoreAccess) -> int:
     """How many memories wait for their vectors."""
     with store.session.transaction() as cursor:
         cursor.execute(f"SELECT count(*) {_PENDING.format(s=store.s)}")
@@ -32,7 +32,7 @@ def count(store: PostgresBackend) -> int:
 
 
 def attach(
-    store: PostgresBackend, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo, *, replace: bool
+    store: StoreAccess, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo, *, replace: bool
 ) -> list[int]:
     """Give pending memories their (windows, dim) vectors, made from ``text``, in one transaction.
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from remem.backends.base import EmbedFn, ProgressFn
-    from remem.backends.postgres.store import PostgresBackend
+    from remem.backends.postgres.access import StoreAccess
     from remem.types import ModelInfo
 
 BATCH = 64
@@ -37,9 +37,7 @@ def _unstaged(cursor: psycopg.Cursor[Any], s: str, limit: int) -> list[tuple[int
     return [(int(i), str(t), str(h)) for i, t, h in cursor.fetchall()]
 
 
-def _stage(
-    store: PostgresBackend, embed: EmbedFn, dim: int, progress: ProgressFn | None, *, locked: bool
-) -> int:
+def _stage(store: StoreAccess, embed: EmbedFn, dim: int, progress: ProgressFn | None, *, locked: bool) -> int:
     """Embed and stage every unstaged memory, a committed batch at a time (inside the caller's
     transaction when ``locked``); returns how many."""
     s, done = store.s, 0
@@ -72,7 +70,7 @@ def _stage(
 
 
 def reembed(
-    store: PostgresBackend, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool
+    store: StoreAccess, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool
 ) -> ReembedReport:
     """Re-embed every memory with ``target`` and make it the store's model (module docstring).
     Does nothing when the store already uses ``target`` and nothing is staged, unless ``force``."""

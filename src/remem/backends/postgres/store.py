@@ -12,14 +12,16 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.backends.postgres import keywords, pending, phrases, records
+from remem.backends.postgres import doctor, keywords, pending, phrases, records, upkeep
+from remem.backends.postgres import reembed as reembedding
 from remem.backends.postgres import settings as meta
+from remem.backends.postgres.access import StoreAccess
 from remem.backends.postgres.connecting import connect
 from remem.backends.postgres.lanes import EXACT_CANDIDATES, LaneSettings, PostgresVectorLane
-from remem.backends.postgres.schema import ITERATIVE_SCAN_VERSION, prepare, quoted
+from remem.backends.postgres.schema import ITERATIVE_SCAN_VERSION, prepare
 from remem.backends.postgres.session import Session, read_again
 from remem.backends.postgres.urls import parse
-from remem.backends.shapes import check_same_model, contexts_of, windows_of
+from remem.backends.shapes import contexts_of, windows_of
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
@@ -37,9 +39,8 @@ class PostgresBackend:
 
     def __init__(self, session: Session, pgvector: tuple[int, ...]) -> None:
         """Use ``PostgresBackend.open``; this wraps a prepared session."""
-        self.session = session
-        self.s = quoted(session.url.schema)
-        self.location = session.url.shown
+        self.access = StoreAccess(session)
+        self.session, self.s, self.location = session, self.access.s, self.access.location
         self.iterative = pgvector >= ITERATIVE_SCAN_VERSION
         #: Filtered searches over up to this many vectors are exact (see ``lanes``).
         self.exact_candidates = EXACT_CANDIDATES
@@ -62,10 +63,8 @@ class PostgresBackend:
         address = parse(url, schema)
         session = Session(connect(address), address)
         try:
-            from remem.backends.postgres.upkeep import ensure_keywords_current  # noqa: PLC0415
-
             store = cls(session, prepare(session, create))
-            ensure_keywords_current(store)  # an older analyzer's terms are re-analysed
+            upkeep.ensure_keywords_current(store.access)  # an older analyzer's terms are re-analysed
         except BaseException:
             session.close()
             raise
@@ -81,16 +80,14 @@ class PostgresBackend:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    @read_again
     def key_values(self) -> dict[str, str]:
         """The store's key/value rows."""
-        with self.session.transaction() as cursor:
-            return meta.read_meta(cursor, self.s)
+        return self.access.key_values()
 
     @property
     def model(self) -> ModelInfo | None:
         """The model whose vectors the store holds, or None while it holds none."""
-        return meta.model_of(self.key_values())
+        return self.access.model
 
     @property
     def settings(self) -> meta.IndexSettings:
@@ -99,34 +96,7 @@ class PostgresBackend:
 
     def check_model(self, model: ModelInfo) -> None:
         """ModelMismatchError unless the store holds no vectors yet or was made by ``model``."""
-        check_same_model(str(self.location), self.model, model)
-
-    def lock(self, cursor: psycopg.Cursor[Any], *, exclusive: bool) -> None:
-        """Take the store's advisory lock for this transaction (writers share it)."""
-        how = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-        cursor.execute(f"SELECT {how}(hashtext(%s))", (f"remem-store:{self.session.url.schema}",))
-
-    def _stamp(self, model: ModelInfo) -> None:
-        """Record the first model (and build its HNSW index) before any vector is written."""
-        with self.session.transaction(writes=True) as cursor:
-            self.lock(cursor, exclusive=True)
-            rows = meta.read_meta(cursor, self.s)
-            if meta.model_of(rows) is None:
-                meta.write_meta(cursor, self.s, meta.model_rows(model))
-                meta.create_hnsw(cursor, self.s, model.dim, meta.IndexSettings.of(rows))
-
-    @contextlib.contextmanager
-    def writing(self, model: ModelInfo | None) -> Iterator[psycopg.Cursor[Any]]:
-        """A write transaction holding the shared store lock, the model checked inside it."""
-        if model is not None:
-            self.session.register_vectors()
-            if self.model is None:
-                self._stamp(model)
-        with self.session.transaction(writes=True) as cursor:
-            self.lock(cursor, exclusive=False)
-            if model is not None:
-                self.check_model(model)
-            yield cursor
+        self.access.check_model(model)
 
     @read_again
     def find_duplicate(self, memory: NewMemory) -> int | None:
@@ -137,7 +107,8 @@ class PostgresBackend:
     def insert(
         self, cursor: psycopg.Cursor[Any], memory: NewMemory, created_at: str, context: str = ""
     ) -> AddResult:
-        """Insert one memory inside ``writing``; a duplicate is not inserted and reports the existing id."""
+        """Insert one memory inside ``access.writing``; a duplicate is not inserted and reports the
+        existing id."""
         memory_id = records.insert(cursor, self.s, memory, created_at, context)
         if memory_id is None:
             return AddResult(id=records.find_duplicate(cursor, self.s, memory) or -1, duplicate=True)
@@ -155,7 +126,7 @@ class PostgresBackend:
         existing id."""
         windows = windows_of(vectors, len(memories), model.dim)
         results: list[AddResult] = []
-        with self.writing(model) as cursor:
+        with self.access.writing(model) as cursor:
             created_at = utc_now_iso()
             for memory, rows, context in zip(memories, windows, contexts_of(contexts, memories), strict=True):
                 result = self.insert(cursor, memory, created_at, context)
@@ -169,7 +140,7 @@ class PostgresBackend:
     ) -> list[AddResult]:
         """Store memories (with contexts) without vectors yet, in one transaction (duplicates as in
         ``add_many``)."""
-        with self.writing(None) as cursor:
+        with self.access.writing(None) as cursor:
             created_at = utc_now_iso()
             pairs = zip(memories, contexts_of(contexts, memories), strict=True)
             return [self.insert(cursor, memory, created_at, context) for memory, context in pairs]
@@ -177,7 +148,7 @@ class PostgresBackend:
     def set_contexts(self, items: Sequence[tuple[int, str, str]]) -> list[int]:
         """Give memories, as (id, text as read, context), new contexts in one transaction; a memory
         deleted or edited meanwhile is skipped. Returns the ids changed."""
-        with self.writing(None) as cursor:
+        with self.access.writing(None) as cursor:
             return [
                 mid
                 for mid, text, context in items
@@ -187,18 +158,18 @@ class PostgresBackend:
     @read_again
     def pending(self, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` (id, text) of memories waiting for their vectors, oldest first."""
-        return pending.waiting(self, limit)
+        return pending.waiting(self.access, limit)
 
     @read_again
     def pending_count(self) -> int:
         """How many memories wait for their vectors."""
-        return pending.count(self)
+        return pending.count(self.access)
 
     def attach_vectors(
         self, items: Sequence[tuple[int, str, FloatArray]], model: ModelInfo, *, replace: bool = False
     ) -> list[int]:
         """Give pending memories (any, with ``replace``) vectors made for ``text`` (``pending.attach``)."""
-        return pending.attach(self, items, model, replace=replace)
+        return pending.attach(self.access, items, model, replace=replace)
 
     def edit(
         self,
@@ -216,12 +187,12 @@ class PostgresBackend:
         ``expected_sha256`` (another edit came first: the row is re-checked after its lock).
         """
         (rows,) = windows_of([vectors], 1, model.dim)
-        with self.writing(model) as cursor:
+        with self.access.writing(model) as cursor:
             return records.replace_text(cursor, self.s, memory_id, text, rows, expected_sha256, context)
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
         """Delete memories with their vectors; returns the ids that existed."""
-        with self.writing(None) as cursor:
+        with self.access.writing(None) as cursor:
             cursor.execute(
                 f"DELETE FROM {self.s}.memories WHERE id = ANY(%s::bigint[]) RETURNING id",
                 (list(memory_ids),),
@@ -299,29 +270,21 @@ class PostgresBackend:
         self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool
     ) -> ReembedReport:
         """Re-embed every memory with ``target`` (staged, resumable) and swap it in at once."""
-        from remem.backends.postgres.reembed import reembed  # noqa: PLC0415
-
         self.session.register_vectors()
-        return reembed(self, target, embed, progress, force)
+        return reembedding.reembed(self.access, target, embed, progress, force)
 
     def reindex(
         self, kind: str | None, hnsw: tuple[int | None, int | None, int | None], force: bool
     ) -> ReindexReport:
         """Rebuild the HNSW index (of ``kind``, with the given parameters) and keyword terms where
         they are not current (everything with ``force``)."""
-        from remem.backends.postgres.upkeep import reindex  # noqa: PLC0415
-
-        return reindex(self, kind, hnsw, force)
+        return upkeep.reindex(self.access, kind, hnsw, force)
 
     @read_again
     def stats(self) -> StoreStats:
         """Counts, model, index, size on the server and time span (``upkeep.summarize``)."""
-        from remem.backends.postgres.upkeep import summarize  # noqa: PLC0415
-
-        return summarize(self)
+        return upkeep.summarize(self.access)
 
     def doctor(self, repair: bool) -> tuple[list[Check], list[str]]:
         """Every check of the store (after repairing what can be derived again, with ``repair``)."""
-        from remem.backends.postgres.doctor import diagnose  # noqa: PLC0415
-
-        return diagnose(self, repair)
+        return doctor.diagnose(self.access, repair)

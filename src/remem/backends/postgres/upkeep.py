@@ -15,7 +15,7 @@ from remem.reports import ReindexReport, StoreStats
 if TYPE_CHECKING:
     import psycopg
 
-    from remem.backends.postgres.store import PostgresBackend
+    from remem.backends.postgres.access import StoreAccess
 
 #: What built a memory's terms here: the analyzer's version and the tsvector layout (with positions,
 #: so the keyword score counts how often a term occurs; its context's terms with weight C). Either
@@ -51,7 +51,7 @@ def keywords_are_current(cursor: psycopg.Cursor[Any], s: str) -> bool:
     return recorded == TERMS_VERSION
 
 
-def ensure_keywords_current(store: PostgresBackend) -> bool:
+def ensure_keywords_current(store: StoreAccess) -> bool:
     """Re-analyze every memory's terms if an older analyzer (or none recorded) built them, under
     the store's exclusive lock, as a local store does on open; True when it rebuilt them."""
     with store.session.transaction(timeout_ms=0, writes=True) as cursor:
@@ -82,7 +82,7 @@ def rebuild_keywords(cursor: psycopg.Cursor[Any], s: str) -> None:
 
 
 def reindex(
-    store: PostgresBackend,
+    store: StoreAccess,
     requested: str | None,
     hnsw: tuple[int | None, int | None, int | None],
     force: bool,
@@ -118,7 +118,7 @@ def reindex(
     return ReindexReport(wanted.kind, count, rebuild_index, rebuild_terms, time.perf_counter() - started)
 
 
-def summarize(store: PostgresBackend) -> StoreStats:
+def summarize(store: StoreAccess) -> StoreStats:
     """Counts, model, index, size on the server and time span, read in one snapshot."""
     s = store.s
     with store.session.snapshot(), store.session.transaction() as cursor:

@@ -224,6 +224,18 @@ class ModelCatalog:
             rows += [FileProblem(spec.name, str(c.path), c.problem) for c in checks]
         return rows
 
+    def leftovers(self) -> list[tuple[Path, int]]:
+        """Directories (and their bytes) in the model cache that hold only files an earlier remem
+        built for the bundled model on this machine (its int8 variants and their cached graphs):
+        nothing uses them now. Nothing is deleted here."""
+        directory = self.cache.directory(registry.BUNDLED_MODEL)
+        try:
+            files = [path for path in directory.iterdir() if path.is_file()]
+        except OSError:
+            return []
+        built = [path for path in files if path.name.startswith("model.int8")]
+        return [(directory, sum(path.stat().st_size for path in built))] if built else []
+
     def path(self, name: str) -> Path | None:
         """The ONNX file of an installed model, or None when it is not installed."""
         spec = self.spec(name)

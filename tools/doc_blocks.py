@@ -80,9 +80,10 @@ def mask(output: str) -> str:
     """The output with what changes from run to run (times, scores, sizes, spacing) masked."""
     lines = []
     for line in output.splitlines():
+        masked = line
         for pattern, replacement in _MASKS:
-            line = pattern.sub(replacement, line)
-        lines.append(line.strip())
+            masked = pattern.sub(replacement, masked)
+        lines.append(masked.strip())
     return "\n".join(lines).strip()
 
 
@@ -115,9 +116,10 @@ class Home:
         shims = root / ".shims"
         (root / "home").mkdir(parents=True)
         shims.mkdir()
-        shim = shims / "remem"
-        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m remem "$@"\n', encoding="utf-8")
-        shim.chmod(0o755)
+        for name, run in (("remem", f'"{sys.executable}" -m remem'), ("python", f'"{sys.executable}"')):
+            shim = shims / name  # `remem` runs this checkout's code; `python` is the one running this
+            shim.write_text(f'#!/bin/sh\nexec {run} "$@"\n', encoding="utf-8")
+            shim.chmod(0o755)
         keep = {name: os.environ[name] for name in ("PATH", "SYSTEMROOT") if name in os.environ}
         self.home = root / "home"
         self.env = {

@@ -40,6 +40,7 @@ _MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d"), "<time>"),
     (re.compile(r"\d{4}-\d\d-\d\d"), "<date>"),
     (re.compile(r"(disk_bytes\W+)\d+"), r"\1<size>"),
+    (re.compile(r"-?\d+(\.\d+)?e[-+]?\d+"), "<n>"),
     (re.compile(r"-?\d+\.\d+"), "<n>"),
     (re.compile(r"[ \t]+"), " "),
 ]

@@ -45,7 +45,8 @@ def test_the_readme_tour_runs() -> None:
 def test_a_wrong_output_is_found_and_rewritten(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(
-        "Try:\n\n```console\n$ remem list; echo \"exit $?\"\nexit 0\n$ echo 2026-01-01 0.25\n1999-12-31 0.5\n```\n",
+        "Try:\n\n```console\n$ remem list; echo \"exit $?\"\nexit 0\n"
+        "$ echo 2026-01-01 0.25\n1999-12-31 0.5\n```\n",
         encoding="utf-8",
     )
     outcomes = list(doc_blocks.run_page(page))

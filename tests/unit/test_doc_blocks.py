@@ -136,3 +136,14 @@ def test_the_python_api_page_has_its_examples() -> None:
     blocks = [b for b in doc_blocks.blocks(ROOT / "docs" / "python-api.md") if b.lang == "python"]
     assert len(blocks) >= 3
     assert "embedder=FakeEmbedder()" in blocks[0].code
+
+
+def test_the_layout_names_every_module_and_only_real_files() -> None:
+    """docs/architecture.md's map of the source (a block that is read, not run) stays true."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"\b(\w+\.py)\b", page))
+    modules = {path.name for path in (ROOT / "src" / "remem").rglob("*.py")}
+    folders = [ROOT / name for name in ("src", "tests", "tools", "bench")]
+    anywhere = {path.name for folder in folders for path in folder.rglob("*.py")}
+    assert sorted(modules - named) == []
+    assert sorted(named - anywhere) == []

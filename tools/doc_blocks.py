@@ -197,12 +197,12 @@ def main() -> int:
         if args.write:
             count = write(outcomes)
             print(f"{page.relative_to(ROOT)}: {len(outcomes)} blocks run, {count} rewritten")
-            continue
         for outcome in outcomes:
-            if not outcome.same:
+            if not outcome.same and (outcome.block.lang == "sh" or not args.write):
                 differing += 1
                 print(f"{page.relative_to(ROOT)}:{outcome.block.line}: differs; now:\n{outcome.printed}")
-        print(f"{page.relative_to(ROOT)}: {len(outcomes)} blocks run")
+        if not args.write:
+            print(f"{page.relative_to(ROOT)}: {len(outcomes)} blocks run")
     return 1 if differing else 0
 
 

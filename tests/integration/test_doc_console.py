@@ -54,3 +54,10 @@ def test_a_wrong_output_is_found_and_rewritten(tmp_path: Path) -> None:
     assert doc_blocks.write(outcomes) == 1
     assert "exit 1\n" in page.read_text(encoding="utf-8")
     assert [o.same for o in doc_blocks.run_page(page)] == [True]
+
+
+def test_a_failing_script_block_is_found(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    script = "```sh\nremem add 'a memory'\nremem show 1\n```\n\n```sh\nremem show 2\n```\n"
+    page.write_text(script, encoding="utf-8")
+    assert [o.same for o in doc_blocks.run_page(page)] == [True, False]

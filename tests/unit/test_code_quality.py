@@ -26,7 +26,7 @@ def _run(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed")
 def test_ruff_is_clean() -> None:
-    result = _run("ruff", "check", "src", "tests", "bench")
+    result = _run("ruff", "check", "src", "tests", "bench", "tools")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

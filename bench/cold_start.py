@@ -10,8 +10,8 @@ same run: a bare `python -c pass`, the front-end floor (`python -c "import typer
 tokenizers, typer"`: what `search` compares to). The table shows medians and each command's ratio to
 its floor. Commands and baselines run interleaved (one of each per round). Page caches are dropped
 before each run when the machine allows it (root on bare Linux); otherwise "cold" means a new
-process with a warm disk cache. One `remem search` runs before the timing (one-time work, such as
-building the model variant on first use, is not counted).
+process with a warm disk cache. Only public API and the CLI are used, so the same file measures an
+older checkout (``PYTHONPATH=that/src``).
 """
 
 from __future__ import annotations
@@ -166,7 +166,6 @@ def main() -> None:
             "remem export": [remem, "export"],
             "remem search": [remem, "search", "how did we lay out the checkout screen?"],
         }
-        subprocess.run([remem, "search", "warm up"], env=env, capture_output=True, check=False)
         results = time_interleaved(commands, env, args.runs, cold)
     medians = {name: statistics.median(times) for name, times in results.items()}
     print(f"\n| command ({args.runs} fresh processes) | median s | min s | max s | × `python -c pass` "

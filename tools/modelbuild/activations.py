@@ -3,7 +3,7 @@
 The int8 variant quantises each MatMul's input with one scale per run (onnxruntime's
 DynamicQuantizeLinear): a text's vector then depends on the texts run beside it, so the variant runs
 one text at a time. ``calibrate`` gives every such input a fixed scale instead (QuantizeLinear with
-a range measured once on a few hundred texts, ``bench/calibrate.py``): each row is quantised alone,
+a range measured once on a few hundred texts, ``calibrate.py``): each row is quantised alone,
 texts of one length can run together, and the arithmetic per text is the same. The ranges ship with
 remem for the models it knows, keyed by the variant's own identity, so a calibrated file is the same
 wherever it is built (a range computed on each machine would differ in its last bits).
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 #: A quantised activation's name in the variant's graph and the range (low, high) it is mapped onto.
 Ranges = tuple[tuple[str, float, float], ...]
 
-#: Measured by ``bench/calibrate.py`` (1st / 99th percentile of each text's lowest / highest value on
+#: Measured by ``calibrate.py`` (1st / 99th percentile of each text's lowest / highest value on
 #: 300 memory-sized notes, 300 LoCoMo turns and 50 SciFact documents), keyed by the identity of the
 #: variant they were measured on (``quantize.model_identity``).
 KNOWN_RANGES: dict[str, Ranges] = {

@@ -6,7 +6,7 @@ offline and deterministically:
 1. ``variant.make_int8``: weights folded, every MatMul quantised per output channel (remem's own numpy
    code, not onnxruntime's quantiser), embedding tables as int8 rows, torch's NaN guards dropped;
 2. ``variant.make_calibrated``: every activation quantised with the fixed range measured once
-   (``activations.KNOWN_RANGES``; ``bench``-era ``calibrate.py``), so a text's vector does not depend
+   (``activations.KNOWN_RANGES``, measured by ``calibrate.py``), so a text's vector does not depend
    on the texts batched beside it — windows of one length run together;
 3. ``fusion.fuse_encoder``: each attention block and erf GELU as one onnxruntime operator, kept only
    when the fused graph's outputs agree with the unfused graph's;

@@ -17,7 +17,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from modelbuild.build import build
-
 from remem.embedders.registry import ALL_MINILM_L6_V2, bundled_files
 
 

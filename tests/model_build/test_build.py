@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+
 from modelbuild.build import Built, build
 from modelbuild.variant import MIN_AGREEMENT
-
 from remem.embedders.registry import ALL_MINILM_L6_V2
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+
 from modelbuild.activations import calibrate, ranges_for
 from modelbuild.build import CALIBRATED_IDENTITY, UPSTREAM_SHA256
 from modelbuild.fusion import fuse_encoder
 from modelbuild.variant import make_calibrated
-
 from remem.embedders.registry import ALL_MINILM_L6_V2, bundled_tokenizer
 from remem.embedders.runner import OnnxEmbedder, uniform_batches
 from remem.embedders.spec import ModelFiles

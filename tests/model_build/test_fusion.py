@@ -9,9 +9,10 @@ from collections import Counter
 import numpy as np
 import onnx
 import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
 from modelbuild.build import session
 from modelbuild.fusion import fuse_encoder, outputs_agree
-from onnx import TensorProto, helper, numpy_helper
 
 HIDDEN, HEADS, VOCAB = 8, 2, 2100
 

@@ -9,10 +9,11 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from onnx import TensorProto, helper, numpy_helper
+
 from modelbuild.build import VARIANT_IDENTITY
 from modelbuild.quantize import model_identity, quantize_matmuls
 from modelbuild.variant import load_model, make_int8
-from onnx import TensorProto, helper, numpy_helper
 
 
 def _two_heads(seed: int = 0) -> onnx.ModelProto:

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from modelbuild.build import UPSTREAM_SHA256, session
-from modelbuild.variant import AGREEMENT_SENTENCES, MIN_AGREEMENT, load_model, make_int8, mean_agreement
 from onnx import TensorProto, helper, numpy_helper
 
+from modelbuild.build import UPSTREAM_SHA256, session
+from modelbuild.variant import AGREEMENT_SENTENCES, MIN_AGREEMENT, load_model, make_int8, mean_agreement
 from remem.embedders.registry import ALL_MINILM_L6_V2, bundled_files, bundled_tokenizer
 from remem.embedders.runner import OnnxEmbedder
 from remem.embedders.spec import ModelFiles

@@ -106,9 +106,9 @@ def agreement(source: Path, data: bytes) -> float:
     """Mean cosine between the upstream file's and the built file's vectors of the check sentences
     (``variant.AGREEMENT_SENTENCES``), each text embedded alone."""
     import numpy as np  # noqa: PLC0415
-    from modelbuild.variant import AGREEMENT_SENTENCES, mean_agreement  # noqa: PLC0415
     from tokenizers import Tokenizer  # noqa: PLC0415
 
+    from modelbuild.variant import AGREEMENT_SENTENCES, mean_agreement  # noqa: PLC0415
     from remem.embedders.pooling import pool  # noqa: PLC0415
     from remem.embedders.registry import bundled_tokenizer  # noqa: PLC0415
     from remem.embedders.runner import encoder_feeds  # noqa: PLC0415

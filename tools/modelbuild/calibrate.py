@@ -30,11 +30,10 @@ from tokenizers import Tokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))  # bench/embed.py's texts
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # modelbuild
 
+from embed import memory_texts, scifact_texts
 from modelbuild.activations import Ranges
 from modelbuild.build import session, upstream_file
 from modelbuild.variant import load_model, make_calibrated, make_int8
-
-from embed import memory_texts, scifact_texts
 from remem.embedders.registry import bundled_tokenizer
 
 LOW, HIGH = 1, 99

@@ -22,8 +22,9 @@ from remem.arrays import FloatArray
 from remem.errors import EmbedderError
 
 if TYPE_CHECKING:
-    from modelbuild.activations import Ranges
     from onnx import GraphProto, ModelProto, NodeProto
+
+    from modelbuild.activations import Ranges
 
 #: The mean cosine to the original model's vectors a variant must reach to be used in its place.
 MIN_AGREEMENT = 0.99

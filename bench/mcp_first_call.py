@@ -110,7 +110,8 @@ def main() -> None:
                 f"model ready in {said.group(1) if said else '?'} s"
             )
         if ready:
-            print(f"warm-up (model ready in): median {statistics.median(ready):.2f} s, max {max(ready):.2f} s")
+            median = statistics.median(ready)
+            print(f"warm-up (model ready in): median {median:.2f} s, max {max(ready):.2f} s")
 
 
 if __name__ == "__main__":

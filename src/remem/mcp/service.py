@@ -178,7 +178,8 @@ class Service:
     # --- warm-up ---------------------------------------------------------------------------------
 
     def start_warm_up(self, begin: threading.Event | None = None) -> None:
-        """Warm up on a background thread, once ``begin`` is set (or ``START_AT_THE_LATEST``)."""
+        """Warm up on a background thread, once ``begin`` is set or a search waits for the model
+        (``wait_for_model``), or after ``START_AT_THE_LATEST``."""
         self._stop.clear()
 
         def after_begin() -> None:

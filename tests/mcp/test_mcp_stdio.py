@@ -1,6 +1,7 @@
 """`remem mcp` as an assistant runs it: a subprocess spoken to over stdio by the SDK's own client,
-with the real bundled model — the time to a handshake and tools/list, adds before the model is
-loaded, and the CLI and the running server seeing each other's writes."""
+with the real bundled model — the time to a handshake and tools/list, a search asked first thing
+(it waits for the model, up to a bound), adds before the model is loaded, and the CLI and the
+running server seeing each other's writes."""
 
 from __future__ import annotations
 
@@ -26,9 +27,11 @@ HANDSHAKE_BOUND = 5.0
 
 
 @asynccontextmanager
-async def _server(store: Path, errlog: IO[str]) -> AsyncIterator[ClientSession]:
+async def _server(
+    store: Path, errlog: IO[str], env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
     command = [sys.executable, "-m", "remem", "mcp", "--store", str(store)]
-    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env or dict(os.environ))
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
@@ -91,7 +94,7 @@ def test_it_answers_fast_and_sees_the_clis_writes_and_the_cli_its(store_dir: Pat
     anyio.run(scenario)
 
 
-def test_an_add_before_the_model_loads_is_found_by_keyword_at_once_then_by_meaning(
+def test_an_add_before_the_model_loads_is_stored_at_once_and_found_by_meaning_by_the_next_search(
     store_dir: Path, tmp_path: Path
 ) -> None:
     async def scenario() -> None:
@@ -99,20 +102,137 @@ def test_an_add_before_the_model_loads_is_found_by_keyword_at_once_then_by_meani
             async with _server(store_dir, errlog) as session:  # a new store, made by the server
                 added = await _call(session, "memory_add", {"text": "The deploy key rotates every 90 days"})
                 assert added == {"id": 1, "duplicate": False, "embedded": False}  # the warm-up waits for it
-                early = await _call(session, "memory_search", {"query": "deploy key"})
-                assert (
-                    early["mode"] == "keyword" and early["lane_note"] == "model loading; keyword results only"
-                )
-                assert [hit["id"] for hit in early["hits"]] == [1]
-                await _until_warm(session)
                 query = {"query": "how often do credentials change", "mode": "vector", "k": 1}
-                assert [hit["id"] for hit in (await _call(session, "memory_search", query))["hits"]] == [1]
+                found = await _call(session, "memory_search", query)  # waits for the warm-up to embed it
+                assert found["lane_note"] is None and [hit["id"] for hit in found["hits"]] == [1]
             errlog.seek(0)
             said = errlog.read()
         assert "New store: using the bundled all-minilm-l6-v2" in said
         assert "; 1 pending memory embedded" in said and "Traceback" not in said
 
     anyio.run(scenario)
+
+
+MEMORY = "The billing service retries a failed charge three times"
+PARAPHRASE = "how often is a declined payment tried again"  # no word in common with MEMORY
+
+
+@pytest.mark.parametrize("tool", ["memory_search", "memory_context"])
+def test_a_paraphrase_asked_first_thing_is_found_by_meaning(
+    store_dir: Path, tmp_path: Path, tool: str
+) -> None:
+    """A client that starts the server for one call (the MCP Inspector's CLI mode, a script) is
+    answered by meaning: the first search waits for the model instead of answering by keyword."""
+    _cli(store_dir, "add", MEMORY)
+    _cli(store_dir, "add", "Staging runs on the small box")
+    arguments = {
+        "query": PARAPHRASE,
+        **({"k": 1} if tool == "memory_search" else {"recent": 0, "similar": 1}),
+    }
+
+    async def scenario() -> None:
+        with (tmp_path / "stderr.txt").open("w+") as errlog:
+            async with _server(store_dir, errlog) as session:
+                found = await _call(session, tool, arguments)  # the first call, right after the handshake
+        assert found["lane_note"] is None
+        texts = [hit["text"] for hit in found["hits"]] if tool == "memory_search" else [found["prompt"]]
+        assert len(texts) == 1 and MEMORY in texts[0]
+
+    anyio.run(scenario)
+
+
+def _slow_model(tmp_path: Path) -> dict[str, str]:
+    """The environment of a server whose ONNX session takes SEARCH_WAIT_SECONDS + 3 s more to load
+    (a sitecustomize wraps remem's loader with a sleep): slower than the bound, however busy the
+    machine is, since the search falls back when the bound has passed, before the model is loaded."""
+    site = tmp_path / "slow_site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import time\n"
+        "from remem.embedders import sessions\n"
+        "from remem.mcp.service import SEARCH_WAIT_SECONDS\n"
+        "_load = sessions.session_of\n"
+        "def session_of(*args, **kwargs):\n"
+        "    time.sleep(SEARCH_WAIT_SECONDS + 3)\n"
+        "    return _load(*args, **kwargs)\n"
+        "sessions.session_of = session_of\n"
+    )
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def test_a_model_slower_than_the_bound_leaves_the_first_search_on_keywords_and_other_calls_unheld(
+    store_dir: Path, tmp_path: Path
+) -> None:
+    _cli(store_dir, "add", MEMORY)
+
+    async def scenario() -> None:
+        with (tmp_path / "stderr.txt").open("w+") as errlog:
+            async with _server(store_dir, errlog, _slow_model(tmp_path)) as session:
+                first: dict[str, Any] = {}
+
+                async def search() -> None:
+                    first.update(await _call(session, "memory_search", {"query": PARAPHRASE}))
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(search)
+                    await anyio.sleep(0.2)  # the search is sent first (and waits for the model)
+                    listed = await _call(session, "memory_list", {})
+                    assert not first  # answered while the search was waiting
+                assert [m["text"] for m in listed["memories"]] == [MEMORY]
+                assert first["mode"] == "keyword" and first["hits"] == []  # no word in common
+                assert first["lane_note"] == "model loading; keyword results only"
+                await _until_warm(session)
+                later = await _call(session, "memory_search", {"query": PARAPHRASE, "k": 1})
+                assert [hit["text"] for hit in later["hits"]] == [MEMORY]
+            errlog.seek(0)
+            said = errlog.read()
+        assert "model ready in" in said and "Traceback" not in said
+
+    anyio.run(scenario)
+
+
+def test_a_server_stopped_while_a_search_waits_for_the_model_exits(store_dir: Path, tmp_path: Path) -> None:
+    """stdin closed while the first search waits for a slow model: the server answers or drops the
+    search, and exits by itself, cleanly (the client does not have to kill it)."""
+    _cli(store_dir, "add", MEMORY)
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "memory_search", "arguments": {"query": PARAPHRASE}},
+        },
+    ]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "remem", "mcp", "--store", str(store_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_slow_model(tmp_path),
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(json.dumps(lines[0]) + "\n")
+    server.stdin.flush()
+    assert json.loads(server.stdout.readline())["id"] == 1
+    rest = "".join(json.dumps(line) + "\n" for line in lines[1:])  # stdin closes after them
+    try:  # a hang, not a duration, is what the timeout catches: the model sleeps 6 s
+        _, said = server.communicate(rest, timeout=120)
+    finally:
+        server.kill()
+    assert server.returncode == 0 and "Traceback" not in said, said
 
 
 def test_two_servers_and_a_cli_writer_on_one_store_find_every_memory(store_dir: Path, tmp_path: Path) -> None:

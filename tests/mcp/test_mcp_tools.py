@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -201,22 +200,29 @@ async def anyio_sleep() -> None:
 
 
 class SlowToLoad(FakeEmbedder):
-    """A fake model whose first query takes ``load`` seconds, like an ONNX session being loaded."""
+    """A fake model whose first query blocks until ``release()``, like an ONNX session loading."""
 
-    def __init__(self, load: float) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.load, self.loading, self.loaded = load, threading.Event(), threading.Event()
+        self.loading, self.released, self.loaded = threading.Event(), threading.Event(), threading.Event()
+
+    def release(self) -> None:
+        self.released.set()
 
     def embed_queries(self, texts: Sequence[str]) -> Embeddings:
         if not self.loading.is_set():
             self.loading.set()
-            time.sleep(self.load)
+            self.released.wait(60)
             self.loaded.set()
         return super().embed_queries(texts)
 
 
-def test_calls_during_the_model_load_do_not_wait_for_it(store_dir: Path) -> None:
-    model = SlowToLoad(load=3.0)  # answers must come while it loads, even on a busy machine
+def test_a_search_waits_for_a_loading_model_at_most_the_bound_and_other_calls_not_at_all(
+    store_dir: Path,
+) -> None:
+    """A search that arrives while the model loads waits for it (without the lock) until
+    SEARCH_WAIT_SECONDS, then answers from the keyword lane; list and add answer meanwhile."""
+    model = SlowToLoad()  # loads only once released: slower than the bound, however busy the machine
     app = build_server(store_dir, embedder=model)
     with memories(store_dir) as other:
         other.add("the deploy key rotates every 90 days")
@@ -225,16 +231,27 @@ def test_calls_during_the_model_load_do_not_wait_for_it(store_dir: Path) -> None
         async with Client(app) as client:
             await client.list_tools()  # the warm-up starts once the server has answered
             await anyio.to_thread.run_sync(model.loading.wait)
-            found = await call(client, "memory_search", {"query": "deploy key"})
-            added = await call(client, "memory_add", {"text": "staging runs on the small box"})
-            assert not model.loaded.is_set()  # both answered while the model was still loading
-            assert found["lane_note"] == "model loading; keyword results only" and found["hits"]
-            assert not added["embedded"]
+            searched: dict[str, Any] = {}
+
+            async def search() -> None:
+                searched.update(await call(client, "memory_search", {"query": "deploy key"}))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(search)
+                await anyio.sleep(0.2)  # the search is sent first (and waits for the model)
+                listed = await call(client, "memory_list")
+                added = await call(client, "memory_add", {"text": "staging runs on the small box"})
+                assert not searched  # both answered while the search was waiting
+            assert [m["id"] for m in listed["memories"]] == [1] and not added["embedded"]
+            assert not model.loaded.is_set()  # the search gave up waiting: keyword lane, with the note
+            assert searched["lane_note"] == "model loading; keyword results only" and searched["hits"]
+            again = await call(client, "memory_search", {"query": "deploy key"})
+            assert again["lane_note"] == "model loading; keyword results only"  # later ones do not wait
+            model.release()
             edited = await call(
                 client, "memory_edit", {"id": 1, "text": "the deploy key rotates every 30 days"}
             )
-            assert model.loaded.is_set()  # the edit waited for the model instead of loading it again
-            assert edited["text"].endswith("30 days")
+            assert model.loaded.is_set() and edited["text"].endswith("30 days")
             assert (await call(client, "memory_search", {"query": "small box"}))["lane_note"] is None
 
     run(scenario)

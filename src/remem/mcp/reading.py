@@ -54,6 +54,8 @@ def memory_search(
 ) -> SearchOut:
     """Search memories by meaning and exact words, best first. Time words in the query ("the bug
     from Tuesday", "last week") search that window of created_at (see dates in the result)."""
+    if mode != "keyword":
+        service.wait_for_model()  # right after the start: the first searches wait for the model
     result, used, note = service.run(
         lambda memories: _search(service, memories, query, k, mode, min_score, where, dates)
     )
@@ -115,6 +117,8 @@ def memory_context(
     (time words in it, such as "from Tuesday", restrict the similar ones to that window), each
     once, as prompt lines within a character budget."""
     notes: list[str] = []
+    if similar and query is not None:
+        service.wait_for_model()  # right after the start: the first searches wait for the model
 
     def gather(memories: remem.Memories) -> tuple[list[remem.ContextItem], str | None]:
         newest = memories.list(limit=recent, where=where) if recent else []

@@ -9,9 +9,11 @@ The warm-up runs on its own thread once the server has answered its first reques
 store (trying again every few seconds while it cannot) and picks the model, loads the ONNX session
 outside the lock (the slow part: onnxruntime sessions are thread-safe, and the session is cached
 per process), then, under the lock, loads the vector index and becomes ``ready``; last it embeds
-the memories stored without vectors meanwhile (or by an earlier run), a batch per lock hold. Until
-it is ready, searches use the keyword lane and adds store memories pending, so no call waits for
-the model.
+the memories stored without vectors meanwhile (or by an earlier run), a batch per lock hold.
+A search that arrives before then (a client that starts the server for one call) starts the warm-up
+at once and waits for it, without the lock, for at most ``SEARCH_WAIT_SECONDS`` counted from the
+first such search; after that, searches use the keyword lane until it is ready, saying so. Adds
+never wait: they store memories pending, embedded by the warm-up.
 """
 
 from __future__ import annotations
@@ -38,6 +40,13 @@ START_AT_THE_LATEST = 2.0
 STORE_POLL_SECONDS = 1.0
 #: How often a warm-up that cannot open the store (a database that does not answer) tries again.
 STORE_RETRY_SECONDS = 5.0
+#: How long the first searches wait, at most, for the warm-up to load the model (and embed what was
+#: added meanwhile) before answering from the keyword lane; counted from the first search that waits,
+#: so later ones wait no longer. The bundled model's warm-up (store, ONNX session, index) took
+#: 0.9-1.2 s with a warm page cache and 1.0-1.6 s with it dropped, on 2 cores busy with twice as much
+#: work as they have (bench/mcp_first_call.py; about 0.45 s on an idle machine): 3 s is twice the
+#: worst of these, and shorter than the handshake took on that busy machine.
+SEARCH_WAIT_SECONDS = 3.0
 #: How long a call that needs the model (edit) waits for the warm-up before loading it itself.
 READY_WAIT_SECONDS = 120.0
 
@@ -70,6 +79,10 @@ class Service:
         self._settled = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._asked = threading.Event()  # a search waits: start the warm-up now
+        self._changed = threading.Condition()  # notified when the warm-up settles, is stuck or stops
+        self._stuck = False  # the warm-up cannot open the store (absent, or not answering)
+        self._patience: float | None = None  # when searches stop waiting for the model (monotonic)
 
     # --- calls -----------------------------------------------------------------------------------
 
@@ -129,6 +142,30 @@ class Service:
         if self._thread is not None and self._loading.is_set():
             self._settled.wait(timeout)
 
+    def wait_for_model(self, timeout: float = SEARCH_WAIT_SECONDS) -> None:
+        """Block (without the lock) until the warm-up has loaded the model and embedded what was
+        added meanwhile, or failed, or ``timeout`` after the first search that waited (later ones
+        wait no longer); start the warm-up now if it waits for the server's first answer. Return at
+        once without a warm-up, after it, while it cannot open the store (the caller meets the
+        store's own error), and when the server stops."""
+        if self._thread is None or self._settled.is_set():
+            return
+        with self._changed:
+            if self._patience is None:
+                self._patience = time.monotonic() + timeout
+            self._asked.set()
+            self._changed.wait_for(self._no_wait, max(0.0, self._patience - time.monotonic()))
+
+    def _no_wait(self) -> bool:
+        """Whether a search has nothing to wait for (``wait_for_model``)."""
+        return self._settled.is_set() or self._stuck or self._stop.is_set()
+
+    def _changed_state(self, *, stuck: bool | None = None) -> None:
+        """Wake the searches waiting for the model to look at the warm-up's state again."""
+        with self._changed:
+            self._stuck = self._stuck if stuck is None else stuck
+            self._changed.notify_all()
+
     def _pass_on(self, memories: remem.Memories) -> None:
         """Hand what ``memories`` (the open store; the caller holds the lock) said since to ``note``."""
         notes, warnings = self._told
@@ -141,12 +178,15 @@ class Service:
     # --- warm-up ---------------------------------------------------------------------------------
 
     def start_warm_up(self, begin: threading.Event | None = None) -> None:
-        """Warm up on a background thread, once ``begin`` is set (or ``START_AT_THE_LATEST``)."""
+        """Warm up on a background thread, once ``begin`` is set or a search waits for the model
+        (``wait_for_model``), or after ``START_AT_THE_LATEST``."""
         self._stop.clear()
 
         def after_begin() -> None:
             deadline = time.monotonic() + START_AT_THE_LATEST
-            while begin is not None and not begin.is_set() and time.monotonic() < deadline:
+            while begin is not None and not begin.is_set() and not self._asked.is_set():
+                if time.monotonic() >= deadline:
+                    break
                 if self._stop.wait(0.05):
                     return
             if not self._stop.is_set():
@@ -177,6 +217,7 @@ class Service:
             self._note(f"remem mcp: {self.waiting_note}")
         finally:
             self._settled.set()
+            self._changed_state()
 
     def _load_index(self, memories: remem.Memories) -> bool:
         """Under the lock: read the vector index (the session is loaded) and become ``ready``;
@@ -205,12 +246,16 @@ class Service:
         said = False
         while not self._stop.is_set():
             try:
-                return self.run(lambda memories: memories.embedder())
+                embedder = self.run(lambda memories: memories.embedder())
+                self._changed_state(stuck=False)
+                return embedder
             except StoreNotFoundError:
+                self._changed_state(stuck=True)
                 self._stop.wait(STORE_POLL_SECONDS)
             except (StoreCorruptError, ModelMismatchError):
                 raise
             except StoreError as exc:
+                self._changed_state(stuck=True)
                 if not said:
                     reason, every = " ".join(str(exc).split()), f"{STORE_RETRY_SECONDS:g} s"
                     self._note(f"remem mcp: the store is unavailable ({reason}); trying again every {every}")
@@ -222,6 +267,7 @@ class Service:
         """Stop the warm-up, close the store; a later call opens it again (and a later
         ``start_warm_up`` warms up again)."""
         self._stop.set()
+        self._changed_state()
         if self._thread is not None:
             self._thread.join(timeout=30)
             self._thread = None
@@ -234,3 +280,5 @@ class Service:
             self._ready, self._failure = False, None
             self._loading.clear()
             self._settled.clear()
+            self._asked.clear()
+            self._stuck, self._patience = False, None

@@ -19,7 +19,7 @@ from mcp import Client
 from mcp_support import call, run, server, warm
 
 SNAPSHOT = Path(__file__).with_name("tools_schema.json")
-README = Path(__file__).resolve().parents[2] / "README.md"
+ASSISTANTS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "assistants.md"
 
 
 async def _tools(store: Path, **options: Any) -> list[dict[str, Any]]:
@@ -67,18 +67,16 @@ def test_every_tool_is_described_bounded_and_structured(store_dir: Path) -> None
     assert (search["k"]["minimum"], search["k"]["maximum"], search["k"]["default"]) == (1, 50, 5)
 
 
-def _readme_json_blocks() -> list[Any]:
-    """The ```json blocks of the README's MCP section, parsed."""
-    text = README.read_text(encoding="utf-8")
-    start = text.index("\n## For assistants (MCP)\n")
-    section = text[start : text.index("\n## ", start + 1)]
+def _page_json_blocks() -> list[Any]:
+    """The ```json blocks of docs/assistants.md, parsed."""
+    text = ASSISTANTS_PAGE.read_text(encoding="utf-8")
     return [
-        json.loads(block) for block in re.findall(r"^```json\n(.*?)^```$", section, re.DOTALL | re.MULTILINE)
+        json.loads(block) for block in re.findall(r"^```json\n(.*?)^```$", text, re.DOTALL | re.MULTILINE)
     ]
 
 
-def test_the_readme_shows_a_real_result_and_a_valid_config(store_dir: Path) -> None:
-    config, example = _readme_json_blocks()
+def test_the_assistants_page_shows_a_real_result_and_a_valid_config(store_dir: Path) -> None:
+    config, example = _page_json_blocks()
     assert config == {"mcpServers": {"remem": {"command": "remem", "args": ["mcp", "--user", "me"]}}}
     app = server(store_dir, user="me")
     outcome: dict[str, Any] = {}

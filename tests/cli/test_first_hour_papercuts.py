@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+import helpers
 from helpers import run_cli
+from remem.testing import FakeEmbedder
 
 
 @pytest.mark.parametrize(
@@ -82,3 +84,26 @@ def test_add_of_a_file_name_warns_and_says_how_to_store_the_contents(
         assert (said.code, "is a file" in said.stderr) == (0, False), words
     from_stdin = run_cli(["add", "-"], store, stdin=(tmp_path / "README.md").read_bytes())
     assert (from_stdin.code, from_stdin.stderr) == (0, "")
+
+
+def test_a_cjk_query_on_an_english_only_model_gets_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Chinese query on an English-only model returned unrelated memories, exit 0, and no note."""
+    monkeypatch.setitem(helpers.CLI, "embedder", FakeEmbedder(languages=("en",)))
+    store = tmp_path / "store"
+    for text in ("Postgres 16 runs on the main box", "使用者想加強旅遊英文。"):
+        assert run_cli(["add", text], store).code == 0
+    found = run_cli(["search", "上週的会議"], store)  # no memory shares a character: noise, said so
+    assert found.code == 0 and found.stdout
+    assert found.stderr == (
+        "fake-bag-of-words reads English only: this query can match by its characters, not by its meaning "
+        "(remem has no Chinese, Japanese or Korean model yet).\n"
+    )
+    vector = run_cli(["search", "--mode", "vector", "旅遊", "--json"], store)
+    assert vector.stderr.startswith(
+        "fake-bag-of-words reads English only: vector search cannot read this query"
+    )
+    assert run_cli(["search", "--mode", "keyword", "旅遊"], store).stderr == ""
+    assert run_cli(["search", "main box"], store).stderr == ""
+    assert run_cli(["-q", "search", "旅遊"], store).stderr == ""

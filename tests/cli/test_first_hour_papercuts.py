@@ -112,5 +112,5 @@ def test_a_cjk_query_on_an_english_only_model_gets_a_note(
 @pytest.mark.parametrize("command", ["list", "search", "forget", "export"])
 def test_the_help_of_since_names_the_time_words_it_takes(command: str) -> None:
     shown = " ".join(run_cli([command, "--help"]).stdout.split())
-    assert "--since WHEN Only memories created at/after WHEN: ISO date/time (UTC without an offset), " in shown
+    assert "--since WHEN Only memories created at/after WHEN: ISO date/time (UTC without an offset)" in shown
     assert "or time words (yesterday, monday, last week: the local start of that day or week)." in shown

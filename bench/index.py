@@ -340,7 +340,7 @@ def build_store(directory: Path, vectors: FloatArray) -> tuple[float, np.ndarray
 
     with LocalBackend.open(directory, create=True) as store:
         # The model the CLI gives a new store (the bundled one unless another was pulled or set).
-        embedder, _ = remem.model_catalog().for_store(store.model, store.location)
+        embedder = remem.model_catalog().for_store(store.model, store.location).embedder
         stamp = embedder.info
         memories = [remem.NewMemory(text=f"memory {i}", user=f"u{i % USERS}") for i in range(len(vectors))]
         start = time.perf_counter()

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         SearchResult,
         StoreStats,
     )
-    from remem.types import AddResult, Filters, Hit, Lane, Memory, ModelInfo, NewMemory, SearchMode
+    from remem.types import AddResult, Filters, Hit, Lane, Memory, ModelInfo, NewMemory, SearchMode, Tip
 
 __version__ = "0.1.0"
 
@@ -57,7 +57,17 @@ _HOMES = {
         "SearchResult",
         "StoreStats",
     ),
-    "remem.types": ("AddResult", "Filters", "Hit", "Lane", "Memory", "ModelInfo", "NewMemory", "SearchMode"),
+    "remem.types": (
+        "AddResult",
+        "Filters",
+        "Hit",
+        "Lane",
+        "Memory",
+        "ModelInfo",
+        "NewMemory",
+        "SearchMode",
+        "Tip",
+    ),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
@@ -87,6 +97,7 @@ __all__ = [
     "SearchMode",
     "SearchResult",
     "StoreStats",
+    "Tip",
     "__version__",
     "model_catalog",
     "open",

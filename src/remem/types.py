@@ -34,6 +34,20 @@ class ModelInfo:
     sha256: str
 
 
+class Tip(str):
+    """A note that suggests something to do that is the same for every store (pull a better model):
+    a front-end may say it once and remember ``key`` (the CLI and ``remem mcp`` say it once per
+    machine); the library says it whenever it applies and remembers nothing."""
+
+    key: str
+
+    def __new__(cls, text: str, key: str) -> Tip:
+        """The tip ``text``, known to front-ends by ``key`` (a word without spaces)."""
+        tip = super().__new__(cls, text)
+        tip.key = key
+        return tip
+
+
 @dataclass(frozen=True)
 class NewMemory:
     """A memory to add, cleaned as it is made (as ``Memories.add`` cleans its arguments): names

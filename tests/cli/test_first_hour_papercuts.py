@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+import helpers
 from helpers import run_cli
+from remem.testing import FakeEmbedder
 
 
 @pytest.mark.parametrize(
@@ -57,3 +59,58 @@ def test_since_and_until_take_time_words(tmp_path: Path) -> None:
     assert (
         refused.stderr.startswith("Error: --until 'tomorrow' is neither") and refused.stderr.count("\n") == 1
     )
+
+
+def test_add_of_a_file_name_warns_and_says_how_to_store_the_contents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`remem add README.md` stores the words `README.md` (as before) and now says so on stderr."""
+    store = tmp_path / "store"
+    (tmp_path / "README.md").write_text("# the real contents\n", encoding="utf-8")
+    (tmp_path / "my notes.txt").write_text("notes\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    added = run_cli(["add", "README.md"], store)
+    assert (added.code, added.stdout) == (0, "1\n")
+    assert added.stderr == (
+        "Warning: README.md is a file: stored its name, not its contents; "
+        "to store its contents: remem add - < README.md\n"
+    )
+    assert run_cli(["show", "1", "--json"], store).stdout.count('"text":"README.md"') == 1
+    spaced = run_cli(["add", "--json", str(tmp_path / "my notes.txt")], store)
+    assert spaced.stderr.endswith(f"remem add - < '{tmp_path / 'my notes.txt'}'\n")
+    assert run_cli(["-q", "add", "README.md"], store).stderr == ""  # a duplicate, and quiet
+    for words in (["README.md", "is", "long"], ["no-such-file.md"], ["-"], ["."]):  # "." is a directory
+        said = run_cli(["add", *words], store, stdin=b"from stdin")
+        assert (said.code, "is a file" in said.stderr) == (0, False), words
+    from_stdin = run_cli(["add", "-"], store, stdin=(tmp_path / "README.md").read_bytes())
+    assert (from_stdin.code, from_stdin.stderr) == (0, "")
+
+
+def test_a_cjk_query_on_an_english_only_model_gets_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Chinese query on an English-only model returned unrelated memories, exit 0, and no note."""
+    monkeypatch.setitem(helpers.CLI, "embedder", FakeEmbedder(languages=("en",)))
+    store = tmp_path / "store"
+    for text in ("Postgres 16 runs on the main box", "使用者想加強旅遊英文。"):
+        assert run_cli(["add", text], store).code == 0
+    found = run_cli(["search", "上週的会議"], store)  # no memory shares a character: noise, said so
+    assert found.code == 0 and found.stdout
+    assert found.stderr == (
+        "fake-bag-of-words reads English only: this query can match by its characters, not by its meaning "
+        "(remem has no Chinese, Japanese or Korean model yet).\n"
+    )
+    vector = run_cli(["search", "--mode", "vector", "旅遊", "--json"], store)
+    assert vector.stderr.startswith(
+        "fake-bag-of-words reads English only: vector search cannot read this query"
+    )
+    assert run_cli(["search", "--mode", "keyword", "旅遊"], store).stderr == ""
+    assert run_cli(["search", "main box"], store).stderr == ""
+    assert run_cli(["-q", "search", "旅遊"], store).stderr == ""
+
+
+@pytest.mark.parametrize("command", ["list", "search", "forget", "export"])
+def test_the_help_of_since_names_the_time_words_it_takes(command: str) -> None:
+    shown = " ".join(run_cli([command, "--help"]).stdout.split())
+    assert "--since WHEN Only memories created at/after WHEN: ISO date/time (UTC without an offset)" in shown
+    assert "or time words (yesterday, monday, last week: the local start of that day or week)." in shown

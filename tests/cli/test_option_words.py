@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 import typer
 
+import helpers
 from helpers import run_cli
 from remem.cli import app, register_commands
 from remem.commands.common import option_names
+from remem.testing import FakeEmbedder
 
 #: (arguments, the one error line the CLI prints).
 ERRORS = [
@@ -45,9 +47,13 @@ ERRORS = [
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A store holding one memory (the module's commands change nothing)."""
+    """A store holding one memory (the module's commands change nothing). Made before the autouse
+    fixtures run, so with its own fake embedder and model cache: never the developer's."""
     path = tmp_path_factory.mktemp("words") / "store"
-    assert run_cli(["add", "a memo"], path).code == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REMEM_MODELS", str(tmp_path_factory.mktemp("words-models")))
+        patch.setitem(helpers.CLI, "embedder", FakeEmbedder())
+        assert run_cli(["add", "a memo"], path).code == 0
     return path
 
 

@@ -24,12 +24,17 @@ def _run(args: list[str], store: Path, stdin: bytes | None = None) -> subprocess
 
 
 @pytest.mark.skipif(REMEM is None, reason="the remem console script is not installed")
-def test_console_script_pipeline(store_dir: Path) -> None:
+def test_console_script_pipeline(store_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert REMEM is not None
+    monkeypatch.setenv("REMEM_MODELS", str(tmp_path / "models"))  # a machine that has said no tip yet
     added = _run([REMEM, "add", "-"], store_dir, stdin=b"Postgres 16 runs on the main box\n")
     assert (added.returncode, added.stdout) == (0, b"1\n")
-    assert added.stderr.startswith(b"New store: using the bundled all-minilm-l6-v2.")  # said once
-    assert added.stderr.count(b"\n") == 1
+    said = added.stderr.decode().splitlines()  # said once, in two lines
+    assert said == [
+        f"New store at {store_dir}, using the bundled model all-minilm-l6-v2 (English).",
+        "Better search: `remem model pull bge-small-en-v1.5` (134 MB), "
+        "then `remem reindex --model bge-small-en-v1.5`.",
+    ]
     again = _run([REMEM, "add", "--tag", "auth", "The login sequence uses short-lived JWTs."], store_dir)
     assert (again.returncode, again.stderr) == (0, b"")
     found = _run([REMEM, "search", "-k", "1", "--json", "auth flow"], store_dir)

@@ -116,7 +116,7 @@ def test_a_new_store_chooses_the_pulled_model_and_keeps_it(test_model: ModelSpec
     assert run_cli(["model", "pull", test_model.name]).code == 0
     first = run_cli(["add", "The login sequence uses OAuth device codes"], store_dir)
     assert first.code == 0, first.stderr
-    assert f"New store: using {test_model.name}" in first.stderr
+    assert first.stderr == f"New store at {store_dir}, using the model {test_model.name} (English).\n"
     second = run_cli(["add", "Lunch is at noon on Fridays"], store_dir)
     assert "New store" not in second.stderr
     with LocalBackend.open(store_dir, create=False) as store:
@@ -134,14 +134,64 @@ def test_a_new_store_chooses_the_pulled_model_and_keeps_it(test_model: ModelSpec
     assert marked == [test_model.name]
 
 
+TIP = (
+    "Better search: `remem model pull bge-small-en-v1.5` (134 MB), "
+    "then `remem reindex --model bge-small-en-v1.5`."
+)
+
+
+def _new_store(store: Path) -> str:
+    return f"New store at {store}, using the bundled model all-minilm-l6-v2 (English).\n"
+
+
 def test_a_new_store_without_the_better_model_uses_the_bundled_one_and_says_how(
     hub: HubServer, store_dir: Path
 ) -> None:
+    """Issue 26 #2: one plain line says where the new store is and which model it uses, and one line
+    how to get the better model (each under 110 characters but the store's path)."""
     first = run_cli(["add", "Postgres 16 runs on the main box"], store_dir)
-    assert first.code == 0
-    assert "using the bundled all-minilm-l6-v2" in first.stderr
-    assert "remem model pull bge-small-en-v1.5" in first.stderr
-    assert "New store" not in run_cli(["add", "Another note"], store_dir).stderr
+    assert (first.code, first.stderr) == (0, _new_store(store_dir) + TIP + "\n")
+    assert len(TIP) <= 110 and len(_new_store(store_dir)) - len(str(store_dir)) <= 110
+    assert run_cli(["add", "Another note"], store_dir).stderr == ""
+
+
+def test_the_better_model_is_suggested_once_per_machine(hub: HubServer, tmp_path: Path) -> None:
+    """The first new store says how to get the better model; a later new store (with the same model
+    cache, as on one machine) says only where it is. -q says nothing and remembers nothing."""
+    quiet = run_cli(["-q", "add", "first"], tmp_path / "quiet")
+    assert (quiet.code, quiet.stderr) == (0, "")
+    first = run_cli(["add", "first"], tmp_path / "one")
+    assert first.stderr == _new_store(tmp_path / "one") + TIP + "\n"
+    for name in ("two", "three"):
+        later = run_cli(["add", "later"], tmp_path / name)
+        assert (later.code, later.stderr) == (0, _new_store(tmp_path / name))
+    assert (tmp_path / "models" / "tips-said").read_text(encoding="utf-8") == "pull-bge-small-en-v1.5\n"
+
+
+def test_the_library_gives_every_new_store_the_tip_and_writes_nothing(hub: HubServer, tmp_path: Path) -> None:
+    """Once per machine is the front-ends' choice: remem.open says it every time, remembers nothing."""
+    import remem
+
+    for name in ("one", "two"):
+        with remem.open(tmp_path / name) as memories:
+            memories.add("a memory")
+            assert memories.notes == [_new_store(tmp_path / name).strip(), TIP]
+            tip = memories.notes[1]
+            assert isinstance(tip, remem.Tip) and tip.key == "pull-bge-small-en-v1.5"
+            assert not isinstance(memories.notes[0], remem.Tip)
+    assert not (tmp_path / "models").exists()
+
+
+def test_a_model_cache_that_cannot_be_written_only_repeats_the_tip(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "a-file").write_text("not a directory", encoding="utf-8")
+    monkeypatch.setenv("REMEM_MODELS", str(tmp_path / "a-file" / "models"))  # even root cannot write it
+    for name in ("one", "two"):
+        added = run_cli(["add", "a memory"], tmp_path / name)
+        said = _new_store(tmp_path / name) + TIP + "\n"
+        assert (added.code, added.stdout, added.stderr) == (0, "1\n", said)
+    assert run_cli(["search", "memory", "--json"], tmp_path / "two").code == 0
 
 
 def test_a_store_whose_model_is_not_installed_says_how_to_get_it(

@@ -14,14 +14,17 @@ def test_without_the_sdk_it_is_one_line_and_exit_2(store_dir: Path, monkeypatch:
     monkeypatch.setitem(sys.modules, "mcp", None)  # as if `pip install remem` without [mcp]
     outcome = run_cli(["mcp"], store_dir)
     assert (outcome.code, outcome.stdout) == (2, "")
-    assert outcome.stderr == "Error: remem mcp needs the MCP SDK: pip install 'remem[mcp]'\n"
+    assert outcome.stderr == (
+        "Error: remem mcp needs the MCP SDK, the mcp extra: pip install 'remem[mcp]' "
+        "(from a checkout: pip install '.[mcp]')\n"
+    )
     assert not store_dir.exists()
 
 
 def test_help_names_the_pin_and_read_only() -> None:
     outcome = run_cli(["mcp", "--help"])
     assert outcome.code == 0
-    for option in ("--user", "--conversation", "--read-only", "--store", "remem[mcp]"):
+    for option in ("--user", "--conversation", "--read-only", "--store", "remem[mcp]", "'.[mcp]'"):
         assert option in outcome.stdout
 
 

@@ -41,3 +41,23 @@ def test_a_confirm_forgets_only_the_memories_its_dry_run_listed(either_store: Pa
             assert (await call(client, "memory_list", {}))["memories"] == []
 
     run(scenario)
+
+
+def test_filters_that_match_nothing_forget_nothing_without_a_confirm(store_dir: Path) -> None:
+    """Issue 26 #6: zero matches answered "to forget them, call again with confirm_count=0" (later: "0
+    memories match; … list them with dry_run, then call again with … its confirm"): nothing to confirm."""
+    app = server(store_dir)
+    with memories(store_dir) as shell:
+        shell.add("rotate the ops deploy key", tags=["ops"])
+
+    async def scenario() -> None:
+        async with Client(app) as client:
+            nothing = {"dry_run": False, "count": 0, "forgotten": [], "missing": [], "confirm": None}
+            assert await call(client, "memory_forget", {"tags": ["no-such-tag"]}) == nothing
+            plan = await call(client, "memory_forget", {"tags": ["no-such-tag"], "dry_run": True})
+            assert (plan["count"], plan["forgotten"]) == (0, [])
+            confirmed = {"tags": ["no-such-tag"], "confirm": plan["confirm"]}
+            assert await call(client, "memory_forget", confirmed) == nothing
+            assert [m["id"] for m in (await call(client, "memory_list", {}))["memories"]] == [1]
+
+    run(scenario)

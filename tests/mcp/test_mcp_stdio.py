@@ -95,8 +95,15 @@ def test_it_answers_fast_and_sees_the_clis_writes_and_the_cli_its(store_dir: Pat
 
 
 def test_an_add_before_the_model_loads_is_stored_at_once_and_found_by_meaning_by_the_next_search(
-    store_dir: Path, tmp_path: Path
+    store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("REMEM_MODELS", str(tmp_path / "models"))  # a machine that has said no tip yet
+    first = subprocess.run(
+        [sys.executable, "-m", "remem", "add", "a first store", "--store", str(tmp_path / "first")],
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    assert "Better search: `remem model pull bge-small-en-v1.5`" in first.stderr  # said once per machine
+
     async def scenario() -> None:
         with (tmp_path / "stderr.txt").open("w+") as errlog:
             async with _server(store_dir, errlog) as session:  # a new store, made by the server
@@ -107,7 +114,8 @@ def test_an_add_before_the_model_loads_is_stored_at_once_and_found_by_meaning_by
                 assert found["lane_note"] is None and [hit["id"] for hit in found["hits"]] == [1]
             errlog.seek(0)
             said = errlog.read()
-        assert "New store: using the bundled all-minilm-l6-v2" in said
+        assert f"New store at {store_dir}, using the bundled model all-minilm-l6-v2 (English).\n" in said
+        assert "Better search" not in said  # the CLI said it on this machine already
         assert "; 1 pending memory embedded" in said and "Traceback" not in said
 
     anyio.run(scenario)

@@ -89,7 +89,8 @@ def test_without_the_client_libraries_the_url_says_what_to_install(
     outcome = run_cli(["list"], postgres_url)  # type: ignore[arg-type]
     assert outcome.code == 2
     assert _one_error_line(outcome.stderr) == (
-        "Error: PostgreSQL stores need the client libraries: pip install 'remem[postgres]'"
+        "Error: PostgreSQL stores need the client libraries, the postgres extra: pip install "
+        "'remem[postgres]' (from a checkout: pip install '.[postgres]')"
     )
 
 

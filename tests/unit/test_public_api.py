@@ -57,6 +57,7 @@ PUBLIC_NAMES = [
     "SearchMode",
     "SearchResult",
     "StoreStats",
+    "Tip",
     "__version__",
     "model_catalog",
     "open",

@@ -22,6 +22,8 @@ from remem import render
 from remem.errors import StoreNotFoundError, phrase
 
 EXIT_OK, EXIT_NOTHING_FOUND, EXIT_FAILURE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: The file in the model cache directory that lists the tips already said on this machine.
+TIPS_SAID = "tips-said"
 T = TypeVar("T")
 #: The options whose parameter is not named as the library names the argument it gives.
 _ARGUMENT_OF_OPTION = {
@@ -106,9 +108,26 @@ def in_own_words(message: str, mentions: Sequence[str]) -> str:
 
 
 def note(message: str) -> None:
-    """One line for the human on stderr (a summary, a hint); silent with --quiet."""
-    if not invocation().quiet:
+    """One line for the human on stderr (a summary, a hint); silent with --quiet. A ``remem.Tip``
+    (the same for every store) is said once per machine (``first_time``)."""
+    if not invocation().quiet and (not isinstance(message, remem.Tip) or first_time(message)):
         typer.echo(message, err=True)
+
+
+def first_time(tip: remem.Tip) -> bool:
+    """True unless ``tip`` was said before on this machine: its key is then in the file
+    ``TIPS_SAID`` in the model cache directory (``$REMEM_MODELS``), where it is added now. A
+    directory that cannot be read or written only means the tip is said again."""
+    try:
+        said = model_catalog().models_dir / TIPS_SAID
+        if said.is_file() and tip.key in said.read_text(encoding="utf-8").split():
+            return False
+        said.parent.mkdir(parents=True, exist_ok=True)
+        with said.open("a", encoding="utf-8") as file:  # one short append: two writers cannot mix it
+            file.write(f"{tip.key}\n")
+    except (OSError, UnicodeError):
+        pass
+    return True
 
 
 def warn(message: str) -> None:

@@ -38,7 +38,8 @@ def mcp(
     store: opt.StoreOption = None,
 ) -> None:
     """Serve memories to an assistant over MCP on stdin/stdout: memory_search, memory_context,
-    memory_get, memory_list, memory_add, memory_edit, memory_forget. Needs pip install 'remem[mcp]'.
+    memory_get, memory_list, memory_add, memory_edit, memory_forget. Needs the mcp extra:
+    pip install 'remem[mcp]' (from a checkout: pip install '.[mcp]').
 
     Configure your client to run `remem mcp --user NAME`. Notes go to stderr; stdout is the protocol.
     """

@@ -1,6 +1,8 @@
 """Commands that add and list memories."""
 
 import contextlib
+import shlex
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -15,6 +17,7 @@ from remem.commands.common import (
     print_results,
     progress_bar,
     stdin,
+    warn,
 )
 from remem.errors import InvalidInputError
 from remem.inputs import MAX_TEXT_CHARS, clean_name, clean_tags, parse_meta, read_text, within_limit
@@ -33,7 +36,9 @@ def register(app: typer.Typer) -> None:
 def add(
     text: Annotated[
         list[str] | None,
-        typer.Argument(metavar="TEXT", help="The memory (words are joined); - reads stdin."),
+        typer.Argument(
+            metavar="TEXT", help="The memory (words are joined); - reads stdin (remem add - < FILE)."
+        ),
     ] = None,
     lines: Annotated[
         str | None,
@@ -99,6 +104,22 @@ def add(
         typer.echo(str(result.id))
     if result.duplicate:
         note(f"Already stored as memory {result.id}; not added again.")
+    named = _named_file(text)
+    if named is not None:
+        warn(
+            f"{named} is a file: stored its name, not its contents; to store its contents: "
+            f"remem add - < {shlex.quote(named)}"
+        )
+
+
+def _named_file(text: list[str] | None) -> str | None:
+    """The only TEXT when it names an existing file (the user likely meant its contents), else None."""
+    if not text or len(text) != 1 or text[0] == "-" or len(text[0]) > 4096 or "\n" in text[0]:
+        return None
+    try:
+        return text[0] if Path(text[0]).is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 def _add_batch(

@@ -72,7 +72,8 @@ SinceOption = Annotated[
     typer.Option(
         "--since",
         metavar="WHEN",
-        help="Only memories created at/after WHEN: ISO date/time (UTC without an offset) or 30m, 12h, 7d.",
+        help="Only memories created at/after WHEN: ISO date/time (UTC without an offset), an age (30m, "
+        "12h, 7d) or time words (yesterday, monday, last week: the local start of that day or week).",
     ),
 ]
 UntilOption = Annotated[

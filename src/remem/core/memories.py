@@ -88,7 +88,7 @@ class Memories(AbstractContextManager["Memories"]):
             if self._embedder is None:
                 choice = self.catalog.for_store(self.backend.model, self.location)
                 self._embedder = choice.embedder
-                self.notes.extend([choice.note] if choice.note else [])
+                self.notes.extend(choice.notes)
             if not self._checked:
                 self.backend.check_model(self._embedder.info)
                 self._checked = True

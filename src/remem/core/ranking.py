@@ -273,6 +273,16 @@ def run_search(
     return SearchResult(hits, len(below), max(below) if below else None)
 
 
+def _query_notes(
+    model: str, languages: Sequence[str], text: str, dropped: int, mode: SearchMode
+) -> tuple[str, ...]:
+    """What a person should know about how the model read the query: tokens beyond its window, a
+    script it cannot read (``scripts.unread_query_note``)."""
+    cut = f"The query's last {dropped} tokens were beyond the model window and were not used."
+    unread = scripts.unread_query_note(model, languages, text, vector_only=mode is SearchMode.VECTOR)
+    return (*([cut] if dropped else []), *([unread] if unread else []))
+
+
 def search_with_retry(
     backend: Backend,
     embedder: Callable[[], Embedder],
@@ -296,11 +306,7 @@ def search_with_retry(
             embedded = model.embed_queries([text])
             vector, stamp, dropped = embedded.vectors[0], model.info, embedded.dropped_tokens[0]
             languages = getattr(model, "languages", ())
-            notes = (
-                (f"The query's last {dropped} tokens were beyond the model window and were not used.",)
-                if dropped
-                else ()
-            )
+            notes = _query_notes(model.info.name, languages, text, dropped, mode)
         try:
             found = run_search(
                 backend,

@@ -6,7 +6,8 @@ The rule: when the store's model declares its languages and none of them is Chin
 Korean (``remem model list`` shows them), the vector lane ranks every memory written in the query's
 script (CJK or not: at least a third of the letters CJK) before every memory in the other one.
 The keyword lane is untouched, so a word both share (``TOEIC``) still finds the memory. A model
-that declares no languages (your own, a test fake) is trusted as it is.
+that declares no languages (your own, a test fake) is trusted as it is. A CJK query on such a model
+gets a note saying so (``unread_query_note``): its results come from its characters, not its meaning.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 CJK_LANGUAGES = frozenset({"zh", "ja", "ko", "multilingual"})
 #: A text is CJK when at least this share of its letters are CJK characters.
 MIN_CJK_SHARE = 1 / 3
+#: How a note names a language a model declares (others by their code).
+LANGUAGE_NAMES = {"en": "English"}
 
 
 def is_cjk(text: str) -> bool:
@@ -44,3 +47,17 @@ def query_script_first(scored: Sequence[Scored], query: str, texts: Mapping[int,
     same_script = [is_cjk(texts.get(item[0], "")) == script for item in scored]
     same = [item for item, same in zip(scored, same_script, strict=True) if same]
     return same + [item for item, same in zip(scored, same_script, strict=True) if not same]
+
+
+def unread_query_note(model: str, languages: Sequence[str], query: str, *, vector_only: bool) -> str | None:
+    """The note for a CJK ``query`` searched with ``model``, which declares ``languages`` and cannot
+    read CJK (``vector_only``: in vector mode, which has no keyword lane); None otherwise."""
+    if not (blind_across_scripts(languages) and is_cjk(query)):
+        return None
+    reads = ", ".join(LANGUAGE_NAMES.get(code, code) for code in languages)
+    found = (
+        "vector search cannot read this query; keyword search matches its characters"
+        if vector_only
+        else "this query can match by its characters, not by its meaning"
+    )
+    return f"{model} reads {reads} only: {found} (remem has no Chinese, Japanese or Korean model yet)."

@@ -3,7 +3,8 @@
 The catalog of one installation: the built-in models (the bundled all-minilm-l6-v2, shipped inside
 remem, and the BGE models after ``remem model pull``), a user's own model directory, and the choice
 of a store's model. A new store takes, in order: the user's own model (``model_dir``);
-bge-small-en-v1.5 when it has been pulled; the bundled all-minilm-l6-v2 — and says so in a note.
+bge-small-en-v1.5 when it has been pulled; the bundled all-minilm-l6-v2 — and says so in a note
+(with the bundled model, a ``Tip``: how to get the better one).
 Every model runs as its pinned file, verified by sha256 before onnxruntime sees a byte of it
 (``sessions.load_session``); nothing is built or written on the user's machine. A store keeps its
 model: the embedder given for a store is that of the file its vectors came from (or of a file that
@@ -25,6 +26,7 @@ from remem.embedders.custom import load_model_dir
 from remem.embedders.registry import get_spec, is_builtin, known_models
 from remem.embedders.spec import ModelFiles, ModelSpec, verify_model_files
 from remem.errors import ModelMismatchError
+from remem.types import Tip
 
 if TYPE_CHECKING:
     from remem.embedders.base import Embedder
@@ -43,10 +45,10 @@ class FileProblem:
 
 @dataclass(frozen=True)
 class ModelChoice:
-    """The embedder a store runs, and for a new store the note that says which model and why."""
+    """The embedder a store runs, and for a new store the notes that say which model (and a Tip)."""
 
     embedder: OnnxEmbedder
-    note: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 def _runner(spec: ModelSpec, files: ModelFiles, stamp: str | None = None) -> OnnxEmbedder:
@@ -119,7 +121,7 @@ class ModelCatalog:
         None). ModelMismatchError when this remem cannot run the file the store's vectors came from.
         The caller checks the embedder against the store (``check_model``)."""
         if recorded is None:
-            return self._new_store_choice()
+            return self._new_store_choice(location)
         own = self.own_model()
         builtin = [spec.name for spec in known_models()]
         if own is not None:  # given for a store of another model, it is refused by check_model
@@ -136,25 +138,27 @@ class ModelCatalog:
             raise ModelMismatchError(unknown_file(location, recorded))
         return ModelChoice(self._builtin(spec, verify=False, stamp=recorded.sha256))
 
-    def _new_store_choice(self) -> ModelChoice:
-        """The model a new store takes, its embedder, and the note that says which and why."""
+    def _new_store_choice(self, location: str) -> ModelChoice:
+        """The model a new store at ``location`` takes, its embedder, and the notes that say which
+        (and, for the bundled model, the Tip of a better one)."""
         own = self.own_model()
         if own is not None:
             verify_model_files(*own)
-            note = f"New store: using your model {own[0].name} from {own[1].model.parent}."
-            return ModelChoice(_runner(*own), note)
+            note = f"New store at {location}, using your model {own[0].name} from {own[1].model.parent}."
+            return ModelChoice(_runner(*own), (note,))
         preferred = registry.PREFERRED_MODEL  # (looked up now: tests stand in their own)
-        if self.cache.is_installed(preferred):
-            chosen = preferred
-            note = f"New store: using {chosen.name} ({chosen.dim}-d); the store keeps this model."
-        else:
-            chosen = registry.BUNDLED_MODEL
-            note = (
-                f"New store: using the bundled {chosen.name}. For better search, stop and run "
-                f"`remem model pull {preferred.name}` ({preferred.size / 1e6:.0f} MB, once) "
-                f"before the first add, or switch later with `remem reindex --model {preferred.name}`."
+        chosen = preferred if self.cache.is_installed(preferred) else registry.BUNDLED_MODEL
+        bundled = "the bundled model " if chosen is registry.BUNDLED_MODEL else "the model "
+        notes: tuple[str, ...] = (f"New store at {location}, using {bundled}{chosen.name}{_reads(chosen)}.",)
+        if chosen is not preferred:
+            notes += (
+                Tip(
+                    f"Better search: `remem model pull {preferred.name}` ({preferred.size / 1e6:.0f} MB), "
+                    f"then `remem reindex --model {preferred.name}`.",
+                    key=f"pull-{preferred.name}",
+                ),
             )
-        return ModelChoice(self._builtin(chosen, verify=True), note)
+        return ModelChoice(self._builtin(chosen, verify=True), notes)
 
     def verify_in_use(self, embedder: Embedder) -> str:
         """Re-hash the files an ONNX embedder runs against their pinned sha256; returns what was
@@ -240,6 +244,11 @@ class ModelCatalog:
         """The ONNX file of an installed model, or None when it is not installed."""
         spec = self.spec(name)
         return self.cache.files(spec).model if self.cache.is_installed(spec) else None
+
+
+def _reads(spec: ModelSpec) -> str:
+    """`` (English)`` for a model that declares it reads English only; else nothing."""
+    return " (English)" if tuple(spec.languages) == ("en",) else ""
 
 
 def unknown_file(location: str, recorded: ModelInfo) -> str:

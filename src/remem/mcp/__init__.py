@@ -19,7 +19,10 @@ from remem.errors import RememError
 if TYPE_CHECKING:
     import remem
 
-MISSING_SDK = "remem mcp needs the MCP SDK: pip install 'remem[mcp]'"
+MISSING_SDK = (
+    "remem mcp needs the MCP SDK, the mcp extra: pip install 'remem[mcp]' "
+    "(from a checkout: pip install '.[mcp]')"
+)
 
 
 def require_sdk() -> None:

@@ -13,7 +13,10 @@ import remem
 TEXT_LIMIT = 2_000
 
 _Name = Annotated[str, Field(min_length=1, max_length=200)]
-_WHEN = "ISO date/time (2026-11-29, 2026-11-29T14:00) or an age before now (30m, 12h, 7d, 2w)"
+_WHEN = (
+    "ISO date/time (2026-11-29, 2026-11-29T14:00), an age before now (30m, 12h, 7d, 2w) or time words "
+    "(yesterday, monday, last week: the start of that day or week in the server's local time)"
+)
 
 Text = Annotated[str, Field(min_length=1, max_length=100_000, description="The memory's text.")]
 Query = Annotated[str, Field(min_length=1, max_length=10_000, description="What to look for, in words.")]

@@ -109,6 +109,8 @@ def _forget_where(
     ids, token = [memory.id for memory in plan], plan_token(plan)
     if dry_run:
         return ForgetOut(dry_run=True, count=len(ids), forgotten=ids, missing=[], confirm=token)
+    if not ids:  # nothing to forget, so nothing to confirm
+        return ForgetOut(dry_run=False, count=0, forgotten=[], missing=[])
     if confirm is None:
         raise InvalidInputError(
             f"{_match(len(ids))}; nothing was forgotten: list them with dry_run, then call again with "
@@ -120,9 +122,9 @@ def _forget_where(
             "changed since its dry run, or it came from another one; nothing was forgotten: check them "
             "again with dry_run"
         )
-    done = memories.forget(ids) if ids else None
-    forgotten = [memory.id for memory in done.forgotten] if done else []
-    missing = list(done.missing) if done else []  # forgotten by someone else since this call's check
+    done = memories.forget(ids)
+    forgotten = [memory.id for memory in done.forgotten]
+    missing = list(done.missing)  # forgotten by someone else since this call's check
     return ForgetOut(dry_run=False, count=len(forgotten), forgotten=forgotten, missing=missing)
 
 

@@ -20,7 +20,10 @@ if TYPE_CHECKING:
 
 #: Seconds libpq waits for a server before giving up.
 CONNECT_TIMEOUT = 10
-INSTALL_HINT = "PostgreSQL stores need the client libraries: pip install 'remem[postgres]'"
+INSTALL_HINT = (
+    "PostgreSQL stores need the client libraries, the postgres extra: pip install 'remem[postgres]' "
+    "(from a checkout: pip install '.[postgres]')"
+)
 
 
 def one_line(exc: BaseException) -> str:

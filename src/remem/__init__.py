@@ -35,7 +35,17 @@ if TYPE_CHECKING:
         SearchResult,
         StoreStats,
     )
-    from remem.types import AddResult, Filters, Hit, Lane, Memory, ModelInfo, NewMemory, SearchMode
+    from remem.types import (
+        AddResult,
+        Filters,
+        Hit,
+        Lane,
+        Memory,
+        ModelInfo,
+        NewMemory,
+        SearchMode,
+        Snippet,
+    )
 
 __version__ = "0.1.0"
 
@@ -57,7 +67,17 @@ _HOMES = {
         "SearchResult",
         "StoreStats",
     ),
-    "remem.types": ("AddResult", "Filters", "Hit", "Lane", "Memory", "ModelInfo", "NewMemory", "SearchMode"),
+    "remem.types": (
+        "AddResult",
+        "Filters",
+        "Hit",
+        "Lane",
+        "Memory",
+        "ModelInfo",
+        "NewMemory",
+        "SearchMode",
+        "Snippet",
+    ),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
@@ -86,6 +106,7 @@ __all__ = [
     "ReindexReport",
     "SearchMode",
     "SearchResult",
+    "Snippet",
     "StoreStats",
     "__version__",
     "model_catalog",

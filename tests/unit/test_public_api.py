@@ -56,6 +56,7 @@ PUBLIC_NAMES = [
     "ReindexReport",
     "SearchMode",
     "SearchResult",
+    "Snippet",
     "StoreStats",
     "__version__",
     "model_catalog",

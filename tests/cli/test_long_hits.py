@@ -10,7 +10,7 @@ from pathlib import Path
 from helpers import run_cli
 
 NEEDLE = "the zanzibar vault key rotates on fridays"
-WORDS = "alpha beta gamma delta report status server queue worker cache build release plan".split()
+WORDS = ["alpha", "beta", "gamma", "delta", "report", "status", "queue", "build", "plan"]
 
 
 def _two_megabytes() -> str:

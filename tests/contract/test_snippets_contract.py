@@ -18,8 +18,8 @@ from remem.types import Snippet
 if TYPE_CHECKING:
     from remem.backends.base import Backend
 
-_WORDS = "alpha beta gamma delta report status server queue worker cache build release plan".split()
-#: Where the matching sentence sits in the 2 MB text: near its end.
+_WORDS = ["alpha", "beta", "gamma", "delta", "report", "status", "queue", "build", "plan"]
+#: The matching sentence, near the end of the long text.
 _NEEDLE = "the zanzibar vault key rotates on fridays"
 
 
@@ -34,7 +34,7 @@ def _long_text(size: int = LONG) -> tuple[str, int]:
     end, followed by a little more filler; also where the needle starts."""
     chance = random.Random(26)
     filler = " ".join(chance.choice(_WORDS) for _ in range(size // 6))
-    text = f"{filler[:1_000]} vault {filler[1_000:size - 2_000]} {_NEEDLE} {filler[:1_500]}"
+    text = f"{filler[:1_000]} vault {filler[1_000 : size - 2_000]} {_NEEDLE} {filler[:1_500]}"
     return text, text.index(_NEEDLE)
 
 
@@ -46,7 +46,9 @@ def memories(backend: Backend, tmp_path: Path) -> Memories:
 
 
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
-def test_a_word_near_the_end_of_a_long_memory_gives_a_snippet_around_it(memories: Memories, mode: str) -> None:
+def test_a_word_near_the_end_of_a_long_memory_gives_a_snippet_around_it(
+    memories: Memories, mode: str
+) -> None:
     text, where = _long_text()
     long_id = memories.add(text).id
     short_id = memories.add("a short note on the zanzibar vault").id
@@ -54,7 +56,8 @@ def test_a_word_near_the_end_of_a_long_memory_gives_a_snippet_around_it(memories
     snippet = hits[long_id].snippet
     assert snippet is not None
     assert hits[long_id].memory.text[snippet.start : snippet.end] == snippet.text
-    assert snippet.start <= where and where + len(_NEEDLE) <= snippet.end  # around the words, not the early "vault"
+    # around the words, not the early "vault"
+    assert snippet.start <= where and where + len(_NEEDLE) <= snippet.end
     assert len(snippet.text) <= SNIPPET_CHARS
     assert hits[short_id].snippet is None  # short enough to show whole
 

@@ -36,6 +36,14 @@ def test_a_rare_term_outweighs_a_common_one_repeated() -> None:
     assert _around(text, "zanzibar queue", "zanzibar")
 
 
+def test_a_match_longer_than_a_snippet_is_cut_to_one() -> None:
+    token = "k" + "x7" * 400
+    text = f"{FILLER} pasted {token} here {FILLER}"
+    snippet = snippet_of(text, query_terms(token))
+    assert snippet is not None and text[snippet.start : snippet.end] == snippet.text
+    assert snippet.text.startswith(token[:100]) and len(snippet.text) <= SNIPPET_CHARS
+
+
 def test_offsets_stay_exact_when_lower_case_changes_the_length() -> None:
     text = "İ" * 500 + " the vault key " + "İ" * 500  # "İ".lower() is two characters
     assert _around(text, "vault", "vault key")

@@ -3,22 +3,24 @@ and every front-end (tables, ``--json``, MCP, the Python API).
 
 A hit whose text is longer than ``LONG_TEXT`` characters gets a ``Snippet``: a span of about
 ``SNIPPET_CHARS`` characters of its text. The span is the one holding the most query-term weight:
-the query's keyword terms (the analyzer's, as both back-ends index them) are found in the text by
-plain substring search (one linear pass per term, no model, no database). A term matches where a
+the query's keyword terms (the analyzer's, as both back-ends index them; the first ``MAX_TERMS``)
+are found in the text by plain substring search (no model, no database). A term matches where a
 word starts; a word of four letters or more may run on (``deploy`` finds ``deployed``, ``log`` only
 ``log``), and one of five or more first loses ``ing``/``ed``/``es``/``s`` (a rough stand-in for the
 stemmer); identifiers match whole, CJK bigrams anywhere. A term counts less the more often the text
 holds it (log inverse frequency over the text's windows), so one rare identifier outweighs a common
-word repeated. A text holding none of the terms (a hit by meaning alone) shows its start: the lanes
-keep only each memory's best score, not which of its windows gave it. The span's ends move between
-words where a space is near.
+word repeated. The candidate spans are those around the first ``MAX_ANCHORS`` matches of the rarest
+terms (the best span holds a match, and rare terms weigh most), so the cost stays a few passes over
+the text however often a common word occurs. A text holding none of the terms (a hit by meaning
+alone) shows its start: the lanes keep only each memory's best score, not which of its windows gave
+it. The span's ends move between words where a space is near.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from remem.backends.analyzer import analyze, cjk_pattern, looks_like_hash
 from remem.types import Snippet
@@ -29,6 +31,10 @@ LONG_TEXT = 400
 SNIPPET_CHARS = 300
 #: A word-like term this long or longer also finds the words it starts (shorter ones: whole words only).
 MIN_PREFIX = 4
+#: At most this many of the query's terms are looked for (a pasted page of a query has hundreds).
+MAX_TERMS = 32
+#: Candidate spans are taken around at most this many matches (see the module docstring).
+MAX_ANCHORS = 200
 #: How far an end of the span may move to fall between words.
 WORD_SLACK = 30
 _SUFFIXES = ("ing", "ed", "es", "s")
@@ -42,11 +48,34 @@ def snippet_of(text: str, terms: Sequence[str]) -> Snippet | None:
     if len(text) <= LONG_TEXT:
         return None
     lowered = text.lower()
-    matches = _matches(lowered, terms) if len(lowered) == len(text) else _matches_folded(text, terms)
-    if not matches:
-        return _span(text, 0, 0)
-    first, last = _best_window(matches, len(text))
+    if len(lowered) != len(text):  # a letter such as "İ" grows in lower case: keep it, keep offsets
+        lowered = "".join(char if len(char.lower()) != 1 else char.lower() for char in text)
+    present = sorted(
+        (t for t in (_Term(term, lowered) for term in terms[:MAX_TERMS]) if t.count), key=_Term.rarity
+    )
+    first, last = _best_span(present, max(1, len(text) // SNIPPET_CHARS))
     return _span(text, first, last)
+
+
+def _best_span(present: Sequence[_Term], windows: int) -> tuple[int, int]:
+    """The first match's start and the last match's end in the candidate span (around an anchor:
+    ending at it, centred on it, starting at it) holding the most weight (the earliest of equals);
+    (0, 0) when no term matches."""
+    weights = {term.term: math.log(1 + windows / term.count) for term in present}
+    best: tuple[float, int, int] = (0.0, 0, 0)  # weight, first match start, last match end
+    for anchor, anchor_end in _anchors(present):
+        for start in (anchor_end - SNIPPET_CHARS, anchor - SNIPPET_CHARS // 2, anchor):
+            low = max(0, start)
+            high = max(low + SNIPPET_CHARS, anchor_end) if start == anchor else low + SNIPPET_CHARS
+            spans = [(term.term, term.first(low, high)) for term in present]
+            inside = [(term, span) for term, span in spans if span is not None]
+            if not inside:  # an anchor longer than a snippet is only inside the span starting at it
+                continue
+            weight = sum(weights[term] for term, _ in inside)
+            first = min(span[0] for _, span in inside)
+            if (weight, -first) > (best[0], -best[1]):
+                best = (weight, first, max(span[1] for _, span in inside))
+    return best[1], best[2]
 
 
 def query_terms(query: str) -> list[str]:
@@ -63,59 +92,48 @@ def _searched(term: str) -> str:
     return term
 
 
-Match = tuple[int, int, int]  # start, end, term number
+class _Term:
+    """A query term in one lower-cased text: how often the text holds it (as a substring: an
+    upper bound, for its weight) and where it matches (see the module docstring)."""
+
+    def __init__(self, term: str, lowered: str) -> None:
+        self.term, self.text = term, lowered
+        self.cjk = not term.isascii() and cjk_pattern("[CJK]").search(term) is not None
+        self.runs_on = (term.isalpha() and len(term) >= MIN_PREFIX) or looks_like_hash(term)
+        self.count = lowered.count(term) if term else 0
+
+    def rarity(self) -> int:
+        """How often the text holds the term (rarer first)."""
+        return self.count
+
+    def matches(self, start: int = 0, stop: int | None = None, finds: int = -1) -> Iterator[tuple[int, int]]:
+        """(start, end) of each match within ``text[start:stop]``, in order; with ``finds``, only
+        among the first ``finds`` places that hold the term (a match or inside a longer word)."""
+        text, term, size = self.text, self.term, len(self.term)
+        at = text.find(term, start, stop)
+        while at >= 0 and finds != 0:
+            end, finds = at + size, finds - 1
+            if self.cjk or (
+                not (at and _ALNUM.match(text, at - 1)) and (self.runs_on or not _ALNUM.match(text, end))
+            ):
+                yield at, end
+            at = text.find(term, at + 1, stop)
+
+    def first(self, start: int, stop: int) -> tuple[int, int] | None:
+        """The first match within ``text[start:stop]``, or None."""
+        return next(self.matches(start, stop), None)
 
 
-def _matches(lowered: str, terms: Sequence[str]) -> list[Match]:
-    """Every occurrence of each term in the lower-cased text that starts a word (CJK: anywhere),
-    in text order; a word-like term may run on (a prefix of the word), an identifier may not."""
-    found: list[Match] = []
-    for number, term in enumerate(terms):
-        cjk = not term.isascii() and cjk_pattern("[CJK]").search(term) is not None
-        runs_on = (term.isalpha() and len(term) >= MIN_PREFIX) or looks_like_hash(term)
-        for hit in re.finditer(re.escape(term), lowered):
-            start, end = hit.span()
-            if not cjk and start and _ALNUM.match(lowered, start - 1):
-                continue
-            if not (cjk or runs_on) and _ALNUM.match(lowered, end):
-                continue
-            found.append((start, end, number))
-    return sorted(found)
-
-
-def _matches_folded(text: str, terms: Sequence[str]) -> list[Match]:
-    """``_matches`` for a text whose lower case changes its length (rare letters such as ``İ``):
-    character by character, so offsets stay those of ``text``."""
-    return _matches("".join(char if len(char.lower()) != 1 else char.lower() for char in text), terms)
-
-
-def _best_window(matches: list[Match], length: int) -> tuple[int, int]:
-    """The start of the first and the end of the last match of the run of matches, within
-    ``SNIPPET_CHARS``, with the most weight (then the most matches, then the earliest)."""
-    counts: dict[int, int] = {}
-    for _, _, number in matches:
-        counts[number] = counts.get(number, 0) + 1
-    windows = max(1, length // SNIPPET_CHARS)
-    weight = {number: math.log(1 + windows / count) for number, count in counts.items()}
-    inside: dict[int, int] = {}
-    best, best_key, score, following = (0, 0), (-1.0, 0), 0.0, 0
-    for first, (start, _, _) in enumerate(matches):
-        while following < len(matches) and matches[following][1] <= start + SNIPPET_CHARS:
-            number = matches[following][2]
-            inside[number] = inside.get(number, 0) + 1
-            score += weight[number] if inside[number] == 1 else 0.0
-            following += 1
-        last = max(following, first + 1)
-        key = (score, last - first)
-        if key > best_key:
-            best, best_key = (first, last - 1), key
-        number = matches[first][2]
-        if first < following:
-            inside[number] -= 1
-            score -= weight[number] if inside[number] == 0 else 0.0
-        else:
-            following = first + 1
-    return matches[best[0]][0], max(end for _, end, _ in matches[best[0] : best[1] + 1])
+def _anchors(present: Sequence[_Term]) -> Iterator[tuple[int, int]]:
+    """Up to ``MAX_ANCHORS`` matches, of the rarest terms first; each term's search gives up after
+    ``MAX_ANCHORS`` × 20 places that hold it only inside a longer word."""
+    left = MAX_ANCHORS
+    for term in present:
+        for match in term.matches(finds=20 * MAX_ANCHORS):
+            if left == 0:
+                return
+            left -= 1
+            yield match
 
 
 def _span(text: str, first: int, last: int) -> Snippet:

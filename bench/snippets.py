@@ -14,6 +14,7 @@ Each figure is the median of ``--repeat`` runs, in milliseconds.
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import statistics
 import tempfile
@@ -51,7 +52,8 @@ def _alone(text: str, repeat: int) -> None:
         ("no word of it", "payments outage"),
     ]:
         terms = snippets.query_terms(query)
-        print(f"  snippet_of, {label:<20} {_median_ms(lambda: snippets.snippet_of(text, terms), repeat):7.2f} ms")
+        took = _median_ms(functools.partial(snippets.snippet_of, text, terms), repeat)
+        print(f"  snippet_of, {label:<20} {took:7.2f} ms")
 
 
 def _in_searches(text: str, short: int, repeat: int) -> None:
@@ -61,13 +63,13 @@ def _in_searches(text: str, short: int, repeat: int) -> None:
         memories.add_many([" ".join(chance.choices(WORDS, k=12)) + f" note {i}" for i in range(short)])
         memories.add(text)
         for mode in ("keyword", "hybrid"):
-            search = lambda mode=mode: memories.search("zanzibar vault", mode=mode, k=5)  # noqa: E731
+            search = functools.partial(memories.search, "zanzibar vault", mode=mode, k=5)
             assert any(hit.snippet for hit in search())
             with_snippet = _median_ms(search, repeat)
             kept, snippets.LONG_TEXT = snippets.LONG_TEXT, len(text)
             without = _median_ms(search, repeat)
             snippets.LONG_TEXT = kept
-            print(f"  {mode:<7} search finding it: {with_snippet:7.2f} ms, without snippets {without:7.2f} ms")
+            print(f"  {mode:<7} search finding it: {with_snippet:7.2f} ms, without snippets {without:7.2f}")
         only_short = _median_ms(lambda: memories.search("status note", mode="keyword", k=5), repeat)
         print(f"  keyword search finding short memories only: {only_short:7.2f} ms")
 

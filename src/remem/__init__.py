@@ -35,7 +35,18 @@ if TYPE_CHECKING:
         SearchResult,
         StoreStats,
     )
-    from remem.types import AddResult, Filters, Hit, Lane, Memory, ModelInfo, NewMemory, SearchMode, Tip
+    from remem.types import (
+        AddResult,
+        Filters,
+        Hit,
+        Lane,
+        Memory,
+        ModelInfo,
+        NewMemory,
+        SearchMode,
+        Snippet,
+        Tip,
+    )
 
 __version__ = "0.1.0"
 
@@ -66,6 +77,7 @@ _HOMES = {
         "ModelInfo",
         "NewMemory",
         "SearchMode",
+        "Snippet",
         "Tip",
     ),
 }
@@ -96,6 +108,7 @@ __all__ = [
     "ReindexReport",
     "SearchMode",
     "SearchResult",
+    "Snippet",
     "StoreStats",
     "Tip",
     "__version__",

@@ -8,7 +8,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from remem.types import MEMORY_FIELDS, Hit, Lane, Memory, memory_record
+from remem.types import MEMORY_FIELDS, Hit, Lane, Memory, Snippet, memory_record
 
 __all__ = [
     "MEMORY_FIELDS",
@@ -18,6 +18,7 @@ __all__ = [
     "memories_table",
     "memory_record",
     "prompt_line",
+    "shown_text",
     "table",
     "visible",
 ]
@@ -29,13 +30,25 @@ def _lane(lane: Lane | None) -> dict[str, Any] | None:
     return None if lane is None else {"rank": lane.rank, "score": round(lane.score, 6)}
 
 
+def _snippet(snippet: Snippet | None) -> dict[str, Any] | None:
+    return None if snippet is None else {"text": snippet.text, "start": snippet.start, "end": snippet.end}
+
+
 def hit_record(hit: Hit) -> dict[str, Any]:
-    """A search hit: ``score`` (the mode's score, 6 decimals) after ``id``, then the memory's fields,
-    then ``lanes``: each lane's rank and score for this memory (null where the lane did not rank it).
+    """A search hit: ``score`` (the mode's score, 6 decimals) after ``id``, then the memory's fields
+    (the text whole), then ``lanes``: each lane's rank and score for this memory (null where the lane
+    did not rank it), then ``snippet``: the part of a long text that matched, with its character
+    offsets in ``text`` (null for a text short enough to show whole).
     """
     record = memory_record(hit.memory)
     lanes = {"vector": _lane(hit.vector), "keyword": _lane(hit.keyword)}
-    return {"id": record.pop("id"), "score": round(hit.score, 6), **record, "lanes": lanes}
+    return {
+        "id": record.pop("id"),
+        "score": round(hit.score, 6),
+        **record,
+        "lanes": lanes,
+        "snippet": _snippet(hit.snippet),
+    }
 
 
 def json_line(record: dict[str, Any]) -> str:
@@ -128,9 +141,25 @@ def prompt_line(memory: Memory) -> str:
     return f"[{when}]{f' ({who})' if who else ''} {_one_line(memory.text)}"
 
 
-def _memory_cells(memory: Memory) -> list[str]:
+def _memory_cells(memory: Memory, text: str | None = None) -> list[str]:
     created = memory.created_at[:16].replace("T", " ")
-    return [created, _one_line(memory.user or ""), _one_line(",".join(memory.tags)), _one_line(memory.text)]
+    shown = _one_line(memory.text if text is None else text)
+    return [created, _one_line(memory.user or ""), _one_line(",".join(memory.tags)), shown]
+
+
+def shown_text(hit: Hit) -> str:
+    """What a human sees of a hit's text: the whole text, or its snippet with ``…`` at each end
+    where the text goes on."""
+    snippet = hit.snippet
+    if snippet is None:
+        return hit.memory.text
+    before = "…" if snippet.start > 0 else ""
+    after = "…" if snippet.end < len(hit.memory.text) else ""
+    return f"{before}{snippet.text.strip()}{after}"
+
+
+def _hit_cells(hit: Hit) -> list[str]:
+    return _memory_cells(hit.memory, shown_text(hit))
 
 
 def _decimals(value: float | None) -> str:
@@ -138,17 +167,18 @@ def _decimals(value: float | None) -> str:
 
 
 def hits_table(hits: Sequence[Hit], width: int | None, with_cosine: bool = False) -> str:
-    """Search results as a table: id, score (4 decimals), created, user, tags, text; ``with_cosine``
+    """Search results as a table: id, score (4 decimals), created, user, tags, text (a long text's
+    snippet, ``shown_text``); ``with_cosine``
     adds each hit's raw cosine after the score (for fused scores, which are not cosines)."""
     if not with_cosine:
-        rows = [[str(h.memory.id), _decimals(h.score), *_memory_cells(h.memory)] for h in hits]
+        rows = [[str(h.memory.id), _decimals(h.score), *_hit_cells(h)] for h in hits]
         return table(["ID", "SCORE", "CREATED", "USER", "TAGS", "TEXT"], rows, width, numeric=2)
     rows = [
         [
             str(h.memory.id),
             _decimals(h.score),
             _decimals(h.vector.score if h.vector else None),
-            *_memory_cells(h.memory),
+            *_hit_cells(h),
         ]
         for h in hits
     ]

@@ -199,15 +199,27 @@ class Lane:
 
 
 @dataclass(frozen=True)
+class Snippet:
+    """The part of a long memory's text a search matched: ``text`` is ``memory.text[start:end]``
+    (character offsets, end exclusive)."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
 class Hit:
     """A search result. ``score`` is the mode's score: cosine, BM25, or the fused RRF score;
-    ``vector`` and ``keyword`` are the memory's place in each lane (None where a lane did not rank it).
+    ``vector`` and ``keyword`` are the memory's place in each lane (None where a lane did not rank it);
+    ``snippet`` is the best-matching part of a long text (None for a text short enough to show whole).
     """
 
     memory: Memory
     score: float
     vector: Lane | None = None
     keyword: Lane | None = None
+    snippet: Snippet | None = None
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def test_json_hits_have_stable_fields_and_descending_scores(tour_store: Path, mo
     hits = _json_hits(result.stdout)
     assert len(hits) == 13
     for hit in hits:
-        assert list(hit) == ["id", "score", *MEMORY_FIELDS[1:], "lanes"]
+        assert list(hit) == ["id", "score", *MEMORY_FIELDS[1:], "lanes", "snippet"]
         assert list(hit["lanes"]) == ["vector", "keyword"]  # type: ignore[arg-type]
         cosine = hit["lanes"]["vector"]["score"]  # type: ignore[index]
         assert -1.0 <= cosine <= 1.0

@@ -201,7 +201,7 @@ def test_memory_record_field_names_and_order() -> None:
 
 def test_hit_record_puts_score_second() -> None:
     record = hit_record(Hit(_memory(), 0.123456789, vector=Lane(2, 0.5), keyword=None))
-    assert tuple(record) == ("id", "score", *MEMORY_FIELDS[1:], "lanes")
+    assert tuple(record) == ("id", "score", *MEMORY_FIELDS[1:], "lanes", "snippet")
     assert record["id"] == 7
     assert record["score"] == 0.123457
     assert record["lanes"] == {"vector": {"rank": 2, "score": 0.5}, "keyword": None}
@@ -215,7 +215,7 @@ def test_json_line_is_one_line_and_keeps_non_ascii() -> None:
     assert "\\u" not in line
     loaded = json.loads(line)
     assert loaded == hit_record(Hit(memory, -0.5))
-    assert list(loaded) == ["id", "score", *MEMORY_FIELDS[1:], "lanes"]
+    assert list(loaded) == ["id", "score", *MEMORY_FIELDS[1:], "lanes", "snippet"]
 
 
 @settings(max_examples=100, deadline=None)

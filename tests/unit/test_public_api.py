@@ -56,6 +56,7 @@ PUBLIC_NAMES = [
     "ReindexReport",
     "SearchMode",
     "SearchResult",
+    "Snippet",
     "StoreStats",
     "Tip",
     "__version__",

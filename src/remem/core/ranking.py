@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from remem.core import phrases, scripts
+from remem.core import phrases, scripts, snippets
 from remem.errors import ConnectionLostError, ModelChangedError
 from remem.reports import SearchResult
-from remem.types import Filters, Hit, Lane, ModelInfo, SearchMode
+from remem.types import Filters, Hit, Lane, Memory, ModelInfo, SearchMode
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
@@ -269,8 +269,23 @@ def run_search(
             ranked = [r for r in ranked if r.vector is not None and r.vector.score >= min_score]
         ranked = ranked[:k]
         memories = backend.get_many([r.id for r in ranked])
-    hits = [Hit(memories[r.id], r.score, r.vector, r.keyword) for r in ranked if r.id in memories]
-    return SearchResult(hits, len(below), max(below) if below else None)
+    return SearchResult(_hits(ranked, memories, text), len(below), max(below) if below else None)
+
+
+def _hits(ranked: list[Ranked], memories: dict[int, Memory], text: str) -> list[Hit]:
+    """The ranked memories as hits, a long text with the snippet the query matched (``snippets``)."""
+    terms: list[str] | None = None  # the query's terms, found only when a hit is long
+    hits = []
+    for r in ranked:
+        memory = memories.get(r.id)
+        if memory is None:
+            continue
+        snippet = None
+        if len(memory.text) > snippets.LONG_TEXT:
+            terms = snippets.query_terms(text) if terms is None else terms
+            snippet = snippets.snippet_of(memory.text, terms)
+        hits.append(Hit(memory, r.score, r.vector, r.keyword, snippet))
+    return hits
 
 
 def _query_notes(

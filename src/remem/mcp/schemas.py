@@ -151,6 +151,14 @@ class MemoryOut(BaseModel):
         )
 
 
+class SnippetOut(BaseModel):
+    """The part of a long memory's text that matched the query."""
+
+    text: str = Field(description="The matching part: the whole text's characters start to end.")
+    start: int = Field(description="Where it starts in the whole text (characters from 0).")
+    end: int = Field(description="Where it ends in the whole text (exclusive).")
+
+
 class HitOut(BaseModel):
     """A search hit: the mode's score and the memory's rank in each lane (null: not ranked there)."""
 
@@ -165,10 +173,15 @@ class HitOut(BaseModel):
     user: str | None
     conversation: str | None
     role: str | None
+    snippet: SnippetOut | None = Field(
+        default=None,
+        description="The part of a long text that matched the query (null: the text is short enough "
+        "to read whole).",
+    )
 
     @classmethod
     def of(cls, hit: remem.Hit) -> HitOut:
-        """A search hit, its text cut to ``TEXT_LIMIT``."""
+        """A search hit, its text cut to ``TEXT_LIMIT``, with the snippet of a long text."""
         memory = hit.memory
         text, truncated = cut(memory.text, TEXT_LIMIT)
         return cls(
@@ -183,6 +196,7 @@ class HitOut(BaseModel):
             user=memory.user,
             conversation=memory.conversation,
             role=memory.role,
+            snippet=None if hit.snippet is None else SnippetOut(**vars(hit.snippet)),
         )
 
 

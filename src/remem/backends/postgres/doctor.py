@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from remem.arrays import UNIT_TOLERANCE
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.schema import LATEST_VERSION
 from remem.backends.postgres.upkeep import hnsw_is_current, keywords_are_current, reindex
@@ -49,6 +48,8 @@ def _vectors(cursor: psycopg.Cursor[Any], s: str) -> Check:
         return Check(
             "vectors", count == 0, ("no model recorded" if count == 0 else "vectors without a model") + note
         )
+    from remem.arrays import UNIT_TOLERANCE  # noqa: PLC0415 - numpy: `list` and `export` never load it
+
     cursor.execute(
         f"SELECT count(*) FILTER (WHERE vector_dims(embedding) != %s), count(*) FILTER (WHERE "
         f"vector_dims(embedding) = %s AND NOT abs(vector_norm(embedding) - 1) <= %s) FROM {s}.vectors",

@@ -28,7 +28,8 @@ Engines, all on the CPU, every one cutting texts at 256 tokens as sentence-trans
 * sentence-transformers, torch fp32, batch 32: the reference for agreement (mean cosine).
 
 Engines run interleaved (A B C … A B C …) for ``--rounds`` rounds so that drift from other load hits
-all of them alike; the table shows medians. About 3 minutes with the defaults on 2 cores.
+all of them alike; the table shows medians. ``--memories 500 --docs 100``: about 7 minutes on 2 slow
+cores (remem at ~100 texts/s); the time grows with the counts.
 """
 
 from __future__ import annotations

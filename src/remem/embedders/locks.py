@@ -1,20 +1,17 @@
-"""The lock that serialises writers of one model directory (downloads, variant builds, cached graphs)
-across processes: an exclusive flock on its ``.lock`` file; and the private directory builds write
-in while they hold it (``staging``), so that a killed build leaves nothing a later one does not remove."""
+"""The lock that serialises writers of one model directory (``remem model pull``) across processes:
+an exclusive flock on its ``.lock`` file."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 from remem.errors import DownloadError
 
 LOCK_FILE = ".lock"
-STAGING_DIR = ".staging"
 
 
 @contextlib.contextmanager
@@ -44,26 +41,3 @@ def _open_locked(lock_path: Path) -> int:
         os.close(fd)
         raise DownloadError(f"cannot lock {lock_path}: {exc.strerror or exc}") from exc
     return fd
-
-
-@contextlib.contextmanager
-def staging(directory: Path) -> Iterator[Path]:
-    """An empty private directory in ``directory`` for files being built, removed afterwards; the
-    caller holds ``directory_lock(directory)``. What killed builds left in ``directory`` is removed
-    first: under the lock no build runs, so every name there that starts with a dot, the lock file
-    aside, is a leftover (a staging directory, a half-written temporary file). OSError when the
-    staging directory cannot be made."""
-    for leftover in directory.glob(".*"):
-        if leftover.name == LOCK_FILE:
-            continue
-        if leftover.is_dir() and not leftover.is_symlink():
-            shutil.rmtree(leftover, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                leftover.unlink()
-    area = directory / STAGING_DIR
-    area.mkdir(mode=0o700)
-    try:
-        yield area
-    finally:
-        shutil.rmtree(area, ignore_errors=True)

@@ -92,7 +92,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "changes": ("edit", "forget"),
     "maintenance": ("reindex", "doctor"),
     "models": ("model",),
-    "mcp": ("mcp",),
+    "mcp": ("mcp", "serve"),
 }
 _ORDER = [name for names in COMMANDS.values() for name in names]
 _ROOT_FLAGS = {"-q", "--quiet", "-h", "--help", "--version"}

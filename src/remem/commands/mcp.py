@@ -1,18 +1,22 @@
-"""``remem mcp``: serve the memories to an assistant over MCP (stdio). The server is ``remem.mcp``;
-its SDK (the optional extra ``remem[mcp]``) is imported only when this command runs."""
+"""``remem mcp`` and ``remem serve``: serve the memories to assistants over MCP, on stdio or over
+HTTP. The servers are ``remem.mcp``; its SDK (the optional extra ``remem[mcp]``) is imported only
+when one of these commands runs."""
 
+import signal
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from remem.commands import options as opt
-from remem.commands.common import invocation, note
-from remem.mcp import serve
+from remem.commands.common import EXIT_INTERRUPTED, invocation, note
+from remem.mcp import serve, serve_http
 
 
 def register(app: typer.Typer) -> None:
-    """Add this command to the app."""
+    """Add these commands to the app."""
     app.command(name="mcp")(mcp)
+    app.command(name="serve")(serve_command)
 
 
 def mcp(
@@ -22,7 +26,8 @@ def mcp(
             "--user",
             "-u",
             metavar="NAME",
-            help="Pin: every tool call sees and writes only this user's memories.",
+            help="Pin: every tool call writes this user's memories and sees them and the shared ones "
+            "(memories without a user).",
         ),
     ] = None,
     conversation: Annotated[
@@ -31,6 +36,10 @@ def mcp(
             "--conversation", "-c", metavar="ID", help="Pin: every tool call stays in this conversation."
         ),
     ] = None,
+    private: Annotated[
+        bool,
+        typer.Option("--private", help="With --user: see only this user's memories, not the shared ones."),
+    ] = False,
     read_only: Annotated[
         bool,
         typer.Option("--read-only", help="Offer no tools that add, edit or forget; never create the store."),
@@ -48,8 +57,57 @@ def mcp(
         store,
         user=user,
         conversation=conversation,
+        private=private,
         read_only=read_only,
         model_dir=settings.model_dir,
         embedder=settings.embedder,
         note=note,
     )
+
+
+def serve_command(
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", metavar="ADDRESS", help="Address to listen on (beyond loopback: see --tls-cert)."
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free one).")
+    ] = 8765,
+    tls_cert: Annotated[
+        Path | None,
+        typer.Option("--tls-cert", metavar="FILE", help="Serve HTTPS with this certificate (PEM)."),
+    ] = None,
+    tls_key: Annotated[
+        Path | None, typer.Option("--tls-key", metavar="FILE", help="The certificate's private key (PEM).")
+    ] = None,
+    insecure_http: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-http",
+            help="Serve plain HTTP on an address other machines reach (a TLS proxy in front).",
+        ),
+    ] = False,
+    store: opt.StoreOption = None,
+) -> None:
+    """Serve memories to a team's assistants over MCP (Streamable HTTP at /mcp; GET /healthz).
+    Needs the mcp extra: pip install 'remem[mcp]'.
+
+    Every request needs a token from `remem token add --user NAME` (Authorization: Bearer TOKEN),
+    and every call is pinned to that token's user. SIGTERM stops it gracefully.
+    """
+    settings = invocation()
+    stopped_by = serve_http(
+        store,
+        host=host,
+        port=port,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        insecure_http=insecure_http,
+        model_dir=settings.model_dir,
+        embedder=settings.embedder,
+        note=note,
+    )
+    if stopped_by == signal.SIGINT:
+        raise typer.Exit(EXIT_INTERRUPTED)

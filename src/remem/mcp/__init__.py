@@ -1,11 +1,13 @@
-"""``remem mcp``: remem's memories as MCP tools for assistants (Claude, Cursor…), over stdio.
+"""``remem mcp`` and ``remem serve``: remem's memories as MCP tools for assistants (Claude, Cursor…),
+over stdio for one assistant, or over Streamable HTTP for a team (``http``: tokens pin each call).
 
 The package needs the optional extra ``remem[mcp]`` (the MCP SDK). Importing it loads nothing
 heavy: the SDK is imported by ``serve`` and ``remem.mcp.server`` only. ``server`` builds the
 ``MCPServer`` and its tools (``reading``, ``writing``, their argument and result types in
-``schemas``), ``scope`` is the ``--user``/``--conversation`` pin, ``service`` shares one
-``Memories`` between the calls and warms the model up, ``paging`` is memory_list's cursor, and
-``stdio`` reads stdin in front of the SDK's transport so that every line gets an answer.
+``schemas``), ``scope`` is the pin of a caller (``--user``/``--conversation``, or a token's),
+``service`` shares one ``Memories`` between the calls and warms the model up, ``paging`` is
+memory_list's cursor, ``stdio`` reads stdin in front of the SDK's transport so that every line gets
+an answer, and ``http`` is ``remem serve``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def serve(
     *,
     user: str | None = None,
     conversation: str | None = None,
+    private: bool = False,
     read_only: bool = False,
     model_dir: Path | None = None,
     embedder: remem.Embedder | None = None,
@@ -53,11 +56,36 @@ def serve(
         store,
         user=user,
         conversation=conversation,
+        private=private,
         read_only=read_only,
         model_dir=model_dir,
         embedder=embedder,
         note=note,
     )
-    scope = server.service.scope.describe()
+    scope = server.scope.describe()
     note(f"remem mcp: serving over stdio ({scope}{'; read-only' if read_only else ''})")
     server.run("stdio")
+
+
+def serve_http(
+    store: str | Path | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    insecure_http: bool = False,
+    model_dir: Path | None = None,
+    embedder: remem.Embedder | None = None,
+    note: Callable[[str], None] = lambda message: None,
+) -> int | None:
+    """Serve the store over Streamable HTTP (``remem.mcp.http``) until SIGTERM or SIGINT, every
+    call pinned by its bearer token; the signal that stopped it. InvalidInputError for an unsafe
+    or incomplete address set-up, the store's own errors when it cannot be opened."""
+    require_sdk()
+    from remem.mcp.http import HttpServer, Listener  # noqa: PLC0415
+    from remem.mcp.server import build_server  # noqa: PLC0415
+
+    listener = Listener(host, port, tls_cert, tls_key, insecure_http)
+    server = build_server(store, model_dir=model_dir, embedder=embedder, note=note)
+    return HttpServer(server, listener, note=note).serve()

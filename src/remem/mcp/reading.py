@@ -35,6 +35,7 @@ from remem.mcp.schemas import (
     Similar,
     cut,
 )
+from remem.mcp.scope import Scope
 from remem.mcp.service import Service
 
 #: A line that does not fit the rest of the budget is cut when at least this much room is left.
@@ -45,6 +46,7 @@ DATES_OFF = "dates=false searches all time"
 
 def memory_search(
     service: Service,
+    scope: Scope,
     query: Query,
     k: K = 5,
     mode: Mode = "hybrid",
@@ -83,10 +85,10 @@ def _search(
     return memories.search(query, k=k, mode="keyword", where=where, dates=dates), "keyword", note
 
 
-def memory_get(service: Service, ids: Ids) -> GetOut:
+def memory_get(service: Service, scope: Scope, ids: Ids) -> GetOut:
     """Memories by id, whole; ids that name no memory are listed as missing."""
     wanted = list(dict.fromkeys(ids))
-    found = service.scope.visible(service.run(lambda memories: memories.get_many(wanted)))
+    found = scope.visible(service.run(lambda memories: memories.get_many(wanted)))
     return GetOut(
         memories=[MemoryOut.of(found[i], limit=None) for i in wanted if i in found],
         missing=[i for i in wanted if i not in found],
@@ -95,6 +97,7 @@ def memory_get(service: Service, ids: Ids) -> GetOut:
 
 def memory_list(
     service: Service,
+    scope: Scope,
     limit: Limit = 20,
     cursor: Cursor = None,
     where: remem.Filters = ANY_MEMORY,
@@ -106,6 +109,7 @@ def memory_list(
 
 def memory_context(
     service: Service,
+    scope: Scope,
     query: ContextQuery = None,
     recent: Recent = 10,
     similar: Similar = 5,

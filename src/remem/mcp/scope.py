@@ -1,30 +1,58 @@
-"""The pin: ``remem mcp --user U --conversation C`` confines every tool call to those memories.
+"""The pin: what one caller of the MCP tools may see and change.
 
-A pinned field is a hard filter: searches and lists add it whatever the arguments say, get, edit and
-forget treat the memories of others as missing, and add stores the pinned values. The tools of a
-pinned server do not even offer the pinned arguments.
+``remem mcp --user U --conversation C`` pins every call of its server; on ``remem serve`` every call
+is pinned by the bearer token it came with (``Scope.of_token``). A pinned field is a hard filter:
+searches and lists add it whatever the arguments say, get, edit and forget treat the memories of
+others as missing, and add stores the pinned values. The tools do not even offer the pinned arguments.
+
+Memories without a user are the team's shared memories: a caller pinned to a user sees them too
+(unless ``private``), but writes, edits and forgets only its own; an unpinned caller (an admin) sees
+and changes everything. A ``read_only`` pin has no tools that write.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from remem import Filters, Memory
+from remem.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from remem import Token
 
 
 @dataclass(frozen=True)
 class Scope:
-    """The user and conversation every call is confined to (None: not pinned)."""
+    """The user and conversation every call is confined to (None: not pinned), whether the user's
+    pin leaves out the shared memories (``private``), and whether the caller may write."""
 
     user: str | None = None
     conversation: str | None = None
+    private: bool = False
+    read_only: bool = False
 
     @classmethod
-    def of(cls, user: str | None = None, conversation: str | None = None) -> Scope:
-        """A validated pin (names stripped, never empty; InvalidInputError otherwise)."""
+    def of(
+        cls,
+        user: str | None = None,
+        conversation: str | None = None,
+        *,
+        private: bool = False,
+        read_only: bool = False,
+    ) -> Scope:
+        """A validated pin (names stripped, never empty; ``private`` only with a user;
+        InvalidInputError otherwise)."""
         checked = Filters.of(user=user, conversation=conversation)
-        return cls(checked.user, checked.conversation)
+        if private and checked.user is None:
+            raise InvalidInputError("private goes with a user", parameter="private", mentions=("user",))
+        return cls(checked.user, checked.conversation, private, read_only)
+
+    @classmethod
+    def of_token(cls, token: Token) -> Scope:
+        """The pin a token of ``remem serve`` stands for."""
+        return cls(token.user, token.conversation, token.private and token.user is not None, token.read_only)
 
     @property
     def pinned(self) -> frozenset[str]:
@@ -41,28 +69,56 @@ class Scope:
         tags: Sequence[str] = (),
         since: str | None = None,
         until: str | None = None,
+        writing: bool = False,
     ) -> Filters:
-        """The filters a call asked for, validated, with the pinned fields in force."""
+        """The filters a call asked for, validated, with the pinned fields in force: a pinned user's
+        own memories and, unless ``private`` or ``writing`` (what a call may change), the shared ones."""
+        pinned_user = self.user is not None
         return Filters.of(
-            user=self.user if self.user is not None else user,
+            user=self.user if pinned_user else user,
             conversation=self.conversation if self.conversation is not None else conversation,
             role=role,
             tags=list(tags),
             since=since,
             until=until,
+            shared=pinned_user and not (self.private or writing),
         )
 
+    def sees(self, memory: Memory) -> bool:
+        """Whether ``memory`` lies inside the pin: the user's own or a shared one (unless private)."""
+        user_ok = self.user is None or memory.user == self.user or (memory.user is None and not self.private)
+        return user_ok and (self.conversation is None or memory.conversation == self.conversation)
+
     def owns(self, memory: Memory) -> bool:
-        """Whether ``memory`` lies inside the pin (every memory does when nothing is pinned)."""
-        return (self.user is None or memory.user == self.user) and (
-            self.conversation is None or memory.conversation == self.conversation
-        )
+        """Whether the caller may change ``memory``: it sees it, and it is not a shared memory seen
+        by a pinned user (only an unpinned caller, an admin, changes those)."""
+        return self.sees(memory) and (self.user is None or memory.user == self.user)
 
     def visible(self, found: Mapping[int, Memory]) -> dict[int, Memory]:
         """The memories of ``found`` inside the pin; the others count as missing."""
+        return {memory_id: memory for memory_id, memory in found.items() if self.sees(memory)}
+
+    def changeable(self, found: Mapping[int, Memory]) -> dict[int, Memory]:
+        """The memories of ``found`` the caller may change; InvalidInputError when one of them is a
+        shared memory it sees but may not change (the others of another user count as missing)."""
+        shared = sorted(i for i, memory in found.items() if self.sees(memory) and not self.owns(memory))
+        if shared:
+            listed = ", ".join(map(str, shared))
+            plural = "memories" if len(shared) > 1 else "memory"
+            raise InvalidInputError(
+                f"shared {plural} {listed} (no user) can be changed only without a user pin (an admin "
+                "token); nothing was changed"
+            )
         return {memory_id: memory for memory_id, memory in found.items() if self.owns(memory)}
 
     def describe(self) -> str:
-        """The pin for a person: ``user alice, conversation c1``, or ``nothing pinned``."""
-        pairs = (("user", self.user), ("conversation", self.conversation))
-        return ", ".join(f"{name} {value}" for name, value in pairs if value) or "nothing pinned"
+        """The pin for a person: ``user alice and the shared memories, conversation c1``, or
+        ``nothing pinned``."""
+        if self.user is None and self.conversation is None:
+            return "nothing pinned"
+        parts = []
+        if self.user is not None:
+            parts.append(f"user {self.user}" + ("" if self.private else " and the shared memories"))
+        if self.conversation is not None:
+            parts.append(f"conversation {self.conversation}")
+        return ", ".join(parts)

@@ -15,9 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult, Tool, ToolAnnotations
+from mcp.types import (
+    CallToolResult,
+    InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    Tool,
+    ToolAnnotations,
+)
 from pydantic import ValidationError
 
 import remem
@@ -42,6 +50,8 @@ CHANGES = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 
+#: The hidden argument through which the SDK hands a tool its request's context (and so its caller).
+CONTEXT = "remem_context"
 #: Arguments the tools took once, and what to do instead (said when a client still passes one).
 RETIRED = {
     "confirm_count": "memory_forget confirms the memories, not their count: pass the confirm its dry run gave"
@@ -60,15 +70,19 @@ TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
 
 
 class RememServer(MCPServer[None]):
-    """An ``MCPServer`` serving one store through ``service``."""
+    """An ``MCPServer`` serving one store through ``service``: every call within the pin of its
+    caller (``scope_of``: the token it came with on ``remem serve``, else ``scope``)."""
 
-    def __init__(self, service: Service, *, warm_up: bool = True) -> None:
-        """Serve ``service``; with ``warm_up``, load the model in the background once running."""
+    def __init__(self, service: Service, scope: Scope, *, warm_up: bool = True) -> None:
+        """Serve ``service`` to callers pinned by ``scope`` (when no token pins them); with
+        ``warm_up``, load the model in the background once running."""
         self.service = service
+        self.scope = scope
         self.warms_up = warm_up
         #: Set once the server has answered a request: the warm-up waits for it (start fast).
         self.answered = threading.Event()
         self._arguments: dict[str, frozenset[str]] = {}
+        self._writers: set[str] = set()
         super().__init__(
             name="remem",
             version=remem.__version__,
@@ -78,10 +92,12 @@ class RememServer(MCPServer[None]):
         )
 
     def add_remem_tool(self, function: Callable[..., Any], annotations: ToolAnnotations) -> None:
-        """Offer ``function(service, ...)`` as a tool named after it, its docstring the description,
-        without the arguments the pin replaces."""
-        tool = bind(function, self.service)
-        self._arguments[function.__name__] = frozenset(inspect.signature(tool).parameters)
+        """Offer ``function(service, scope, ...)`` as a tool named after it, its docstring the
+        description; its caller's pinned arguments are left out per call (``tools_for``)."""
+        tool = bind(function, self.service, self.scope_of)
+        self._arguments[function.__name__] = frozenset(inspect.signature(tool).parameters) - {CONTEXT}
+        if annotations is not READS:
+            self._writers.add(function.__name__)
         description = " ".join((function.__doc__ or "").split())
         self.add_tool(
             tool,
@@ -91,9 +107,42 @@ class RememServer(MCPServer[None]):
             structured_output=True,
         )
 
+    def scope_of(self, context: Context[None, Any] | None) -> Scope:
+        """The pin of the caller of a tool call (``scope_for`` its request)."""
+        has_request = context is not None and context._request_context is not None
+        return self.scope_for(context.request_context.request if has_request else None)  # type: ignore[union-attr]
+
+    def scope_for(self, request: object | None) -> Scope:
+        """The pin of the caller of ``request``: its token's (``remem serve`` puts it in the HTTP
+        request as its authenticated user), else the server's own."""
+        user = None if request is None else getattr(request, "scope", {}).get("user")
+        token = getattr(user, "remem_token", None)
+        return self.scope if token is None else Scope.of_token(token)
+
     async def run_stdio_async(self) -> None:
         """Serve over stdin/stdout, every line answered (``remem.mcp.stdio``)."""
         await serve_stdio(self)
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[None], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        """The tools the caller of this request has (``tools_for`` its pin)."""
+        return ListToolsResult(tools=self.tools_for(self.scope_for(ctx.request), await self.list_tools()))
+
+    def tools_for(self, scope: Scope, tools: list[Tool]) -> list[Tool]:
+        """``tools`` as a caller pinned by ``scope`` has them: without the pinned arguments, and
+        without the tools that write when it is read-only."""
+        offered = []
+        for tool in tools:
+            if scope.read_only and tool.name in self._writers:
+                continue
+            schema = dict(tool.input_schema)
+            properties = {k: v for k, v in schema.get("properties", {}).items() if k not in scope.pinned}
+            schema["properties"] = properties
+            if "required" in schema:
+                schema["required"] = [name for name in schema["required"] if name not in scope.pinned]
+            offered.append(tool.model_copy(update={"input_schema": schema}))
+        return offered
 
     async def list_tools(self) -> list[Tool]:
         """The tools; answering starts the warm-up."""
@@ -105,9 +154,14 @@ class RememServer(MCPServer[None]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[None, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        """Run a tool; arguments it does not take are refused, and a failure is one line."""
+        """Run a tool within its caller's pin; arguments it does not take (or that the pin
+        replaces) are refused, and a failure is one line."""
         try:
-            unknown = sorted(set(arguments) - self._arguments.get(name, frozenset(arguments)))
+            scope = self.scope_of(context)
+            if scope.read_only and name in self._writers:
+                raise ToolError(f"Unknown tool: {name}")
+            offered = self._arguments.get(name, frozenset(arguments)) - scope.pinned
+            unknown = sorted(set(arguments) - offered)
             if unknown:
                 hints = "".join(f" ({RETIRED[argument]})" for argument in unknown if argument in RETIRED)
                 raise ToolError(f"{name} takes no argument {', '.join(unknown)}{hints}")
@@ -132,28 +186,33 @@ async def _lifespan(server: MCPServer[None]) -> AsyncIterator[None]:
         await anyio.to_thread.run_sync(server.service.close)
 
 
-def bind(function: Callable[..., Any], service: Service) -> Callable[..., Any]:
-    """``function`` with ``service`` as its first argument, its pinned arguments removed from its
-    signature (they keep their defaults), and remem's errors turned into tool errors: they name
-    arguments as the library does, and the tools' arguments have the library's names (``min_score``,
-    ``since``, ``tags``), so a message needs no rephrasing here (no option of the CLI reaches it)."""
+def bind(
+    function: Callable[..., Any], service: Service, scope_of: Callable[[Context[None, Any] | None], Scope]
+) -> Callable[..., Any]:
+    """``function`` with ``service`` and its caller's pin (``scope_of`` the request's context) as its
+    first arguments, the filter arguments in place of ``where``, and remem's errors turned into tool
+    errors: they name arguments as the library does, and the tools' arguments have the library's
+    names (``min_score``, ``since``, ``tags``), so a message needs no rephrasing here (no option of the
+    CLI reaches it). A pinned argument is never passed (``RememServer.call_tool`` refuses it)."""
     signature = inspect.signature(function, eval_str=True)
-    hidden = {"service", *service.scope.pinned}
-    parameters = [p for name, p in _with_filters(signature).items() if name not in hidden]
+    parameters = [p for name, p in _with_filters(signature).items() if name not in ("service", "scope")]
+    context = inspect.Parameter(CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=Context)
     filtered = "where" in signature.parameters
 
     def tool(**arguments: Any) -> Any:
+        scope = scope_of(arguments.pop(CONTEXT, None))
         try:
             if filtered:
                 asked = {name: arguments.pop(name, default) for name, _, default in FILTER_ARGUMENTS}
-                arguments["where"] = service.scope.filters(**asked)
-            return function(service, **arguments)
+                arguments["where"] = scope.filters(**asked)
+            return function(service, scope, **arguments)
         except RememError as exc:
             raise ToolError(" ".join(str(exc).split())) from exc
 
-    tool.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    tool.__signature__ = signature.replace(parameters=[*parameters, context])  # type: ignore[attr-defined]
     tool.__annotations__ = {p.name: p.annotation for p in parameters} | {
-        "return": signature.return_annotation
+        CONTEXT: Context,
+        "return": signature.return_annotation,
     }
     tool.__name__ = tool.__qualname__ = function.__name__
     tool.__doc__ = function.__doc__
@@ -195,6 +254,7 @@ def build_server(
     *,
     user: str | None = None,
     conversation: str | None = None,
+    private: bool = False,
     read_only: bool = False,
     embedder: remem.Embedder | None = None,
     model_dir: str | Path | None = None,
@@ -203,17 +263,18 @@ def build_server(
     warm_up: bool = True,
 ) -> RememServer:
     """The server for ``store`` (as ``remem.open``: created on first use unless ``read_only``),
-    pinned to ``user``/``conversation`` when given; ``read_only`` leaves out add, edit and forget.
+    pinned to ``user``/``conversation`` when given (``private``: without the shared memories);
+    ``read_only`` leaves out add, edit and forget.
     ``embedder`` replaces the model (tests); ``note`` receives lines for a person (stderr);
     without ``warm_up`` the model loads only when ``server.service.warm_up()`` is called."""
-    scope = Scope.of(user, conversation)
+    scope = Scope.of(user, conversation, private=private, read_only=read_only)
 
     def opener() -> remem.Memories:
         return remem.open(
             store, create=not read_only, model_dir=model_dir, embedder=embedder, environ=environ
         )
 
-    server = RememServer(Service(opener, scope, read_only=read_only, note=note), warm_up=warm_up)
+    server = RememServer(Service(opener, read_only=read_only, note=note), scope, warm_up=warm_up)
     for function, hints in TOOLS:
         if not (read_only and hints is not READS):
             server.add_remem_tool(function, hints)

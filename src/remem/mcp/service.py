@@ -1,17 +1,18 @@
-"""The one ``Memories`` a server shares between its tool calls, behind one lock, and its warm-up.
+"""The one ``Memories`` a server shares between its tool calls, and its warm-up.
 
-``Memories`` is not thread-safe and the SDK runs each tool call on a worker thread, so every call
-on it holds ``Service.lock`` (``Service.run``). The store is opened on the first call, never before
+The SDK runs each tool call on a worker thread, and they share one ``Memories`` (which is safe under
+threads: each call a transaction of its own) at the same time; ``close`` waits for the calls under
+way (``Service.run`` counts them). The store is opened on the first call, never before
 the server answers, and opening it (connecting, for PostgreSQL) holds no lock a call waits on: one
 attempt at a time, and a call that finds one under way takes its outcome — the store, or the same
 error — so no call waits for more than one attempt, even when the server does not answer.
 The warm-up runs on its own thread once the server has answered its first request: it opens the
 store (trying again every few seconds while it cannot) and picks the model, loads the ONNX session
-outside the lock (the slow part: onnxruntime sessions are thread-safe, and the session is cached
-per process), then, under the lock, loads the vector index and becomes ``ready``; last it embeds
-the memories stored without vectors meanwhile (or by an earlier run), a batch per lock hold.
+(the slow part: onnxruntime sessions are thread-safe, and the session is cached per process), then
+loads the vector index and becomes ``ready``; last it embeds the memories stored without vectors
+meanwhile (or by an earlier run), a batch at a time.
 A search that arrives before then (a client that starts the server for one call) starts the warm-up
-at once and waits for it, without the lock, for at most ``SEARCH_WAIT_SECONDS`` counted from the
+at once and waits for it for at most ``SEARCH_WAIT_SECONDS`` counted from the
 first such search; after that, searches use the keyword lane until it is ready, saying so. Adds
 never wait: they store memories pending, embedded by the warm-up.
 """
@@ -28,11 +29,10 @@ from remem.errors import ModelMismatchError, RememError, StoreCorruptError, Stor
 
 if TYPE_CHECKING:
     import remem
-    from remem.mcp.scope import Scope
 
 T = TypeVar("T")
 
-#: Memories embedded per lock hold when the backlog is worked off after warm-up.
+#: Memories embedded per transaction when the backlog is worked off after warm-up.
 BACKLOG_BATCH = 64
 #: Without a first request, the warm-up starts this long after the server did.
 START_AT_THE_LATEST = 2.0
@@ -52,21 +52,20 @@ READY_WAIT_SECONDS = 120.0
 
 
 class Service:
-    """The store of one server, opened lazily by ``opener``, with the pin and the warm-up state."""
+    """The store of one server, opened lazily by ``opener``, and the warm-up state."""
 
     def __init__(
         self,
         opener: Callable[[], remem.Memories],
-        scope: Scope,
         *,
         read_only: bool = False,
         note: Callable[[str], None] = lambda message: None,
     ) -> None:
-        """Serve the store ``opener`` opens (StoreNotFoundError when absent) within ``scope``;
-        ``note`` receives one-line messages for a person (stderr)."""
-        self.scope = scope
+        """Serve the store ``opener`` opens (StoreNotFoundError when absent); ``read_only``: the
+        warm-up never writes; ``note`` receives one-line messages for a person (stderr)."""
         self.read_only = read_only
-        self.lock = threading.Lock()
+        self._calls = threading.Condition()  # guards _running and what was passed on to note
+        self._running = 0  # calls under way on the open store
         self._state = threading.Lock()  # guards _memories and _opening; never held while opening
         self._opener = opener
         self._note = note
@@ -87,20 +86,24 @@ class Service:
     # --- calls -----------------------------------------------------------------------------------
 
     def run(self, work: Callable[[remem.Memories], T]) -> T:
-        """``work(memories)`` under the lock, the store opened first if need be (``store``); what
-        the store said meanwhile (notes, self-repairs) goes to ``note``."""
+        """``work(memories)``, the store opened first if need be (``store``), while other calls run
+        too; what the store said meanwhile (notes, self-repairs) goes to ``note``."""
         while True:
             memories = self.store()
-            with self.lock:
+            with self._calls:
                 if memories is not self._memories:
                     continue  # closed meanwhile: open it again
-                try:
-                    return work(memories)
-                finally:
+                self._running += 1
+            try:
+                return work(memories)
+            finally:
+                with self._calls:
+                    self._running -= 1
                     self._pass_on(memories)
+                    self._calls.notify_all()
 
     def store(self) -> remem.Memories:
-        """The open store, opened now if need be without holding ``lock``: one attempt at a time;
+        """The open store, opened now if need be (holding no lock a call waits on): one attempt at a time;
         a caller that finds an attempt under way waits for it and takes its outcome (the store, or
         the same error), never for a second attempt."""
         with self._state:
@@ -129,6 +132,11 @@ class Service:
         return self._ready
 
     @property
+    def failure(self) -> str | None:
+        """Why the warm-up could not load the model (searches use the keyword lane), or None."""
+        return self._failure
+
+    @property
     def waiting_note(self) -> str:
         """Why searches use the keyword lane only (while not ``ready``)."""
         if self._failure is not None:
@@ -136,14 +144,14 @@ class Service:
         return "model loading; keyword results only"
 
     def wait_ready(self, timeout: float = READY_WAIT_SECONDS) -> None:
-        """Block (without the lock) while the warm-up loads the model, until it succeeded or failed,
+        """Block while the warm-up loads the model, until it succeeded or failed,
         or ``timeout`` passed; return at once when it is not loading it (not started, or still
         waiting for the store: then the caller meets the store's own error)."""
         if self._thread is not None and self._loading.is_set():
             self._settled.wait(timeout)
 
     def wait_for_model(self, timeout: float = SEARCH_WAIT_SECONDS) -> None:
-        """Block (without the lock) until the warm-up has loaded the model and embedded what was
+        """Block until the warm-up has loaded the model and embedded what was
         added meanwhile, or failed, or ``timeout`` after the first search that waited (later ones
         wait no longer); start the warm-up now if it waits for the server's first answer. Return at
         once without a warm-up, after it, while it cannot open the store (the caller meets the
@@ -167,7 +175,7 @@ class Service:
             self._changed.notify_all()
 
     def _pass_on(self, memories: remem.Memories) -> None:
-        """Hand what ``memories`` (the open store; the caller holds the lock) said since to ``note``."""
+        """Hand what ``memories`` (the open store; the caller holds ``_calls``) said since to ``note``."""
         notes, warnings = self._told
         for message in memories.notes[notes:]:
             self._note(message)
@@ -204,7 +212,7 @@ class Service:
             if embedder is None:
                 return
             self._loading.set()
-            embedder.embed_queries(["warm up"])  # loads the ONNX session: slow, outside the lock
+            embedder.embed_queries(["warm up"])  # loads the ONNX session: the slow part
             if not self.run(self._load_index):
                 return
             embedded = 0 if self.read_only else self._embed_backlog()  # read-only never writes
@@ -220,8 +228,8 @@ class Service:
             self._changed_state()
 
     def _load_index(self, memories: remem.Memories) -> bool:
-        """Under the lock: read the vector index (the session is loaded) and become ``ready``;
-        False when the server is stopping."""
+        """Read the vector index (the session is loaded) and become ``ready``; False when the
+        server is stopping."""
         if self._stop.is_set():
             return False
         memories.warm_up()
@@ -230,7 +238,7 @@ class Service:
 
     def _embed_backlog(self) -> int:
         """Embed what was added before the model was ready (now or by an earlier run), a batch per
-        lock hold, so tool calls are served in between."""
+        transaction, so that a stop is not kept waiting."""
         embedded = 0
         while not self._stop.is_set():
             done = self.run(lambda memories: memories.embed_pending(limit=BACKLOG_BATCH))
@@ -271,7 +279,8 @@ class Service:
         if self._thread is not None:
             self._thread.join(timeout=30)
             self._thread = None
-        with self.lock:
+        with self._calls:
+            self._calls.wait_for(lambda: self._running == 0)  # the calls under way finish first
             if self._memories is not None:
                 self._pass_on(self._memories)
                 self._memories.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 
 import remem
 from remem.errors import InvalidInputError, MemoryNotFoundError
@@ -27,11 +28,13 @@ from remem.mcp.schemas import (
     Tags,
     Text,
 )
+from remem.mcp.scope import Scope
 from remem.mcp.service import Service
 
 
 def memory_add(
     service: Service,
+    scope: Scope,
     text: Text,
     tags: Tags = (),
     meta: Meta = None,
@@ -39,7 +42,6 @@ def memory_add(
     conversation: NewConversation = None,
 ) -> AddOut:
     """Remember a text (a fact, decision or preference worth keeping); the same text is kept once."""
-    scope = service.scope
 
     def add(memories: remem.Memories) -> AddOut:
         embed = service.ready  # while the model loads, store it now and embed it once loaded
@@ -57,12 +59,12 @@ def memory_add(
     return service.run(add)
 
 
-def memory_edit(service: Service, id: MemoryId, text: Text) -> MemoryOut:
+def memory_edit(service: Service, scope: Scope, id: MemoryId, text: Text) -> MemoryOut:
     """Replace a memory's text, keeping its id and creation time."""
     service.wait_ready()  # the new text is embedded: let the warm-up load the model, not this call
 
     def edit(memories: remem.Memories) -> remem.Memory:
-        if not service.scope.visible(memories.get_many([id])):
+        if not scope.changeable(memories.get_many([id])):
             raise MemoryNotFoundError([id])
         return memories.edit(id, text)
 
@@ -71,6 +73,7 @@ def memory_edit(service: Service, id: MemoryId, text: Text) -> MemoryOut:
 
 def memory_forget(
     service: Service,
+    scope: Scope,
     ids: ForgetIds = None,
     dry_run: DryRun = False,
     confirm: Confirm = None,
@@ -78,20 +81,22 @@ def memory_forget(
 ) -> ForgetOut:
     """Forget memories by id, or those the filters select: first with dry_run, which lists them and
     gives a confirm token, then with the same filters and that confirm to forget exactly those."""
-    filtering = where != service.scope.filters()  # a filter beyond the pin was asked for
+    filtering = where != scope.filters()  # a filter beyond the pin was asked for
     if (ids is None) == (not filtering):
         raise InvalidInputError("give ids, or at least one filter (not both)")
     if confirm is not None and (ids is not None or dry_run):
         raise InvalidInputError("confirm goes with filters and without dry_run (ids are forgotten as given)")
     if ids is not None:
-        return service.run(lambda memories: _forget_ids(service, memories, ids, dry_run))
-    return service.run(lambda memories: _forget_where(memories, where, dry_run, confirm))
+        return service.run(lambda memories: _forget_ids(scope, memories, ids, dry_run))
+    own = replace(where, shared=False)  # a pinned user sees the shared memories, but forgets only its own
+    return service.run(lambda memories: _forget_where(memories, own, dry_run, confirm))
 
 
-def _forget_ids(service: Service, memories: remem.Memories, ids: list[int], dry_run: bool) -> ForgetOut:
-    """Forget the memories of ``ids`` inside the pin; the others are missing."""
+def _forget_ids(scope: Scope, memories: remem.Memories, ids: list[int], dry_run: bool) -> ForgetOut:
+    """Forget the memories of ``ids`` inside the pin; the others are missing (InvalidInputError, and
+    nothing forgotten, when one is a shared memory the caller sees but may not change)."""
     asked = sorted(set(ids))
-    mine = sorted(service.scope.visible(memories.get_many(asked)))
+    mine = sorted(scope.changeable(memories.get_many(asked)))
     missing = sorted(set(asked) - set(mine))
     if dry_run or not mine:
         return ForgetOut(dry_run=dry_run, count=len(mine), forgotten=mine, missing=missing)

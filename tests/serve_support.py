@@ -1,0 +1,99 @@
+"""Helpers of the `remem serve` tests: a real HTTP server (uvicorn on a free port, in a thread of the
+test, with the fake embedder) and the SDK's own Streamable HTTP client, with a bearer token."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from remem.mcp.http import HttpServer, Listener
+from remem.mcp.server import build_server
+from remem.testing import FakeEmbedder
+
+
+@contextmanager
+def serving(store: Path | str, **listener: Any) -> Iterator[HttpServer]:
+    """``remem serve`` for ``store`` on a free port of 127.0.0.1 (or ``listener``'s), on a thread,
+    stopped (gracefully) afterwards; its notes are kept in ``server.notes``."""
+    notes: list[str] = []
+    listener.setdefault("port", 0)
+    app = build_server(store, embedder=FakeEmbedder(), note=notes.append)
+    http = HttpServer(app, Listener(**listener), note=notes.append)
+    http.notes = notes  # type: ignore[attr-defined]
+    thread = threading.Thread(target=http.serve, name="remem-serve-test", daemon=True)
+    thread.start()
+    try:
+        _wait_until_up(http.url)
+        yield http
+    finally:
+        http.stop()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the server did not stop"
+
+
+def _wait_until_up(url: str) -> None:
+    for _ in range(500):
+        try:
+            with urllib.request.urlopen(url.replace("/mcp", "/healthz"), timeout=5):
+                return
+        except (urllib.error.URLError, ConnectionError):
+            threading.Event().wait(0.01)
+    raise AssertionError(f"{url} did not come up")
+
+
+@asynccontextmanager
+async def session(url: str, token: str | None, **client: Any) -> AsyncIterator[ClientSession]:
+    """An initialised MCP session with the server at ``url``, every request carrying ``token``."""
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60, **client) as http,
+        streamable_http_client(url, http_client=http) as streams,
+        ClientSession(streams[0], streams[1]) as mcp_session,
+    ):
+        await mcp_session.initialize()
+        yield mcp_session
+
+
+async def call(mcp_session: ClientSession, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A tool's structured result; the call must succeed."""
+    result = await mcp_session.call_tool(name, arguments or {})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def fail(mcp_session: ClientSession, name: str, arguments: dict[str, Any] | None = None) -> str:
+    """A tool's one-line error message; the call must fail."""
+    result = await mcp_session.call_tool(name, arguments or {})
+    assert result.is_error, result.structured_content
+    text: str = result.content[0].text  # type: ignore[union-attr]
+    assert text and "\n" not in text and "Traceback" not in text, text
+    return text
+
+
+def post(url: str, token: str | None, body: dict[str, Any] | None = None) -> tuple[int, dict[str, str], bytes]:
+    """One raw JSON-RPC POST (a tools/list by default): status, headers (lower-case names), body."""
+    message = body or {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, json.dumps(message).encode(), headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.read()
+    except urllib.error.HTTPError as refused:
+        return refused.code, {k.lower(): v for k, v in refused.headers.items()}, refused.read()

@@ -99,14 +99,16 @@ class Memory:
 @dataclass(frozen=True)
 class Filters:
     """Which memories a call looks at: every given field must match, all tags must be present,
-    every meta pair must be present, and ``since`` ≤ created_at < ``until``.
+    every meta pair must be present, and ``since`` ≤ created_at < ``until``. With ``user``,
+    ``shared`` also selects the memories that have no user (the team's shared memories).
 
     However it is made, it is checked and cleaned as ``Filters.of`` cleans the filter keywords:
     names stripped and never empty, tags (a list or tuple of strings, never one string)
     deduplicated and sorted, meta (pairs or a mapping) sorted, ``since``/``until`` (an ISO 8601
     date/time, an age such as ``7d`` or a query's time words such as ``yesterday``: the local start of
     what they name) kept as UTC ISO 8601 with ``since`` before ``until``. A wrong
-    type is a TypeError naming the field, a bad value an InvalidInputError.
+    type is a TypeError naming the field, a bad value an InvalidInputError (``shared`` without
+    ``user`` too).
     """
 
     user: str | None = None
@@ -116,10 +118,18 @@ class Filters:
     meta: tuple[tuple[str, str], ...] = ()
     since: str | None = None
     until: str | None = None
+    #: With ``user``: also the memories that have no user (the team's shared memories).
+    shared: bool = False
 
     def __post_init__(self) -> None:
         for name in _NAMES:
             _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), name, name))
+        if checks.flag(self.shared, "shared") and self.user is None:
+            raise InvalidInputError(
+                "shared needs user: it adds the memories that have no user to that user's",
+                parameter="shared",
+                mentions=("user",),
+            )
         _set(self, "tags", clean_tags(checks.strings(self.tags, "tags")))
         _set(self, "meta", tuple(sorted(clean_meta(_meta_pairs(self.meta), "meta", "meta").items())))
         if self.since is None and self.until is None:
@@ -149,11 +159,13 @@ class Filters:
         meta: Mapping[str, str] | None = None,
         since: str | datetime | None = None,
         until: str | datetime | None = None,
+        shared: bool = False,
         now: datetime | None = None,
     ) -> Filters:
         """Validated filters (see ``Filters``); ``tags`` may be one tag; ``since``/``until`` may also
         be a datetime (naive: UTC), and an age is counted back from ``now`` (``30m``, ``12h``,
-        ``7d``, ``2w``). A wrong type is a TypeError, a bad value an InvalidInputError naming it."""
+        ``7d``, ``2w``); ``shared`` (with ``user``) adds the memories that have no user. A wrong type
+        is a TypeError, a bad value an InvalidInputError naming it."""
         moment = checks.instance(now, datetime, "now", "a datetime") if now else datetime.now(timezone.utc)
         start, end = (
             parse_when(checks.optional_moment(value, name), name, moment)
@@ -167,6 +179,7 @@ class Filters:
             meta=() if meta is None else checks.string_map(meta, "meta"),  # type: ignore[arg-type]
             since=None if start is None else utc_iso(start),
             until=None if end is None else utc_iso(end),
+            shared=shared,
         )
 
 

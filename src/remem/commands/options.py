@@ -26,6 +26,10 @@ UserOption = Annotated[
     str | None,
     typer.Option("--user", "-u", metavar="NAME", help="Whose memory it is; search/list: only theirs."),
 ]
+SharedOption = Annotated[
+    bool,
+    typer.Option("--shared", help="With --user: also the memories that have no user (the team's)."),
+]
 ConversationOption = Annotated[
     str | None,
     typer.Option(
@@ -89,6 +93,7 @@ NO_FILTERS = Filters()
 #: The filter options, in the order they are listed, with their defaults (none: no filtering).
 FILTER_OPTIONS: dict[str, Any] = {
     "user": UserOption,
+    "shared": SharedOption,
     "conversation": ConversationOption,
     "role": RoleOption,
     "tag": TagOption,
@@ -129,6 +134,7 @@ def with_filters(*names: str) -> Callable[[Command], Command]:
             values = {name: kwargs.pop(name) for name in chosen}
             values["tags"] = values.pop("tag", None)
             values["meta"] = parse_meta(values.get("meta"))
+            values["shared"] = bool(values.get("shared"))  # a flag: False when not given
             kwargs["filters"] = Filters.of(**values)
             return command(**kwargs)
 

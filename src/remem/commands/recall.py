@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
     app.command()(stats)
 
 
-@opt.with_filters("user", "conversation", "role", "tag")
+@opt.with_filters("user", "shared", "conversation", "role", "tag")
 def context(
     query: Annotated[
         list[str] | None, typer.Argument(metavar="QUERY", help="What the conversation is about.")

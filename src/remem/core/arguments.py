@@ -23,7 +23,9 @@ E = TypeVar("E", bound=Enum)
 MAX_STORED_ID = 2**63 - 1
 #: More results than any store holds: a larger limit asks for all and is cut to this.
 MAX_RESULTS = 2**31 - 1
-_FILTER_KEYWORDS = ("user", "conversation", "role", "tags", "meta", "since", "until")
+_FILTER_KEYWORDS = ("user", "conversation", "role", "tags", "meta", "since", "until", "shared")
+#: A filter keyword left at this value (None for the others) is not given.
+_DEFAULTS = {"shared": False}
 
 
 def text(value: str, what: str = "memory text", limit: int = MAX_TEXT_CHARS, name: str = "text") -> str:
@@ -80,14 +82,15 @@ def memories_to_add(memories: Iterable[NewMemory | str], limit: int) -> list[Ent
 
 
 def filters(where: Filters | None, keywords: Mapping[str, Any]) -> Filters:
-    """``where``, or ``Filters.of(**keywords)``; not both. TypeError for an unknown keyword and for a
-    ``where`` that is no Filters."""
+    """``where``, or ``Filters.of(**keywords)``; not both (a keyword left at its default, None or
+    ``shared=False``, is not given). TypeError for an unknown keyword and for a ``where`` that is no
+    Filters."""
     if where is not None:
         checks.instance(where, Filters, "where", "a Filters (Filters.of(...)) or None")
     unknown = sorted(set(keywords) - set(_FILTER_KEYWORDS))
     if unknown:
         raise TypeError(f"unknown filter {unknown[0]!r} (filters: {', '.join(_FILTER_KEYWORDS)})")
-    given = {key: value for key, value in keywords.items() if value is not None}
+    given = {key: value for key, value in keywords.items() if value is not _DEFAULTS.get(key)}
     if where is not None and given:
         raise InvalidInputError("give where=Filters(...) or filter keywords, not both", parameter="where")
     return where if where is not None else Filters.of(**given)

@@ -17,6 +17,8 @@ def where(filters: Filters | None) -> tuple[str, list[Any]]:
         if value is not None:
             clauses.append(f"m.{column} = ?")
             params.append(value)
+    if filters.shared:  # the user's (the first clause) and the team's: one user-index lookup each
+        clauses[0] = f"({clauses[0]} OR m.user IS NULL)"
     tags = sorted(set(filters.tags))
     if tags:  # one condition for any number of tags (a chain of ANDs would hit SQLite's depth limit)
         clauses.append(

@@ -22,6 +22,8 @@ def where(filters: Filters | None, s: str) -> tuple[str, list[Any]]:
         if value is not None:
             clauses.append(f"m.{column}_key = {s}.name_key(%s)")
             params.append(value)
+    if filters.shared:  # and the team's: no user, so no key (a BitmapOr of two scans of the key's index)
+        clauses[0] = f"({clauses[0]} OR m.user_key IS NULL)"
     if filters.tags:
         clauses.append(f"m.tag_keys @> {s}.name_keys(%s::text[])")
         params.append(sorted(set(filters.tags)))

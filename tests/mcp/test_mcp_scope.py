@@ -34,11 +34,11 @@ def test_a_pinned_user_never_reaches_another_users_memories(store_dir: Path) -> 
             await warm(app)
             for mode in ("hybrid", "vector", "keyword"):
                 found = await call(client, "memory_search", {"query": "deploy key", "mode": mode, "k": 10})
-                assert {hit["user"] for hit in found["hits"]} == {"alice"}, mode
+                assert {hit["user"] for hit in found["hits"]} == {"alice", None}, mode  # hers and the team's
             listed = await call(client, "memory_list", {"limit": 100})
-            assert [m["id"] for m in listed["memories"]] == [3, 1]
+            assert [m["id"] for m in listed["memories"]] == [4, 3, 1]
             context = await call(client, "memory_context", {"query": "red deploy key bob"})
-            assert {item["id"] for item in context["items"]} == {1, 3}
+            assert {item["id"] for item in context["items"]} == {1, 3, 4}
             for name, arguments in [
                 ("memory_search", {"query": "deploy", "user": "bob"}),
                 ("memory_list", {"user": "bob"}),
@@ -46,12 +46,15 @@ def test_a_pinned_user_never_reaches_another_users_memories(store_dir: Path) -> 
             ]:
                 assert "takes no argument user" in await fail(client, name, arguments)
             got = await call(client, "memory_get", {"ids": [1, 2, 4]})
-            assert [m["id"] for m in got["memories"]] == [1] and got["missing"] == [2, 4]
+            assert [m["id"] for m in got["memories"]] == [1, 4] and got["missing"] == [2]
             assert await fail(client, "memory_edit", {"id": 2, "text": "hacked"}) == "there is no memory 2"
-            gone = await call(client, "memory_forget", {"ids": [2, 4]})
-            assert gone == {"dry_run": False, "count": 0, "forgotten": [], "missing": [2, 4], "confirm": None}
+            shared = await fail(client, "memory_edit", {"id": 4, "text": "hacked"})
+            assert shared.startswith("shared memory 4 (no user) can be changed only without a user pin")
+            assert "shared memory 4" in await fail(client, "memory_forget", {"ids": [2, 4]})
+            gone = await call(client, "memory_forget", {"ids": [2]})
+            assert gone == {"dry_run": False, "count": 0, "forgotten": [], "missing": [2], "confirm": None}
             plan = await call(client, "memory_forget", {"tags": ["ops"], "dry_run": True})
-            assert plan["forgotten"] == [1]
+            assert plan["forgotten"] == [1]  # the team's memory tagged ops is not hers to forget
             assert _snapshot(store_dir) == before  # nothing of bob's (or anyone's) changed
             added = await call(
                 client, "memory_add", {"text": "alice moved to the green key", "conversation": "c9"}
@@ -59,6 +62,39 @@ def test_a_pinned_user_never_reaches_another_users_memories(store_dir: Path) -> 
             with memories(store_dir) as other:
                 stored = other.get(added["id"])
             assert (stored.user, stored.conversation) == ("alice", "c9")
+
+    run(scenario)
+
+
+def test_a_private_pin_leaves_out_the_shared_memories(store_dir: Path) -> None:
+    with memories(store_dir) as other:
+        other.add_many(ALICE_AND_BOB)
+    app = server(store_dir, user="alice", private=True)
+
+    async def scenario() -> None:
+        async with Client(app) as client:
+            await warm(app)
+            for mode in ("hybrid", "vector", "keyword"):
+                found = await call(client, "memory_search", {"query": "deploy key", "mode": mode, "k": 10})
+                assert {hit["user"] for hit in found["hits"]} == {"alice"}, mode
+            assert [m["id"] for m in (await call(client, "memory_list", {}))["memories"]] == [3, 1]
+            assert (await call(client, "memory_get", {"ids": [4]}))["missing"] == [4]
+            assert await fail(client, "memory_edit", {"id": 4, "text": "x"}) == "there is no memory 4"
+
+    run(scenario)
+
+
+def test_a_pin_on_a_store_of_shared_memories_finds_them(store_dir: Path) -> None:
+    """The commonest first-run surprise: memories added by `remem add` (no user), then
+    `remem mcp --user me`; they are the team's, so the pinned server finds them."""
+    with memories(store_dir) as other:
+        other.add("the staging database listens on port 5433")
+    app = server(store_dir, user="me")
+
+    async def scenario() -> None:
+        async with Client(app) as client:
+            found = await call(client, "memory_search", {"query": "staging database port", "mode": "keyword"})
+            assert [hit["id"] for hit in found["hits"]] == [1]
 
     run(scenario)
 

@@ -293,7 +293,9 @@ class Token:
         checks.string(self.created_at, "created_at")
         if self.private and self.user is None:
             raise InvalidInputError(
-                "private needs a user: an admin token sees every memory", parameter="private", mentions=("user",)
+                "private needs a user: an admin token sees every memory",
+                parameter="private",
+                mentions=("user",),
             )
 
     @property

@@ -37,7 +37,12 @@ def test_a_token_is_added_listed_verified_and_revoked(memories: Memories) -> Non
     secret, token = memories.tokens.add(user="alice", conversation="c1", read_only=True)
     assert SECRET.fullmatch(secret)
     assert (token.name, token.user, token.conversation, token.read_only, token.private, token.admin) == (
-        "alice", "alice", "c1", True, False, False,
+        "alice",
+        "alice",
+        "c1",
+        True,
+        False,
+        False,
     )
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", token.created_at)
     assert memories.tokens.list() == [token]
@@ -108,9 +113,9 @@ def test_bad_arguments_are_refused_and_nothing_is_stored(
 
 
 def test_wrong_types_are_type_errors(memories: Memories) -> None:
-    with pytest.raises(TypeError, match="^read_only must be True or False"):
+    with pytest.raises(TypeError, match=r"^read_only must be True or False"):
         memories.tokens.add(user="a", read_only="yes")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="^user must be a string or None"):
+    with pytest.raises(TypeError, match=r"^user must be a string or None"):
         memories.tokens.add(user=3)  # type: ignore[arg-type]
     assert memories.tokens.list() == []
 
@@ -118,7 +123,7 @@ def test_wrong_types_are_type_errors(memories: Memories) -> None:
 def test_revoking_an_unknown_name_changes_nothing(memories: Memories) -> None:
     secret, token = memories.tokens.add(user="alice")
     for name in ("bob", "alice-2", "", "ali\nce"):
-        with pytest.raises(TokenNotFoundError, match="^there is no token named ") as refused:
+        with pytest.raises(TokenNotFoundError, match=r"^there is no token named ") as refused:
             memories.tokens.revoke(name)
         assert isinstance(refused.value, InvalidInputError) and "\n" not in str(refused.value)
     assert memories.tokens.list() == [token]
@@ -130,8 +135,21 @@ def test_wrong_malformed_and_empty_secrets_verify_to_none(memories: Memories) ->
     memories.tokens.add(user=None)
     digest = hashlib.sha256(secret.encode()).hexdigest()
     wrong: list[Any] = [
-        "", " ", "remem_", secret[:-1], secret + "x", secret.upper(), f" {secret}", f"Bearer {secret}",
-        digest, "\ud800", "\x00", "é" * 10_000, None, secret.encode(), 42,
+        "",
+        " ",
+        "remem_",
+        secret[:-1],
+        secret + "x",
+        secret.upper(),
+        f" {secret}",
+        f"Bearer {secret}",
+        digest,
+        "\ud800",
+        "\x00",
+        "é" * 10_000,
+        None,
+        secret.encode(),
+        42,
     ]
     assert [memories.tokens.verify(value) for value in wrong] == [None] * len(wrong)
     assert memories.tokens.verify(secret) == token
@@ -170,7 +188,7 @@ def test_tokens_made_before_close_say_the_store_is_closed(memories: Memories) ->
 def test_a_token_value_is_checked_as_it_is_made() -> None:
     token = Token(" a ", " alice ", None, False, True, "2026-01-01T00:00:00.000Z")
     assert (token.name, token.user, token.admin) == ("a", "alice", False)
-    with pytest.raises(InvalidInputError, match="^private needs a user"):
+    with pytest.raises(InvalidInputError, match=r"^private needs a user"):
         Token("a", None, None, False, True, "2026-01-01T00:00:00.000Z")
 
 
@@ -198,7 +216,9 @@ def _back_to_version_4(backend: Backend) -> None:
         conn.execute(f"DELETE FROM {backend.s}.remem_schema WHERE version > 4")
 
 
-def test_a_store_made_before_tokens_gets_their_table_when_opened(open_backend: Callable[..., Backend]) -> None:
+def test_a_store_made_before_tokens_gets_their_table_when_opened(
+    open_backend: Callable[..., Backend],
+) -> None:
     old = open_backend()
     old_memories = memories_of(old)
     old_memories.add("kept across the upgrade", user="alice")

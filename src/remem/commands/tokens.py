@@ -108,8 +108,11 @@ def add(
         raise InvalidInputError(
             "--user and --admin exclude each other: give one"
             if admin
-            else "give --user NAME (a token for one user) or --admin (a token that sees every user's memories)"
+            else "give --user NAME (a token for one user) or --admin "
+            "(a token that sees every user's memories)"
         )
+    # Every value checked as a Token checks it, before a store is made for a bad one.
+    remem.Token(name or "unnamed", user, conversation, read_only, private, created_at="")
     with open_memories(store, create=True) as memories:
         assert memories is not None  # create=True: a store, or an error
         secret, token = memories.tokens.add(
@@ -119,8 +122,7 @@ def add(
     holder = "its holder" if token.user is None else render.visible(token.user)
     note(_summary(token))
     note(
-        f"It is shown only this once: give it to {holder} "
-        "(as an HTTP header: Authorization: Bearer <token>)."
+        f"It is shown only this once: give it to {holder} (as an HTTP header: Authorization: Bearer <token>)."
     )
 
 

@@ -72,7 +72,8 @@ class Tokens:
             token = Token(name, user, *fields, created_at)
             if not self._backend().add_token(TokenRecord(token, digest)):
                 raise InvalidInputError(
-                    f'name "{token.name}" is taken by another token; choose another name or revoke that token',
+                    f'name "{token.name}" is taken by another token; '
+                    "choose another name or revoke that token",
                     parameter="name",
                 )
             return secret, token

@@ -25,7 +25,9 @@ def add(records: Records, record: TokenRecord) -> bool:
 
 def every(records: Records) -> list[TokenRecord]:
     """Every token's record, by name."""
-    return [TokenRecord.of(row) for row in records.conn.execute(f"SELECT {_COLUMNS} FROM tokens ORDER BY name")]
+    return [
+        TokenRecord.of(row) for row in records.conn.execute(f"SELECT {_COLUMNS} FROM tokens ORDER BY name")
+    ]
 
 
 def remove(records: Records, name: str) -> bool:

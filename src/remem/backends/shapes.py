@@ -89,26 +89,58 @@ def contexts_of(contexts: Sequence[str] | None, memories: Sequence[object]) -> S
     return contexts
 
 
-#: The columns of a stored token, in the order of ``TokenRecord.row`` and ``TokenRecord.of``.
+#: The columns of a stored token, the fields of ``TokenRecord`` in their order.
 TOKEN_COLUMNS = ("name", "hash", "user", "conversation", "read_only", "private", "created_at")
 
 
 @dataclass(frozen=True)
 class TokenRecord:
-    """A bearer token as a store keeps it: the ``Token`` and the sha256 (hex) of its secret, never
-    the secret itself. The hash is left out of the repr: nothing prints it by accident."""
+    """A bearer token as a store keeps it: its ``Token``'s fields and the sha256 (hex) of its secret,
+    never the secret itself (the hash is left out of the repr: nothing prints it by accident)."""
 
-    token: Token
+    name: str
     hash: str = field(repr=False)
+    user: str | None
+    conversation: str | None
+    read_only: bool
+    private: bool
+    created_at: str
 
-    def row(self) -> tuple[str, str, str | None, str | None, bool, bool, str]:
-        """The values of ``TOKEN_COLUMNS`` to insert."""
-        t = self.token
-        return (t.name, self.hash, t.user, t.conversation, t.read_only, t.private, t.created_at)
+    @classmethod
+    def made(cls, token: Token, digest: str) -> TokenRecord:
+        """The record of a new token whose secret hashes to ``digest``."""
+        return cls(
+            token.name,
+            digest,
+            token.user,
+            token.conversation,
+            token.read_only,
+            token.private,
+            token.created_at,
+        )
 
     @classmethod
     def of(cls, row: Sequence[Any]) -> TokenRecord:
         """The record of a row of ``TOKEN_COLUMNS`` read back (booleans as the back-end keeps them)."""
         name, digest, user, conversation, read_only, private, created_at = row
-        token = Token(str(name), user, conversation, bool(read_only), bool(private), str(created_at))
-        return cls(token, str(digest))
+        return cls(
+            str(name), str(digest), user, conversation, bool(read_only), bool(private), str(created_at)
+        )
+
+    def row(self) -> tuple[str, str, str | None, str | None, bool, bool, str]:
+        """The values of ``TOKEN_COLUMNS`` to insert."""
+        return (
+            self.name,
+            self.hash,
+            self.user,
+            self.conversation,
+            self.read_only,
+            self.private,
+            self.created_at,
+        )
+
+    @property
+    def token(self) -> Token:
+        """The stored token (made, and checked, at each read: a server's calls read every record and
+        need one token)."""
+        return Token(self.name, self.user, self.conversation, self.read_only, self.private, self.created_at)

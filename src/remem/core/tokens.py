@@ -70,7 +70,7 @@ class Tokens:
         fields = (conversation, checks.flag(read_only, "read_only"), checks.flag(private, "private"))
         if name is not None:
             token = Token(name, user, *fields, created_at)
-            if not self._backend().add_token(TokenRecord(token, digest)):
+            if not self._backend().add_token(TokenRecord.made(token, digest)):
                 raise InvalidInputError(
                     f'name "{token.name}" is taken by another token; '
                     "choose another name or revoke that token",
@@ -80,9 +80,9 @@ class Tokens:
         base = Token(ADMIN_NAME, user, *fields, created_at)  # checks the fields before any name is made
         stem = ADMIN_NAME if base.user is None else _name_from(base.user)
         while True:  # a name another process takes meanwhile is skipped: the next one is tried
-            taken = {record.token.name for record in self._backend().token_records()}
+            taken = {record.name for record in self._backend().token_records()}
             token = Token(_free_name(stem, taken), user, *fields, created_at)
-            if self._backend().add_token(TokenRecord(token, digest)):
+            if self._backend().add_token(TokenRecord.made(token, digest)):
                 return secret, token
 
     def list(self) -> builtins.list[Token]:
@@ -94,7 +94,7 @@ class Tokens:
         next call on. Returns it; TokenNotFoundError (nothing changed) when no token has that name."""
         wanted = checks.string(name, "name").strip()
         backend = self._backend()
-        found = next((r.token for r in backend.token_records() if r.token.name == wanted), None)
+        found = next((r.token for r in backend.token_records() if r.name == wanted), None)
         if found is None or not backend.remove_token(wanted):
             raise TokenNotFoundError(wanted)
         return found
@@ -108,11 +108,15 @@ class Tokens:
         if not isinstance(secret, str):
             return None
         presented = secret_hash(secret).encode("ascii")
-        found: Token | None = None
-        for record in self._backend().token_records():
+        records = self._backend().token_records()
+        matched: TokenRecord | None = None
+        for record in records:
             if hmac.compare_digest(presented, record.hash.encode("utf-8")):
-                found = record.token
-        return found
+                matched = record
+        # One Token is made whether one matched or not (the match, else the first), so a miss takes
+        # as long as a hit.
+        token = (matched or records[0]).token if records else None
+        return token if matched is not None else None
 
 
 def _name_from(user: str) -> str:

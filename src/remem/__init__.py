@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         SearchMode,
         Snippet,
         Tip,
+        Token,
     )
 
 __version__ = "0.1.0"
@@ -79,6 +80,7 @@ _HOMES = {
         "SearchMode",
         "Snippet",
         "Tip",
+        "Token",
     ),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
@@ -111,6 +113,7 @@ __all__ = [
     "Snippet",
     "StoreStats",
     "Tip",
+    "Token",
     "__version__",
     "model_catalog",
     "open",

@@ -1,7 +1,7 @@
 """The remem command line: the Typer app, its commands, and the mapping of errors to exit codes.
 
-Exit codes (like grep): 0 success, 1 search/list found nothing or an id names no memory,
-2 usage error or failure.
+Exit codes (like grep): 0 success, 1 search/list found nothing or an id (a name) names no memory
+(no token), 2 usage error or failure.
 """
 
 import errno
@@ -27,7 +27,7 @@ from remem.commands.common import (
     option_names,
 )
 from remem.config import debug_enabled
-from remem.errors import MemoryNotFoundError, RememError
+from remem.errors import MemoryNotFoundError, RememError, TokenNotFoundError
 from remem.inputs import unicode_only
 
 params.install()  # Typer's pydantic adapters only for values that need them (see params.py)
@@ -93,6 +93,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "maintenance": ("reindex", "doctor"),
     "models": ("model",),
     "mcp": ("mcp", "serve"),
+    "tokens": ("token",),
 }
 _ORDER = [name for names in COMMANDS.values() for name in names]
 _ROOT_FLAGS = {"-q", "--quiet", "-h", "--help", "--version"}
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
             result = command.main(args=argv, prog_name="remem", standalone_mode=False)
     except (SystemExit, BrokenPipeError, KeyboardInterrupt, typer.Abort) as exc:
         return _cut_short(exc)
-    except MemoryNotFoundError as exc:  # like grep: what was asked for is not there
+    except (MemoryNotFoundError, TokenNotFoundError) as exc:  # like grep: what was asked for is not there
         _fail(str(exc))
         return EXIT_NOTHING_FOUND
     except Exception as exc:

@@ -75,6 +75,16 @@ class MemoryNotFoundError(InvalidInputError):
         )
 
 
+class TokenNotFoundError(InvalidInputError):
+    """No token has the name asked for; nothing was changed. ``name`` holds that name."""
+
+    def __init__(self, name: str) -> None:
+        """Name the missing token."""
+        self.name = name
+        shown = f'"{name}"' if name.isprintable() else repr(name)  # one line, whatever was asked for
+        super().__init__(f"there is no token named {shown}", parameter="name")
+
+
 class UsageError(RememError):
     """A call that cannot run in the state its caller left the ``Memories`` in (closed, or a write
     while one of its exports is still being read on the same thread); nothing was changed."""

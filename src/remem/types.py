@@ -274,6 +274,64 @@ def memory_record(memory: Memory) -> dict[str, Any]:
     }
 
 
+#: The longest name a token may have (characters).
+TOKEN_NAME_CHARS = 64
+
+
+@dataclass(frozen=True)
+class Token:
+    """A bearer token of ``remem serve`` (never the secret itself: only its hash is stored).
+
+    ``name`` is unique in the store (the label a revocation takes); ``user`` the user every call made
+    with it is pinned to (None: an admin token, which sees every user's memories); ``conversation``
+    the pinned conversation, if any; ``read_only``: no add, edit or forget; ``private``: with a user,
+    its own memories only, not the shared (user-less) ones; ``created_at`` UTC ISO 8601. Cleaned as
+    it is made: names stripped; a token name never empty, without whitespace or unprintable
+    characters, at most 64 characters; ``private`` needs a user. A wrong type is a TypeError naming
+    the field, a bad value an InvalidInputError.
+    """
+
+    name: str
+    user: str | None
+    conversation: str | None
+    read_only: bool
+    private: bool
+    created_at: str
+
+    def __post_init__(self) -> None:
+        _set(self, "name", token_name(checks.string(self.name, "name")))
+        for name in ("user", "conversation"):
+            _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), name, name))
+        checks.flag(self.read_only, "read_only"), checks.flag(self.private, "private")
+        checks.string(self.created_at, "created_at")
+        if self.private and self.user is None:
+            raise InvalidInputError(
+                "private needs a user: an admin token sees every memory",
+                parameter="private",
+                mentions=("user",),
+            )
+
+    @property
+    def admin(self) -> bool:
+        """True for a token pinned to no user: it sees (and may change) every user's memories."""
+        return self.user is None
+
+
+def token_name(value: str) -> str:
+    """A token's name, stripped; InvalidInputError (``parameter="name"``) when it is empty, longer
+    than 64 characters, or holds whitespace or an unprintable character."""
+    cleaned = str(clean_name(value, "name", "name"))  # a str in: a str out, or an error
+    if any(char.isspace() for char in cleaned):
+        raise InvalidInputError(f"name {cleaned!r} must not contain whitespace", parameter="name")
+    if not cleaned.isprintable():
+        raise InvalidInputError(f"name {cleaned!r} must hold only printable characters", parameter="name")
+    if len(cleaned) > TOKEN_NAME_CHARS:
+        raise InvalidInputError(
+            f"name has {len(cleaned)} characters, more than {TOKEN_NAME_CHARS}", parameter="name"
+        )
+    return cleaned
+
+
 def text_sha256(text: str) -> str:
     """Hex sha256 of the UTF-8 bytes of a memory's text (the deduplication key)."""
     import hashlib  # noqa: PLC0415 - loading OpenSSL costs `list` 3 ms it has no use for

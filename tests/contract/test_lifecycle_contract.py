@@ -35,6 +35,10 @@ CALLS: dict[str, Callable[[Memories], Any]] = {
     "embed_pending": lambda m: m.embed_pending(),
     "warm_up": lambda m: m.warm_up(),
     "model": lambda m: m.model,
+    "tokens.add": lambda m: m.tokens.add(user="alice"),
+    "tokens.list": lambda m: m.tokens.list(),
+    "tokens.revoke": lambda m: m.tokens.revoke("alice"),
+    "tokens.verify": lambda m: m.tokens.verify("remem_x"),
 }
 
 

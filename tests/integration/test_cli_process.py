@@ -89,7 +89,7 @@ def _loaded_packages(args: list[str], store: Path) -> set[str]:
     return {name.split(".")[0] for name in _loaded_modules(args, store)}
 
 
-def test_help_list_and_export_do_not_load_onnxruntime_faiss_or_the_mcp_sdk(store_dir: Path) -> None:
+def test_help_list_export_and_tokens_do_not_load_onnxruntime_faiss_or_the_mcp_sdk(store_dir: Path) -> None:
     _run([sys.executable, "-m", "remem", "add", "a memory so list has something"], store_dir)
     for args in (
         ["--help"],
@@ -101,6 +101,8 @@ def test_help_list_and_export_do_not_load_onnxruntime_faiss_or_the_mcp_sdk(store
         ["model", "list"],
         ["model", "path", "all-minilm-l6-v2"],
         ["mcp", "--help"],
+        ["token", "add", "--user", "ann"],
+        ["token", "list"],
     ):
         loaded = _loaded_packages(args, store_dir)
         assert not loaded & {"onnxruntime", "faiss", "tokenizers", "numpy", "mcp", "pydantic"}, args

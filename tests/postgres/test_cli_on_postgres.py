@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import remem
 from helpers import run_cli
 
 MEMORIES = [
@@ -96,3 +97,18 @@ def test_a_local_store_moved_to_postgres_and_back_exports_identically(
         assert run_cli(["export", *flags], returned).stdout == original
         found = run_cli(["search", "--json", "-k", "1", "word599 word598"], target)
         assert json.loads(found.stdout)["text"].startswith("long ")
+
+
+def test_tokens_on_a_postgres_store(postgres_url: str) -> None:
+    made = run_cli(["token", "add", "--user", "ann", "--read-only"], postgres_url)
+    assert made.code == 0 and made.stdout.startswith("remem_"), made.stderr
+    secret = made.stdout.strip()
+    listed = run_cli(["token", "list", "--json"], postgres_url)
+    assert [json.loads(line)["name"] for line in listed.stdout.splitlines()] == ["ann"]
+    assert secret not in listed.stdout
+    with remem.open(postgres_url, create=False) as memories:
+        token = memories.tokens.verify(secret)
+        assert token is not None and (token.user, token.read_only) == ("ann", True)
+        assert run_cli(["token", "revoke", "ann"], postgres_url).code == 0
+        assert memories.tokens.verify(secret) is None  # the same Memories, at its next call
+    assert run_cli(["token", "revoke", "ann"], postgres_url).code == 1

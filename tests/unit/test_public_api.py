@@ -59,6 +59,7 @@ PUBLIC_NAMES = [
     "Snippet",
     "StoreStats",
     "Tip",
+    "Token",
     "__version__",
     "model_catalog",
     "open",

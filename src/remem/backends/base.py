@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
+    from remem.backends.shapes import TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
     from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory
 
@@ -192,6 +193,20 @@ class Backend(Protocol):
     def doctor(self, repair: bool) -> tuple[list[Check], list[str]]:
         """Every check of the store (after repairing what can be derived again, with ``repair``),
         and what was repaired."""
+        ...
+
+    def add_token(self, record: TokenRecord) -> bool:
+        """Store a bearer token's record in one transaction; False (nothing stored) when a token of
+        that name exists already. Tokens are credentials: no export carries them."""
+        ...
+
+    def token_records(self) -> list[TokenRecord]:
+        """Every stored token's record, read from the store at each call (a token another process
+        added or revoked counts at once), by name."""
+        ...
+
+    def remove_token(self, name: str) -> bool:
+        """Delete the token of that name in one transaction; False when there is none."""
         ...
 
     def close(self) -> None:

@@ -1,14 +1,16 @@
 """What every back-end shares around its rows: the checks made before anything is written (the shape
-of the vectors handed to it, that they come from the model the store holds) and a memory read back."""
+of the vectors handed to it, that they come from the model the store holds), a memory read back, and
+a bearer token as stored."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from remem.errors import EmbedderError, ModelMismatchError, StoreError
-from remem.types import Memory
+from remem.types import Memory, Token
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
@@ -85,3 +87,60 @@ def contexts_of(contexts: Sequence[str] | None, memories: Sequence[object]) -> S
     if len(contexts) != len(memories):
         raise ValueError(f"{len(contexts)} contexts for {len(memories)} memories")
     return contexts
+
+
+#: The columns of a stored token, the fields of ``TokenRecord`` in their order.
+TOKEN_COLUMNS = ("name", "hash", "user", "conversation", "read_only", "private", "created_at")
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """A bearer token as a store keeps it: its ``Token``'s fields and the sha256 (hex) of its secret,
+    never the secret itself (the hash is left out of the repr: nothing prints it by accident)."""
+
+    name: str
+    hash: str = field(repr=False)
+    user: str | None
+    conversation: str | None
+    read_only: bool
+    private: bool
+    created_at: str
+
+    @classmethod
+    def made(cls, token: Token, digest: str) -> TokenRecord:
+        """The record of a new token whose secret hashes to ``digest``."""
+        return cls(
+            token.name,
+            digest,
+            token.user,
+            token.conversation,
+            token.read_only,
+            token.private,
+            token.created_at,
+        )
+
+    @classmethod
+    def of(cls, row: Sequence[Any]) -> TokenRecord:
+        """The record of a row of ``TOKEN_COLUMNS`` read back (booleans as the back-end keeps them)."""
+        name, digest, user, conversation, read_only, private, created_at = row
+        return cls(
+            str(name), str(digest), user, conversation, bool(read_only), bool(private), str(created_at)
+        )
+
+    def row(self) -> tuple[str, str, str | None, str | None, bool, bool, str]:
+        """The values of ``TOKEN_COLUMNS`` to insert."""
+        return (
+            self.name,
+            self.hash,
+            self.user,
+            self.conversation,
+            self.read_only,
+            self.private,
+            self.created_at,
+        )
+
+    @property
+    def token(self) -> Token:
+        """The stored token (made, and checked, at each read: a server's calls read every record and
+        need one token)."""
+        return Token(self.name, self.user, self.conversation, self.read_only, self.private, self.created_at)

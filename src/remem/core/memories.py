@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import remem.reports as reports  # noqa: PLR0402 - `from remem import` is the public API (no layer may)
     from remem.backends.base import Backend, ProgressFn
     from remem.core import bulk, turns, upkeep
+    from remem.core.tokens import Tokens
     from remem.embedders.base import Embedder
     from remem.embedders.catalog import ModelCatalog
     from remem.ingest import Entry
@@ -59,6 +60,7 @@ class Memories(AbstractContextManager["Memories"]):
         self.notes: list[str] = []
         #: The longest text a memory or query may have (characters; at most 10,000,000).
         self.max_text_chars = MAX_TEXT_CHARS
+        self._tokens: Tokens | None = None
 
     @property
     def backend(self) -> Backend:
@@ -71,6 +73,16 @@ class Memories(AbstractContextManager["Memories"]):
     def model(self) -> ModelInfo | None:
         """The model whose vectors the store holds, or None while it holds none."""
         return self.backend.model
+
+    @property
+    def tokens(self) -> Tokens:
+        """The store's bearer tokens for ``remem serve`` (``remem.core.tokens.Tokens``: add, list,
+        revoke, verify), kept in the store itself; StoreClosedError once this Memories is closed."""
+        if self._tokens is None:
+            from remem.core.tokens import Tokens  # noqa: PLC0415 - hashlib, hmac: only for tokens
+
+            self._tokens = Tokens(lambda: self.backend)
+        return self._tokens
 
     def close(self) -> None:
         """Release the store; every later call raises StoreClosedError (closing again does nothing)."""

@@ -90,11 +90,25 @@ def _v4_turn_context(conn: sqlite3.Connection) -> None:
     fts.rebuild(conn)
 
 
+_V5 = (
+    # The bearer tokens of `remem serve`: only the sha256 of each secret is kept (remem.core.tokens).
+    """CREATE TABLE tokens (
+        name TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        user TEXT,
+        conversation TEXT,
+        read_only INTEGER NOT NULL,
+        private INTEGER NOT NULL,
+        created_at TEXT NOT NULL
+    ) WITHOUT ROWID""",
+)
+
+
 #: A migration is SQL statements or a function of the connection; it runs inside a transaction.
 Migration = tuple[str, ...] | Callable[[sqlite3.Connection], None]
 
 #: Migration n brings a database from schema version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Migration, ...] = (_V1, _v2_keyword_index, _V3, _v4_turn_context)
+MIGRATIONS: tuple[Migration, ...] = (_V1, _v2_keyword_index, _V3, _v4_turn_context, _V5)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from remem.backends.local import pending
+from remem.backends.local import pending, tokens
 from remem.backends.local.connections import Connections
 from remem.backends.local.files import DB_FILE, open_database
 from remem.backends.local.guard import translating
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from remem.backends.base import EmbedFn, ProgressFn, Scored
     from remem.backends.local.lanes import LocalVectorLane
     from remem.backends.local.vectors import VectorIndex
+    from remem.backends.shapes import TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
 
 
@@ -210,6 +211,21 @@ class LocalBackend:
         """Give pending memories (any, with ``replace``) vectors made for their text (skipping any
         changed meanwhile)."""
         return pending.attach(self.writing, items, model, replace=replace)
+
+    # Tokens touch neither the vectors nor the index file: SQLite's own write lock is enough, so a
+    # token is added or revoked at once even while a long reindex holds the writers' lock.
+
+    def add_token(self, record: TokenRecord) -> bool:
+        """Store a bearer token's record; False (nothing stored) when its name is taken."""
+        return tokens.add(self.records, record)
+
+    def token_records(self) -> list[TokenRecord]:
+        """Every stored token's record, read now, by name."""
+        return tokens.every(self.records)
+
+    def remove_token(self, name: str) -> bool:
+        """Delete the token of that name; False when there is none."""
+        return tokens.remove(self.records, name)
 
     def snapshot(self) -> contextlib.AbstractContextManager[None]:
         """Reads inside see one state of the database (``transactions.snapshot``)."""

@@ -115,8 +115,21 @@ _V4 = (
     "CREATE INDEX memories_tags ON {s}.memories USING gin (tag_keys)",
 )
 
+_V5 = (
+    # The bearer tokens of `remem serve`: only the sha256 of each secret is kept (remem.core.tokens).
+    """CREATE TABLE {s}.tokens (
+        name text PRIMARY KEY,
+        hash text NOT NULL UNIQUE,
+        "user" text,
+        conversation text,
+        read_only boolean NOT NULL,
+        private boolean NOT NULL,
+        created_at text NOT NULL
+    )""",
+)
+
 #: Migration n brings a schema from version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3, _V4, _V5)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.backends.postgres import doctor, keywords, pending, phrases, records, upkeep
+from remem.backends.postgres import doctor, keywords, pending, phrases, records, tokens, upkeep
 from remem.backends.postgres import reembed as reembedding
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.access import StoreAccess
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from remem.arrays import FloatArray
     from remem.backends.base import EmbedFn, ProgressFn, Scored
+    from remem.backends.shapes import TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
 
 _PAGE = 1000  # memories per page when streaming
@@ -198,6 +199,19 @@ class PostgresBackend:
                 (list(memory_ids),),
             )
             return sorted(int(row[0]) for row in cursor.fetchall())
+
+    def add_token(self, record: TokenRecord) -> bool:
+        """Store a bearer token's record; False (nothing stored) when its name is taken."""
+        return tokens.add(self.access, record)
+
+    @read_again
+    def token_records(self) -> list[TokenRecord]:
+        """Every stored token's record, read now, by name."""
+        return tokens.every(self.access)
+
+    def remove_token(self, name: str) -> bool:
+        """Delete the token of that name; False when there is none."""
+        return tokens.remove(self.access, name)
 
     def snapshot(self) -> contextlib.AbstractContextManager[None]:
         """Reads inside see one state of the store (a REPEATABLE READ transaction)."""

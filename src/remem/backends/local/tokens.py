@@ -1,0 +1,36 @@
+"""The bearer tokens of a local store: rows of its ``tokens`` table (hashes, never secrets)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from remem.backends.local.transactions import atomic
+from remem.backends.shapes import TOKEN_COLUMNS, TokenRecord
+
+if TYPE_CHECKING:
+    from remem.backends.local.records import Records
+
+_COLUMNS = ", ".join(TOKEN_COLUMNS)
+
+
+def add(records: Records, record: TokenRecord) -> bool:
+    """Insert a token's record in one transaction; False (nothing written) when its name is taken."""
+    with atomic(records.conn) as conn:
+        cursor = conn.execute(
+            f"INSERT INTO tokens ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
+            record.row(),
+        )
+        return cursor.rowcount == 1
+
+
+def every(records: Records) -> list[TokenRecord]:
+    """Every token's record, by name."""
+    return [
+        TokenRecord.of(row) for row in records.conn.execute(f"SELECT {_COLUMNS} FROM tokens ORDER BY name")
+    ]
+
+
+def remove(records: Records, name: str) -> bool:
+    """Delete the token of that name in one transaction; False when there is none."""
+    with atomic(records.conn) as conn:
+        return conn.execute("DELETE FROM tokens WHERE name = ?", (name,)).rowcount == 1

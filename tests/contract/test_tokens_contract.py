@@ -1,0 +1,231 @@
+"""The bearer tokens of `remem serve` on every back-end: only a hash is stored, names are unique and
+default to the user's, a second process on the same store honours a token at once and refuses it
+right after a revocation, anything but a stored token's secret verifies to None, and a store made
+before tokens existed gets their table when it is opened."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from remem import Memories, Token
+from remem.core.opening import model_catalog
+from remem.errors import InvalidInputError, StoreClosedError, TokenNotFoundError
+from remem.testing import FakeEmbedder
+
+if TYPE_CHECKING:
+    from remem.backends.base import Backend
+
+SECRET = re.compile(r"remem_[A-Za-z0-9_-]{43}")
+
+
+def memories_of(backend: Backend) -> Memories:
+    return Memories(backend, model_catalog(environ={}), FakeEmbedder())
+
+
+@pytest.fixture
+def memories(backend: Backend) -> Memories:
+    return memories_of(backend)
+
+
+def test_a_token_is_added_listed_verified_and_revoked(memories: Memories) -> None:
+    secret, token = memories.tokens.add(user="alice", conversation="c1", read_only=True)
+    assert SECRET.fullmatch(secret)
+    assert (token.name, token.user, token.conversation, token.read_only, token.private, token.admin) == (
+        "alice",
+        "alice",
+        "c1",
+        True,
+        False,
+        False,
+    )
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", token.created_at)
+    assert memories.tokens.list() == [token]
+    assert memories.tokens.verify(secret) == token
+    assert memories.tokens.revoke("alice") == token
+    assert memories.tokens.list() == []
+    assert memories.tokens.verify(secret) is None
+
+
+def test_only_the_hash_of_the_secret_is_stored(memories: Memories) -> None:
+    secret, _ = memories.tokens.add(user="alice")
+    (record,) = memories.backend.token_records()
+    assert record.hash == hashlib.sha256(secret.encode()).hexdigest()
+    assert secret not in repr(record) and record.hash not in repr(record)
+    assert secret not in repr(memories.tokens.list())
+
+
+def test_an_admin_token_sees_everything(memories: Memories) -> None:
+    secret, token = memories.tokens.add(user=None)
+    assert (token.name, token.user, token.admin, token.private) == ("admin", None, True, False)
+    assert memories.tokens.verify(secret) == token
+
+
+def test_names_default_to_the_users_and_count_up_when_taken(memories: Memories) -> None:
+    tokens = memories.tokens
+    names = [tokens.add(user=user)[1].name for user in ("alice", "alice", None, "alice", None)]
+    assert names == ["alice", "alice-2", "admin", "alice-3", "admin-2"]
+    assert tokens.add(user="Bob Stone", private=True)[1].name == "Bob-Stone"
+    assert tokens.add(user="x" * 100)[1].name == "x" * 64
+    assert tokens.add(user="x" * 100)[1].name == "x" * 62 + "-2"
+    assert tokens.add(user="carol", name=" ci-bot ")[1].name == "ci-bot"
+    assert [t.name for t in tokens.list()] == sorted(
+        ["alice", "alice-2", "admin", "alice-3", "admin-2", "Bob-Stone", "x" * 64, "x" * 62 + "-2", "ci-bot"]
+    )
+
+
+def test_a_name_that_is_taken_is_refused_and_nothing_changes(memories: Memories) -> None:
+    first_secret, first = memories.tokens.add(user="alice")
+    with pytest.raises(InvalidInputError, match=r'^name "alice" is taken by another token') as refused:
+        memories.tokens.add(user="bob", name="alice")
+    assert refused.value.parameter == "name"
+    assert memories.tokens.list() == [first]
+    assert memories.tokens.verify(first_secret) == first
+
+
+@pytest.mark.parametrize(
+    ("arguments", "parameter"),
+    [
+        ({"user": "a", "name": "two words"}, "name"),
+        ({"user": "a", "name": "   "}, "name"),
+        ({"user": "a", "name": "x" * 65}, "name"),
+        ({"user": "a", "name": "tab\there"}, "name"),
+        ({"user": "a", "name": "bell\x07"}, "name"),
+        ({"user": "a", "name": "zero\u200bwidth"}, "name"),
+        ({"user": None, "private": True}, "private"),
+        ({"user": " "}, "user"),
+        ({"user": "a", "conversation": ""}, "conversation"),
+    ],
+)
+def test_bad_arguments_are_refused_and_nothing_is_stored(
+    memories: Memories, arguments: dict[str, Any], parameter: str
+) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        memories.tokens.add(**arguments)
+    assert refused.value.parameter == parameter
+    assert "\n" not in str(refused.value)
+    assert memories.tokens.list() == []
+
+
+def test_wrong_types_are_type_errors(memories: Memories) -> None:
+    with pytest.raises(TypeError, match=r"^read_only must be True or False"):
+        memories.tokens.add(user="a", read_only="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^user must be a string or None"):
+        memories.tokens.add(user=3)  # type: ignore[arg-type]
+    assert memories.tokens.list() == []
+
+
+def test_revoking_an_unknown_name_changes_nothing(memories: Memories) -> None:
+    secret, token = memories.tokens.add(user="alice")
+    for name in ("bob", "alice-2", "", "ali\nce"):
+        with pytest.raises(TokenNotFoundError, match=r"^there is no token named ") as refused:
+            memories.tokens.revoke(name)
+        assert isinstance(refused.value, InvalidInputError) and "\n" not in str(refused.value)
+    assert memories.tokens.list() == [token]
+    assert memories.tokens.verify(secret) == token
+
+
+def test_wrong_malformed_and_empty_secrets_verify_to_none(memories: Memories) -> None:
+    secret, token = memories.tokens.add(user="alice")
+    memories.tokens.add(user=None)
+    digest = hashlib.sha256(secret.encode()).hexdigest()
+    wrong: list[Any] = [
+        "",
+        " ",
+        "remem_",
+        secret[:-1],
+        secret + "x",
+        secret.upper(),
+        f" {secret}",
+        f"Bearer {secret}",
+        digest,
+        "\ud800",
+        "\x00",
+        "é" * 10_000,
+        None,
+        secret.encode(),
+        42,
+    ]
+    assert [memories.tokens.verify(value) for value in wrong] == [None] * len(wrong)
+    assert memories.tokens.verify(secret) == token
+
+
+def test_another_process_honours_a_token_at_once_and_refuses_it_after_a_revocation(
+    open_backend: Callable[..., Backend],
+) -> None:
+    first, second = memories_of(open_backend()), memories_of(open_backend())
+    assert second.tokens.list() == []  # read once: nothing is kept from that read
+    secret, token = first.tokens.add(user="alice")
+    assert second.tokens.verify(secret) == token
+    assert second.tokens.list() == [token]
+    first.tokens.revoke("alice")
+    assert second.tokens.verify(secret) is None
+    assert second.tokens.add(user="alice")[1].name == "alice"  # the name is free again
+    assert first.tokens.add(user="alice")[1].name == "alice-2"
+
+
+def test_tokens_are_not_memories_and_no_export_carries_them(memories: Memories) -> None:
+    secret, _ = memories.tokens.add(user="alice")
+    memories.add("a memory of alice", user="alice")
+    exported = repr(list(memories.export(with_vectors=True)))
+    assert secret not in exported and hashlib.sha256(secret.encode()).hexdigest() not in exported
+    assert [m.text for m in memories.list()] == ["a memory of alice"]
+
+
+def test_tokens_made_before_close_say_the_store_is_closed(memories: Memories) -> None:
+    tokens = memories.tokens  # kept by a server across the Memories' life
+    memories.close()
+    for call in (tokens.list, lambda: tokens.verify("remem_x"), lambda: tokens.add(user="a")):
+        with pytest.raises(StoreClosedError):
+            call()
+
+
+def test_a_token_value_is_checked_as_it_is_made() -> None:
+    token = Token(" a ", " alice ", None, False, True, "2026-01-01T00:00:00.000Z")
+    assert (token.name, token.user, token.admin) == ("a", "alice", False)
+    with pytest.raises(InvalidInputError, match=r"^private needs a user"):
+        Token("a", None, None, False, True, "2026-01-01T00:00:00.000Z")
+
+
+# --- a store made before tokens existed --------------------------------------------------------------
+
+
+def _back_to_version_4(backend: Backend) -> None:
+    """Make the store what remem's schema version 4 made: no tokens table."""
+    from remem.backends.local import LocalBackend
+    from remem.backends.local.files import DB_FILE
+
+    if isinstance(backend, LocalBackend):
+        conn = sqlite3.connect(backend.directory / DB_FILE, isolation_level=None)
+        conn.execute("DROP TABLE tokens")
+        conn.execute("PRAGMA user_version = 4")
+        conn.close()
+        return
+    import psycopg
+
+    from remem.backends.postgres.store import PostgresBackend
+
+    assert isinstance(backend, PostgresBackend)
+    with psycopg.connect(backend.session.url.conninfo, autocommit=True) as conn, conn.transaction():
+        conn.execute(f"DROP TABLE {backend.s}.tokens")
+        conn.execute(f"DELETE FROM {backend.s}.remem_schema WHERE version > 4")
+
+
+def test_a_store_made_before_tokens_gets_their_table_when_opened(
+    open_backend: Callable[..., Backend],
+) -> None:
+    old = open_backend()
+    old_memories = memories_of(old)
+    old_memories.add("kept across the upgrade", user="alice")
+    _back_to_version_4(old)
+    old_memories.close()
+    upgraded = memories_of(open_backend())
+    assert upgraded.tokens.list() == []
+    secret, token = upgraded.tokens.add(user="alice")
+    assert upgraded.tokens.verify(secret) == token
+    assert [m.text for m in upgraded.list(user="alice")] == ["kept across the upgrade"]

@@ -64,7 +64,9 @@ async def session(url: str, token: str | None, **client: Any) -> AsyncIterator[C
         yield mcp_session
 
 
-async def call(mcp_session: ClientSession, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+async def call(
+    mcp_session: ClientSession, name: str, arguments: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A tool's structured result; the call must succeed."""
     result = await mcp_session.call_tool(name, arguments or {})
     assert not result.is_error, result.content
@@ -81,7 +83,9 @@ async def fail(mcp_session: ClientSession, name: str, arguments: dict[str, Any] 
     return text
 
 
-def post(url: str, token: str | None, body: dict[str, Any] | None = None) -> tuple[int, dict[str, str], bytes]:
+def post(
+    url: str, token: str | None, body: dict[str, Any] | None = None
+) -> tuple[int, dict[str, str], bytes]:
     """One raw JSON-RPC POST (a tools/list by default): status, headers (lower-case names), body."""
     message = body or {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     headers = {

@@ -10,9 +10,9 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp_support import memories
-from serve_support import call, fail, serving, session
 
 from remem import NewMemory
+from serve_support import call, fail, serving, session
 
 STORE = [
     NewMemory("alice keeps the blue deploy key", user="alice", conversation="c1", tags=("ops",)),
@@ -61,7 +61,7 @@ def test_a_users_token_reads_its_own_and_the_shared_memories_never_anothers(
             assert [m["id"] for m in got["memories"]] == [ALICE, SHARED] and got["missing"] == [BOB, 999]
         async with session(url, tokens["alice-private"]) as private:
             found = await call(private, "memory_search", {"query": "deploy key", "mode": mode, "k": 10})
-            assert {hit["id"] for hit in found["hits"]} == {ALICE}
+            assert ALICE in {hit["id"] for hit in found["hits"]} <= {ALICE, ALICE_2}
             listed = await call(private, "memory_list", {"limit": 100})
             assert [m["id"] for m in listed["memories"]] == [ALICE_2, ALICE]
 

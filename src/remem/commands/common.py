@@ -154,7 +154,7 @@ def open_memories(
     try:
         memories = remem.open(option, create=create, model_dir=settings.model_dir, embedder=settings.embedder)
     except StoreNotFoundError as exc:
-        message = f"{exc} — `{_creating_command(option)}` creates it"
+        message = missing_store(exc, option)
         if if_missing == "fail":
             raise StoreNotFoundError(message) from None
         if if_missing == "say":
@@ -171,14 +171,22 @@ def open_memories(
         memories.close()
 
 
-def _creating_command(option: str | None) -> str:
+def missing_store(
+    exc: StoreNotFoundError, option: str | None, command: str = "add", rest: str = "TEXT"
+) -> str:
+    """``no remem store at PATH — `remem add TEXT` creates it``: the error, and the command that
+    creates the store ``--store option`` names (``remem COMMAND [--store …] REST``)."""
+    return f"{exc} — `{_creating_command(option, command, rest)}` creates it"
+
+
+def _creating_command(option: str | None, command: str = "add", rest: str = "TEXT") -> str:
     """The command that creates the store ``--store option`` names (the default one without it); a
     URL is not repeated (it may hold a password)."""
     import shlex  # noqa: PLC0415
 
     if option is None:
-        return "remem add TEXT"
-    return f"remem add --store {'URL' if '://' in option else shlex.quote(option)} TEXT"
+        return f"remem {command} {rest}"
+    return f"remem {command} --store {'URL' if '://' in option else shlex.quote(option)} {rest}"
 
 
 @contextlib.contextmanager

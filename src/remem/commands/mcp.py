@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from remem.commands import options as opt
-from remem.commands.common import EXIT_INTERRUPTED, invocation, note
+from remem.commands.common import EXIT_INTERRUPTED, invocation, missing_store, note
+from remem.errors import StoreNotFoundError
 from remem.mcp import serve, serve_http
 
 
@@ -73,7 +74,8 @@ def serve_command(
         ),
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free one).")
+        int,
+        typer.Option("--port", min=0, max=65535, metavar="PORT", help="Port to listen on (0: any free one)."),
     ] = 8765,
     tls_cert: Annotated[
         Path | None,
@@ -97,8 +99,19 @@ def serve_command(
     Every request needs a token from `remem token add --user NAME` (Authorization: Bearer TOKEN),
     and every call is pinned to that token's user. SIGTERM stops it gracefully.
     """
+    try:
+        stopped_by = _serve_http(store, host, port, tls_cert, tls_key, insecure_http)
+    except StoreNotFoundError as exc:  # not created: a token is needed first, and a typo must not make one
+        raise StoreNotFoundError(missing_store(exc, store, "token add", "--user NAME")) from None
+    if stopped_by == signal.SIGINT:
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _serve_http(
+    store: str | None, host: str, port: int, tls_cert: Path | None, tls_key: Path | None, insecure_http: bool
+) -> int | None:
     settings = invocation()
-    stopped_by = serve_http(
+    return serve_http(
         store,
         host=host,
         port=port,
@@ -109,5 +122,3 @@ def serve_command(
         embedder=settings.embedder,
         note=note,
     )
-    if stopped_by == signal.SIGINT:
-        raise typer.Exit(EXIT_INTERRUPTED)

@@ -27,14 +27,15 @@ MISSING_SDK = (
 )
 
 
-def require_sdk() -> None:
-    """Import the MCP SDK; RememError with the install hint when it (or a recent enough one) is absent."""
+def require_sdk(command: str = "remem mcp") -> None:
+    """Import the MCP SDK; RememError with the install hint (for ``command``) when it (or a recent
+    enough one) is absent."""
     try:
         import mcp.server.mcpserver  # noqa: F401, PLC0415 - the extra is optional and slow to import
     except ImportError as exc:
         if (exc.name or "mcp").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
             raise
-        raise RememError(MISSING_SDK) from None
+        raise RememError(MISSING_SDK.replace("remem mcp", command)) from None
 
 
 def serve(
@@ -81,11 +82,14 @@ def serve_http(
 ) -> int | None:
     """Serve the store over Streamable HTTP (``remem.mcp.http``) until SIGTERM or SIGINT, every
     call pinned by its bearer token; the signal that stopped it. InvalidInputError for an unsafe
-    or incomplete address set-up, the store's own errors when it cannot be opened."""
-    require_sdk()
+    or incomplete address set-up, the store's own errors when it cannot be opened (a missing one is
+    not created: ``remem token add`` creates it, with the token its clients need)."""
+    require_sdk("remem serve")
     from remem.mcp.http import HttpServer, Listener  # noqa: PLC0415
     from remem.mcp.server import build_server  # noqa: PLC0415
 
     listener = Listener(host, port, tls_cert, tls_key, insecure_http)
-    server = build_server(store, model_dir=model_dir, embedder=embedder, note=note)
+    server = build_server(
+        store, model_dir=model_dir, embedder=embedder, note=note, create=False, name="remem serve"
+    )
     return HttpServer(server, listener, note=note).serve()

@@ -60,10 +60,13 @@ class Service:
         *,
         read_only: bool = False,
         note: Callable[[str], None] = lambda message: None,
+        name: str = "remem mcp",
     ) -> None:
         """Serve the store ``opener`` opens (StoreNotFoundError when absent); ``read_only``: the
-        warm-up never writes; ``note`` receives one-line messages for a person (stderr)."""
+        warm-up never writes; ``note`` receives one-line messages for a person (stderr), each
+        starting with the command's ``name``."""
         self.read_only = read_only
+        self.name = name
         self._calls = threading.Condition()  # guards _running and what was passed on to note
         self._running = 0  # calls under way on the open store
         self._state = threading.Lock()  # guards _memories and _opening; never held while opening
@@ -217,12 +220,12 @@ class Service:
                 return
             embedded = 0 if self.read_only else self._embed_backlog()  # read-only never writes
             pending = f"; {embedded} pending {'memory' if embedded == 1 else 'memories'} embedded"
-            ready = f"remem mcp: model ready in {time.perf_counter() - started:.1f} s"
+            ready = f"{self.name}: model ready in {time.perf_counter() - started:.1f} s"
             self._note(ready + (pending if embedded else ""))
         except Exception as exc:  # whatever it was, the server goes on with the keyword lane
             reason = str(exc) if isinstance(exc, RememError) else f"unexpected {type(exc).__name__}"
             self._failure = " ".join(reason.split())
-            self._note(f"remem mcp: {self.waiting_note}")
+            self._note(f"{self.name}: {self.waiting_note}")
         finally:
             self._settled.set()
             self._changed_state()
@@ -266,7 +269,8 @@ class Service:
                 self._changed_state(stuck=True)
                 if not said:
                     reason, every = " ".join(str(exc).split()), f"{STORE_RETRY_SECONDS:g} s"
-                    self._note(f"remem mcp: the store is unavailable ({reason}); trying again every {every}")
+                    unavailable = f"the store is unavailable ({reason}); trying again every {every}"
+                    self._note(f"{self.name}: {unavailable}")
                     said = True
                 self._stop.wait(STORE_RETRY_SECONDS)
         return None

@@ -148,3 +148,29 @@ def test_shared_needs_a_user_and_is_a_flag(memories: Memories) -> None:
     with pytest.raises(InvalidInputError, match="not both"):
         memories.list(where=where, shared=True)
     assert remem.Filters.of(user="alice", shared=True) == where
+
+
+@pytest.mark.parametrize("every", [1, 3, 10, 100])
+def test_a_filtered_vector_search_is_the_exact_top_k_whatever_share_the_filter_selects(
+    backend: Backend, tmp_path: Path, every: int
+) -> None:
+    """1 in ``every`` of 600 memories is carol's: the vector lane's top k among hers (with and
+    without the team's) is exactly what scoring each of them gives, whether the best of the whole
+    store decide it (most memories selected) or her memories are listed first (few)."""
+    from remem.testing import fake_vector
+
+    store = Memories(backend, ModelCatalog(tmp_path / "models"), embedder=FakeEmbedder())
+    users = ["carol" if n % every == 0 else ("dave" if n % 7 else None) for n in range(600)]
+    store.add_many(
+        [NewMemory(f"note {n} on topic {n % 37} and {n % 11}", user=u) for n, u in enumerate(users)]
+    )
+    query = "note on topic 5 and 3"
+    vector = fake_vector(query)
+    for shared in (False, True):
+        wanted = {"carol", None} if shared else {"carol"}
+        scored = sorted(
+            (-float(fake_vector(m.text) @ vector), m.id) for m in store.iter() if m.user in wanted
+        )
+        for k in (1, 5, 20):
+            found = store.search(query, k=k, mode="vector", user="carol", shared=shared)
+            assert [hit.memory.id for hit in found] == [mid for _, mid in scored[:k]], (shared, k)

@@ -1,9 +1,11 @@
 """The local back-end's lanes: cosine over the vector index (or stored vectors), BM25 over FTS5.
 
 Filters select candidate memories in SQLite first; every lane ranks only those, so ``k`` results are
-the true top ``k`` among the filtered memories. The vector lane scores few candidates exactly (their
-vectors taken from the loaded index), and many through the index with an id selector (an exact
-index is exact; if HNSW returns fewer than it should, the candidates are scored exactly).
+the true top ``k`` among the filtered memories. The vector lane first looks whether the best vectors
+of the whole index decide the filtered top ``k`` (filters that select most memories); else it scores
+few candidates exactly (their vectors taken from the loaded index), and many through the index with
+an id selector (an exact index is exact; if HNSW returns fewer than it should, the candidates are
+scored exactly).
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ if TYPE_CHECKING:
 
 #: Up to this many filtered candidates are scored exactly from their stored vectors.
 EXACT_CANDIDATES = 20_000
+#: A filtered vector search first takes at least this many (and 8 × k) of the best vectors of the
+#: whole index and keeps those the filters select: when the filters select most memories (a user's
+#: token on a team's store) that gives the top ``k`` without listing every selected vector, which
+#: took 25-32 ms for 9,000-9,900 of 10,000 (a JOIN and a sort in SQLite); when they select few, the
+#: check of 256 ids costs well under a millisecond before the candidates are listed after all.
+BEST_FIRST = 256
 
 
 def _exact_scores(records: Records, vector: FloatArray, vector_ids: Sequence[int], k: int) -> list[Scored]:
@@ -53,10 +61,29 @@ def _candidate_scores(
     return _top(among, (matrix @ vector).tolist(), k)
 
 
+def _best_then_filtered(
+    records: Records, index: VectorIndex, vector: FloatArray, k: int, filters: Filters
+) -> list[Scored] | None:
+    """Top ``k`` (vector id, cosine) among the filtered vectors when the best of the whole index
+    decide them, else None: they do when ``k`` of them pass the filters with a score above the
+    last one fetched (no vector left out can then rank among them), or when they are all."""
+    fetch = max(BEST_FIRST, 8 * k)
+    best = index.search(vector, fetch)
+    kept = records.selected_vector_ids([vid for vid, _ in best], filters)
+    hits = [(vid, score) for vid, score in best if vid in kept]
+    if fetch >= index.size or (len(hits) >= k and hits[k - 1][1] > best[-1][1]):
+        return hits[:k]
+    return None
+
+
 def _vector_hits(
     records: Records, index: VectorIndex, vector: FloatArray, k: int, filters: Filters
 ) -> list[Scored]:
     """Top ``k`` (vector id, cosine) among the vectors of the filtered memories."""
+    if not filters.is_empty():
+        found = _best_then_filtered(records, index, vector, k, filters)
+        if found is not None:
+            return found
     among = None if filters.is_empty() else records.candidate_vector_ids(filters)
     if among is not None and len(among) <= EXACT_CANDIDATES:
         return _candidate_scores(records, index, vector, among, k)

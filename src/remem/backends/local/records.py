@@ -247,6 +247,19 @@ class Records:
         sql = f"SELECT v.id FROM vectors v JOIN memories m ON m.id = v.memory_id WHERE {where} ORDER BY v.id"
         return [int(r[0]) for r in self.conn.execute(sql, params)]
 
+    def selected_vector_ids(self, vector_ids: Sequence[int], filters: Filters) -> set[int]:
+        """Those of ``vector_ids`` whose memories the filters select."""
+        if not vector_ids:
+            return set()
+        where, params = filtering.where(filters)
+        marks = ", ".join(["?"] * len(vector_ids))
+        # CROSS JOIN: SQLite keeps this order, so it looks up these vectors (and their memories) by
+        # key, instead of walking every memory the filters select from an index of theirs.
+        sql = (
+            f"SELECT v.id FROM vectors v CROSS JOIN memories m ON m.id = v.memory_id WHERE v.id IN ({marks}) "
+        )
+        return {row[0] for row in self.conn.execute(f"{sql}AND {where}", [*vector_ids, *params])}
+
     def keyword_search(
         self, text: str, filters: Filters, limit: int, among: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:

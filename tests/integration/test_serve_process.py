@@ -237,6 +237,14 @@ def test_https_with_a_certificate_and_key(tmp_path: Path) -> None:
     cert, key = _self_signed(tmp_path)
     half = _remem(store, "serve", "--port", "0", "--tls-cert", str(cert), check=False)
     assert half.returncode == 2 and "--tls-key" in half.stderr
+    swapped = _remem(
+        store, "serve", "--port", "0", "--tls-cert", str(key), "--tls-key", str(cert), check=False
+    )
+    assert swapped.returncode == 2
+    assert swapped.stderr.strip() == (
+        "Error: cannot load the TLS certificate and key: "
+        "they are not a PEM certificate and its PEM private key"
+    )
     with _serve(store, "--tls-cert", str(cert), "--tls-key", str(key)) as served:
         assert served.url.startswith("https://127.0.0.1:")
 

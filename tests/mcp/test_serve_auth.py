@@ -44,6 +44,25 @@ def test_no_token_a_wrong_one_and_a_revoked_one_get_the_same_bare_401(store_dir:
         assert post(server.url.replace("/mcp", "/healthz"), None)[0] == 405  # GET only
 
 
+def test_the_endpoint_takes_only_posts_it_opens_no_stream_that_would_never_end(store_dir: Path) -> None:
+    import urllib.error
+    import urllib.request
+
+    secret = _token(store_dir, user="alice")
+    with serving(store_dir) as server:
+        for method in ("GET", "DELETE"):
+            asked = urllib.request.Request(
+                server.url, headers={"Authorization": f"Bearer {secret}"}, method=method
+            )
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(asked, timeout=10)
+            assert refused.value.code == 405 and refused.value.headers["Allow"] == "POST"
+            anonymous = urllib.request.Request(server.url, method=method)
+            with pytest.raises(urllib.error.HTTPError) as unknown:
+                urllib.request.urlopen(anonymous, timeout=10)
+            assert unknown.value.code == 401  # the door first: nothing is said to a caller without a token
+
+
 def test_healthz_needs_no_token_and_tells_nothing_about_the_memories(store_dir: Path) -> None:
     import json
     import urllib.request

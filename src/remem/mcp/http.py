@@ -65,7 +65,9 @@ class Caller(AuthenticatedUser):
 
 class RequireToken:
     """ASGI middleware: ``/mcp`` only for a request with a bearer token ``verify`` knows (401
-    otherwise, with no detail; 503 while the store cannot be read); other paths pass through."""
+    otherwise, with no detail; 503 while the store cannot be read), and only a POST (405 otherwise:
+    the server is stateless, so a GET would open an event stream that never carries anything and a
+    DELETE would end no session); other paths pass through."""
 
     def __init__(self, app: ASGIApp, verify: Callable[[str], Awaitable[remem.Token | None]]) -> None:
         """Guard ``app``; ``verify(secret)`` is the token of a secret, or None."""
@@ -85,6 +87,10 @@ class RequireToken:
             return
         if token is None:
             refusal = JSONResponse(UNAUTHORIZED, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            await refusal(scope, receive, send)
+            return
+        if scope["method"] != "POST":  # stateless: no stream to open (GET) and no session to end (DELETE)
+            refusal = JSONResponse({"error": "POST only"}, status_code=405, headers={"Allow": "POST"})
             await refusal(scope, receive, send)
             return
         scope["user"] = Caller(token)
@@ -263,13 +269,17 @@ class HttpServer:
 
 
 def _check_tls(listener: Listener) -> None:
-    """UsageError, in one line, when the listener's certificate and key do not load together."""
+    """InvalidInputError, in one line, when the listener's certificate and key do not load together."""
     if listener.tls_cert is None or listener.tls_key is None:
         return
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     try:
         context.load_cert_chain(str(listener.tls_cert), str(listener.tls_key))
-    except (OSError, ssl.SSLError) as exc:
-        reason = getattr(exc, "strerror", None) or getattr(exc, "reason", None) or type(exc).__name__
-        message = f"cannot load the TLS certificate and key: {reason}"
-        raise InvalidInputError(message, parameter="tls_cert", mentions=("tls_key",)) from None
+    except ssl.SSLError:  # OpenSSL's reasons ("[SSL] PEM lib (_ssl.c:3905)") say nothing actionable
+        reason = "they are not a PEM certificate and its PEM private key"
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    else:
+        return
+    message = f"cannot load the TLS certificate and key: {reason}"
+    raise InvalidInputError(message, parameter="tls_cert", mentions=("tls_key",)) from None

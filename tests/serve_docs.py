@@ -47,3 +47,10 @@ def argv(command: str, url: str, token: str) -> list[str]:
     (the page's ``$TOKEN``)."""
     assert DOC_URL in command and "$TOKEN" in command, command
     return [word.replace(DOC_URL, url).replace("$TOKEN", token) for word in shlex.split(command)]
+
+
+def block(lang: str) -> str:
+    """The one code block of the page in language ``lang`` (```nginx, ```caddyfile)."""
+    found = [b.code for b in doc_blocks.blocks(PAGE) if b.lang == lang]
+    assert len(found) == 1, f"{len(found)} {lang} blocks in {PAGE.name}"
+    return found[0]

@@ -5,7 +5,6 @@ after kill -9 and a restart every acknowledged add is stored; plain HTTP beyond 
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from serve_docs import argv, lines
 from serve_support import add_token as _token
 from serve_support import call, session
 from serve_support import remem_cli as _remem
+from serve_support import self_signed as _self_signed
 from serve_support import serve_process as _serve
 
 pytestmark = pytest.mark.integration
@@ -133,41 +133,6 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
         done = _remem(store, "serve", "--port", str(port), check=False)
     assert done.returncode == 2
     assert done.stderr.strip() == f"Error: cannot listen on 127.0.0.1 port {port}: Address already in use"
-
-
-def _self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 and its key (PEM files)."""
-    x509 = pytest.importorskip("cryptography.x509")
-    import ipaddress
-
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert, private = directory / "cert.pem", directory / "key.pem"
-    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    private.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert, private
 
 
 def test_https_with_a_certificate_and_key(tmp_path: Path) -> None:

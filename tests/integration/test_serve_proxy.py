@@ -2,7 +2,8 @@
 front of a real `remem serve` on 127.0.0.1 and an MCP client (the SDK's own) works through them —
 the token reaches the server, the JSON answers come back whole, and the Host the proxy forwards is
 not checked. The page's blocks are used as they are, with only the certificate paths and ports
-changed for a test. Skipped where nginx or caddy is not installed."""
+changed for a test. The page's systemd unit passes `systemd-analyze verify`. Each is skipped where
+its program is not installed."""
 
 from __future__ import annotations
 
@@ -146,3 +147,20 @@ def test_caddy_as_the_page_configures_it(tmp_path: Path) -> None:
         with _running(command, f"https://localhost:{port}/healthz", root, tmp_path / "caddy.log", env):
             _through(f"https://localhost:{port}/mcp", secret, root)  # Host: localhost:PORT, not checked
     _added_by_alice(store)
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_the_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
+    remem = shutil.which("remem")
+    if remem is None:
+        pytest.skip("no remem command on PATH (the unit must name an executable)")
+    unit = tmp_path / "remem.service"
+    unit.write_text(block("ini").replace("/opt/remem/.venv/bin/remem", remem), encoding="utf-8")
+    done = subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout + done.stderr) == (0, "")  # an unknown key is only a warning

@@ -1,10 +1,16 @@
 """Helpers of the `remem serve` tests: a real HTTP server (uvicorn on a free port, in a thread of the
-test, with the fake embedder) and the SDK's own Streamable HTTP client, with a bearer token."""
+test, with the fake embedder), `remem serve` as a real process, and the SDK's own Streamable HTTP
+client, with a bearer token."""
 
 from __future__ import annotations
 
+import datetime
 import json
+import re
+import subprocess
+import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
@@ -13,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -101,3 +108,106 @@ def post(
             return answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.read()
     except urllib.error.HTTPError as refused:
         return refused.code, {k.lower(): v for k, v in refused.headers.items()}, refused.read()
+
+
+def remem_cli(store: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """`remem ARGS --store STORE` in a process of its own; it must exit 0 unless not ``check``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "remem", *args, "--store", str(store)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert not check or done.returncode == 0, done.stderr
+    return done
+
+
+class Served:
+    """A running `remem serve` process: its URL, and its stderr lines so far."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self.url = ""
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, pattern: str, timeout: float = 120) -> re.Match[str]:
+        """The first stderr line matching ``pattern`` (waiting for it; AssertionError if none comes)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                found = re.search(pattern, line)
+                if found:
+                    return found
+            if self.process.poll() is not None and not self._reader.is_alive():
+                break
+            time.sleep(0.02)
+        raise AssertionError(f"no line like {pattern!r} in {self.lines}")
+
+
+@contextmanager
+def serve_process(store: Path, *args: str, port: int = 0) -> Iterator[Served]:
+    """`remem serve --store STORE --port PORT ARGS` as a real process, once it says its URL; killed
+    afterwards if it still runs."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "remem", "serve", "--store", str(store), "--port", str(port), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    served = Served(process)
+    try:
+        served.url = served.wait_for(r"remem serve: (https?://\S+/mcp)").group(1)
+        yield served
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=60)
+
+
+def add_token(store: Path, *args: str) -> str:
+    """A new token from `remem token add ARGS` (the real CLI)."""
+    return remem_cli(store, "token", "add", *args).stdout.strip()
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (PEM files in ``directory``); skips without the
+    cryptography package."""
+    x509 = pytest.importorskip("cryptography.x509")
+    import ipaddress
+
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert, private = directory / "cert.pem", directory / "key.pem"
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert, private

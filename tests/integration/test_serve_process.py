@@ -5,7 +5,6 @@ after kill -9 and a restart every acknowledged add is stored; plain HTTP beyond 
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import re
@@ -13,11 +12,8 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,74 +22,17 @@ import pytest
 
 pytest.importorskip("mcp.server.mcpserver")
 
+from serve_docs import argv, lines
+from serve_support import add_token as _token
 from serve_support import call, session
+from serve_support import remem_cli as _remem
+from serve_support import self_signed as _self_signed
+from serve_support import serve_process as _serve
 
 pytestmark = pytest.mark.integration
 
 #: The Inspector release the docs show (its CLI takes --transport http and --header).
 INSPECTOR = "@modelcontextprotocol/inspector@0.17"
-
-
-def _remem(store: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "remem", *args, "--store", str(store)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert not check or done.returncode == 0, done.stderr
-    return done
-
-
-class Served:
-    """A running `remem serve` process: its URL, and its stderr lines so far."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.process = process
-        self.lines: list[str] = []
-        self.url = ""
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_for(self, pattern: str, timeout: float = 120) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.lines):
-                found = re.search(pattern, line)
-                if found:
-                    return found
-            if self.process.poll() is not None and not self._reader.is_alive():
-                break
-            time.sleep(0.02)
-        raise AssertionError(f"no line like {pattern!r} in {self.lines}")
-
-
-@contextmanager
-def _serve(store: Path, *args: str, port: int = 0) -> Iterator[Served]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "remem", "serve", "--store", str(store), "--port", str(port), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    served = Served(process)
-    try:
-        served.url = served.wait_for(r"remem serve: (https?://\S+/mcp)").group(1)
-        yield served
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=60)
-
-
-def _token(store: Path, *args: str) -> str:
-    return _remem(store, "token", "add", *args).stdout.strip()
 
 
 def test_sigterm_lets_the_call_under_way_finish_refuses_new_ones_and_exits_0(tmp_path: Path) -> None:
@@ -196,41 +135,6 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
     assert done.stderr.strip() == f"Error: cannot listen on 127.0.0.1 port {port}: Address already in use"
 
 
-def _self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 and its key (PEM files)."""
-    x509 = pytest.importorskip("cryptography.x509")
-    import ipaddress
-
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert, private = directory / "cert.pem", directory / "key.pem"
-    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    private.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert, private
-
-
 def test_https_with_a_certificate_and_key(tmp_path: Path) -> None:
     store = tmp_path / "store"
     secret = _token(store, "--user", "alice")
@@ -257,49 +161,33 @@ def test_https_with_a_certificate_and_key(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("npx") is None, reason="npx (Node.js) is not installed")
 def test_the_mcp_inspector_cli_lists_and_calls_the_tools_with_a_bearer_token(tmp_path: Path) -> None:
+    """The two Inspector lines of docs/serve.md, as they are there (with a real URL and token)."""
     store = tmp_path / "store"
     secret = _token(store, "--user", "alice")
     _remem(store, "add", "The team's deploy key rotates every 90 days")
+    listing, searching = lines(f"npx {INSPECTOR} --cli ")
+    assert listing.endswith(" --method tools/list") and " --method tools/call " in searching
 
-    def inspector(url: str, token: str, *args: str) -> subprocess.CompletedProcess[str]:
-        command = ["npx", "-y", INSPECTOR, "--cli", url, "--transport", "http"]  # 0.17: the URL is the target
-        command += ["--header", f"Authorization: Bearer {token}", *args]
-        env = {**os.environ, "npm_config_yes": "true"}
+    def inspector(command: list[str]) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "npm_config_yes": "true"}  # npx installs without asking
         return subprocess.run(command, check=False, capture_output=True, text=True, timeout=600, env=env)
 
     with _serve(store) as served:
         served.wait_for(r"model ready")
-        listed = inspector(served.url, secret, "--method", "tools/list")
+        listed = inspector(argv(listing, served.url, secret))
         if listed.returncode != 0 and "npm" in listed.stderr and "ERR" in listed.stderr:
             pytest.skip(f"the Inspector could not be installed from npm: {listed.stderr[-300:]}")
         assert listed.returncode == 0, listed.stderr
         tools = {tool["name"]: tool for tool in json.loads(listed.stdout)["tools"]}
         assert len(tools) == 7 and "user" not in tools["memory_search"]["inputSchema"]["properties"]
-        found = inspector(
-            served.url,
-            secret,
-            "--method",
-            "tools/call",
-            "--tool-name",
-            "memory_search",
-            "--tool-arg",
-            "query=how often does the deploy key rotate",
-        )
+        found = inspector(argv(searching, served.url, secret))
         assert found.returncode == 0, found.stderr
         hits = json.loads(found.stdout)["structuredContent"]["hits"]
         assert hits and hits[0]["text"] == "The team's deploy key rotates every 90 days"
-        added = inspector(
-            served.url,
-            secret,
-            "--method",
-            "tools/call",
-            "--tool-name",
-            "memory_add",
-            "--tool-arg",
-            "text=alice's staging port is 5433",
-        )
+        adding = ["tools/call", "--tool-name", "memory_add", "--tool-arg", "text=alice's staging port: 5433"]
+        added = inspector(argv(listing, served.url, secret)[:-1] + adding)  # instead of tools/list
         assert added.returncode == 0, added.stderr
-        refused = inspector(served.url, "remem_wrong", "--method", "tools/list")
+        refused = inspector(argv(listing, served.url, "remem_wrong"))
         assert refused.returncode != 0 and secret not in refused.stdout + refused.stderr
     exported = [json.loads(line) for line in _remem(store, "export").stdout.splitlines()]
-    assert [(r["text"], r["user"]) for r in exported][-1] == ("alice's staging port is 5433", "alice")
+    assert [(r["text"], r["user"]) for r in exported][-1] == ("alice's staging port: 5433", "alice")

@@ -38,7 +38,8 @@ INSPECTOR = "@modelcontextprotocol/inspector@0.17"
 def test_sigterm_lets_the_call_under_way_finish_refuses_new_ones_and_exits_0(tmp_path: Path) -> None:
     store = tmp_path / "store"
     secret = _token(store, "--user", "alice")
-    long_text = " ".join(f"paragraph {i} of the long design note about deploy keys" for i in range(1_700))
+    # About 2 s to embed on an idle machine (and 30 s is the longest a stop waits): SIGTERM comes mid-way.
+    long_text = " ".join(f"paragraph {i} of the long design note about deploy keys" for i in range(400))
     outcome: dict[str, Any] = {}
 
     async def long_add(url: str) -> None:
@@ -46,6 +47,7 @@ def test_sigterm_lets_the_call_under_way_finish_refuses_new_ones_and_exits_0(tmp
             await call(alice, "memory_search", {"query": "warm"})  # the model is loaded before the add
             outcome["started"] = time.monotonic()
             outcome["added"] = await call(alice, "memory_add", {"text": long_text})
+            outcome["finished"] = time.monotonic()
 
     with _serve(store) as served:
         served.wait_for(r"model ready")
@@ -54,6 +56,7 @@ def test_sigterm_lets_the_call_under_way_finish_refuses_new_ones_and_exits_0(tmp
         while "started" not in outcome:
             time.sleep(0.01)
         time.sleep(0.3)  # the add is being embedded (it takes seconds)
+        outcome["stopped"] = time.monotonic()
         served.process.send_signal(signal.SIGTERM)
         time.sleep(0.2)
         host, port = re.match(r"http://([^:]+):(\d+)/", served.url).groups()  # type: ignore[union-attr]
@@ -62,6 +65,7 @@ def test_sigterm_lets_the_call_under_way_finish_refuses_new_ones_and_exits_0(tmp
         worker.join(timeout=120)
         assert served.process.wait(timeout=120) == 0, served.lines
     assert outcome["added"]["embedded"] is True
+    assert outcome["finished"] > outcome["stopped"]  # the add was under way when SIGTERM came
     shown = _remem(store, "show", str(outcome["added"]["id"]), "--json")
     assert json.loads(shown.stdout)["user"] == "alice"
 

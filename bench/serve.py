@@ -356,7 +356,7 @@ def raw_post(url: str, secret: str, bodies: list[dict[str, Any]]) -> tuple[list[
     """Each body as one POST on a kept-alive connection: the latencies and the status codes."""
     host, port = re.match(r"http://([^:/]+):(\d+)", url).groups()  # type: ignore[union-attr]
     connection = http.client.HTTPConnection(host, int(port), timeout=60)
-    headers = {**HEADERS, "Authorization": f"Bearer {secret}"}
+    headers = {**HEADERS, "Authorization": f"Bearer {secret}"} if secret else HEADERS
     seconds, statuses = [], Counter[int]()
     for body in bodies:
         started = time.perf_counter()
@@ -372,6 +372,27 @@ def raw_post(url: str, secret: str, bodies: list[dict[str, Any]]) -> tuple[list[
         statuses[answer.status] += 1
     connection.close()
     return seconds, statuses
+
+
+def raw_searching(url: str, secret: str, clients: int, calls: int, seed: int) -> list[float]:
+    """``clients`` threads, each ``calls`` searches as raw POSTs on its own kept-alive connection."""
+    seconds: list[float] = []
+
+    def one(number: int) -> None:
+        rng = random.Random(seed * 1000 + number)
+        bodies = [call_body(i, "memory_search", {"query": query(rng), "k": 5}) for i in range(calls + 3)]
+        raw_post(url, secret, bodies[:3])
+        found, statuses = raw_post(url, secret, bodies[3:])
+        if set(statuses) != {200}:
+            raise RuntimeError(f"raw searches answered {dict(statuses)}")
+        seconds.extend(found)
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return seconds
 
 
 def in_process(store: str, pins: dict[str, str | None], calls: int, seed: int) -> dict[str, list[float]]:
@@ -391,10 +412,14 @@ def in_process(store: str, pins: dict[str, str | None], calls: int, seed: int) -
     return found
 
 
-def latency(store: str, quick: bool, seed: int) -> None:
+def searching_sdk(url: str, secret: str, clients: int, calls: int, seed: int) -> list[float]:
+    """``searching`` on a new event loop."""
+    return asyncio.run(searching(url, secret, clients, calls, seed))
+
+
+def latency(store: str, total: int, quick: bool, seed: int) -> None:
     """The latency tables."""
     secrets_ = tokens(store)
-    total = 60 if quick else 400
     pins: dict[str, str | None] = {"small": "small", "big": "big", "admin": None}
     print("\n### Baseline: Memories.search in-process, single-threaded (hybrid, k=5)\n")
     print("| pin | filter | calls | p50 ms | p95 ms |\n|---|---|---|---|---|")
@@ -404,22 +429,24 @@ def latency(store: str, quick: bool, seed: int) -> None:
     with serving(store) as (served,):
         print(f"\n### memory_search over loopback (SDK client; {secrets_['count']} tokens in the store)\n")
         print(
-            "| token | clients | calls | p50 ms | p95 ms | calls/s | server CPU ms/call "
+            "| token | client | clients | calls | p50 ms | p95 ms | calls/s | server CPU ms/call "
             "| client CPU ms/call |"
         )
-        print("|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|")
         for label in pins:
             for clients in LATENCY_CLIENTS:
-                per = max(4 if quick else 10, total // clients)
-                cpu_s, cpu_c, started = served.cpu(), client_cpu(), time.perf_counter()
-                seconds = asyncio.run(searching(served.url, secrets_[label], clients, per, seed + clients))
-                wall, cpu_s, cpu_c = time.perf_counter() - started, served.cpu() - cpu_s, client_cpu() - cpu_c
-                n = len(seconds) + 3 * clients
-                print(
-                    f"| {label} | {clients} | {len(seconds)} | {fmt(percentiles(seconds))} | "
-                    f"{n / wall:.0f} | {cpu_s / n * 1e3:.1f} | {cpu_c / n * 1e3:.1f} |",
-                    flush=True,
-                )
+                for kind, how in (("SDK", searching_sdk), ("raw", raw_searching)):
+                    per = max(4 if quick else 10, total // clients)
+                    cpu_s, cpu_c, started = served.cpu(), client_cpu(), time.perf_counter()
+                    seconds = how(served.url, secrets_[label], clients, per, seed + clients)
+                    wall, cpu_s = time.perf_counter() - started, served.cpu() - cpu_s
+                    cpu_c = client_cpu() - cpu_c
+                    n = len(seconds) + 3 * clients
+                    print(
+                        f"| {label} | {kind} | {clients} | {len(seconds)} | {fmt(percentiles(seconds))} | "
+                        f"{n / wall:.0f} | {cpu_s / n * 1e3:.1f} | {cpu_c / n * 1e3:.1f} |",
+                        flush=True,
+                    )
         rng = random.Random(seed + 7)
         print("\n### One client, no SDK: raw JSON-RPC POSTs on a kept-alive connection (http.client)\n")
         print("| request | token | calls | statuses | p50 ms | p95 ms |\n|---|---|---|---|---|---|")
@@ -436,22 +463,22 @@ def latency(store: str, quick: bool, seed: int) -> None:
 def refusal(url: str, secret: str, calls: int) -> None:
     """tools/list with the right token and a wrong one, interleaved in rounds."""
     listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-    wrong = "remem_" + "x" * len(secret.removeprefix("remem_"))
-    right_s: list[float] = []
-    wrong_s: list[float] = []
-    right_n, wrong_n = Counter[int](), Counter[int]()
+    kinds = {
+        "right token": secret,
+        "wrong token (random)": "remem_" + "x" * len(secret.removeprefix("remem_")),
+        "wrong token (right but its last character)": secret[:-1] + ("A" if secret[-1] != "A" else "B"),
+        "no token": "",
+    }
+    seconds_of: dict[str, list[float]] = defaultdict(list)
+    statuses_of: dict[str, Counter[int]] = defaultdict(Counter)
     for _ in range(10):
-        seconds, statuses = raw_post(url, secret, [listing] * (calls // 10))
-        right_s += seconds
-        right_n += statuses
-        seconds, statuses = raw_post(url, wrong, [listing] * (calls // 10))
-        wrong_s += seconds
-        wrong_n += statuses
-    for label, seconds, statuses in (("right", right_s, right_n), ("wrong", wrong_s, wrong_n)):
-        print(
-            f"| tools/list | {label} token | {len(seconds)} | {dict(statuses)} | "
-            f"{fmt(percentiles(seconds))} |"
-        )
+        for label, presented in kinds.items():
+            seconds, statuses = raw_post(url, presented, [listing] * (calls // 10))
+            seconds_of[label] += seconds
+            statuses_of[label] += statuses
+    for label in kinds:
+        seconds, statuses = seconds_of[label], statuses_of[label]
+        print(f"| tools/list | {label} | {len(seconds)} | {dict(statuses)} | {fmt(percentiles(seconds))} |")
 
 
 def call_body(number: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -479,7 +506,7 @@ class Tally:
 
     seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: Counter[str] = field(default_factory=Counter)
-    outage_failures: int = 0
+    attempted: int = 0
     reconnects: int = 0
     acknowledged: list[tuple[int, str, str]] = field(default_factory=list)
     done: int = 0
@@ -499,12 +526,8 @@ async def load_client(urls: list[str], secret: str, user: str, number: int, call
                     arguments = load_arguments(name, rng, number, calls - left)
                     left -= 1
                     started = time.perf_counter()
-                    try:
-                        result = await asyncio.wait_for(mcp.call_tool(name, arguments), 60)
-                    except Exception:
-                        tally.outage_failures += tally.outage
-                        tally.errors[name] += not tally.outage
-                        raise
+                    tally.attempted += 1
+                    result = await asyncio.wait_for(mcp.call_tool(name, arguments), 60)
                     tally.seconds[name].append(time.perf_counter() - started)
                     tally.done += 1
                     if result.is_error:
@@ -593,11 +616,12 @@ def load(
         cpu_c = client_cpu() - cpu_c
     acknowledged, stored = verify_stored(store, tally.acknowledged)
     total = sum(len(s) for s in tally.seconds.values())
+    lost = tally.attempted - tally.done  # no answer: the server went away (kill -9) or the call raised
     cells = " | ".join(fmt(percentiles(tally.seconds[name])) for name, _ in LOAD_MIX)
     cpu = "n/a (restarted)" if kill else f"{server_cpu / total * 1e3:.1f}"
     print(
         f"| {label} | {total} | {total / wall:.0f} | {cells} | {sum(tally.errors.values())} | "
-        f"{tally.outage_failures} | {acknowledged} | {stored} | {cpu} | {cpu_c / total * 1e3:.1f} |",
+        f"{lost} | {tally.reconnects} | {acknowledged} | {stored} | {cpu} | {cpu_c / total * 1e3:.1f} |",
         flush=True,
     )
 
@@ -607,10 +631,10 @@ def loads(scratch: Path, postgres: str, clients: int, calls: int, seed: int) -> 
     cells = " | ".join(f"{name.removeprefix('memory_')} p50 | p95" for name, _ in LOAD_MIX)
     print(f"\n### Load: {clients} SDK clients x {calls} mixed calls (tokens of 2 users; ms)\n")
     print(
-        f"| run | calls | calls/s | {cells} | errors | failed while down | acked adds | stored "
+        f"| run | calls | calls/s | {cells} | errors | no answer | reconnects | acked adds | stored "
         "| server CPU ms/call | client CPU ms/call |"
     )
-    print("|---" * (10 + 2 * len(LOAD_MIX)) + "|")
+    print("|---" * (11 + 2 * len(LOAD_MIX)) + "|")
     load("local", str(scratch / "load-local"), clients, calls, seed)
     load("PostgreSQL", with_schema(postgres, "load1"), clients, calls, seed)
     load("local, kill -9 + restart", str(scratch / "load-kill"), clients, calls, seed, kill=True)
@@ -642,6 +666,7 @@ def main() -> int:
     parser.add_argument("--skip-load", action="store_true")
     parser.add_argument("--load-clients", type=int, default=16)
     parser.add_argument("--load-calls", type=int, help="calls per load client (default 500; 40 quick)")
+    parser.add_argument("--latency-calls", type=int, help="searches per latency row (default 400; 60 quick)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     size = args.size or (1000 if args.quick else 10_000)
@@ -654,7 +679,7 @@ def main() -> int:
             started = time.perf_counter()
             build(store, size, args.seed)
             print(f"latency store: {store}, {size} memories (ready in {time.perf_counter() - started:.0f} s)")
-            latency(store, args.quick, args.seed)
+            latency(store, args.latency_calls or (60 if args.quick else 400), args.quick, args.seed)
         if args.skip_load:
             return 0
         stop: Callable[[], None] = lambda: None  # noqa: E731

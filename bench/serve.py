@@ -57,111 +57,36 @@ from typing import Any
 import remem
 from remem import Filters, NewMemory
 
-PEOPLE = [
-    "Ana",
-    "Bo",
-    "Chen",
-    "Dara",
-    "Eli",
-    "Farah",
-    "Gus",
-    "Hana",
-    "Ivo",
-    "Jun",
-    "Kai",
-    "Lena",
-    "Mo",
-    "Nia",
-    "Omar",
-    "Pia",
-    "Raj",
-    "Sol",
-    "Tomas",
-    "Uma",
-]
-SYSTEMS = [
-    "billing service",
-    "deploy pipeline",
-    "staging database",
-    "search index",
-    "login page",
-    "mobile app",
-    "payment retries",
-    "nightly backup",
-    "feature flags",
-    "onboarding docs",
-    "error budget",
-    "load balancer",
-    "message queue",
-    "cache layer",
-    "API gateway",
-    "release branch",
-    "audit log",
-    "dashboard",
-    "cron jobs",
-    "TLS certificates",
-    "DNS records",
-    "test suite",
-    "data warehouse",
-    "invoice emails",
-    "rate limiter",
-    "design system",
-    "support inbox",
-    "VPN",
-    "laptop fleet",
-    "wiki",
-]
-ACTIONS = [
-    "decided to rewrite",
-    "wants to retire",
-    "will migrate",
-    "found a bug in",
-    "prefers to keep",
-    "asked us to freeze",
-    "doubled the timeout of",
-    "added monitoring to",
-    "wrote the runbook for",
-    "rotated the keys of",
-    "profiled",
-    "moved to Postgres",
-    "split the ownership of",
-    "scheduled a review of",
-    "paused changes to",
-    "load-tested",
-]
-REASONS = [
-    "because the costs grew",
-    "after the outage on Tuesday",
-    "since customers complained",
-    "to meet the audit",
-    "before the holiday freeze",
-    "as the team agreed",
-    "because it was flaky",
-    "to cut latency",
-    "for the new region",
-    "after a security review",
-    "because nobody owned it",
-    "to simplify on-call",
-]
-WHEN = [
-    "last week",
-    "yesterday",
-    "in March",
-    "this sprint",
-    "next quarter",
-    "on Friday",
-    "in the retro",
-    "during standup",
-]
-QUESTIONS = [
-    "what did we decide about the {s}",
-    "who owns the {s}",
-    "why did {p} change the {s}",
-    "when is the {s} migration",
-    "is the {s} frozen",
-    "what broke in the {s}",
-    "{p} and the {s}",
-]
+
+def _options(text: str) -> list[str]:
+    """The choices in ``text``, separated by ``|``."""
+    return text.split("|")
+
+
+PEOPLE = _options("Ana|Bo|Chen|Dara|Eli|Farah|Gus|Hana|Ivo|Jun|Kai|Lena|Mo|Nia|Omar|Pia|Raj|Sol|Tomas|Uma")
+SYSTEMS = _options(
+    "billing service|deploy pipeline|staging database|search index|login page|mobile app|"
+    "payment retries|nightly backup|feature flags|onboarding docs|error budget|load balancer|"
+    "message queue|cache layer|API gateway|release branch|audit log|dashboard|cron jobs|"
+    "TLS certificates|DNS records|test suite|data warehouse|invoice emails|rate limiter|"
+    "design system|support inbox|VPN|laptop fleet|wiki"
+)
+ACTIONS = _options(
+    "decided to rewrite|wants to retire|will migrate|found a bug in|prefers to keep|"
+    "asked us to freeze|doubled the timeout of|added monitoring to|wrote the runbook for|"
+    "rotated the keys of|profiled|moved to Postgres|split the ownership of|scheduled a review of|"
+    "paused changes to|load-tested"
+)
+REASONS = _options(
+    "because the costs grew|after the outage on Tuesday|since customers complained|to meet the audit|"
+    "before the holiday freeze|as the team agreed|because it was flaky|to cut latency|"
+    "for the new region|after a security review|because nobody owned it|to simplify on-call"
+)
+WHEN = _options("last week|yesterday|in March|this sprint|next quarter|on Friday|in the retro|during standup")
+QUESTIONS = _options(
+    "what did we decide about the {s}|who owns the {s}|why did {p} change the {s}|"
+    "when is the {s} migration|is the {s} frozen|what broke in the {s}|{p} and the {s}"
+)
 LATENCY_CLIENTS = (1, 8, 32)
 LOAD_MIX = (("memory_search", 60), ("memory_add", 20), ("memory_list", 10), ("memory_context", 10))
 HEADERS = {

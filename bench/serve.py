@@ -432,6 +432,7 @@ class Tally:
     seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: Counter[str] = field(default_factory=Counter)
     attempted: int = 0
+    messages: dict[str, str] = field(default_factory=dict)
     reconnects: int = 0
     acknowledged: list[tuple[int, str, str]] = field(default_factory=list)
     done: int = 0
@@ -457,6 +458,8 @@ async def load_client(urls: list[str], secret: str, user: str, number: int, call
                     tally.done += 1
                     if result.is_error:
                         tally.errors[name] += 1
+                        message = str(getattr(result.content[0], "text", result.content))
+                        tally.messages.setdefault(name, message)
                     elif name == "memory_add":
                         tally.acknowledged.append((result.structured_content["id"], arguments["text"], user))
         except Exception:
@@ -549,6 +552,8 @@ def load(
         f"{lost} | {tally.reconnects} | {acknowledged} | {stored} | {cpu} | {cpu_c / total * 1e3:.1f} |",
         flush=True,
     )
+    for name, message in tally.messages.items():
+        print(f"  (first error of {name}: {message})")
 
 
 def loads(scratch: Path, postgres: str, clients: int, calls: int, seed: int) -> None:

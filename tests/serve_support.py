@@ -110,7 +110,7 @@ def post(
         return refused.code, {k.lower(): v for k, v in refused.headers.items()}, refused.read()
 
 
-def remem_cli(store: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def remem_cli(store: Path | str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """`remem ARGS --store STORE` in a process of its own; it must exit 0 unless not ``check``."""
     done = subprocess.run(
         [sys.executable, "-m", "remem", *args, "--store", str(store)],
@@ -153,7 +153,7 @@ class Served:
 
 
 @contextmanager
-def serve_process(store: Path, *args: str, port: int = 0) -> Iterator[Served]:
+def serve_process(store: Path | str, *args: str, port: int = 0) -> Iterator[Served]:
     """`remem serve --store STORE --port PORT ARGS` as a real process, once it says its URL; killed
     afterwards if it still runs."""
     process = subprocess.Popen(
@@ -172,7 +172,7 @@ def serve_process(store: Path, *args: str, port: int = 0) -> Iterator[Served]:
         process.wait(timeout=60)
 
 
-def add_token(store: Path, *args: str) -> str:
+def add_token(store: Path | str, *args: str) -> str:
     """A new token from `remem token add ARGS` (the real CLI)."""
     return remem_cli(store, "token", "add", *args).stdout.strip()
 

@@ -24,7 +24,7 @@ pytest.importorskip("mcp.server.mcpserver")
 
 from serve_docs import argv, lines
 from serve_support import add_token as _token
-from serve_support import call, session
+from serve_support import call, post, session
 from serve_support import remem_cli as _remem
 from serve_support import self_signed as _self_signed
 from serve_support import serve_process as _serve
@@ -195,3 +195,37 @@ def test_the_mcp_inspector_cli_lists_and_calls_the_tools_with_a_bearer_token(tmp
         assert refused.returncode != 0 and secret not in refused.stdout + refused.stderr
     exported = [json.loads(line) for line in _remem(store, "export").stdout.splitlines()]
     assert [(r["text"], r["user"]) for r in exported][-1] == ("alice's staging port: 5433", "alice")
+
+
+def test_two_servers_on_one_postgres_store_share_the_load_and_a_cli_revocation(postgres_url: str) -> None:
+    store = postgres_url
+    alice = _token(store, "--user", "alice")
+    carol = _token(store, "--user", "carol", "--name", "carol")
+    acknowledged: list[tuple[int, str]] = []
+
+    async def writer(url: str, number: int) -> None:
+        async with session(url, alice) as mcp:
+            for i in range(8):
+                text = f"client {number} note {i} about the two servers"
+                acknowledged.append(((await call(mcp, "memory_add", {"text": text}))["id"], text))
+                assert (await call(mcp, "memory_search", {"query": "two servers", "k": 3}))["hits"]
+
+    async def load(urls: list[str]) -> None:
+        async with anyio.create_task_group() as group:
+            for number in range(4):
+                group.start_soon(writer, urls[number % 2], number)
+        for url in urls:  # carol's token works on both, until the CLI revokes it
+            async with session(url, carol) as mcp:
+                assert (await call(mcp, "memory_list", {}))["memories"] == []
+        _remem(store, "token", "revoke", "carol")
+        for url in urls:
+            assert post(url, carol)[0] == 401
+            assert post(url, alice)[0] == 200
+
+    with _serve(store) as one, _serve(store) as two:
+        one.wait_for(r"model ready")
+        two.wait_for(r"model ready")
+        anyio.run(load, [one.url, two.url])
+    exported = [json.loads(line) for line in _remem(store, "export").stdout.splitlines()]
+    assert {(r["id"], r["text"]) for r in exported} == set(acknowledged)
+    assert {r["user"] for r in exported} == {"alice"}

@@ -2,6 +2,7 @@
 HTTP. The servers are ``remem.mcp``; its SDK (the optional extra ``remem[mcp]``) is imported only
 when one of these commands runs."""
 
+import os
 import signal
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +13,12 @@ from remem.commands import options as opt
 from remem.commands.common import EXIT_INTERRUPTED, invocation, missing_store, note
 from remem.errors import StoreNotFoundError
 from remem.mcp import serve, serve_http
+
+#: A server's concurrency comes from its requests, so each search runs its vector products on one
+#: thread: with OpenBLAS's own threads (2 here) the server spent 85 ms of CPU per search of 10,000
+#: memories against 40 ms with one (the rest spinning), and p50 with 8 clients fell from 298 to
+#: 250 ms (bench/serve.py, 2 cores). Set before numpy loads; a value the user set is kept.
+SERVER_THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
 def register(app: typer.Typer) -> None:
@@ -99,6 +106,8 @@ def serve_command(
     Every request needs a token from `remem token add --user NAME` (Authorization: Bearer TOKEN),
     and every call is pinned to that token's user. SIGTERM stops it gracefully.
     """
+    for name, value in SERVER_THREADS.items():
+        os.environ.setdefault(name, value)
     try:
         stopped_by = _serve_http(store, host, port, tls_cert, tls_key, insecure_http)
     except StoreNotFoundError as exc:  # not created: a token is needed first, and a typo must not make one

@@ -116,3 +116,25 @@ def test_the_token_never_reaches_a_log_or_a_note(
     captured = capfd.readouterr()
     for text in (caplog.text, captured.out, captured.err, notes):
         assert secret not in text and secret[6:30] not in text
+
+
+def test_a_call_that_reaches_the_tools_without_a_token_is_refused_whatever_route_it_took(
+    store_dir: Path,
+) -> None:
+    """Defence in depth: if a request ever got past the door without a token, the server of
+    `remem serve` would not serve it within its own pin (which pins nothing: an admin's view)."""
+    from mcp import Client
+    from mcp_support import server
+
+    _token(store_dir, user="alice")
+    app = server(store_dir)
+    app.token_required = True
+
+    async def scenario() -> None:
+        async with Client(app) as client:
+            result = await client.call_tool("memory_list", {})
+            assert result.is_error and result.content[0].text == "unauthorized"  # type: ignore[union-attr]
+            with pytest.raises(Exception, match="unauthorized"):
+                await client.list_tools()
+
+    anyio.run(scenario)

@@ -104,6 +104,7 @@ def build_app(server: RememServer) -> ASGIApp:
     answers without credentials from web pages, and every request here needs a bearer token that a
     page cannot have; behind a reverse proxy the Host is the proxy's name."""
     service = server.service
+    server.token_required = True
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok", "model": _model_state(server), "version": remem.__version__})

@@ -18,7 +18,9 @@ import anyio.to_thread
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INVALID_REQUEST,
     CallToolResult,
     InputRequiredResult,
     ListToolsResult,
@@ -78,6 +80,9 @@ class RememServer(MCPServer[None]):
         ``warm_up``, load the model in the background once running."""
         self.service = service
         self.scope = scope
+        #: Set by ``remem serve``: a request that reaches a tool without a token is refused (never
+        #: served within the server's own pin, which pins nothing), whatever route it came by.
+        self.token_required = False
         self.warms_up = warm_up
         #: Set once the server has answered a request: the warm-up waits for it (start fast).
         self.answered = threading.Event()
@@ -117,6 +122,8 @@ class RememServer(MCPServer[None]):
         request as its authenticated user), else the server's own."""
         user = None if request is None else getattr(request, "scope", {}).get("user")
         token = getattr(user, "remem_token", None)
+        if token is None and self.token_required:
+            raise ToolError("unauthorized")
         return self.scope if token is None else Scope.of_token(token)
 
     async def run_stdio_async(self) -> None:
@@ -127,7 +134,11 @@ class RememServer(MCPServer[None]):
         self, ctx: ServerRequestContext[None], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
         """The tools the caller of this request has (``tools_for`` its pin)."""
-        return ListToolsResult(tools=self.tools_for(self.scope_for(ctx.request), await self.list_tools()))
+        try:
+            scope = self.scope_for(ctx.request)
+        except ToolError as refused:
+            raise MCPError(code=INVALID_REQUEST, message=str(refused)) from None
+        return ListToolsResult(tools=self.tools_for(scope, await self.list_tools()))
 
     def tools_for(self, scope: Scope, tools: list[Tool]) -> list[Tool]:
         """``tools`` as a caller pinned by ``scope`` has them: without the pinned arguments, and

@@ -138,3 +138,32 @@ def test_a_call_that_reaches_the_tools_without_a_token_is_refused_whatever_route
                 await client.list_tools()
 
     anyio.run(scenario)
+
+
+def test_a_body_too_large_is_a_one_line_413_and_a_text_too_long_a_tool_error(store_dir: Path) -> None:
+    import http.client
+    import urllib.parse
+
+    secret = _token(store_dir, user="alice")
+    with serving(store_dir) as server:
+        where = urllib.parse.urlsplit(server.url)
+        connection = http.client.HTTPConnection(where.hostname or "", where.port, timeout=30)
+        connection.putrequest("POST", where.path)  # announced, not sent: the answer comes first
+        for name, value in [
+            ("Authorization", f"Bearer {secret}"),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Length", str(5_000_000)),
+        ]:
+            connection.putheader(name, value)
+        connection.endheaders()
+        answer = connection.getresponse()
+        assert (answer.status, answer.read()) == (413, b"Request body too large")
+        connection.close()
+        arguments = {"name": "memory_add", "arguments": {"text": "x" * 200_000}}
+        status, _, body = post(
+            server.url, secret, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": arguments}
+        )
+        assert status == 200 and b"at most 100000 characters" in body and b"Traceback" not in body
+    with memories(store_dir) as m:
+        assert [x.text for x in m.iter()] == ["the staging database is on port 5433"]  # nothing added

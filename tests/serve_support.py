@@ -60,8 +60,10 @@ def _wait_until_up(url: str) -> None:
 
 @asynccontextmanager
 async def session(url: str, token: str | None, **client: Any) -> AsyncIterator[ClientSession]:
-    """An initialised MCP session with the server at ``url``, every request carrying ``token``."""
+    """An initialised MCP session with the server at ``url``, every request carrying ``token`` (and
+    ``client``'s headers, as a client's configuration gives them)."""
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    headers.update(client.pop("headers", {}))
     async with (
         httpx2.AsyncClient(headers=headers, timeout=60, **client) as http,
         streamable_http_client(url, http_client=http) as streams,

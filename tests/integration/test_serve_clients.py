@@ -12,8 +12,6 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -21,13 +19,11 @@ import pytest
 
 pytest.importorskip("mcp.server.mcpserver")
 
-import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from serve_docs import DOC_URL, json_config, line
-from serve_support import add_token, call, remem_cli, serve_process
+from serve_support import add_token, call, remem_cli, serve_process, session
 
 pytestmark = pytest.mark.integration
 
@@ -144,18 +140,6 @@ def test_claude_code_records_the_server_with_its_header_and_connects(tmp_path: P
         shutil.rmtree(tmp_path / "npm-cache", ignore_errors=True)
 
 
-@asynccontextmanager
-async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[ClientSession]:
-    """The SDK's own Streamable HTTP client, sending ``headers`` with every request."""
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=60) as http,
-        streamable_http_client(url, http_client=http) as streams,
-        ClientSession(streams[0], streams[1]) as mcp,
-    ):
-        await mcp.initialize()
-        yield mcp
-
-
 def _cursor_env(value: str, env: dict[str, str]) -> str:
     """A value of Cursor's mcp.json with its ``${env:NAME}`` references filled in, as Cursor does."""
     return re.sub(r"\$\{env:(\w+)\}", lambda match: env[match[1]], value)
@@ -172,7 +156,7 @@ def test_the_cursor_config_connects_with_its_url_and_headers(tmp_path: Path) -> 
         assert headers == {"Authorization": f"Bearer {secret}"}
 
         async def scenario() -> None:
-            async with _streamable_http(entry["url"].replace(DOC_URL, served.url), headers) as mcp:
+            async with session(entry["url"].replace(DOC_URL, served.url), None, headers=headers) as mcp:
                 await _a_session_of_alice(mcp)
 
         anyio.run(scenario)

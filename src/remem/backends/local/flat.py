@@ -25,6 +25,8 @@ _HEADER = struct.Struct("<iqqq?i")
 _COUNT = struct.Struct("<Q")
 _UNUSED = 1 << 20
 _ID_MAP, _FLAT_IP = b"IxM2", b"IxFI"
+#: Where the vectors start in the bytes: two index headers, each after its tag, then the float count.
+ROWS_OFFSET = 2 * (4 + _HEADER.size) + _COUNT.size
 
 
 class FlatFormatError(ValueError):
@@ -51,7 +53,9 @@ class FlatIndex:
     def from_bytes(cls, data: bytes | memoryview) -> FlatIndex:
         """Parse FAISS's bytes of an IndexIDMap2 over an IndexFlatIP; FlatFormatError otherwise.
 
-        The arrays are views of ``data`` (read only, no copy) until the index is first changed."""
+        The arrays are views of ``data`` (read only, no copy) until the index is first changed; give
+        ``data`` whose byte ``ROWS_OFFSET`` is aligned to at least 4 (``aligned_buffer``): numpy
+        multiplies unaligned float32 rows without BLAS, 12× slower (28 vs 2.3 ms for 10k × 384)."""
         view = memoryview(data)
         dim, count = _read_header(view, 0, _ID_MAP)
         if _read_header(view, 4 + _HEADER.size, _FLAT_IP) != (dim, count):
@@ -66,6 +70,11 @@ class FlatIndex:
             raise FlatFormatError("the id map does not match the vectors")
         ids = np.frombuffer(view, dtype="<i8", count=count, offset=offset + 8)
         return cls(dim, ids, matrix)
+
+    @property
+    def aligned(self) -> bool:
+        """True when the vectors are aligned for BLAS (see ``from_bytes``)."""
+        return bool(self._matrix.flags.aligned)
 
     def to_bytes(self) -> Iterator[bytes | memoryview]:
         """The index in FAISS's layout, in pieces (the vectors are not copied)."""
@@ -131,6 +140,14 @@ class FlatIndex:
         at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
         found = keys[at] == wanted if len(keys) else np.zeros(len(wanted), dtype=bool)
         return found, rows[at[found]]
+
+
+def aligned_buffer(size: int) -> memoryview:
+    """A writable buffer of ``size`` bytes whose byte ``ROWS_OFFSET`` lies on a 64-byte boundary
+    (a cache line), to read an index's bytes into (``from_bytes``)."""
+    room = np.empty(size + 64, dtype=np.uint8)
+    shift = -(room.ctypes.data + ROWS_OFFSET) % 64
+    return memoryview(room.data)[shift : shift + size]
 
 
 def _read_header(view: memoryview, offset: int, tag: bytes) -> tuple[int, int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ import numpy as np
 
 from remem.arrays import FloatArray
 from remem.atomic import atomic_writer
-from remem.backends.local.flat import FlatIndex, IdArray
+from remem.backends.local.flat import FlatIndex, IdArray, aligned_buffer
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.vectors_header import CHECKSUM_PREFIX, MAGIC, MAGIC_V1
 from remem.errors import StoreError
@@ -182,7 +183,7 @@ def _read_engine(handle: BinaryIO, header: IndexHeader, *, checked: bool) -> Fla
         if checked and handle.read() != _checksum_line(digest.hexdigest()):
             raise _ChecksumError
         return graph
-    data = memoryview(handle.read())
+    data = _read_rest(handle)
     if checked:
         data, tail = data[:-_CHECKSUM_LENGTH], data[-_CHECKSUM_LENGTH:]
         if len(tail) != _CHECKSUM_LENGTH or bytes(tail) != _checksum_line(hashlib.sha256(data).hexdigest()):
@@ -191,6 +192,18 @@ def _read_engine(handle: BinaryIO, header: IndexHeader, *, checked: bool) -> Fla
     if flat.dim != header.dim:
         raise ValueError(f"{flat.dim}-d vectors under a {header.dim}-d header")
     return flat
+
+
+def _read_rest(handle: BinaryIO) -> memoryview:
+    """The rest of the file, read into a buffer where an exact index's vectors are aligned."""
+    size = os.fstat(handle.fileno()).st_size - handle.tell()
+    data, done = aligned_buffer(size), 0
+    while done < size:
+        got = handle.readinto(data[done:])  # type: ignore[attr-defined]
+        if not got:
+            return data[:done]  # the file shrank meanwhile: the checksum or the parse will say so
+        done += got
+    return data
 
 
 def _hashed_reader(read: Callable[[int], bytes], digest: Any) -> Callable[[int], bytes]:

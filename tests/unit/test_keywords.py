@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from helpers import FAKE_MODEL, fake_vector, search
 from remem import Filters, Lane, NewMemory, SearchMode
 from remem.backends.analyzer import analyze, fts_query
-from remem.backends.local import LocalBackend
+from remem.backends.local import LocalBackend, fts
 from remem.core.ranking import RRF_K, fuse
 
 
@@ -118,6 +118,25 @@ def test_keyword_index_is_rebuilt_when_the_analyzer_changes(
         conn.execute("UPDATE store_meta SET value = 'old' WHERE key = 'keyword_analyzer'")
     with LocalBackend.open(store_dir, create=False) as reopened:
         assert search(reopened, "E1045", None, 1, Filters(), mode=SearchMode.KEYWORD).hits[0].memory.id == 3
+
+
+def test_the_keyword_tables_row_count_follows_adds_forgets_and_rebuilds(
+    keyword_store: LocalBackend, store_dir: Path
+) -> None:
+    """The count BM25's IDF uses (FTS5's averages record) is the memories' count, also past the
+    one-byte varints (> 127 rows) and after a rebuild."""
+    conn = sqlite3.connect(store_dir / "memories.sqlite3")
+    assert fts.row_count(conn) == 8
+    more = [NewMemory(text=f"note number {i} about subject {i * 7}") for i in range(300)]
+    keyword_store.add_many(more, np.vstack([fake_vector(m.text) for m in more]), FAKE_MODEL)
+    keyword_store.forget([1, 2, 3])
+    assert fts.row_count(conn) == 305 == conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    with conn:
+        fts.rebuild(conn)
+    assert fts.row_count(conn) == 305
+    empty = sqlite3.connect(":memory:")
+    empty.execute(fts.CREATE_TABLE)
+    assert fts.row_count(empty) == 0
 
 
 FTS_SYNTAX = st.sampled_from(

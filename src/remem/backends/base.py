@@ -135,6 +135,11 @@ class Backend(Protocol):
         """The memories with these ids (missing ids are absent)."""
         ...
 
+    def texts(self, memory_ids: Sequence[int]) -> dict[int, str]:
+        """The texts of the memories with these ids (missing ids are absent): what ranking reads of
+        its candidates, without the rest of each memory."""
+        ...
+
     def newest(self, filters: Filters, limit: int) -> list[Memory]:
         """Up to ``limit`` filtered memories, newest first (ties: higher id first)."""
         ...

@@ -66,7 +66,7 @@ class Texts:
         """Memory id → text for these ids (and any fetched before); missing ids are absent."""
         missing = [mid for mid in memory_ids if mid not in self.known]
         if missing:
-            self.known.update({mid: m.text for mid, m in self.backend.get_many(missing).items()})
+            self.known.update(self.backend.texts(missing))
         return self.known
 
 

@@ -111,6 +111,28 @@ def holding(conn: sqlite3.Connection, words: Sequence[str], filters: Filters) ->
     return [(int(mid), str(text)) for mid, text in rows]
 
 
+def row_count(conn: sqlite3.Connection) -> int:
+    """The number of memories in the keyword table, as FTS5 keeps it for BM25: the first varint of
+    its averages record (``count(*)`` on the table read every row: 3-65 ms for 10k memories)."""
+    row = conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:  # FTS5 writes the record with the first row
+        return 0
+    return _varint(bytes(row[0]))
+
+
+def _varint(data: bytes) -> int:
+    """SQLite's variable-length integer at the start of ``data`` (big-endian, 7 bits a byte, the
+    ninth byte all 8)."""
+    value = 0
+    for place, byte in enumerate(data[:9]):
+        if place == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    raise ValueError("a truncated varint in the keyword table's averages record")
+
+
 def coverage(conn: sqlite3.Connection, text: str, ids: Sequence[int]) -> dict[int, float]:
     """For each id, the share of the query's term weight (IDF) that the memory matches, 0..1.
 
@@ -119,7 +141,7 @@ def coverage(conn: sqlite3.Connection, text: str, ids: Sequence[int]) -> dict[in
     term's document count and which of ``ids`` contain it (reading a doclist is cheaper than
     probing it with an ``IN`` list).
     """
-    (total,) = conn.execute("SELECT count(*) FROM memories_fts").fetchone()
+    total = row_count(conn)
     wanted = set(ids)
     weights, matched = [], []
     for term in term_queries(text):

@@ -285,6 +285,14 @@ class Records:
                 found[memory.id] = memory
         return found
 
+    def texts(self, ids: Sequence[int]) -> dict[int, str]:
+        """The texts of the memories with these ids (missing ids are absent)."""
+        found: dict[int, str] = {}
+        for chunk, marks in _chunks(ids):
+            rows = self.conn.execute(f"SELECT m.id, m.text FROM memories m WHERE m.id IN ({marks})", chunk)
+            found.update((int(mid), str(text)) for mid, text in rows)
+        return found
+
     def newest(self, filters: Filters, limit: int) -> list[Memory]:
         """Up to ``limit`` memories the filters select, newest first (ties: higher id first)."""
         where, params = filtering.where(filters)

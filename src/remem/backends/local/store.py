@@ -235,6 +235,10 @@ class LocalBackend:
         """The memories with these ids (missing ids are absent)."""
         return self.records.get_many(memory_ids)
 
+    def texts(self, memory_ids: Sequence[int]) -> dict[int, str]:
+        """The texts of the memories with these ids (missing ids are absent)."""
+        return self.records.texts(memory_ids)
+
     def candidate_ids(self, filters: Filters) -> list[int]:
         """Ids of every memory the filters select, ascending."""
         return self.records.candidate_ids(filters)

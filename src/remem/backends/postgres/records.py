@@ -41,6 +41,12 @@ def get_many(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> dict[in
     return {int(row[0]): memory(row) for row in cursor.fetchall()}
 
 
+def texts(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> dict[int, str]:
+    """The texts of the memories with these ids (missing ids are absent)."""
+    cursor.execute(f"SELECT m.id, m.text FROM {s}.memories m WHERE m.id = ANY(%s::bigint[])", (list(ids),))
+    return {int(mid): str(text) for mid, text in cursor.fetchall()}
+
+
 def select(
     cursor: psycopg.Cursor[Any], s: str, filters: Filters | None, tail: str, params: Sequence[Any] = ()
 ) -> list[Memory]:

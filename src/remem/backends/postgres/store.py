@@ -224,6 +224,12 @@ class PostgresBackend:
             return records.get_many(cursor, self.s, memory_ids)
 
     @read_again
+    def texts(self, memory_ids: Sequence[int]) -> dict[int, str]:
+        """The texts of the memories with these ids (missing ids are absent)."""
+        with self.session.transaction() as cursor:
+            return records.texts(cursor, self.s, memory_ids)
+
+    @read_again
     def newest(self, filters: Filters, limit: int) -> list[Memory]:
         """Up to ``limit`` filtered memories, newest first (ties: higher id first)."""
         with self.session.transaction() as cursor:

@@ -33,7 +33,11 @@ _QUOTES = {'"': '"', "“": "”", "「": "」"}
 
 def words(text: str) -> tuple[str, ...]:
     """The normalised words of a text (see the module docstring)."""
-    normalized = unicodedata.normalize("NFKC", text).lower()
+    return _words(unicodedata.normalize("NFKC", text).lower())
+
+
+def _words(normalized: str) -> tuple[str, ...]:
+    """The words of a text already normalised (NFKC, lower case)."""
     if normalized.isascii():
         return tuple(_ASCII_WORDS.findall(normalized))
     return tuple(cjk_pattern(r"[CJK]|(?:(?![CJK])[^\W_])+").findall(normalized))
@@ -57,12 +61,20 @@ class Phrases:
 
     def matches(self, text: str) -> bool:
         """True when ``text`` holds the query's words in order, next to each other."""
-        return bool(self.whole) and _joined(self.whole) in _joined(words(text))
+        return bool(self.whole) and _holds(text, self.whole)
 
     def allows(self, text: str) -> bool:
         """True when ``text`` holds every required phrase."""
-        joined = _joined(words(text))
-        return all(_joined(phrase) in joined for phrase in self.required)
+        return all(_holds(text, phrase) for phrase in self.required)
+
+
+def _holds(text: str, phrase: tuple[str, ...]) -> bool:
+    """True when ``text``'s words hold ``phrase``; its words are found only when the normalised
+    text contains every word of the phrase (most candidates do not: one substring test each)."""
+    normalized = unicodedata.normalize("NFKC", text).lower()
+    if not all(word in normalized for word in phrase):
+        return False
+    return _joined(phrase) in _joined(_words(normalized))
 
 
 def quoted_parts(text: str) -> list[str]:

@@ -43,6 +43,7 @@ class FlatIndex:
         self._matrix = matrix  # its first ``size`` rows are in use; the rest is room to grow
         self.size = len(ids)
         self._sorted: tuple[IdArray, IdArray] | None = None  # (ids sorted, their rows), when needed
+        self.changes = 0  #: how many times vectors were added or removed (rows move when they are)
 
     @classmethod
     def empty(cls, dim: int) -> FlatIndex:
@@ -98,13 +99,13 @@ class FlatIndex:
             self._matrix = grown
         self._matrix[self.size : needed] = rows
         self._ids = np.concatenate([self._ids, np.asarray(ids, dtype=np.int64)])
-        self.size, self._sorted = needed, None
+        self.size, self._sorted, self.changes = needed, None, self.changes + 1
 
     def remove(self, ids: Sequence[int]) -> None:
         """Drop these ids' vectors; the others keep their order. Absent ids are ignored."""
         keep = ~np.isin(self._ids, np.asarray(ids, dtype=np.int64))
         self._matrix, self._ids = self._matrix[: self.size][keep], self._ids[keep]
-        self.size, self._sorted = len(self._ids), None
+        self.size, self._sorted, self.changes = len(self._ids), None, self.changes + 1
 
     def search(
         self, query: FloatArray, k: int, among: Sequence[int] | None = None
@@ -121,6 +122,15 @@ class FlatIndex:
             scores, labels = scores[best], labels[best]
         order = np.lexsort((labels, -scores))[:k]
         return [(int(i), float(s)) for i, s in zip(labels[order], scores[order], strict=True)]
+
+    def scores(self, query: FloatArray) -> tuple[IdArray, FloatArray]:
+        """Every vector's id and inner product with ``query`` (one pass over the matrix)."""
+        matrix = self._matrix[: self.size]
+        return self._ids, matrix @ np.asarray(query, dtype=np.float32).reshape(-1)
+
+    def rows(self, ids: Sequence[int]) -> IdArray:
+        """The rows of those ``ids`` that are present (absent ids are skipped)."""
+        return self._rows(np.asarray(ids, dtype=np.int64))[1]
 
     def vectors(self, ids: Sequence[int]) -> FloatArray:
         """The rows of these ids, in the given order; KeyError names the first absent id."""

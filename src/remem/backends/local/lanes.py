@@ -16,21 +16,22 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends.base import Scored
 from remem.backends.local.guard import translating
-from remem.backends.local.kinds import IndexKind
 from remem.backends.local.records import Records
 from remem.types import Filters
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
+    from remem.backends.local.flat import FlatIndex, IdArray
     from remem.backends.local.vectors import VectorIndex
 
 #: Up to this many filtered candidates are scored exactly from their stored vectors.
 EXACT_CANDIDATES = 20_000
-#: A filtered vector search first takes at least this many (and 8 × k) of the best vectors of the
+#: A filtered vector search first takes at least this many (and 2 × k) of the best vectors of the
 #: whole index and keeps those the filters select: when the filters select most memories (a user's
 #: token on a team's store) that gives the top ``k`` without listing every selected vector, which
-#: took 25-32 ms for 9,000-9,900 of 10,000 (a JOIN and a sort in SQLite); when they select few, the
-#: check of 256 ids costs well under a millisecond before the candidates are listed after all.
+#: took 14-32 ms for 9,000-10,000 of 10,000 (a JOIN and a sort in SQLite); each id checked costs
+#: about as much as a selected vector listed (2-5 µs), so rounds of 4× more go on only while the share
+#: passing so far says they will decide it reading fewer rows than listing would.
 BEST_FIRST = 256
 
 
@@ -50,18 +51,7 @@ def _top(ids: Sequence[int], scores: Sequence[float], k: int) -> list[Scored]:
     return sorted(zip(ids, scores, strict=True), key=lambda pair: (-pair[1], pair[0]))[:k]
 
 
-def _candidate_scores(
-    records: Records, index: VectorIndex, vector: FloatArray, among: list[int], k: int
-) -> list[Scored]:
-    """Exact top ``k`` among few candidates: their vectors from the loaded index (else from SQLite)."""
-    try:
-        matrix = index.vectors(among)
-    except KeyError:  # the index lacks one of them: score the stored vectors instead
-        return _exact_scores(records, vector, among, k)
-    return _top_of_array(among, matrix @ vector, k)
-
-
-def _top_of_array(ids: Sequence[int], scores: FloatArray, k: int) -> list[Scored]:
+def _top_of_array(ids: Sequence[int] | IdArray, scores: FloatArray, k: int) -> list[Scored]:
     """``_top`` of many scores: only those at or above the ``k``-th best are sorted in Python (a
     sort of 9,900 pairs took ~50 ms a search), so ties at the border keep the smaller ids."""
     import numpy as np  # noqa: PLC0415 - keeps numpy off the startup path of list/export
@@ -69,48 +59,104 @@ def _top_of_array(ids: Sequence[int], scores: FloatArray, k: int) -> list[Scored
     if k < len(scores):
         border = np.partition(scores, len(scores) - k)[len(scores) - k]
         chosen = np.flatnonzero(scores >= border)
-        return _top([ids[i] for i in chosen.tolist()], scores[chosen].tolist(), k)
-    return _top(ids, scores.tolist(), k)
+        return _top(np.asarray(ids)[chosen].tolist(), scores[chosen].tolist(), k)
+    return _top(np.asarray(ids).tolist(), scores.tolist(), k)
 
 
-def _best_then_filtered(
-    records: Records, index: VectorIndex, vector: FloatArray, k: int, filters: Filters
-) -> list[Scored] | None:
+class _QueryScores:
+    """One query against the whole index and the store: an exact index scores every vector once (one
+    pass over the matrix, however many rounds and candidates a search asks about); HNSW walks its
+    graph."""
+
+    def __init__(self, records: Records, index: VectorIndex, vector: FloatArray) -> None:
+        self.records, self.index, self.vector = records, index, vector
+        self._flat = index.exact()
+        self._all: tuple[int, IdArray, FloatArray] | None = None
+
+    def _scores(self, flat: FlatIndex) -> tuple[IdArray, FloatArray]:
+        """Every vector's id and score, computed again if the index changed since (a write by
+        another thread between two calls of one search)."""
+        if self._all is None or self._all[0] != flat.changes:
+            self._all = (flat.changes, *flat.scores(self.vector))
+        return self._all[1], self._all[2]
+
+    def best(self, n: int) -> list[Scored]:
+        """The ``n`` best (vector id, cosine) of the whole index, best first (ties: smaller id)."""
+        if self._flat is None:
+            return self.index.search(self.vector, n)
+        ids, scores = self._scores(self._flat)
+        return _top_of_array(ids, scores, n)
+
+    def selected(self, vector_ids: list[int], filters: Filters) -> set[int]:
+        """Those of ``vector_ids`` whose memories the filters select."""
+        return self.records.selected_vector_ids(vector_ids, filters)
+
+    def candidates(self, filters: Filters) -> list[int]:
+        """Every vector of the memories the filters select."""
+        return self.records.candidate_vector_ids(filters)
+
+    def among(self, candidates: Sequence[int], k: int) -> list[Scored] | None:
+        """Exact top ``k`` among these vector ids: from the whole index's scores (exact index) or
+        their vectors in the index (few candidates on HNSW), else from SQLite when the index lacks
+        one; None when they are too many to score one by one on HNSW."""
+        if self._flat is not None:
+            ids, scores = self._scores(self._flat)
+            rows = self._flat.rows(candidates)
+            if len(rows) == len(candidates):
+                return _top_of_array(ids[rows], scores[rows], k)
+        elif len(candidates) > EXACT_CANDIDATES:
+            return None
+        try:
+            return _top_of_array(candidates, self.index.vectors(candidates) @ self.vector, k)
+        except KeyError:  # the index lacks one of them: score the stored vectors instead
+            return _exact_scores(self.records, self.vector, candidates, k)
+
+
+def _best_then_filtered(scores: _QueryScores, k: int, filters: Filters) -> list[Scored] | None:
     """Top ``k`` (vector id, cosine) among the filtered vectors when the best of the whole index
     decide them, else None: they do when ``k`` of them pass the filters with a score above the
-    last one fetched (no vector left out can then rank among them), or when they are all."""
-    fetch = max(BEST_FIRST, 8 * k)
-    best = index.search(vector, fetch)
-    kept = records.selected_vector_ids([vid for vid, _ in best], filters)
-    hits = [(vid, score) for vid, score in best if vid in kept]
-    if fetch >= index.size or (len(hits) >= k and hits[k - 1][1] > best[-1][1]):
-        return hits[:k]
-    return None
+    last one fetched (no vector left out can then rank among them), or when they are all. Rounds
+    of 4× more (see BEST_FIRST) go on while checking looks cheaper than listing."""
+    size = scores.index.size
+    fetch, passed, checked = max(BEST_FIRST, 2 * k), set[int](), set[int]()
+    while True:
+        best = scores.best(min(fetch, size))
+        new = [vid for vid, _ in best if vid not in checked]
+        passed |= scores.selected(new, filters)
+        checked.update(new)
+        hits = [(vid, score) for vid, score in best if vid in passed]
+        if fetch >= size or (len(hits) >= k and hits[k - 1][1] > best[-1][1]):
+            return hits[:k]
+        share = len(passed) / max(len(checked), 1)
+        needed = 2 * k / share if share else float("inf")  # ids to check that would likely decide it
+        if needed > share * size:  # listing the selected vectors reads fewer rows
+            return None
+        fetch = max(4 * fetch, int(needed))
 
 
-def _vector_hits(
-    records: Records, index: VectorIndex, vector: FloatArray, k: int, filters: Filters
-) -> list[Scored]:
+def _vector_hits(scores: _QueryScores, k: int, filters: Filters) -> list[Scored]:
     """Top ``k`` (vector id, cosine) among the vectors of the filtered memories."""
+    index, among = scores.index, None
+    if filters.is_empty() and index.exact() is not None:
+        return scores.best(k)
     if not filters.is_empty():
-        found = _best_then_filtered(records, index, vector, k, filters)
+        found = _best_then_filtered(scores, k, filters)
+        if found is None:
+            among = scores.candidates(filters)
+            found = scores.among(among, k)
         if found is not None:
             return found
-    among = None if filters.is_empty() else records.candidate_vector_ids(filters)
-    if among is not None and len(among) <= EXACT_CANDIDATES:
-        return _candidate_scores(records, index, vector, among, k)
-    hits = index.search(vector, k, among)
+    hits = index.search(scores.vector, k, among)
     expected = min(k, len(among) if among is not None else index.size - len(index.tombstones))
-    if index.kind is IndexKind.HNSW and len(hits) < expected:  # the graph walk ran dry
-        hits = index.search(vector, k, among, ef_search=max(4 * k, 16 * index.header.hnsw.ef_search))
+    if len(hits) < expected:  # the graph walk ran dry
+        hits = index.search(scores.vector, k, among, ef_search=max(4 * k, 16 * index.header.hnsw.ef_search))
         if len(hits) < expected:
-            hits = _exact_scores(records, vector, among if among is not None else records.vector_ids(), k)
+            everything = among if among is not None else scores.records.vector_ids()
+            hits = _exact_scores(scores.records, scores.vector, everything, k)
     return hits
 
 
-def _vector_rank(
-    records: Records, index: VectorIndex, vector: FloatArray, k: int, filters: Filters
-) -> list[Scored]:
+def _vector_rank(scores: _QueryScores, k: int, filters: Filters) -> list[Scored]:
     """Top ``k`` (memory id, cosine), a memory scoring as its best vector (window).
 
     When long memories fill the top vectors with several windows each, more vectors are fetched
@@ -118,8 +164,8 @@ def _vector_rank(
     """
     fetch = k
     while True:
-        hits = _vector_hits(records, index, vector, fetch, filters)
-        best = _best_per_memory(records, hits)
+        hits = _vector_hits(scores, fetch, filters)
+        best = _best_per_memory(scores.records, hits)
         if len(best) >= k or len(hits) < fetch:
             return best[:k]
         fetch *= 2
@@ -135,19 +181,23 @@ def _best_per_memory(records: Records, hits: list[Scored]) -> list[Scored]:
     return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
-def _memory_cosines(records: Records, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
-    """(memory id, cosine of its best vector), best first, scored exactly (one product per chunk of
-    memories, whatever their number)."""
-    import numpy as np  # noqa: PLC0415 - keeps numpy off the startup path of list/export
+def _memory_cosines(scores: _QueryScores, memory_ids: Sequence[int]) -> list[Scored]:
+    """(memory id, cosine of its best vector), best first, scored exactly: from the index when it
+    holds their vectors (their stored bytes are not read), else from SQLite."""
+    windows = scores.records.vector_ids_of_memories(memory_ids)
+    owner = {vid: mid for mid, vids in windows.items() for vid in vids}
+    scored = scores.among(list(owner), len(owner)) if owner else []
+    if scored is None:  # too many for HNSW's lookups: SQLite's bytes
+        scored = _exact_scores(scores.records, scores.vector, list(owner), len(owner))
+    return _best_per_memory_of(owner, scored)
 
+
+def _best_per_memory_of(owner: dict[int, int], hits: list[Scored]) -> list[Scored]:
     best: dict[int, float] = {}
-    found = records.vectors_of_memories(memory_ids)
-    owners = [mid for mid, windows in found.items() for _ in windows]
-    blobs = b"".join(blob for windows in found.values() for _, blob in windows)
-    if owners:
-        scores = np.frombuffer(blobs, dtype="<f4").reshape(len(owners), -1) @ vector
-        for mid, score in zip(owners, scores.tolist(), strict=True):
-            best[mid] = max(score, best.get(mid, -2.0))
+    for vid, score in hits:
+        mid = owner[vid]
+        if score > best.get(mid, -2.0):
+            best[mid] = score
     return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
@@ -161,12 +211,20 @@ class LocalVectorLane:
         self._records = records
         self._index = index
         self._lock = lock
+        self._last: _QueryScores | None = None
+
+    def _scores(self, vector: FloatArray) -> _QueryScores:
+        """The query's scores, reused while the same vector is asked about (one search's calls)."""
+        if self._last is None or self._last.vector is not vector:
+            self._last = _QueryScores(self._records, self._index, vector)
+        return self._last
 
     def top(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
         """Exact top ``k`` (memory id, cosine of its best window) among the filtered memories."""
         with self._lock:
-            return _vector_rank(self._records, self._index, vector, k, filters)
+            return _vector_rank(self._scores(vector), k, filters)
 
     def cosines(self, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
         """(memory id, cosine of its best window), best first, scored exactly."""
-        return _memory_cosines(self._records, vector, memory_ids)
+        with self._lock:
+            return _memory_cosines(self._scores(vector), memory_ids)

@@ -224,6 +224,15 @@ class Records:
                 found[int(vid)] = int(mid)
         return found
 
+    def vector_ids_of_memories(self, memory_ids: Sequence[int]) -> dict[int, list[int]]:
+        """memory id → the ids of its vectors (windows), for those that have any."""
+        found: dict[int, list[int]] = {}
+        for chunk, marks in _chunks(memory_ids):
+            sql = f"SELECT memory_id, id FROM vectors WHERE memory_id IN ({marks}) ORDER BY id"
+            for mid, vid in self.conn.execute(sql, chunk):
+                found.setdefault(int(mid), []).append(int(vid))
+        return found
+
     def vectors_of_memories(self, memory_ids: Sequence[int]) -> dict[int, list[tuple[int, bytes]]]:
         """memory id → its (vector id, float32 bytes) windows."""
         found: dict[int, list[tuple[int, bytes]]] = {}

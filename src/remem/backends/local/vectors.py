@@ -136,6 +136,10 @@ class VectorIndex:
         beam = ef_search or self.header.hnsw.ef_search
         return self._engine.search(query, limit, among, sorted(self._tombstones), beam)
 
+    def exact(self) -> FlatIndex | None:
+        """The exact engine, to score every vector at once (None for HNSW)."""
+        return self._engine if isinstance(self._engine, FlatIndex) else None
+
     def vectors(self, ids: Sequence[int]) -> FloatArray:
         """The stored vectors of these ids (rows in the given order); KeyError if one is absent."""
         if not len(ids):

@@ -231,3 +231,20 @@ def test_reembed_stages_every_window_and_force_redoes_the_same_model(
     hits = vector_search(store, fake_vector("a long memory b"), 1, Filters())
     assert hits[0].memory.id == long_id and hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert all(check.ok for check in examine(store.home))
+
+
+def test_a_lane_scores_rightly_after_a_write_between_its_calls(
+    populated: tuple[LocalBackend, dict[int, np.ndarray]],
+) -> None:
+    """One search's calls share one pass over the exact index; a forget by another thread between
+    them moves the index's rows, and the scores must follow (not the rows of before)."""
+    store, vectors = populated
+    query = _random_unit(np.random.default_rng(99), 1)[0]
+    lane = store.vector_lane()
+    lane.top(query, 5, Filters())
+    store.forget(list(range(1, 101)))
+    asked = [150, 200, 250, 300]
+    found = dict(lane.cosines(query, asked))
+    assert sorted(found) == asked
+    for mid in asked:
+        assert found[mid] == pytest.approx(float(vectors[mid] @ query), abs=1e-5)

@@ -197,37 +197,81 @@ def memory_part(url: str, vectors: np.ndarray) -> None:
     conn.close()
 
 
-def store_add(url: str, vectors: np.ndarray, start: int, bulk: bool) -> float:
-    """One ``add_many`` of these vectors into the store (the automatic bulk path on or off); seconds."""
+def store_add(url: str, vectors: np.ndarray, start: int, rebuild: bool) -> tuple[float, bool]:
+    """One ``add_many`` of these vectors into the store, rebuilding the graph or keeping it:
+    (seconds, whether the automatic rule would rebuild)."""
     from remem.backends.postgres import bulk as rule
     from remem.backends.postgres.store import PostgresBackend
 
     all_texts = texts(start + len(vectors), np.arange(start + len(vectors)) % 500, 0)[start:]
     backend = PostgresBackend.open(url, create=True)
-    saved = rule.FLOOR
-    rule.FLOOR = rule.FLOOR if bulk else 10**12
+    backend.access.stamp(MODEL)
+    automatic = rule.worth_rebuilding(backend.access, len(vectors))
+    saved = rule.FLOOR, rule.SHARE
+    rule.FLOOR, rule.SHARE = (0, 1e-9) if rebuild else (10**12, 1.0)
     try:
         started = time.perf_counter()
         backend.add_many(memories(all_texts, start), [v.reshape(1, -1) for v in vectors], MODEL)
-        return time.perf_counter() - started
+        return time.perf_counter() - started, automatic
     finally:
-        rule.FLOOR = saved
+        rule.FLOOR, rule.SHARE = saved
         backend.close()
 
 
+class Probe:
+    """Another client searching the store (vector, then keyword) every 0.2 s while an import runs:
+    the longest wait of each kind, and how many failed (a statement timeout: 60 s)."""
+
+    def __init__(self, url: str, vector: np.ndarray) -> None:
+        self.url, self.vector, self.stop = url, vector, threading.Event()
+        self.longest = {"vector": 0.0, "keyword": 0.0}
+        self.failed = {"vector": 0, "keyword": 0}
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        from remem.backends.postgres.store import PostgresBackend
+        from remem.core.ranking import run_search
+        from remem.errors import RememError
+        from remem.types import Filters, SearchMode
+
+        with PostgresBackend.open(self.url, create=True) as backend:
+            while not self.stop.wait(0.2):
+                for mode in (SearchMode.VECTOR, SearchMode.KEYWORD):
+                    started = time.perf_counter()
+                    try:
+                        run_search(backend, "w1 w2", self.vector, 10, Filters(), mode=mode)
+                    except RememError:
+                        self.failed[mode.value] += 1
+                    waited = time.perf_counter() - started
+                    self.longest[mode.value] = max(self.longest[mode.value], waited)
+
+    def note(self) -> str:
+        """The longest waits and failures."""
+        return ", ".join(
+            f"{kind} search ≤ {self.longest[kind]:.1f} s ({self.failed[kind]} failed)"
+            for kind in self.longest
+        )
+
+
 def store_part(base: str, vectors: np.ndarray, args: argparse.Namespace) -> None:
-    """remem's add_many: row by row with the graph against the automatic bulk path."""
-    print("\nremem add_many (one transaction)   stored E   added N   seconds   rate")
+    """remem's add_many: row by row with the graph against dropping it and building it once."""
+    print("\nremem add_many (one transaction)   stored E   added N   seconds    rate   rule says   meanwhile")
     stored, added = args.store_size, args.store_add
     for label, before, count in (("empty store", 0, stored), (f"store of {stored}", stored, added)):
-        for bulk in (False, True):
+        for rebuild in (False, True):
             url = with_schema(base, f"bulk_{int(time.time() * 1000)}")
-            if before:
-                store_add(url, vectors[:before], 0, bulk=True)
-            seconds = store_add(url, vectors[before : before + count], before, bulk)
-            how = "drop + one build" if bulk else "with the graph"
+            store_add(url, vectors[: max(before, 1)], 0, rebuild=True)  # at least one: the model
+            probe = Probe(url, vectors[0])
+            probe.thread.start()
+            try:
+                seconds, automatic = store_add(url, vectors[before + 1 : before + count], before + 1, rebuild)
+            finally:
+                probe.stop.set()
+                probe.thread.join()
+            how = "drop + one build" if rebuild else "with the graph"
             print(
-                f"{label:16} {how:17} {before:>8} {count:>9} {seconds:8.1f} {count / seconds:7.0f}/s",
+                f"{label:16} {how:17} {before:>8} {count:>9} {seconds:8.1f} {count / seconds:7.0f}/s   "
+                f"{'rebuild' if automatic else 'keep graph':10}  {probe.note()}",
                 flush=True,
             )
 

@@ -93,6 +93,11 @@ def test_a_big_add_rebuilds_the_graph_once_with_its_parameters_and_finds_the_sam
             assert (after[0] != before[0]) == (name == "one")  # rebuilt only by the big add
             assert _count(url) == (1100, 1100)
             found.append(_top(backend, queries))
+            with backend.session.transaction() as cursor:  # the build's settings ended with it
+                cursor.execute(
+                    "SELECT current_setting('maintenance_work_mem'), current_setting('statement_timeout')"
+                )
+                assert cursor.fetchone() == ("64MB", "1min")
     assert found[0] == found[1]
 
 
@@ -128,16 +133,18 @@ def _gone(url: str, pid: int) -> None:
     raise AssertionError(f"backend {pid} still runs")
 
 
-PHASES = ["INSERT INTO", "CREATE INDEX"]  # before the graph is dropped, and while it is rebuilt
+INSERTING, BUILDING = "INSERT INTO", "CREATE INDEX%(embedding)::vector"  # the rebuild, not a new store's
+PHASES = [INSERTING, BUILDING]  # before the graph is dropped, and while it is rebuilt
 
 
 @pytest.mark.usefixtures("small_floor")
-@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize(("phase", "first"), [(INSERTING, 100), (BUILDING, 100), (BUILDING, 0)])
 def test_a_terminated_connection_leaves_the_graph_and_none_of_the_import(
-    postgres_url: str, phase: str
+    postgres_url: str, phase: str, first: int
 ) -> None:
     with PostgresBackend.open(postgres_url, create=True) as backend:
-        _add(backend, 0, _vectors(100, 3))
+        if first:
+            _add(backend, 0, _vectors(first, 3))
         before = _graph(postgres_url)
         errors: list[BaseException] = []
 
@@ -155,10 +162,11 @@ def test_a_terminated_connection_leaves_the_graph_and_none_of_the_import(
         _gone(postgres_url, killed)
         assert len(errors) == 1 and isinstance(errors[0], ConnectionLostError), errors
         assert "not stored" in str(errors[0])
-        assert _graph(postgres_url) == before  # the very same index, valid
-        assert _count(postgres_url) == (100, 100)
+        after = _graph(postgres_url)  # the very same index (a new store's: the one made for its model)
+        assert after is not None and after[2] and (before is None or after == before)
+        assert _count(postgres_url) == (first, first)
         _add(backend, 5000, _vectors(300, 5))  # the store takes a big add again
-        assert _count(postgres_url) == (400, 400) and _graph(postgres_url) is not None
+        assert _count(postgres_url) == (first + 300, first + 300) and _graph(postgres_url) is not None
 
 
 IMPORTER = """

@@ -52,8 +52,12 @@ class StoreAccess:
         how = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
         cursor.execute(f"SELECT {how}(hashtext(%s))", (f"remem-store:{self.session.url.schema}",))
 
-    def _stamp(self, model: ModelInfo) -> None:
-        """Record the first model (and build its HNSW index) before any vector is written."""
+    def stamp(self, model: ModelInfo) -> None:
+        """Let vectors travel; record the first model (and build its HNSW index) before any vector
+        is written."""
+        self.session.register_vectors()
+        if self.model is not None:
+            return
         with self.session.transaction(writes=True) as cursor:
             self.lock(cursor, exclusive=True)
             rows = meta.read_meta(cursor, self.s)
@@ -66,9 +70,7 @@ class StoreAccess:
         """A write transaction holding the store lock (shared; ``exclusive``: alone, and without a
         statement timeout, for an import that rebuilds the graph), the model checked inside it."""
         if model is not None:
-            self.session.register_vectors()
-            if self.model is None:
-                self._stamp(model)
+            self.stamp(model)
         timeout = 0 if exclusive else STATEMENT_TIMEOUT_MS
         with self.session.transaction(timeout, writes=True) as cursor:
             self.lock(cursor, exclusive=exclusive)

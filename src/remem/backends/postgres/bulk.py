@@ -32,11 +32,6 @@ if TYPE_CHECKING:
 FLOOR = 10_000
 #: ... and the share of the vectors already stored it must bring at least.
 SHARE = 0.5
-#: Bytes one graph element takes in pgvector's build memory, beyond its vector's 4 bytes a dimension
-#: (measured at 384-d, m=16 from pgvector's "no longer fits" notice; ``bench/pg_bulk.py``).
-ELEMENT_BYTES = 600
-#: The most maintenance_work_mem an import asks for (kB); a server set higher keeps its own.
-MAX_BUILD_KB = 1024 * 1024
 #: How often (ms) the server checks, during the build, that the importing client is still there.
 CLIENT_CHECK_MS = 1000
 
@@ -67,22 +62,11 @@ def graph_definition(cursor: psycopg.Cursor[Any], s: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def build_memory_kb(rows: int, dim: int) -> int:
-    """The maintenance_work_mem (kB) a graph of ``rows`` ``dim``-d vectors fits in, capped at
-    ``MAX_BUILD_KB``."""
-    needed = rows * (4 * dim + ELEMENT_BYTES) * 1.1
-    return int(min(max(needed / 1024, 64 * 1024), MAX_BUILD_KB))
-
-
-def build_settings(cursor: psycopg.Cursor[Any], rows: int, dim: int) -> None:
-    """For the rest of this transaction: no statement timeout, maintenance_work_mem raised to what a
-    graph of ``rows`` vectors needs (never lowered), and the client checked for while the build runs."""
+def build_settings(cursor: psycopg.Cursor[Any], s: str, dim: int) -> None:
+    """For the rest of this transaction: no statement timeout, maintenance_work_mem raised to what the
+    graph of the store's vectors needs, and the client checked for while the build runs."""
     cursor.execute("SET LOCAL statement_timeout = 0")
-    cursor.execute(
-        "SELECT set_config('maintenance_work_mem', greatest(setting::bigint, %s)::text || 'kB', true) "
-        "FROM pg_settings WHERE name = 'maintenance_work_mem'",
-        (build_memory_kb(rows, dim),),
-    )
+    meta.raise_build_memory(cursor, s, dim, local=True)
     cursor.execute("SELECT current_setting('server_version_num')::int >= 140000")
     if cursor.fetchone()[0]:  # type: ignore[index]
         cursor.execute(f"SET LOCAL client_connection_check_interval = {CLIENT_CHECK_MS:d}")
@@ -110,9 +94,7 @@ def load_and_rebuild(
         cursor.execute(f"DROP INDEX {s}.{meta.HNSW_INDEX}")
     copy_vectors(cursor, s, items)
     if definition is not None:
-        most = int(MAX_BUILD_KB * 1024 / (4 * dim + ELEMENT_BYTES))  # more cannot raise the memory
-        cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {s}.vectors LIMIT %s) AS v", (most,))
-        build_settings(cursor, int(cursor.fetchone()[0]), dim)  # type: ignore[index]
+        build_settings(cursor, s, dim)
         cursor.execute(definition)
 
 

@@ -127,6 +127,7 @@ class PostgresBackend:
         existing id. An import big enough rebuilds the HNSW graph once instead (``bulk``)."""
         windows = windows_of(vectors, len(memories), model.dim)
         results: list[AddResult] = []
+        self.access.stamp(model)  # a new store's graph exists before the rule looks for it
         rebuild = bulk.worth_rebuilding(self.access, sum(len(rows) for rows in windows))
         with self.access.writing(model, exclusive=rebuild) as cursor:
             if rebuild:

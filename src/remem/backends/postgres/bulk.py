@@ -9,10 +9,11 @@ operator class). All of it is one transaction: a failure, a killed connection or
 rolls it back, and PostgreSQL restores the dropped index with it — the store never lacks its graph.
 
 While the vectors are copied and the graph built (from DROP INDEX to COMMIT), the ``vectors`` table
-is locked ACCESS EXCLUSIVE: other clients' vector and hybrid searches, ``stats`` and writes wait
+is locked ACCESS EXCLUSIVE: other clients' vector and hybrid searches, ``stats`` and ``export`` wait
 for the import (keyword searches read ``memories`` only and go on). Other writers wait for the
-whole import: it takes the store's advisory lock exclusively (so no writer holds a row lock it
-needs, and no deadlock can end it), and the reindex lock (no concurrent graph build).
+whole import: it takes the store's advisory lock exclusively (so no writer holds a row lock or a
+table lock the import will need: two adds of the same text cannot deadlock it), and the reindex
+lock (no reindex builds a graph meanwhile). Waiting calls give up after their statement timeout.
 """
 
 from __future__ import annotations
@@ -28,10 +29,13 @@ if TYPE_CHECKING:
     from remem.arrays import FloatArray
     from remem.backends.postgres.access import StoreAccess
 
-#: Fewest vectors one add brings before the graph is rebuilt for it (measured: ``bench/pg_bulk.py``).
+#: Fewest vectors one add brings before the graph is rebuilt for it: from here rebuilding saves half
+#: a minute or more (10,000 into an empty graph: 35 s kept, 9 s rebuilt; ``bench/pg_bulk.py``), and
+#: smaller adds never hold the store alone.
 FLOOR = 10_000
-#: ... and the share of the vectors already stored it must bring at least.
-SHARE = 0.5
+#: ... and the share of the vectors already stored it must bring at least: rebuilding wins from about
+#: a quarter on, and by 2× from an equal number, where it is worth making others wait for the build.
+SHARE = 1.0
 #: How often (ms) the server checks, during the build, that the importing client is still there.
 CLIENT_CHECK_MS = 1000
 

@@ -286,7 +286,9 @@ def build_server(
     creates = not read_only if create is None else create
 
     def opener() -> remem.Memories:
-        return remem.open(store, create=creates, model_dir=model_dir, embedder=embedder, environ=environ)
+        return remem.open(
+            store, create=creates, model_dir=model_dir, embedder=embedder, environ=environ
+        )
 
     server = RememServer(Service(opener, read_only=read_only, note=note, name=name), scope, warm_up=warm_up)
     for function, hints in TOOLS:

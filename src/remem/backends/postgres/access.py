@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.schema import quoted
-from remem.backends.postgres.session import Session, read_again
+from remem.backends.postgres.session import STATEMENT_TIMEOUT_MS, Session, read_again
 from remem.backends.shapes import check_same_model
 
 if TYPE_CHECKING:
@@ -52,8 +52,12 @@ class StoreAccess:
         how = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
         cursor.execute(f"SELECT {how}(hashtext(%s))", (f"remem-store:{self.session.url.schema}",))
 
-    def _stamp(self, model: ModelInfo) -> None:
-        """Record the first model (and build its HNSW index) before any vector is written."""
+    def stamp(self, model: ModelInfo) -> None:
+        """Let vectors travel; record the first model (and build its HNSW index) before any vector
+        is written."""
+        self.session.register_vectors()
+        if self.model is not None:
+            return
         with self.session.transaction(writes=True) as cursor:
             self.lock(cursor, exclusive=True)
             rows = meta.read_meta(cursor, self.s)
@@ -62,14 +66,14 @@ class StoreAccess:
                 meta.create_hnsw(cursor, self.s, model.dim, meta.IndexSettings.of(rows))
 
     @contextlib.contextmanager
-    def writing(self, model: ModelInfo | None) -> Iterator[psycopg.Cursor[Any]]:
-        """A write transaction holding the shared store lock, the model checked inside it."""
+    def writing(self, model: ModelInfo | None, *, exclusive: bool = False) -> Iterator[psycopg.Cursor[Any]]:
+        """A write transaction holding the store lock (shared; ``exclusive``: alone, and without a
+        statement timeout, for an import that rebuilds the graph), the model checked inside it."""
         if model is not None:
-            self.session.register_vectors()
-            if self.model is None:
-                self._stamp(model)
-        with self.session.transaction(writes=True) as cursor:
-            self.lock(cursor, exclusive=False)
+            self.stamp(model)
+        timeout = 0 if exclusive else STATEMENT_TIMEOUT_MS
+        with self.session.transaction(timeout, writes=True) as cursor:
+            self.lock(cursor, exclusive=exclusive)
             if model is not None:
                 self.check_model(model)
             yield cursor

@@ -17,6 +17,12 @@ MODEL_KEYS = ("model_name", "model_dim", "model_pooling", "model_sha256")
 ANALYZER_KEY = "keyword_analyzer"
 REEMBED_KEY = "reembed_target"
 HNSW_INDEX = "vectors_hnsw"
+#: Bytes one graph element takes in pgvector's build memory beyond its vector's 4 bytes a dimension:
+#: 64 MB held 28,358 elements of 384-d, m=16 (2,366 bytes each; pgvector's "no longer fits" notice,
+#: ``bench/pg_bulk.py``). A build that does not fit is several times slower.
+ELEMENT_BYTES = 830
+#: The most maintenance_work_mem (kB) remem asks for a build; a server set higher keeps its own.
+MAX_BUILD_KB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -109,7 +115,7 @@ def rebuild_hnsw(session: Session, s: str, dim: int, settings: IndexSettings) ->
         cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"remem-reindex:{schema}",))
         try:
             cursor.execute("SET statement_timeout = 0")
-            cursor.execute("SET maintenance_work_mem = '256MB'")
+            raise_build_memory(cursor, s, dim, local=False)
             cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {s}.{HNSW_INDEX}_next")
             if settings.kind == "hnsw":
                 cursor.execute(_create_sql(s, dim, settings, f"{HNSW_INDEX}_next", concurrently=True))
@@ -121,3 +127,23 @@ def rebuild_hnsw(session: Session, s: str, dim: int, settings: IndexSettings) ->
             cursor.execute("RESET statement_timeout")
             cursor.execute("RESET maintenance_work_mem")
             cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"remem-reindex:{schema}",))
+
+
+def build_memory_kb(rows: int, dim: int) -> int:
+    """The maintenance_work_mem (kB) a graph of ``rows`` ``dim``-d vectors fits in (a tenth spare),
+    at least 64 MB and at most ``MAX_BUILD_KB``."""
+    needed = rows * (4 * dim + ELEMENT_BYTES) * 1.1 / 1024
+    return int(min(max(needed, 64 * 1024), MAX_BUILD_KB))
+
+
+def raise_build_memory(cursor: psycopg.Cursor[Any], s: str, dim: int, *, local: bool) -> None:
+    """Raise maintenance_work_mem (for this transaction when ``local``, else for the session; never
+    lowered) to what a graph of the store's vectors needs (``build_memory_kb``)."""
+    most = int(MAX_BUILD_KB * 1024 / (4 * dim + ELEMENT_BYTES))  # more rows cannot raise it further
+    cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {s}.vectors LIMIT %s) AS v", (most,))
+    rows = int(cursor.fetchone()[0])  # type: ignore[index]
+    cursor.execute(
+        "SELECT set_config('maintenance_work_mem', greatest(setting::bigint, %s)::text || 'kB', %s) "
+        "FROM pg_settings WHERE name = 'maintenance_work_mem'",
+        (build_memory_kb(rows, dim), local),
+    )

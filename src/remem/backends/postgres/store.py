@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.backends.postgres import doctor, keywords, pending, phrases, records, tokens, upkeep
+from remem.backends.postgres import bulk, doctor, keywords, pending, phrases, records, tokens, upkeep
 from remem.backends.postgres import reembed as reembedding
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.access import StoreAccess
@@ -124,16 +124,24 @@ class PostgresBackend:
     ) -> list[AddResult]:
         """Store memories with their (windows, dim) unit vectors (and contexts) in one transaction; a
         duplicate (of a stored memory or an earlier one in the batch) is not stored and reports the
-        existing id."""
+        existing id. An import big enough rebuilds the HNSW graph once instead (``bulk``)."""
         windows = windows_of(vectors, len(memories), model.dim)
         results: list[AddResult] = []
-        with self.access.writing(model) as cursor:
-            created_at = utc_now_iso()
+        self.access.stamp(model)  # a new store's graph exists before the rule looks for it
+        rebuild = bulk.worth_rebuilding(self.access, sum(len(rows) for rows in windows))
+        with self.access.writing(model, exclusive=rebuild) as cursor:
+            if rebuild:
+                bulk.lock_graph(cursor, self.session.url.schema)
+            created_at, stored = utc_now_iso(), []
             for memory, rows, context in zip(memories, windows, contexts_of(contexts, memories), strict=True):
-                result = self.insert(cursor, memory, created_at, context)
-                if not result.duplicate:
-                    records.add_vectors(cursor, self.s, result.id, rows)
-                results.append(result)
+                results.append(self.insert(cursor, memory, created_at, context))
+                if not results[-1].duplicate:
+                    stored.append((results[-1].id, rows))
+            if rebuild:
+                bulk.load_and_rebuild(cursor, self.s, stored, model.dim)
+            else:
+                for memory_id, rows in stored:
+                    records.add_vectors(cursor, self.s, memory_id, rows)
         return results
 
     def add_pending(

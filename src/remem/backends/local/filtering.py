@@ -7,8 +7,12 @@ from typing import Any
 from remem.types import Filters
 
 
-def where(filters: Filters | None) -> tuple[str, list[Any]]:
-    """A SQL condition on table alias ``m`` (``"1"`` when nothing is filtered) and its parameters."""
+def where(filters: Filters | None, *, per_row: bool = False) -> tuple[str, list[Any]]:
+    """A SQL condition on table alias ``m`` (``"1"`` when nothing is filtered) and its parameters.
+
+    ``per_row``: for checking given rows rather than listing those selected — tags are then looked
+    up for each row (by the tag table's primary key) instead of every tagged memory being listed
+    once per statement (10,000 of them for a tag on a tenth of 100,000 memories: 20 ms a check)."""
     filters = filters or Filters()
     clauses: list[str] = []
     params: list[Any] = []
@@ -20,7 +24,13 @@ def where(filters: Filters | None) -> tuple[str, list[Any]]:
     if filters.shared:  # the user's (the first clause) and the team's: one user-index lookup each
         clauses[0] = f"({clauses[0]} OR m.user IS NULL)"
     tags = sorted(set(filters.tags))
-    if tags:  # one condition for any number of tags (a chain of ANDs would hit SQLite's depth limit)
+    if tags and per_row:
+        clauses.append(
+            "(SELECT count(*) FROM memory_tags t "
+            f"WHERE t.memory_id = m.id AND t.tag IN ({_marks(len(tags))})) = ?"
+        )
+        params.extend([*tags, len(tags)])
+    elif tags:  # one condition for any number of tags (a chain of ANDs would hit SQLite's depth limit)
         clauses.append(
             f"m.id IN (SELECT memory_id FROM memory_tags WHERE tag IN ({_marks(len(tags))}) "
             "GROUP BY memory_id HAVING count(DISTINCT tag) = ?)"

@@ -260,7 +260,7 @@ class Records:
         """Those of ``vector_ids`` whose memories the filters select."""
         if not vector_ids:
             return set()
-        where, params = filtering.where(filters)
+        where, params = filtering.where(filters, per_row=True)
         marks = ", ".join(["?"] * len(vector_ids))
         # CROSS JOIN: SQLite keeps this order, so it looks up these vectors (and their memories) by
         # key, instead of walking every memory the filters select from an index of theirs.

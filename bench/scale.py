@@ -37,6 +37,7 @@ Each row is printed (and appended to ``WORK/scale-results.txt``) as soon as it i
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import shutil
@@ -189,6 +190,7 @@ class Bench:
     table: Table
     query_file: Path
     queries: list[str]
+    sample: int
 
     @property
     def logs(self) -> Path:
@@ -248,19 +250,76 @@ class Bench:
 # -- the local store --------------------------------------------------------------------------------
 
 
-def ingest(bench: Bench, jsonl: Path, store: Path) -> None:
-    """``remem add --jsonl`` into a new store, and its size on disk."""
+def ingest(bench: Bench, jsonl: Path, store: Path, how: str) -> None:
+    """``remem add --jsonl`` (or ``remem import`` of vectors given) into a new store; its size on disk."""
     if store.exists():
         shutil.rmtree(store)
-    child = run(bench.remem("add", "--jsonl", str(jsonl), "--store", str(store)), bench.logs, "ingest")
+    cmd = ["add", "--jsonl", str(jsonl)] if how == "add" else ["import", str(jsonl)]
+    child = run(bench.remem(*cmd, "--store", str(store)), bench.logs, "ingest")
     bench.table.row(
         "local",
-        "ingest (add --jsonl)",
+        "ingest (add --jsonl)" if how == "add" else "ingest (import, vectors given)",
         f"{bench.size / child.wall:,.0f} /s",
         f"{child.wall:,.0f} s for {bench.size:,}; peak RSS {child.rss_mb:,.0f} MB "
         "(goal ≥ 1,000/s, ≤ 2,048 MB)",
     )
     disk(bench, store)
+
+
+def sample(bench: Bench, jsonl: Path) -> None:
+    """Ingest end to end with the model's embedding, on the corpus's first ``--embed-sample``
+    memories; its export with vectors is what the mixed vectors are made of."""
+    part = bench.work / f"corpus-sample-{bench.sample}.jsonl"
+    with jsonl.open() as src, part.open("w") as dst:
+        dst.writelines(line for _, line in zip(range(bench.sample), src, strict=False))
+    store = bench.work / f"sample-{bench.sample}"
+    if store.exists():
+        shutil.rmtree(store)
+    child = run(bench.remem("add", "--jsonl", str(part), "--store", str(store)), bench.logs, "sample")
+    bench.table.row(
+        "local",
+        f"ingest (add --jsonl) {bench.sample:,}",
+        f"{bench.sample / child.wall:,.0f} /s",
+        f"{child.wall:,.0f} s, embedding included; peak RSS {child.rss_mb:,.0f} MB",
+    )
+    out = bench.work / f"sample-{bench.sample}-vectors.jsonl"
+    run(
+        bench.remem("export", "--with-vectors", "-o", str(out), "--store", str(store)),
+        bench.logs,
+        "sample-export",
+    )
+
+
+def mixed_vectors(bench: Bench, jsonl: Path) -> None:
+    """``WORK/import-SIZE.jsonl``: the corpus as a remem export whose vectors are mixtures of the
+    sample's real ones (unit length: ``a + b/2 + c/4`` plus noise, of three random sample memories)."""
+    import numpy as np
+
+    records = [json.loads(line) for line in (bench.work / f"sample-{bench.sample}-vectors.jsonl").open()]
+    model = records[0]["vector"]["model"]
+    base = np.stack(
+        [np.frombuffer(base64.b64decode(r["vector"]["float32_base64"]), dtype=np.float32) for r in records]
+    )
+    rng = np.random.default_rng(1)
+    started = time.perf_counter()
+    with jsonl.open() as src, (bench.work / f"import-{bench.size}.jsonl").open("w") as out:
+        for start in range(0, bench.size, 50_000):
+            lines = [json.loads(line) for _, line in zip(range(50_000), src, strict=False)]
+            pick = rng.integers(0, len(base), size=(len(lines), 3))
+            mix = base[pick[:, 0]] + base[pick[:, 1]] / 2 + base[pick[:, 2]] / 4
+            mix += rng.normal(0, 0.015, size=mix.shape).astype(np.float32)
+            mix /= np.linalg.norm(mix, axis=1, keepdims=True)
+            for record, vector in zip(lines, mix.astype(np.float32), strict=True):
+                encoded = base64.b64encode(vector.tobytes()).decode()
+                record["vector"] = {"model": model, "windows": 1, "float32_base64": encoded}
+                out.write(json.dumps(record) + "\n")
+            log(f"mixed vectors {start + len(lines):,}/{bench.size:,}")
+    bench.table.row(
+        "local",
+        "mixed vectors written",
+        f"{time.perf_counter() - started:,.0f} s",
+        f"from {len(base):,} real ones; not a remem cost",
+    )
 
 
 def disk(bench: Bench, store: Path) -> None:
@@ -288,22 +347,22 @@ def timed_command(bench: Bench, name: str, *args: str) -> Child:
 def local(bench: Bench, jsonl: Path) -> list[list[int]]:
     """Every local measurement; the exact vector-mode ids (the truth for recall)."""
     store = bench.work / f"store-{bench.size}"
-    ingest(bench, jsonl, store)
-    timed_command(bench, "stats", "stats", "--store", str(store))
-    timed_command(bench, "doctor", "doctor", "--store", str(store))
-    bench.cold(store, "exact")
-    truth = bench.warm(str(store), "local-exact", None)
-    timed_command(bench, "reindex --index hnsw", "reindex", "--index", "hnsw", "--store", str(store))
-    bench.table.row(
-        "local",
-        "HNSW index file",
-        f"{size_mb(store / 'vectors.faiss'):,.0f} MB",
-        f"{size_mb(store / 'vectors.faiss') * 1e6 / bench.size:,.0f} B per memory",
-    )
-    bench.cold(store, "hnsw")
-    bench.warm(str(store), "local-hnsw", truth)
-    export(bench, store, "plain")
-    export(bench, store, "with-vectors")
+    step = bench.table.step
+    if bench.sample:
+        step("sample", lambda: sample(bench, jsonl))
+        step("mixed", lambda: mixed_vectors(bench, jsonl))
+        step("ingest", lambda: ingest(bench, bench.work / f"import-{bench.size}.jsonl", store, "import"))
+    else:
+        step("ingest", lambda: ingest(bench, jsonl, store, "add"))
+    step("stats", lambda: timed_command(bench, "stats", "stats", "--store", str(store)) and None)
+    step("doctor", lambda: timed_command(bench, "doctor", "doctor", "--store", str(store)) and None)
+    step("cold-exact", lambda: bench.cold(store, "exact"))
+    truth: list[list[int]] = step("warm-exact", lambda: bench.warm(str(store), "local-exact", None))
+    step("reindex", lambda: reindex(bench, store))
+    step("cold-hnsw", lambda: bench.cold(store, "hnsw"))
+    step("warm-hnsw", lambda: bench.warm(str(store), "local-hnsw", truth) and None)
+    step("export-plain", lambda: export(bench, store, "plain") and None)
+    step("export-vectors", lambda: export(bench, store, "with-vectors") and None)
     bench.table.row("local", "store kept at", str(store), "")
     return truth
 
@@ -445,6 +504,12 @@ def main() -> None:
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--pg-probe", type=int, default=20_000, help="memories imported with the graph kept")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--embed-sample",
+        type=int,
+        default=0,
+        help="embed only this many memories for real (add --jsonl); the store gets vectors mixed from theirs",
+    )
     parser.add_argument("--warm-child", nargs=3, metavar=("STORE", "QUERIES", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.warm_child:
@@ -459,7 +524,7 @@ def main() -> None:
     del texts
     query_file = args.work / f"queries-{args.size}.json"
     query_file.write_text(json.dumps(qs))
-    bench = Bench(args.size, args.work, table, query_file, qs)
+    bench = Bench(args.size, args.work, table, query_file, qs, args.embed_sample)
     table.row("store", "what", "value", f"{args.size:,} memories, {time.strftime('%Y-%m-%d %H:%M')}")
     truth = local(bench, jsonl)
     if not args.skip_postgres:

@@ -459,6 +459,10 @@ def postgres(bench: Bench, vectors_file: Path, truth: list[list[int]], probe: in
 
 def bulk(bench: Bench, server: Any, pid: int, url: str, vectors_file: Path) -> None:
     """The documented recipe: no graph while importing, one build after; the build's memory."""
+    first = bench.work / "first.jsonl"  # `reindex` needs a store: one memory makes it
+    with vectors_file.open() as src:
+        first.write_text(src.readline())
+    run(bench.remem("import", str(first), "--store", url), bench.logs, "pg-first")
     run(bench.remem("reindex", "--index", "exact", "--store", url), bench.logs, "pg-exact")
     with server_rss(pid) as peak:
         child = run(bench.remem("import", str(vectors_file), "--store", url), bench.logs, "pg-import")

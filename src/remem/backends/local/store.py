@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from remem.backends.shapes import TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
 
+#: ``add_many`` puts its memories into the vector index this many at a time.
+_INDEX_CHUNK = 10_000
+
 
 @translating
 class LocalBackend:
@@ -118,15 +121,28 @@ class LocalBackend:
         results: list[AddResult] = []
         with self.writing(model) as (index, _):
             created_at = utc_now_iso()
+            added: list[tuple[int, FloatArray]] = []
             for memory, rows, context in zip(memories, windows, contexts_of(contexts, memories), strict=True):
                 blobs = [row.astype("<f4").tobytes() for row in rows]
                 result = self.records.add(memory, blobs, created_at, context)
                 results.append(result)
                 if not result.duplicate:
-                    index.add(
-                        [vid for vid, _ in self.records.vectors_of_memories([result.id])[result.id]], rows
-                    )
+                    added.append((result.id, rows))
+                if len(added) >= _INDEX_CHUNK:
+                    self._index_added(index, added)
+            self._index_added(index, added)
         return results
+
+    def _index_added(self, index: VectorIndex, added: list[tuple[int, FloatArray]]) -> None:
+        """Put the just-stored memories' windows into the index, in one call (an index add copies
+        its id list: one call per memory made a batch quadratic), and empty ``added``."""
+        import numpy as np  # noqa: PLC0415 - `list` and `export` open the store without numpy
+
+        if added:
+            stored = self.records.vectors_of_memories([memory_id for memory_id, _ in added])
+            vector_ids = [vid for memory_id, _ in added for vid, _ in stored[memory_id]]
+            index.add(vector_ids, np.concatenate([rows for _, rows in added]))
+            added.clear()
 
     def edit(
         self,

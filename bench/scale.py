@@ -2,7 +2,8 @@
 memories costs, through the real CLI (each step a fresh ``remem`` process) and the public API.
 
     python bench/scale.py [--size 1000000] [--work /tmp/scale] [--queries 200] [--skip-postgres]
-                          [--pg-probe 20000] [--seed 0]
+                          [--pg-probe 20000] [--embed-sample N] [--seed 0]
+                          [--postgres-only DIR] [--postgres-from FILE]
 
 Data: ``--size`` memories from ``bench/search.py``'s ``corpus`` (6-40 words drawn Zipf-like from the
 bundled model's English vocabulary, a tenth with an identifier), user ``u{i % 8}``, tag
@@ -12,7 +13,11 @@ bundled model's English vocabulary, a tenth with an identifier), user ``u{i % 8}
 Local store (``WORK/store-SIZE``, kept at the end so warm searches can be re-run on it):
 
 - ingest: ``remem add --jsonl FILE`` end to end (parse, embed with the bundled model, store): wall
-  time, memories/s, the child's peak RSS (``wait4``); then the store's size on disk per memory;
+  time, memories/s, the child's peak RSS (``wait4``); then the store's size on disk per memory.
+  With ``--embed-sample N`` (when the CPU cannot embed them all in the time there is) only the first
+  N memories are embedded for real (``add --jsonl``, a row of its own); the store is then built by
+  ``remem import`` of the corpus with vectors mixed from those N (each a unit-length ``a + b/2 + c/4``
+  of three real ones plus noise): the import row is the store's own cost, embedding excluded;
 - ``remem stats`` and ``remem doctor``: wall time and peak RSS;
 - with the exact index, then after ``remem reindex --index hnsw`` (its wall time, peak RSS and index
   file size): cold ``remem search`` (5 queries, each a fresh process; the page cache is not dropped,
@@ -30,8 +35,14 @@ processes, sampled every 0.5 s; shared buffers count once per process), the grap
 build's working memory: ``maintenance_work_mem`` must hold it for an in-memory build), warm search
 p50/p99 and recall@10 against the local exact results.
 
-Each row is printed (and appended to ``WORK/scale-results.txt``) as soon as it is measured. Goals
-(issue 28): ingest ≥ 1,000 memories/s with ≤ 2 GB peak RSS; HNSW recall@10 ≥ 0.98.
+``remem reindex --index exact`` refuses a store that does not exist yet, so the bulk store is made
+by importing its first memory. ``--postgres-only DIR`` runs only this half (beside a local run in
+DIR, whose queries and exact results it takes; ``--postgres-from`` names the file to import).
+
+Each row is printed (and appended to ``WORK/scale-results.txt``) as soon as it is measured; each
+step's rows are kept in ``WORK/steps-SIZE.json`` and a run started again resumes after the last
+finished step. Goals (issue 28): ingest ≥ 1,000 memories/s with ≤ 2 GB peak RSS; HNSW recall@10 ≥
+0.98.
 """
 
 from __future__ import annotations

@@ -174,13 +174,7 @@ def _vector_rank(scores: _QueryScores, k: int, filters: Filters) -> list[Scored]
 
 
 def _best_per_memory(records: Records, hits: list[Scored]) -> list[Scored]:
-    owner = records.memory_of_vectors([vid for vid, _ in hits])
-    best: dict[int, float] = {}
-    for vid, score in hits:
-        mid = owner.get(vid)
-        if mid is not None and score > best.get(mid, -2.0):
-            best[mid] = score
-    return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
+    return _best_per_memory_of(records.memory_of_vectors([vid for vid, _ in hits]), hits)
 
 
 def _memory_cosines(scores: _QueryScores, memory_ids: Sequence[int]) -> list[Scored]:
@@ -195,10 +189,11 @@ def _memory_cosines(scores: _QueryScores, memory_ids: Sequence[int]) -> list[Sco
 
 
 def _best_per_memory_of(owner: dict[int, int], hits: list[Scored]) -> list[Scored]:
+    """(memory id, its best vector's score), best first; vectors without an owner are skipped."""
     best: dict[int, float] = {}
     for vid, score in hits:
-        mid = owner[vid]
-        if score > best.get(mid, -2.0):
+        mid = owner.get(vid)
+        if mid is not None and score > best.get(mid, -2.0):
             best[mid] = score
     return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
 

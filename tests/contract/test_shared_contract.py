@@ -174,3 +174,45 @@ def test_a_filtered_vector_search_is_the_exact_top_k_whatever_share_the_filter_s
         for k in (1, 5, 20):
             found = store.search(query, k=k, mode="vector", user="carol", shared=shared)
             assert [hit.memory.id for hit in found] == [mid for _, mid in scored[:k]], (shared, k)
+
+
+@pytest.mark.parametrize("every", [1, 3, 10, 100])
+def test_a_tag_filtered_search_is_the_exact_top_k_whatever_share_the_tags_select(
+    backend: Backend, tmp_path: Path, every: int
+) -> None:
+    """1 in ``every`` of 600 memories holds tag ``t`` and every other one ``u``: with one tag and
+    with both, the vector lane's top k is exactly what scoring each selected memory gives, and the
+    keyword lane's is the unfiltered BM25 order cut to the selected memories (tags are checked
+    without reading the memories, and listed from the tag table when few)."""
+    from remem.testing import fake_vector
+
+    store = Memories(backend, ModelCatalog(tmp_path / "models"), embedder=FakeEmbedder())
+    tags = [(("t",) if n % every == 0 else ()) + (("u",) if n % 2 == 0 else ()) for n in range(600)]
+    store.add_many(
+        [NewMemory(f"note {n} on topic {n % 37} and {n % 11}", tags=t) for n, t in enumerate(tags)]
+    )
+    query = "note on topic 5 and 3"
+    vector = fake_vector(query)
+    everything = backend.keyword_top(query, Filters(), 600)
+    for wanted in (("t",), ("t", "u")):
+        holders = {m.id for m in store.iter() if set(wanted) <= set(m.tags)}
+        scored = sorted((-float(fake_vector(m.text) @ vector), m.id) for m in store.iter() if m.id in holders)
+        for k in (1, 5, 20):
+            found = store.search(query, k=k, mode="vector", tags=list(wanted))
+            assert [hit.memory.id for hit in found] == [mid for _, mid in scored[:k]], (wanted, k)
+        by_keyword = backend.keyword_top(query, Filters(tags=wanted), 20)
+        expected = [(mid, score) for mid, score in everything if mid in holders][:20]
+        assert in_score_order(by_keyword) == in_score_order(expected), wanted
+        some = sorted(holders)[:7] + [mid for mid, _ in everything if mid not in holders][:7]
+        among = backend.keyword_top(query, Filters(tags=wanted), 20, among=some)
+        assert set(ids_of_scored(among)) == set(some) & holders, wanted
+
+
+def ids_of_scored(scored: list[tuple[int, float]]) -> list[int]:
+    return [mid for mid, _ in scored]
+
+
+def in_score_order(scored: list[tuple[int, float]]) -> list[tuple[float, int]]:
+    """(score, id) best first, scores rounded: PostgreSQL sums a BM25 score's terms in no fixed
+    order, so equal scores may differ in their last bits and tie in either order."""
+    return sorted((-round(score, 9), mid) for mid, score in scored)

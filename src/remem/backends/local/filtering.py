@@ -7,8 +7,20 @@ from typing import Any
 from remem.types import Filters
 
 
-def where(filters: Filters | None, *, per_row: bool = False) -> tuple[str, list[Any]]:
-    """A SQL condition on table alias ``m`` (``"1"`` when nothing is filtered) and its parameters.
+def needs_memory_row(filters: Filters | None) -> bool:
+    """True when the condition of ``where`` reads columns of the memory row (alias ``m``); else it
+    needs only the memory's id, and a query can skip the lookup of each memory (tags, or nothing)."""
+    filters = filters or Filters()
+    fields = (filters.user, filters.conversation, filters.role, filters.since, filters.until)
+    return any(value is not None for value in fields) or bool(filters.meta)
+
+
+def where(
+    filters: Filters | None, *, per_row: bool = False, memory_id: str = "m.id"
+) -> tuple[str, list[Any]]:
+    """A SQL condition on table alias ``m`` (``"1"`` when nothing is filtered) and its parameters;
+    tags are checked against the column ``memory_id`` (another table's, when ``needs_memory_row`` is
+    False and the query does not join the memories).
 
     ``per_row``: for checking given rows rather than listing those selected — tags are then looked
     up for each row (by the tag table's primary key) instead of every tagged memory being listed
@@ -27,12 +39,12 @@ def where(filters: Filters | None, *, per_row: bool = False) -> tuple[str, list[
     if tags and per_row:
         clauses.append(
             "(SELECT count(*) FROM memory_tags t "
-            f"WHERE t.memory_id = m.id AND t.tag IN ({_marks(len(tags))})) = ?"
+            f"WHERE t.memory_id = {memory_id} AND t.tag IN ({_marks(len(tags))})) = ?"
         )
         params.extend([*tags, len(tags)])
     elif tags:  # one condition for any number of tags (a chain of ANDs would hit SQLite's depth limit)
         clauses.append(
-            f"m.id IN (SELECT memory_id FROM memory_tags WHERE tag IN ({_marks(len(tags))}) "
+            f"{memory_id} IN (SELECT memory_id FROM memory_tags WHERE tag IN ({_marks(len(tags))}) "
             "GROUP BY memory_id HAVING count(DISTINCT tag) = ?)"
         )
         params.extend([*tags, len(tags)])

@@ -82,14 +82,20 @@ def search(
     match = fts_query(text)
     if match is None or (among is not None and not among):
         return []
-    where, params = filtering.where(filters)
-    if among is not None:
-        where += " AND m.id IN (SELECT value FROM json_each(?))"  # one parameter for any number of ids
+    # Every match is checked in turn (SQLite computes BM25 only for those that pass): tags by the tag
+    # table's key, and the memory row is looked up only when the filters read it. At 100k memories
+    # that took a query 3.9 ms unfiltered instead of 7.4 with the lookup, and 2.6 ms for a tag held
+    # by a tenth instead of 13.4 when the tagged memories were listed first.
+    where, params = filtering.where(filters, per_row=True, memory_id="memories_fts.rowid")
+    if among is not None:  # one parameter for any number of ids; the unary + keeps FTS5 from running
+        # the whole MATCH once per id (10.6 ms for 100 ids at 10k memories, against 0.36 ms for one
+        # pass over the matches that checks each against the ids; 14.3 against 0.76 ms at 100k)
+        where += " AND +memories_fts.rowid IN (SELECT value FROM json_each(?))"
         params = [*params, json.dumps(list(among))]
+    joined = " JOIN memories m ON m.id = memories_fts.rowid" if filtering.needs_memory_row(filters) else ""
     sql = (
-        f"SELECT m.id, -bm25(memories_fts, 1.0, {CONTEXT_WEIGHT}) AS score FROM memories_fts JOIN memories m "
-        f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? AND {where} "
-        "ORDER BY score DESC, m.id LIMIT ?"
+        f"SELECT memories_fts.rowid, -bm25(memories_fts, 1.0, {CONTEXT_WEIGHT}) AS score FROM memories_fts"
+        f"{joined} WHERE memories_fts MATCH ? AND {where} ORDER BY score DESC, memories_fts.rowid LIMIT ?"
     )
     return [(int(i), float(score)) for i, score in conn.execute(sql, [match, *params, limit])]
 

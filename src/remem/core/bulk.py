@@ -26,10 +26,11 @@ EMBED_CHUNK = 256
 def split_duplicates(backend: Backend, entries: Sequence[Entry]) -> tuple[list[Entry], list[Entry]]:
     """(entries to store, duplicates of a stored memory or of an earlier entry)."""
     fresh, duplicates, seen = [], [], set()
-    for entry in entries:
+    stored = backend.find_duplicates([entry.memory for entry in entries])
+    for entry, existing in zip(entries, stored, strict=True):
         memory = entry.memory
         key = (text_sha256(memory.text), memory.user or "", memory.conversation or "")
-        if key in seen or backend.find_duplicate(memory) is not None:
+        if key in seen or existing is not None:
             duplicates.append(entry)
         else:
             seen.add(key)
@@ -119,7 +120,7 @@ def store_entries(
         result.added = [r.id for r in added if not r.duplicate]
         result.duplicates = [r.id for r in added if r.duplicate]  # added by another process meanwhile
         turns.refresh(backend, model, followers)
-    result.duplicates += [backend.find_duplicate(entry.memory) or -1 for entry in duplicates]
+    result.duplicates += [found or -1 for found in backend.find_duplicates([e.memory for e in duplicates])]
     return result
 
 

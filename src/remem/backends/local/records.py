@@ -35,6 +35,10 @@ def _chunks(ids: Sequence[int]) -> Iterator[tuple[list[int], str]]:
         yield chunk, ",".join("?" * len(chunk))
 
 
+#: Text hashes looked up in one statement (``find_duplicates``); SQLite takes 32,766 parameters.
+LOOKUP_CHUNK = 500
+
+
 class Records:
     """Queries and writes on a store's database, each through the calling thread's connection."""
 
@@ -97,6 +101,21 @@ class Records:
             (sha256, user, conversation),
         ).fetchone()
         return None if row is None else int(row[0])
+
+    def find_duplicates(self, keys: Sequence[tuple[str, str | None, str | None]]) -> list[int | None]:
+        """For each (text hash, user, conversation), ``find_duplicate``'s answer, in order, looked
+        up ``LOOKUP_CHUNK`` hashes a statement."""
+        found: dict[tuple[str, str, str], int] = {}
+        hashes = sorted({sha256 for sha256, _, _ in keys})
+        for start in range(0, len(hashes), LOOKUP_CHUNK):
+            chunk = hashes[start : start + LOOKUP_CHUNK]
+            rows = self.conn.execute(
+                "SELECT id, sha256, ifnull(user, ''), ifnull(conversation, '') FROM memories "
+                f"WHERE sha256 IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            )
+            found.update({(sha256, user, conversation): int(mid) for mid, sha256, user, conversation in rows})
+        return [found.get((sha256, user or "", conversation or "")) for sha256, user, conversation in keys]
 
     def add(
         self, memory: NewMemory, vectors: Sequence[bytes], created_at: str, context: str = ""

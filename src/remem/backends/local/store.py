@@ -99,6 +99,10 @@ class LocalBackend:
         """The id of an identical text already stored for the same user and conversation."""
         return self.records.find_duplicate(text_sha256(memory.text), memory.user, memory.conversation)
 
+    def find_duplicates(self, memories: Sequence[NewMemory]) -> list[int | None]:
+        """For each memory, in order, ``find_duplicate``'s answer (a batch of hashes a statement)."""
+        return self.records.find_duplicates([(text_sha256(m.text), m.user, m.conversation) for m in memories])
+
     def add(self, memory: NewMemory, vectors: FloatArray, model: ModelInfo) -> AddResult:
         """Store one memory with its unit vector(s) (see ``add_many``)."""
         return self.add_many([memory], [vectors], model)[0]

@@ -67,6 +67,23 @@ def find_duplicate(cursor: psycopg.Cursor[Any], s: str, item: NewMemory) -> int 
     return None if row is None else int(row[0])
 
 
+def find_duplicates(cursor: psycopg.Cursor[Any], s: str, items: Sequence[NewMemory]) -> list[int | None]:
+    """For each item, in order, ``find_duplicate``'s answer: one statement (the unique index probed
+    once per item) instead of a round trip each."""
+    cursor.execute(
+        "SELECT q.n, m.id FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS q(sha, u, c, n) "
+        f"JOIN {s}.memories m ON {dedup_key(s)} = "
+        f"(q.sha, {s}.name_key(coalesce(q.u, '')), {s}.name_key(coalesce(q.c, '')))",
+        (
+            [text_sha256(item.text) for item in items],
+            [item.user for item in items],
+            [item.conversation for item in items],
+        ),
+    )
+    found = {int(n): int(mid) for n, mid in cursor.fetchall()}
+    return [found.get(n) for n in range(1, len(items) + 1)]
+
+
 def terms_sql(s: str) -> str:
     """SQL for a memory's tsvector: its own analyzed terms with positions (weight D), then its
     context's (weight C). Parameters: the two term arrays (``analyzed``)."""
@@ -80,51 +97,61 @@ def analyzed(text: str, names: Sequence[str | None], context: str) -> tuple[list
     return (*keywords.indexed(terms, memory_terms(context)), len(terms))
 
 
-def _explicit_id(cursor: psycopg.Cursor[Any], s: str, wanted: int | None) -> int | None:
-    """``wanted`` when it is above every id the store gave (the sequence moves past it), else None."""
-    if wanted is None:
-        return None
-    cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"remem-ids:{s}",))
-    cursor.execute(f"SELECT pg_get_serial_sequence('{s}.memories', 'id')")
-    sequence = cursor.fetchone()[0]  # type: ignore[index]
-    cursor.execute(f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {sequence}")
-    if wanted <= int(cursor.fetchone()[0]):  # type: ignore[index]
-        return None
-    cursor.execute("SELECT setval(%s, %s)", (sequence, wanted))
-    return wanted
-
-
-def insert(
-    cursor: psycopg.Cursor[Any], s: str, item: NewMemory, created_at: str, context: str = ""
-) -> int | None:
-    """Insert a memory (with its context and keyword terms); its id, or None (nothing written) for a
-    duplicate. ``created_at`` applies unless the memory carries its own; its ``id`` is kept if never
-    given.
-    """
-    terms = analyzed(item.text, (item.role, item.user, *sorted(set(item.tags))), context)
-    explicit = _explicit_id(cursor, s, item.id)
-    cursor.execute(
-        f'INSERT INTO {s}.memories (id, text, sha256, created_at, updated_at, "user", conversation, '
-        f"role, meta, tags, context, terms, term_count) VALUES (coalesce(%s, nextval(pg_get_serial_sequence("
-        f"'{s}.memories', 'id'))), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, {terms_sql(s)}, %s) "
-        f"ON CONFLICT {dedup_key(s)} DO NOTHING RETURNING id",
-        (
-            explicit,
-            item.text,
-            text_sha256(item.text),
-            item.created_at or created_at,
-            item.updated_at,
-            item.user,
-            item.conversation,
-            item.role,
-            json.dumps(dict(item.meta), ensure_ascii=False, sort_keys=True),
-            sorted(set(item.tags)),
-            context,
-            *terms,
-        ),
+def _insert_sql(s: str) -> str:
+    """The INSERT of one memory (parameters: ``_insert_row``), its id or no row for a duplicate. A
+    memory's own id is kept when it is above every id the store gave (the sequence moves past it);
+    otherwise, and without one, the sequence gives the next."""
+    sequence = f"pg_get_serial_sequence('{s}.memories', 'id')"
+    new_id = (
+        f"CASE WHEN %s::bigint > coalesce(pg_sequence_last_value({sequence}::regclass), 0) "
+        f"THEN setval({sequence}, %s::bigint) ELSE nextval({sequence}) END"
     )
-    row = cursor.fetchone()
-    return None if row is None else int(row[0])
+    return (
+        f'INSERT INTO {s}.memories (id, text, sha256, created_at, updated_at, "user", conversation, '
+        f"role, meta, tags, context, terms, term_count) VALUES ({new_id}, %s, %s, %s, %s, %s, %s, %s, "
+        f"%s, %s, %s, {terms_sql(s)}, %s) ON CONFLICT {dedup_key(s)} DO NOTHING RETURNING id"
+    )
+
+
+def _insert_row(item: NewMemory, created_at: str, context: str) -> tuple[Any, ...]:
+    """The parameters of ``_insert_sql`` for one memory."""
+    terms = analyzed(item.text, (item.role, item.user, *sorted(set(item.tags))), context)
+    return (
+        item.id,
+        item.id,
+        item.text,
+        text_sha256(item.text),
+        item.created_at or created_at,
+        item.updated_at,
+        item.user,
+        item.conversation,
+        item.role,
+        json.dumps(dict(item.meta), ensure_ascii=False, sort_keys=True),
+        sorted(set(item.tags)),
+        context,
+        *terms,
+    )
+
+
+def insert_many(
+    cursor: psycopg.Cursor[Any], s: str, items: Sequence[NewMemory], created_at: str, contexts: Sequence[str]
+) -> list[int | None]:
+    """Insert memories (with their contexts and keyword terms), in order: each one's id, or None
+    (nothing written) for a duplicate. ``created_at`` applies unless a memory carries its own; a
+    memory's ``id`` is kept if never given. The statements go in one pipeline, not one round trip
+    each (and memories with ids to keep, for which four more went, take the ids lock once)."""
+    if not items:
+        return []
+    if any(item.id is not None for item in items):  # one writer at a time moves the sequence
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"remem-ids:{s}",))
+    rows = [_insert_row(item, created_at, context) for item, context in zip(items, contexts, strict=True)]
+    cursor.executemany(_insert_sql(s), rows, returning=True)
+    ids: list[int | None] = []
+    while True:
+        row = cursor.fetchone()
+        ids.append(None if row is None else int(row[0]))
+        if not cursor.nextset():
+            return ids
 
 
 def add_vectors(cursor: psycopg.Cursor[Any], s: str, memory_id: int, windows: FloatArray) -> None:

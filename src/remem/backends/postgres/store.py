@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 _PAGE = 1000  # memories per page when streaming
 
 
+#: Memories looked up for duplicates in one statement (``find_duplicates``).
+LOOKUP_CHUNK = 5_000
+
+
 class PostgresBackend:
     """A memory store on a PostgreSQL server with pgvector (see the module docstring)."""
 
@@ -105,15 +109,31 @@ class PostgresBackend:
         with self.session.transaction() as cursor:
             return records.find_duplicate(cursor, self.s, memory)
 
-    def insert(
-        self, cursor: psycopg.Cursor[Any], memory: NewMemory, created_at: str, context: str = ""
-    ) -> AddResult:
-        """Insert one memory inside ``access.writing``; a duplicate is not inserted and reports the
-        existing id."""
-        memory_id = records.insert(cursor, self.s, memory, created_at, context)
-        if memory_id is None:
-            return AddResult(id=records.find_duplicate(cursor, self.s, memory) or -1, duplicate=True)
-        return AddResult(id=memory_id, duplicate=False)
+    @read_again
+    def find_duplicates(self, memories: Sequence[NewMemory]) -> list[int | None]:
+        """For each memory, in order, ``find_duplicate``'s answer: ``LOOKUP_CHUNK`` a round trip."""
+        found: list[int | None] = []
+        with self.session.transaction() as cursor:
+            for start in range(0, len(memories), LOOKUP_CHUNK):
+                found += records.find_duplicates(cursor, self.s, memories[start : start + LOOKUP_CHUNK])
+        return found
+
+    def insert_many(
+        self,
+        cursor: psycopg.Cursor[Any],
+        memories: Sequence[NewMemory],
+        created_at: str,
+        contexts: Sequence[str],
+    ) -> list[AddResult]:
+        """Insert memories inside ``access.writing``, in order; a duplicate is not inserted and
+        reports the existing id."""
+        ids = records.insert_many(cursor, self.s, memories, created_at, contexts)
+        return [
+            AddResult(id=records.find_duplicate(cursor, self.s, memory) or -1, duplicate=True)
+            if memory_id is None
+            else AddResult(id=memory_id, duplicate=False)
+            for memory, memory_id in zip(memories, ids, strict=True)
+        ]
 
     def add_many(
         self,
@@ -126,17 +146,13 @@ class PostgresBackend:
         duplicate (of a stored memory or an earlier one in the batch) is not stored and reports the
         existing id. An import big enough rebuilds the HNSW graph once instead (``bulk``)."""
         windows = windows_of(vectors, len(memories), model.dim)
-        results: list[AddResult] = []
         self.access.stamp(model)  # a new store's graph exists before the rule looks for it
         rebuild = bulk.worth_rebuilding(self.access, sum(len(rows) for rows in windows))
         with self.access.writing(model, exclusive=rebuild) as cursor:
             if rebuild:
                 bulk.lock_graph(cursor, self.session.url.schema)
-            created_at, stored = utc_now_iso(), []
-            for memory, rows, context in zip(memories, windows, contexts_of(contexts, memories), strict=True):
-                results.append(self.insert(cursor, memory, created_at, context))
-                if not results[-1].duplicate:
-                    stored.append((results[-1].id, rows))
+            results = self.insert_many(cursor, memories, utc_now_iso(), contexts_of(contexts, memories))
+            stored = [(r.id, rows) for r, rows in zip(results, windows, strict=True) if not r.duplicate]
             if rebuild:
                 bulk.load_and_rebuild(cursor, self.s, stored, model.dim)
             else:
@@ -150,9 +166,7 @@ class PostgresBackend:
         """Store memories (with contexts) without vectors yet, in one transaction (duplicates as in
         ``add_many``)."""
         with self.access.writing(None) as cursor:
-            created_at = utc_now_iso()
-            pairs = zip(memories, contexts_of(contexts, memories), strict=True)
-            return [self.insert(cursor, memory, created_at, context) for memory, context in pairs]
+            return self.insert_many(cursor, memories, utc_now_iso(), contexts_of(contexts, memories))
 
     def set_contexts(self, items: Sequence[tuple[int, str, str]]) -> list[int]:
         """Give memories, as (id, text as read, context), new contexts in one transaction; a memory

@@ -27,7 +27,7 @@ def reindex(
         int | None, typer.Option("--ef-construction", metavar="N", help="HNSW build beam [200].")
     ] = None,
     ef_search: Annotated[
-        int | None, typer.Option("--ef-search", metavar="N", help="HNSW search beam [64].")
+        int | None, typer.Option("--ef-search", metavar="N", help="HNSW search beam [512].")
     ] = None,
     model: Annotated[
         str | None, typer.Option("--model", metavar="NAME", help="Re-embed every memory with this model.")

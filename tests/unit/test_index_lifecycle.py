@@ -248,3 +248,26 @@ def test_a_lane_scores_rightly_after_a_write_between_its_calls(
     assert sorted(found) == asked
     for mid in asked:
         assert found[mid] == pytest.approx(float(vectors[mid] @ query), abs=1e-5)
+
+
+def test_an_exact_index_is_reused_whatever_hnsw_parameters_the_settings_name(
+    populated: tuple[LocalBackend, dict[int, np.ndarray]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exact index has no graph: when the store's HNSW settings differ from those its file was
+    written with (a store from before a default changed, or set for a later HNSW build), a search
+    still reuses the index this process holds instead of reading and checksumming the file again."""
+    store, vectors = populated
+    query = next(iter(vectors.values()))
+    vector_search(store, query, 5, Filters())
+    store.records.set_meta("hnsw_ef_search", str(store.settings.hnsw.ef_search + 1))
+    loads: list[Path] = []
+    original = VectorIndex.load
+
+    def counted(path: Path, dim: int) -> VectorIndex:
+        loads.append(path)
+        return original(path, dim)
+
+    monkeypatch.setattr(VectorIndex, "load", staticmethod(counted))
+    for _ in range(3):
+        vector_search(store, query, 5, Filters())
+    assert loads == []

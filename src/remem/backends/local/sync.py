@@ -116,10 +116,10 @@ def cached_index(
     rebuilt it), and not ahead of the database (inside a read snapshot it may be: another thread of
     this process committed after the snapshot began, as with a file) — no file read; else the file,
     synced."""
-    same_shape = cached is not None and (cached.kind, cached.header.hnsw, cached.header.dim) == (
-        kind,
-        hnsw,
-        dim,
+    same_shape = (  # an exact index has no graph: its header's HNSW parameters name nothing
+        cached is not None
+        and (cached.kind, cached.header.dim) == (kind, dim)
+        and (kind is IndexKind.EXACT or cached.header.hnsw == hnsw)
     )
     if cached is not None and same_shape and cached.header.store_id == records.store_id():
         generation = records.generation()

@@ -20,12 +20,14 @@ from remem.errors import StoreClosedError, StoreCorruptError, StoreError
 
 BUSY_TIMEOUT_MS = 30_000
 
-#: Reads map the database file instead of copying each page through SQLite's own cache (2 MB by
-#: default): a search reads pages all over the vectors and memories tables (checking which of the
-#: best vectors a filter selects), and mapped, one hybrid search at 10k memories took 10.6 ms of
-#: ranking instead of 12.0 (bench/search.py's store, 100 queries). Pages live in the OS's page
-#: cache, shared by every process, not in each connection. SQLite caps it at its build's limit.
-MMAP_BYTES = 1 << 32
+#: Reads map the first this many bytes of the database file instead of copying each page through
+#: SQLite's own cache (2 MB by default): a search reads pages all over the vectors and memories
+#: tables (checking which of the best vectors a filter selects), and mapped, one hybrid search at
+#: 10k memories took 10.6 ms of ranking instead of 12.0 (bench/search.py's store, 100 queries). The
+#: pages are the OS's page cache, shared by every process, but a process's RSS counts those it has
+#: read (``RssFile``): mapping a whole 2.7 GB store made a full export show 2 GB where reading it
+#: showed 255 MB. So the map stops at 256 MB: nearly all of a 100k-memory store (269 MB here).
+MMAP_BYTES = 256 << 20
 
 
 def connect(path: Path, *, migrated: bool = False) -> sqlite3.Connection:

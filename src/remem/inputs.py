@@ -40,11 +40,11 @@ def unicode_only(value: str, what: str, parameter: str | None = None) -> str:
     return value
 
 
-def strip_text(text: str, what: str = "the text") -> str:
+def strip_text(text: str, what: str = "the text", parameter: str | None = None) -> str:
     """A memory's or query's text without leading and trailing whitespace and invisible
     characters (a BOM, zero-width spaces); a text of nothing else becomes empty. InvalidInputError
     when it is not valid Unicode (``unicode_only``)."""
-    stripped = unicode_only(text, what).strip()
+    stripped = unicode_only(text, what, parameter).strip()
     while stripped and (stripped[0] in _INVISIBLE_EDGES or stripped[-1] in _INVISIBLE_EDGES):
         stripped = stripped.strip(_INVISIBLE_EDGES).strip()
     return stripped

@@ -128,3 +128,13 @@ def test_model_catalog_checks_its_arguments() -> None:
         remem.model_catalog(models_dir=5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="environ"):
         remem.model_catalog(environ="REMEM_MODELS=x")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["\x00", "a query\x00", "a\ud800"])
+def test_a_query_that_cannot_be_stored_is_refused_by_name(memories: Memories, bad: str) -> None:
+    """A NUL or a lone surrogate in a search's or context's query names the query (hypothesis met
+    ``search("\\x00")`` saying only "the text")."""
+    for call in (lambda: memories.search(bad), lambda: memories.context(bad)):
+        with pytest.raises(InvalidInputError) as refused:
+            call()
+        assert str(refused.value).startswith("the query ") and refused.value.parameter == "query"

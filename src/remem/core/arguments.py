@@ -31,7 +31,7 @@ _DEFAULTS = {"shared": False}
 def text(value: str, what: str = "memory text", limit: int = MAX_TEXT_CHARS, name: str = "text") -> str:
     """A memory's or query's text (the argument ``name``) without surrounding whitespace; never
     empty, at most ``limit`` characters."""
-    stripped = strip_text(checks.string(value, name))
+    stripped = strip_text(checks.string(value, name), f"the {name}", name)
     if not stripped:
         raise InvalidInputError(f"{what} is empty", parameter=name)
     return within_limit(stripped, limit, what)

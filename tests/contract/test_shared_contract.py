@@ -205,11 +205,7 @@ def test_a_tag_filtered_search_is_the_exact_top_k_whatever_share_the_tags_select
         assert in_score_order(by_keyword) == in_score_order(expected), wanted
         some = sorted(holders)[:7] + [mid for mid, _ in everything if mid not in holders][:7]
         among = backend.keyword_top(query, Filters(tags=wanted), 20, among=some)
-        assert set(ids_of_scored(among)) == set(some) & holders, wanted
-
-
-def ids_of_scored(scored: list[tuple[int, float]]) -> list[int]:
-    return [mid for mid, _ in scored]
+        assert {mid for mid, _ in among} == set(some) & holders, wanted
 
 
 def in_score_order(scored: list[tuple[int, float]]) -> list[tuple[float, int]]:

@@ -95,12 +95,7 @@ class Records:
 
     def find_duplicate(self, sha256: str, user: str | None, conversation: str | None) -> int | None:
         """The id of a memory with this text hash in the same user/conversation, if any."""
-        row = self.conn.execute(
-            "SELECT id FROM memories WHERE sha256 = ? AND ifnull(user, '') = ifnull(?, '') "
-            "AND ifnull(conversation, '') = ifnull(?, '')",
-            (sha256, user, conversation),
-        ).fetchone()
-        return None if row is None else int(row[0])
+        return self.find_duplicates([(sha256, user, conversation)])[0]
 
     def find_duplicates(self, keys: Sequence[tuple[str, str | None, str | None]]) -> list[int | None]:
         """For each (text hash, user, conversation), ``find_duplicate``'s answer, in order, looked

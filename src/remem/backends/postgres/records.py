@@ -58,13 +58,7 @@ def select(
 
 def find_duplicate(cursor: psycopg.Cursor[Any], s: str, item: NewMemory) -> int | None:
     """The id of a memory with the same text in the same user and conversation, if any."""
-    cursor.execute(
-        f"SELECT id FROM {s}.memories WHERE {dedup_key(s)} = "
-        f"(%s, {s}.name_key(coalesce(%s, '')), {s}.name_key(coalesce(%s, '')))",
-        (text_sha256(item.text), item.user, item.conversation),
-    )
-    row = cursor.fetchone()
-    return None if row is None else int(row[0])
+    return find_duplicates(cursor, s, [item])[0]
 
 
 def find_duplicates(cursor: psycopg.Cursor[Any], s: str, items: Sequence[NewMemory]) -> list[int | None]:

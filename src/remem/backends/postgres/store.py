@@ -128,11 +128,13 @@ class PostgresBackend:
         """Insert memories inside ``access.writing``, in order; a duplicate is not inserted and
         reports the existing id."""
         ids = records.insert_many(cursor, self.s, memories, created_at, contexts)
+        skipped = [memory for memory, memory_id in zip(memories, ids, strict=True) if memory_id is None]
+        existing = iter(records.find_duplicates(cursor, self.s, skipped) if skipped else [])
         return [
-            AddResult(id=records.find_duplicate(cursor, self.s, memory) or -1, duplicate=True)
-            if memory_id is None
-            else AddResult(id=memory_id, duplicate=False)
-            for memory, memory_id in zip(memories, ids, strict=True)
+            AddResult(id=memory_id, duplicate=False)
+            if memory_id is not None
+            else AddResult(id=next(existing) or -1, duplicate=True)
+            for memory_id in ids
         ]
 
     def add_many(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from remem.backends.local import filtering, fts
 from remem.backends.shapes import stored_memory
@@ -18,7 +18,8 @@ from remem.types import AddResult, Filters, Memory, NewMemory, text_sha256
 if TYPE_CHECKING:
     from remem.backends.local.connections import Connections
 
-_CHUNK = 500  # ids per "IN (...)" list
+_CHUNK = 500  # values per "IN (...)" list
+_Value = TypeVar("_Value", int, str)
 
 _MEMORY_COLUMNS = """m.id, m.text, m.sha256, m.created_at, m.user, m.conversation, m.role, m.meta,
     (SELECT json_group_array(tag) FROM
@@ -29,14 +30,10 @@ def _memory(row: sqlite3.Row | tuple[Any, ...]) -> Memory:
     return stored_memory(row, json.loads(row[8]))  # tags as a JSON array (json_group_array)
 
 
-def _chunks(ids: Sequence[int]) -> Iterator[tuple[list[int], str]]:
-    for start in range(0, len(ids), _CHUNK):
-        chunk = list(ids[start : start + _CHUNK])
+def _chunks(values: Sequence[_Value]) -> Iterator[tuple[list[_Value], str]]:
+    for start in range(0, len(values), _CHUNK):
+        chunk = list(values[start : start + _CHUNK])
         yield chunk, ",".join("?" * len(chunk))
-
-
-#: Text hashes looked up in one statement (``find_duplicates``); SQLite takes 32,766 parameters.
-LOOKUP_CHUNK = 500
 
 
 class Records:
@@ -99,14 +96,12 @@ class Records:
 
     def find_duplicates(self, keys: Sequence[tuple[str, str | None, str | None]]) -> list[int | None]:
         """For each (text hash, user, conversation), ``find_duplicate``'s answer, in order, looked
-        up ``LOOKUP_CHUNK`` hashes a statement."""
+        up a chunk of hashes a statement."""
         found: dict[tuple[str, str, str], int] = {}
-        hashes = sorted({sha256 for sha256, _, _ in keys})
-        for start in range(0, len(hashes), LOOKUP_CHUNK):
-            chunk = hashes[start : start + LOOKUP_CHUNK]
+        for chunk, marks in _chunks(sorted({sha256 for sha256, _, _ in keys})):
             rows = self.conn.execute(
                 "SELECT id, sha256, ifnull(user, ''), ifnull(conversation, '') FROM memories "
-                f"WHERE sha256 IN ({', '.join('?' * len(chunk))})",
+                f"WHERE sha256 IN ({marks})",
                 chunk,
             )
             found.update({(sha256, user, conversation): int(mid) for mid, sha256, user, conversation in rows})

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from remem.backends.postgres import bulk
+from remem.backends.postgres import bulk, upkeep
 from remem.backends.postgres.store import PostgresBackend
 from remem.backends.postgres.urls import parse
 from remem.core.ranking import run_search
@@ -172,7 +172,7 @@ def test_a_terminated_connection_leaves_the_graph_and_none_of_the_import(
 IMPORTER = """
 import sys
 import numpy as np
-from remem.backends.postgres import bulk
+from remem.backends.postgres import bulk, upkeep
 from remem.backends.postgres.store import PostgresBackend
 from remem.types import ModelInfo, NewMemory
 bulk.FLOOR = 200
@@ -203,3 +203,35 @@ def test_kill_9_of_the_importing_process_leaves_the_graph_and_none_of_the_import
     _gone(postgres_url, killed)  # the server notices the client is gone and rolls back
     assert _graph(postgres_url) == before
     assert _count(postgres_url) == (100, 100)
+
+
+def _planner_counts(url: str) -> tuple[float, float]:
+    """The planner's row counts (``reltuples``) of the store's memories and vectors."""
+    import psycopg
+
+    schema = parse(url).schema
+    with psycopg.connect(parse(url).conninfo) as conn:
+        row = conn.execute(
+            "SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)), "
+            "(SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s))",
+            (f"{schema}.memories", f"{schema}.vectors"),
+        ).fetchone()
+    return float(row[0]), float(row[1])  # type: ignore[index]
+
+
+def test_an_add_large_for_the_store_renews_the_planners_statistics_and_a_small_one_does_not(
+    postgres_url: str,
+) -> None:
+    """A just-loaded store must not be planned as empty (a filter selecting every memory made each
+    vector search an exact scan): an add of ``ANALYZE_FLOOR`` memories and a tenth of the store
+    analyses its tables; a smaller one leaves that to autovacuum (its threshold is not reached)."""
+    floor = upkeep.ANALYZE_FLOOR
+    vectors = _vectors(floor + 50, 3)
+    with PostgresBackend.open(postgres_url, create=True) as backend:
+        _add(backend, 0, vectors[:floor])
+        assert _planner_counts(postgres_url) == (floor, floor)
+        _add(backend, floor, vectors[floor:])
+        assert _planner_counts(postgres_url) == (floor, floor)
+        pending = backend.add_pending(_memories(floor + 50, floor))
+        assert sum(not r.duplicate for r in pending) == floor
+        assert _planner_counts(postgres_url)[0] == 2 * floor + 50

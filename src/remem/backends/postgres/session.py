@@ -99,6 +99,10 @@ class Session:
         lease = self._held.get(threading.get_ident())
         return lease if lease is not None and lease.thread is threading.current_thread() else None
 
+    def in_transaction(self) -> bool:
+        """True inside a transaction (or snapshot) this thread has open."""
+        return self._current() is not None
+
     @property
     def memo(self) -> dict[Any, Any]:
         """Values computed once per transaction: the current transaction's (outside any, a new one)."""

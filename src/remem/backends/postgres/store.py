@@ -160,7 +160,14 @@ class PostgresBackend:
             else:
                 for memory_id, rows in stored:
                     records.add_vectors(cursor, self.s, memory_id, rows)
+        self._after_adding(results)
         return results
+
+    def _after_adding(self, results: Sequence[AddResult]) -> None:
+        """Once an add has committed (not inside a caller's transaction): the planner's statistics
+        renewed if the add was large for the store (``upkeep.refresh_statistics``)."""
+        if not self.session.in_transaction():
+            upkeep.refresh_statistics(self.access, sum(not r.duplicate for r in results))
 
     def add_pending(
         self, memories: Sequence[NewMemory], contexts: Sequence[str] | None = None
@@ -168,7 +175,9 @@ class PostgresBackend:
         """Store memories (with contexts) without vectors yet, in one transaction (duplicates as in
         ``add_many``)."""
         with self.access.writing(None) as cursor:
-            return self.insert_many(cursor, memories, utc_now_iso(), contexts_of(contexts, memories))
+            results = self.insert_many(cursor, memories, utc_now_iso(), contexts_of(contexts, memories))
+        self._after_adding(results)
+        return results
 
     def set_contexts(self, items: Sequence[tuple[int, str, str]]) -> list[int]:
         """Give memories, as (id, text as read, context), new contexts in one transaction; a memory

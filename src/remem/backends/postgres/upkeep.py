@@ -10,6 +10,7 @@ from remem.backends import summary
 from remem.backends.analyzer import ANALYZER_VERSION
 from remem.backends.postgres import records
 from remem.backends.postgres import settings as meta
+from remem.errors import RememError
 from remem.reports import ReindexReport, StoreStats
 
 if TYPE_CHECKING:
@@ -22,6 +23,32 @@ if TYPE_CHECKING:
 #: changing re-analyses the store.
 TERMS_VERSION = f"{ANALYZER_VERSION}+positions+context"
 _BATCH = 1000
+#: An add of at least this many memories, and at least ``ANALYZE_SHARE`` of the memories the
+#: planner last counted, renews the planner's statistics at once rather than when autovacuum gets to
+#: it. Until then a just-loaded store is planned as empty: a filter that selects every memory made
+#: each vector search an exact scan (10k memories: hybrid p50 21 ms, 16 ms once analysed; an
+#: ANALYZE there took 90 ms, at 100k 0.6 s).
+ANALYZE_FLOOR = 1_000
+#: ... the share autovacuum's own rule uses (``autovacuum_analyze_scale_factor``).
+ANALYZE_SHARE = 0.1
+
+
+def refresh_statistics(store: StoreAccess, added: int) -> None:
+    """After an add (committed) of ``added`` memories that is large for the store (see
+    ``ANALYZE_FLOOR``), ANALYZE its memories and vectors. Statistics only steer plans: if the
+    ANALYZE fails (a lost connection, a role that may not analyze), the add stands and autovacuum
+    renews them later."""
+    if added < ANALYZE_FLOOR:
+        return
+    s = store.s
+    try:
+        with store.session.transaction(writes=True) as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (f"{s}.memories",))
+            counted = float(cursor.fetchone()[0])  # type: ignore[index]
+            if counted < 0 or added >= ANALYZE_SHARE * counted:  # -1: never analysed
+                cursor.execute(f"ANALYZE {s}.memories, {s}.vectors")
+    except RememError:
+        return
 
 
 def hnsw_is_current(cursor: psycopg.Cursor[Any], s: str, dim: int, settings: meta.IndexSettings) -> bool:

@@ -21,6 +21,7 @@ import postgres_server
 import remem
 from remem.errors import ConnectionLostError, StoreError
 from remem.testing import FakeEmbedder
+from remem.types import NewMemory
 
 THREADS, ADDS = 4, 30
 
@@ -329,3 +330,41 @@ def test_an_export_left_unfinished_at_exit_prints_nothing(postgres_url: str) -> 
     for _ in range(3):
         done = _run_python(AT_EXIT, postgres_url)
         assert (done.returncode, done.stdout, done.stderr) == (0, "one memory to export\n", "")
+
+
+def _keyword_scores(memories: remem.Memories, where: dict[str, str] | None = None) -> list[tuple[int, float]]:
+    return [
+        (h.memory.id, round(h.score, 9))
+        for h in memories.search("deploy freeze", mode="keyword", **(where or {}))
+    ]
+
+
+def test_what_searches_reuse_is_counted_again_once_another_client_changed_the_store(
+    postgres_url: str,
+) -> None:
+    """A long-lived store reuses, between searches, what depends only on the store's contents
+    (BM25's memory count and mean length, how many vectors a filter selects) only while no other
+    client changed it: after another process's add and another connection's delete, its scores and
+    hits are a new store's."""
+    with remem.open(postgres_url, embedder=FakeEmbedder(), environ={}) as kept:
+        kept.add_many(
+            [NewMemory(t, user="ann") for t in [*(f"deploy freeze note {i}" for i in range(5)), "lunch"]]
+        )
+        before = _keyword_scores(kept)
+        assert before == _keyword_scores(kept)  # reused: the same state
+        script = (
+            "import remem; from remem.testing import FakeEmbedder; from remem.types import NewMemory\n"
+            f"with remem.open({postgres_url!r}, embedder=FakeEmbedder(), environ={{}}) as m:\n"
+            "    m.add_many([NewMemory('unrelated words ' * 20 + str(i), user='ann') for i in range(30)])\n"
+        )
+        subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+        after_add = _keyword_scores(kept)
+        with remem.open(postgres_url, embedder=FakeEmbedder(), environ={}) as fresh:
+            assert after_add == _keyword_scores(fresh) != before
+        schema = parse_qs(urlsplit(postgres_url).query)["schema"][0]
+        postgres_server.psql(f"DELETE FROM \"{schema}\".memories WHERE text LIKE 'unrelated%'")
+        assert _keyword_scores(kept) == before
+        kept.backend.exact_candidates = 6  # ann's 6 vectors are scored exactly; 7 walk the graph
+        assert len(kept.search("deploy", mode="vector", user="ann", k=10)) == 6
+        kept.add("deploy freeze, the seventh", user="ann")
+        assert len(kept.search("deploy", mode="vector", user="ann", k=10)) == 7

@@ -36,7 +36,7 @@ class StoreAccess:
     def key_values(self) -> dict[str, str]:
         """The store's key/value rows."""
         with self.session.transaction() as cursor:
-            return meta.read_meta(cursor, self.s)
+            return dict(self.session.unchanged(cursor, "store_meta", lambda: meta.read_meta(cursor, self.s)))
 
     @property
     def model(self) -> ModelInfo | None:

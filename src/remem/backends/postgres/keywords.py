@@ -27,6 +27,7 @@ from remem.backends.postgres import filtering
 if TYPE_CHECKING:
     import psycopg
 
+    from remem.backends.postgres.session import Session
     from remem.types import Filters
 
 K1 = 1.2
@@ -116,14 +117,14 @@ def tsqueries(terms: Sequence[Term], own: bool = False) -> list[str]:
 
 
 def weighted_terms(
-    cursor: psycopg.Cursor[Any], s: str, text: str, memo: dict[Any, Any]
+    cursor: psycopg.Cursor[Any], s: str, text: str, session: Session
 ) -> tuple[list[Term], list[float], float]:
     """The query's terms, their IDF weights and the store's mean memory length, computed once per
-    transaction (``memo``: a hybrid search asks three times)."""
-    key = ("weighted_terms", s, text)
+    transaction (the session's ``memo``: a hybrid search asks three times)."""
+    key, memo = ("weighted_terms", s, text), session.memo
     if key not in memo:
         terms = query_terms(cursor, s, text)
-        memo[key] = (terms, *_weights(cursor, s, tsqueries(terms))) if terms else ([], [], 1.0)
+        memo[key] = (terms, *_weights(cursor, s, tsqueries(terms), session)) if terms else ([], [], 1.0)
     return memo[key]  # type: ignore[no-any-return]
 
 
@@ -147,13 +148,18 @@ def _size_and_mean_length(cursor: psycopg.Cursor[Any], s: str) -> tuple[int, flo
     return int(total), float(mean)
 
 
-def _weights(cursor: psycopg.Cursor[Any], s: str, queries: list[str]) -> tuple[list[float], float]:
+def _weights(
+    cursor: psycopg.Cursor[Any], s: str, queries: list[str], session: Session
+) -> tuple[list[float], float]:
     """Each term's IDF, ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, and the mean length.
-    Each term's document count is its own subquery, so each is served by the GIN index."""
+    Each term's document count is its own subquery, so each is served by the GIN index; N and the
+    mean length are counted again only when the store may have changed (``Session.unchanged``)."""
     counts = ", ".join(f"(SELECT count(*) FROM {s}.memories m WHERE m.terms @@ %s::tsquery)" for _ in queries)
     cursor.execute(f"SELECT {counts}", queries)
     matching = [int(n) for n in cursor.fetchone()]  # type: ignore[union-attr]
-    total, mean = _size_and_mean_length(cursor, s)
+    total, mean = session.unchanged(
+        cursor, ("size_and_mean_length", s), lambda: _size_and_mean_length(cursor, s)
+    )
     total = max(total, *matching)
     idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n in matching]
     return idf, max(mean, 1.0)
@@ -166,13 +172,13 @@ def top(
     filters: Filters,
     k: int,
     among: Sequence[int] | None,
-    memo: dict[Any, Any],
+    session: Session,
 ) -> list[Scored]:
     """Top ``k`` (memory id, score; higher is better) among the filtered memories (only ``among``
     if given), best first; [] when the text has no searchable terms."""
     if among is not None and not among:
         return []
-    terms, idf, mean = weighted_terms(cursor, s, text, memo)
+    terms, idf, mean = weighted_terms(cursor, s, text, session)
     if not terms:
         return []
     queries = tsqueries(terms)
@@ -204,10 +210,10 @@ def top(
 
 
 def coverage(
-    cursor: psycopg.Cursor[Any], s: str, text: str, ids: Sequence[int], memo: dict[Any, Any]
+    cursor: psycopg.Cursor[Any], s: str, text: str, ids: Sequence[int], session: Session
 ) -> dict[int, float]:
     """For each id, the share (0..1) of the query's IDF weight that the memory's own terms match."""
-    terms, idf, _ = weighted_terms(cursor, s, text, memo)
+    terms, idf, _ = weighted_terms(cursor, s, text, session)
     if not terms:
         return dict.fromkeys(ids, 0.0)
     cursor.execute(

@@ -25,12 +25,13 @@ import functools
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from remem.backends.postgres.connecting import connect, one_line, psycopg_module, remem_error
 from remem.backends.postgres.pool import Pool, last_value
+from remem.backends.postgres.unchanged import SnapshotCache, stamp
 from remem.errors import ConnectionLostError, RememError, StoreError
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ class Session:
         self._pid = os.getpid()
         self._held: dict[int, _Lease] = {}
         self._vectors = False
+        self._unchanged = SnapshotCache()
         self._registered: weakref.WeakSet[Connection] = weakref.WeakSet()
 
     def _current(self) -> _Lease | None:
@@ -102,6 +104,16 @@ class Session:
     def in_transaction(self) -> bool:
         """True inside a transaction (or snapshot) this thread has open."""
         return self._current() is not None
+
+    def unchanged(self, cursor: psycopg.Cursor[Any], key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` (run on ``cursor``); inside a ``snapshot``, the value it gave in an earlier
+        snapshot that saw the same state of the database, if there was one (``unchanged``)."""
+        lease = self._current()
+        if lease is None or not lease.read_only:
+            return compute()
+        if "stamp" not in lease.memo:
+            lease.memo["stamp"] = stamp(cursor)
+        return self._unchanged.get(lease.memo["stamp"], key, compute)
 
     @property
     def memo(self) -> dict[Any, Any]:

@@ -308,7 +308,7 @@ class PostgresBackend:
     ) -> list[Scored]:
         """Top ``k`` (memory id, score) among the filtered memories (``keywords.top``)."""
         with self.session.transaction() as cursor:
-            return keywords.top(cursor, self.s, text, filters, k, among, self.session.memo)
+            return keywords.top(cursor, self.s, text, filters, k, among, self.session)
 
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
         """(id, text) of the filtered memories that may hold every one of ``words`` (``phrases.holding``)."""
@@ -317,7 +317,7 @@ class PostgresBackend:
     def keyword_coverage(self, text: str, memory_ids: Sequence[int]) -> dict[int, float]:
         """For each memory, the share (0..1) of the query's IDF-weighted terms it matches."""
         with self.session.transaction() as cursor:
-            return keywords.coverage(cursor, self.s, text, memory_ids, self.session.memo)
+            return keywords.coverage(cursor, self.s, text, memory_ids, self.session)
 
     def reembed(
         self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from remem.backends.postgres.lanes import PostgresVectorLane
+from remem.backends.postgres.settings import IndexSettings
 from remem.backends.postgres.store import PostgresBackend
 from remem.testing import FAKE_MODEL
 from remem.types import Filters, NewMemory
@@ -70,8 +71,9 @@ def test_an_older_pgvector_warns_and_still_fills_k(store) -> None:  # type: igno
     assert old.warnings == [
         "pgvector 0.7.4 has no iterative index scans (0.8+): filtered searches widen ef_search instead"
     ]
+    old.reindex(None, (None, None, 40), False)  # a narrow beam of its own: widened for the walk
     lane = old.vector_lane()
-    assert not lane.settings.iterative and lane.settings.ef_search >= 400
+    assert not lane.settings.iterative and lane.settings.ef_search == 400
     query = vectors[5]
     assert [mid for mid, _ in lane.top(query, 10, Filters(user="rare"))] == _brute_force(
         vectors, users, rare_ids, query
@@ -82,3 +84,14 @@ def test_a_large_k_walks_past_the_ef_search_bound(store) -> None:  # type: ignor
     backend, _, vectors, _ = store
     found = backend.vector_lane().top(vectors[0], 1500, Filters())  # hnsw.ef_search stops at 1000
     assert len(found) == 1500 and found[0][1] > 0.99
+
+
+def test_a_new_store_records_the_graph_settings_it_was_built_with(postgres_url: str) -> None:
+    """The first vector builds the graph with the defaults of the day and records them in the store:
+    a later remem with other defaults reads the graph's own parameters and beam from there."""
+    with PostgresBackend.open(postgres_url, create=True) as backend:
+        assert "hnsw_ef_search" not in backend.key_values()
+        backend.add_many([NewMemory("the first")], [np.ones((1, FAKE_MODEL.dim), np.float32) / 8], FAKE_MODEL)
+        defaults = IndexSettings()
+        assert backend.settings == defaults and backend.key_values().items() >= defaults.rows().items()
+        assert backend.vector_lane().settings.ef_search == defaults.ef_search == 400

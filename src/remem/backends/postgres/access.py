@@ -62,8 +62,9 @@ class StoreAccess:
             self.lock(cursor, exclusive=True)
             rows = meta.read_meta(cursor, self.s)
             if meta.model_of(rows) is None:
-                meta.write_meta(cursor, self.s, meta.model_rows(model))
-                meta.create_hnsw(cursor, self.s, model.dim, meta.IndexSettings.of(rows))
+                settings = meta.IndexSettings.of(rows)  # recorded: a later remem's defaults leave it be
+                meta.write_meta(cursor, self.s, meta.model_rows(model) | settings.rows())
+                meta.create_hnsw(cursor, self.s, model.dim, settings)
 
     @contextlib.contextmanager
     def writing(self, model: ModelInfo | None, *, exclusive: bool = False) -> Iterator[psycopg.Cursor[Any]]:

@@ -62,3 +62,20 @@ def vector_search(
     """The hits of a vector-mode search (no query text)."""
     options.setdefault("mode", SearchMode.VECTOR)
     return list(search(backend, "", vector, k, filters, **options))
+
+
+def int8_kernels() -> str:
+    """Which of onnxruntime's x86 int8 matrix kernels this CPU runs: ``vnni`` (AVX-512 VNNI or
+    AVX-VNNI: exact int32 sums), ``avx2`` (u8 × s8 products summed in pairs into int16, which
+    saturates), or ``unknown`` (no /proc/cpuinfo). The bundled model's vectors differ between the
+    two: over 45 sentences, cosine 0.9915 on average and 0.953 at worst between a VNNI machine's
+    and an AVX2 machine's, while each is ≈0.993 from fp32. Values are pinned per kernel."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    lines = [line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")]
+    flags = set(lines[0]) if lines else set()
+    if {"avx512_vnni", "avx_vnni"} & flags:
+        return "vnni"
+    return "avx2" if "avx2" in flags else "unknown"

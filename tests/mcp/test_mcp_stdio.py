@@ -100,10 +100,7 @@ def test_an_add_before_the_model_loads_is_stored_at_once_and_found_by_meaning_by
     monkeypatch.setenv("REMEM_MODELS", str(tmp_path / "models"))  # a machine that has said no tip yet
     first = subprocess.run(
         [sys.executable, "-m", "remem", "add", "a first store", "--store", str(tmp_path / "first")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
+        capture_output=True, text=True, timeout=120, check=True,
     )
     assert "Better search: `remem model pull bge-small-en-v1.5`" in first.stderr  # said once per machine
 

@@ -172,7 +172,7 @@ def test_a_terminated_connection_leaves_the_graph_and_none_of_the_import(
 IMPORTER = """
 import sys
 import numpy as np
-from remem.backends.postgres import bulk, upkeep
+from remem.backends.postgres import bulk
 from remem.backends.postgres.store import PostgresBackend
 from remem.types import ModelInfo, NewMemory
 bulk.FLOOR = 200

@@ -34,11 +34,8 @@ class SnapshotCache:
         self._stamp: str | None = None
         self._values: dict[Hashable, Any] = {}
 
-    def get(self, stamp: str | None, key: Hashable, compute: Callable[[], T]) -> T:
-        """``compute()``, or the value it gave in a snapshot with the same ``stamp`` (None: a
-        transaction that may not use the cache; always computed)."""
-        if stamp is None:
-            return compute()
+    def get(self, stamp: str, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, or the value it gave in a snapshot with the same ``stamp``."""
         with self._lock:
             if self._stamp == stamp and key in self._values:
                 return self._values[key]  # type: ignore[no-any-return]

@@ -1,18 +1,21 @@
-"""The vector index file carries a sha256 of its FAISS bytes (issue 15 #15): a damaged block is
-caught on load — doctor reports it, reindex and every reader rebuild it — instead of giving
-"cosines" in the millions."""
+"""The vector index file carries a checksum (issue 15 #15; XXH3-128 of every byte before it since
+issue 32, sha256 of the FAISS bytes before): a damaged block is caught on load — doctor reports it,
+reindex and every reader rebuild it — instead of giving "cosines" in the millions."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+import xxhash
 
 from helpers import run_cli
 from remem.backends.local.files import INDEX_FILE
-from remem.backends.local.vectors_header import MAGIC, MAGIC_V1
+from remem.backends.local.flat import ROWS_OFFSET
+from remem.backends.local.vectors_header import MAGIC, MAGIC_V1, MAGIC_V2
 
 
 @pytest.fixture
@@ -36,9 +39,60 @@ def _scores(store: Path) -> list[float]:
     return [json.loads(line)["score"] for line in result.stdout.splitlines()]
 
 
-def test_the_index_file_ends_with_its_checksum(four: Path) -> None:
+def test_the_index_file_ends_with_its_checksum_and_its_vectors_start_on_a_cache_line(four: Path) -> None:
     data = (four / INDEX_FILE).read_bytes()
-    assert data.startswith(MAGIC) and data[-72:-65] == b"sha256 " and data.endswith(b"\n")
+    assert (
+        data.startswith(MAGIC)
+        and data[-42:] == b"xxh3-128 " + xxhash.xxh3_128(data[:-42]).hexdigest().encode() + b"\n"
+    )
+    payload = data.index(b"\n", len(MAGIC)) + 1
+    assert (payload + ROWS_OFFSET) % 64 == 0
+
+
+def _fields(store: Path) -> tuple[bytes, bytes]:
+    """(the header line, the FAISS bytes) of a version-3 index file."""
+    data = (store / INDEX_FILE).read_bytes()[len(MAGIC) : -42]
+    line, payload = data.split(b"\n", 1)
+    return line + b"\n", payload
+
+
+@pytest.mark.parametrize("where", ["header", "last byte", "truncated"])
+def test_damage_anywhere_before_the_checksum_is_caught(four: Path, where: str) -> None:
+    path = four / INDEX_FILE
+    data = bytearray(path.read_bytes())
+    if where == "header":  # the generation, a digit JSON still parses
+        at = data.index(b'"generation":') + len(b'"generation":')
+        data[at] = ord("9") if data[at] != ord("9") else ord("8")
+    elif where == "last byte":  # the last id's top byte
+        data[-43] ^= 0x01
+    else:
+        del data[-100:-42]
+    path.write_bytes(bytes(data))
+    found = run_cli(["doctor"], four)
+    assert found.code == 2 and "vectors.faiss is damaged (its checksum does not match)" in found.stdout
+
+
+def test_an_index_file_of_the_previous_version_is_read_and_the_next_write_upgrades_it(four: Path) -> None:
+    path = four / INDEX_FILE
+    before = _scores(four)
+    line, payload = _fields(four)
+    path.write_bytes(
+        MAGIC_V2 + line + payload + b"sha256 " + hashlib.sha256(payload).hexdigest().encode() + b"\n"
+    )
+    result = run_cli(["search", "--json", "--mode", "vector", "-k", "4", "alpha"], four)
+    assert result.code == 0 and result.stderr == ""
+    assert _scores(four) == before and run_cli(["doctor"], four).code == 0
+    path.write_bytes(
+        MAGIC_V2
+        + line
+        + payload[:-1]
+        + b"\xff"
+        + b"sha256 "
+        + hashlib.sha256(payload).hexdigest().encode()
+        + b"\n"
+    )
+    assert "its checksum does not match" in run_cli(["doctor"], four).stdout
+    assert run_cli(["doctor", "--repair"], four).code == 0 and path.read_bytes().startswith(MAGIC)
 
 
 def test_doctor_finds_a_damaged_block_and_repair_rebuilds_it(four: Path) -> None:
@@ -67,8 +121,8 @@ def test_a_search_rebuilds_a_damaged_index_with_a_warning(four: Path) -> None:
 def test_an_index_file_of_an_older_remem_without_a_checksum_is_still_read(four: Path) -> None:
     path = four / INDEX_FILE
     before = _scores(four)
-    lines = path.read_bytes()[len(MAGIC) :].rsplit(b"sha256 ", 1)[0]
-    path.write_bytes(MAGIC_V1 + lines)
+    line, payload = _fields(four)
+    path.write_bytes(MAGIC_V1 + line + payload)
     result = run_cli(["search", "--json", "--mode", "vector", "-k", "4", "alpha"], four)
     assert result.code == 0 and result.stderr == ""
     assert _scores(four) == before

@@ -165,6 +165,11 @@ class Backend(Protocol):
         """The vector lane; ModelChangedError if the store no longer uses ``embedded_with``."""
         ...
 
+    def warm_up(self, model: ModelInfo) -> None:
+        """Prepare searches by ``model``'s vectors now, for a process that serves many (ModelChangedError
+        as ``vector_lane``)."""
+        ...
+
     def keyword_top(
         self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
     ) -> list[Scored]:

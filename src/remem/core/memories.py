@@ -158,7 +158,7 @@ class Memories(AbstractContextManager["Memories"]):
         embedder = self.embedder()
         embedder.embed_queries(["warm up"])
         if self.backend.model is not None:
-            self.backend.vector_lane(embedder.info)
+            self.backend.warm_up(embedder.info)
 
     def add_many(
         self, memories: Iterable[NewMemory | str], *, progress: ProgressFn | None = None

@@ -14,6 +14,7 @@ import numpy as np
 from remem.arrays import FloatArray
 from remem.backends.local.flat import IdArray
 from remem.backends.local.kinds import HnswParams
+from remem.backends.local.mapped import ByteArray
 
 
 def _faiss() -> Any:
@@ -25,9 +26,11 @@ def _faiss() -> Any:
 class HnswGraph:
     """Vectors keyed by id in an HNSW graph. Deletion is the caller's (tombstones): see ``exclude``."""
 
-    def __init__(self, index: Any) -> None:
-        """Wrap a FAISS IndexIDMap2 over an IndexHNSWFlat (use ``empty`` or ``read``)."""
+    def __init__(self, index: Any, mapped: ByteArray | None = None) -> None:
+        """Wrap a FAISS IndexIDMap2 over an IndexHNSWFlat (use ``empty``, ``read`` or ``mapped``);
+        ``mapped``: the bytes FAISS's arrays are views of, kept alive with it."""
         self._index = index
+        self._mapped = mapped
 
     @classmethod
     def empty(cls, dim: int, params: HnswParams) -> HnswGraph:
@@ -44,10 +47,27 @@ class HnswGraph:
 
         FAISS's own parse errors are RuntimeError."""
         faiss = _faiss()
-        index = faiss.read_index(faiss.PyCallbackIOReader(read))
-        if index.d != dim or not isinstance(index, faiss.IndexIDMap2):
-            raise ValueError(f"not a {dim}-d id-mapped index")
-        return cls(index)
+        return cls(_checked(faiss.read_index(faiss.PyCallbackIOReader(read)), dim))
+
+    @classmethod
+    def mapped(cls, data: ByteArray, dim: int) -> HnswGraph:
+        """The graph in FAISS's bytes ``data`` (a mapped file: see ``mapped``), its vectors and lists
+        read in place, not copied (FAISS ≥ 1.11; an older FAISS reads a copy). ValueError or FAISS's
+        RuntimeError as ``read``. Changing the graph first copies it (``add``)."""
+        faiss = _faiss()
+        if not hasattr(faiss, "ZeroCopyIOReader"):
+            return cls.read(_reader(data), dim)
+        reader = faiss.ZeroCopyIOReader(faiss.swig_ptr(data), len(data))
+        return cls(_checked(faiss.read_index(reader, faiss.IO_FLAG_MMAP_IFC), dim), data)
+
+    def _own(self) -> None:
+        """Copy a graph read in place into memory of its own, so that FAISS can change it."""
+        if self._mapped is not None:
+            faiss = _faiss()
+            self._index, self._mapped = (
+                faiss.read_index(faiss.PyCallbackIOReader(_reader(self._mapped))),
+                None,
+            )
 
     def write(self, write: Callable[[bytes], int]) -> None:
         """Write FAISS's bytes of the graph to ``write``."""
@@ -70,6 +90,7 @@ class HnswGraph:
 
     def add(self, ids: Sequence[int] | IdArray, vectors: FloatArray) -> None:
         """Add rows under the given ids."""
+        self._own()
         self._index.add_with_ids(
             np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64)
         )
@@ -104,6 +125,26 @@ class HnswGraph:
             raise KeyError(str(exc).splitlines()[0]) from exc
         rows: FloatArray = np.asarray(matrix, dtype=np.float32)
         return rows
+
+
+def _checked(index: Any, dim: int) -> Any:
+    """``index`` if it is a ``dim``-d IndexIDMap2; else ValueError."""
+    if index.d != dim or not isinstance(index, _faiss().IndexIDMap2):
+        raise ValueError(f"not a {dim}-d id-mapped index")
+    return index
+
+
+def _reader(data: ByteArray) -> Callable[[int], bytes]:
+    """``read(size)`` over ``data``, from its start: copies of the next ``size`` bytes."""
+    position = 0
+
+    def read(size: int) -> bytes:
+        nonlocal position
+        piece = data[position : position + size].tobytes()
+        position += len(piece)
+        return piece
+
+    return read
 
 
 @contextlib.contextmanager

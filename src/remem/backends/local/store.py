@@ -52,6 +52,7 @@ class LocalBackend:
         self.home = Home(directory, records)
         self._index: VectorIndex | None = None
         self._index_lock = threading.RLock()  # held while the loaded index is synced, searched or changed
+        self._resident = False  # searches keep the pages of a mapped index file (``warm_up``)
         #: Problems remem repaired by itself while serving this store (for the caller to report).
         self.warnings: list[str] = []
 
@@ -281,6 +282,12 @@ class LocalBackend:
         index = self.vector_index(model.dim, persist_repairs=True)
         return LocalVectorLane(self.records, index, self._index_lock)
 
+    def warm_up(self, model: ModelInfo) -> None:
+        """Load the vector index now and, from now on, keep the pages of its mapped file that
+        searches read (this process serves many: see ``mapped``)."""
+        self._resident = True
+        self.vector_lane(model)
+
     def keyword_top(
         self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
     ) -> list[Scored]:
@@ -349,6 +356,8 @@ class LocalBackend:
                 in_snapshot,
             )
             self._index = synced.index  # kept: a long-lived process catches it up instead of re-reading
+            if self._resident:
+                synced.index.keep_resident()
             if synced.warning:
                 self.warnings.append(synced.warning)
             if persist_repairs and synced.changed:

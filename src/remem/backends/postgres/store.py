@@ -303,6 +303,10 @@ class PostgresBackend:
         self.session.register_vectors()
         return PostgresVectorLane(self.session, self.s, settings)
 
+    def warm_up(self, model: ModelInfo) -> None:
+        """Read the store's settings and register the vector type now (``vector_lane``)."""
+        self.vector_lane(model)
+
     def keyword_top(
         self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
     ) -> list[Scored]:

@@ -144,10 +144,12 @@ class Check:
 
 @dataclass(frozen=True)
 class DoctorReport:
-    """Every check, and what ``repair`` did before they were made."""
+    """Every check, what ``repair`` did before they were made, and advice: what a person may want to
+    do though nothing is wrong (``Memories.index_advice``), one line each."""
 
     checks: tuple[Check, ...]
     repaired: tuple[str, ...] = ()
+    advice: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -3,11 +3,17 @@ for the same memories (only the index's description and the size are a back-end'
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
+
+from remem import Memories, ModelCatalog
+from remem.backends.local import LocalBackend, settings
+from remem.backends.shapes import IndexState
 from remem.backends.summary import TOP
 from remem.reports import StoreStats
-from remem.testing import FAKE_MODEL, fake_vector
+from remem.testing import FAKE_MODEL, FakeEmbedder, fake_vector
 from remem.types import NewMemory
 
 if TYPE_CHECKING:
@@ -77,3 +83,21 @@ def test_stats_of_an_empty_store(backend: Backend) -> None:
     assert (stats.memories, stats.vectors, stats.oldest, stats.newest) == (0, 0, None, None)
     assert stats.model is None
     assert (stats.by_user, stats.by_conversation, stats.by_tag, stats.by_role) == ({}, {}, {}, {})
+
+
+def test_index_state_where_the_kind_waits_for_a_reindex(
+    backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local store's exact index stays exact under ``auto`` until a reindex: its state agrees with
+    ``stats`` and, past the size, ``index_advice`` says to reindex. PostgreSQL's index never waits
+    (``auto`` is pgvector's HNSW from the first vector): no state, never advice."""
+    monkeypatch.setattr(settings, "AUTO_HNSW_THRESHOLD", 2)
+    memories = [_memory(i) for i in range(3)]
+    backend.add_many(memories, [fake_vector(m.text).reshape(1, -1) for m in memories], FAKE_MODEL)
+    state, stats = backend.index_state(), backend.stats()
+    served = Memories(backend, ModelCatalog(tmp_path / "models"), embedder=FakeEmbedder())
+    if isinstance(backend, LocalBackend):
+        assert state == IndexState(requested="auto", kind="exact", vectors=stats.vectors, hnsw_from=2)
+        assert served.index_advice() is not None and served.doctor().advice == (served.index_advice(),)
+    else:
+        assert state is None and served.index_advice() is None and served.doctor().advice == ()

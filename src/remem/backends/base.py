@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
-    from remem.backends.shapes import TokenRecord
+    from remem.backends.shapes import IndexState, TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
     from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory
 
@@ -203,6 +203,13 @@ class Backend(Protocol):
 
     def stats(self) -> StoreStats:
         """Counts, model, index, size and time span (``backends.summary.gather``)."""
+        ...
+
+    def index_state(self) -> IndexState | None:
+        """The vector index's kinds (asked for, built), its vectors and the size from which ``auto``
+        builds HNSW, read cheaply (no counting beyond the vectors, no numpy) for a check after every
+        write; None where the kind does not wait for a reindex (PostgreSQL: ``auto`` is HNSW from
+        the first vector)."""
         ...
 
     def doctor(self, repair: bool) -> tuple[list[Check], list[str]]:

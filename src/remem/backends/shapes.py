@@ -1,6 +1,6 @@
 """What every back-end shares around its rows: the checks made before anything is written (the shape
-of the vectors handed to it, that they come from the model the store holds), a memory read back, and
-a bearer token as stored."""
+of the vectors handed to it, that they come from the model the store holds), a memory read back, a
+bearer token as stored, and a vector index as sized."""
 
 from __future__ import annotations
 
@@ -91,6 +91,18 @@ def contexts_of(contexts: Sequence[str] | None, memories: Sequence[object]) -> S
 
 #: The columns of a stored token, the fields of ``TokenRecord`` in their order.
 TOKEN_COLUMNS = ("name", "hash", "user", "conversation", "read_only", "private", "created_at")
+
+
+@dataclass(frozen=True)
+class IndexState:
+    """A store's vector index whose kind is chosen by size at a reindex: the kind asked for
+    (``requested``: exact, hnsw or auto), the kind built now (``kind``: exact or hnsw), how many
+    vectors it holds, and from how many vectors a reindex under ``auto`` builds HNSW (``hnsw_from``)."""
+
+    requested: str
+    kind: str
+    vectors: int
+    hnsw_from: int
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,8 @@ def doctor(
             typer.echo(render.json_line({"check": check.name, "ok": check.ok, "detail": check.detail}))
         else:
             typer.echo(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
+    for advice in report.advice:
+        note(advice)
     failing = [c for c in report.checks if not c.ok]
     if failing:
         hint = " (--repair can fix some)" if any(c.repairable for c in failing) and not repair_ else ""

@@ -7,7 +7,7 @@ import typer
 import remem
 from remem import render
 from remem.commands import options as opt
-from remem.commands.common import EXIT_NOTHING_FOUND, open_memories, stdin
+from remem.commands.common import EXIT_NOTHING_FOUND, note, open_memories, stdin
 from remem.errors import MemoryNotFoundError
 from remem.inputs import check_min_score, read_text
 
@@ -88,14 +88,16 @@ def stats(json_out: opt.JsonOption = False, store: opt.StoreOption = None) -> No
     with open_memories(store, create=False) as memories:
         if memories is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
-        summary = memories.stats().record()
+        summary, advice = memories.stats().record(), memories.index_advice()
     if json_out:
         typer.echo(render.json_line(summary))
-        return
-    for key, value in summary.items():
-        if isinstance(value, dict):
-            typer.echo(f"{key}:")
-            for name, count in value.items():
-                typer.echo(f"  {render.visible(name):<24} {count}")
-        else:
-            typer.echo(f"{key + ':':<16}{value}")
+    else:
+        for key, value in summary.items():
+            if isinstance(value, dict):
+                typer.echo(f"{key}:")
+                for name, count in value.items():
+                    typer.echo(f"  {render.visible(name):<24} {count}")
+            else:
+                typer.echo(f"{key + ':':<16}{value}")
+    if advice is not None:
+        note(advice)

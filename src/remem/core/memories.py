@@ -26,7 +26,7 @@ from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, Search
 if TYPE_CHECKING:
     import remem.reports as reports  # noqa: PLR0402 - `from remem import` is the public API (no layer may)
     from remem.backends.base import Backend, ProgressFn
-    from remem.core import bulk, turns, upkeep
+    from remem.core import bulk, growth, turns, upkeep
     from remem.core.tokens import Tokens
     from remem.embedders.base import Embedder
     from remem.embedders.catalog import ModelCatalog
@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult, StoreStats
 
 else:  # imported when first used: a short command such as `list` needs none of them
-    bulk, turns, upkeep = (Later(f"remem.core.{name}") for name in ("bulk", "turns", "upkeep"))
+    bulk, growth, turns, upkeep = (
+        Later(f"remem.core.{name}") for name in ("bulk", "growth", "turns", "upkeep")
+    )
     reports = Later("remem.reports")
 
 #: Chosen by measurement on SciFact and the memory-shaped set in tests/data (see README).
@@ -139,9 +141,10 @@ class Memories(AbstractContextManager["Memories"]):
         existing = self.backend.find_duplicate(memory)
         if existing is not None:
             return AddResult(id=existing, duplicate=True)
-        if not embed:
-            return bulk.add_waiting(self.backend, self.embedder, memory)
-        return bulk.add_one(self.backend, self.embedder(), memory, progress)
+        with growth.watching(self.backend, self.notes):
+            if not embed:
+                return bulk.add_waiting(self.backend, self.embedder, memory)
+            return bulk.add_one(self.backend, self.embedder(), memory, progress)
 
     def pending_count(self) -> int:
         """How many memories wait for their vectors (added with ``embed=False``)."""
@@ -151,7 +154,8 @@ class Memories(AbstractContextManager["Memories"]):
         """Embed the memories added with ``embed=False`` — all, or at most ``limit`` (oldest first),
         a chunk per transaction (a new store chooses its model); returns how many got vectors."""
         limit, progress = arguments.optional_count(limit, "limit"), checks.callback(progress)
-        return bulk.embed_pending(self.backend, self.embedder, progress, limit)
+        with growth.watching(self.backend, self.notes):
+            return bulk.embed_pending(self.backend, self.embedder, progress, limit)
 
     def warm_up(self) -> None:
         """Load the model and the vector index now, so the next searches answer at once."""
@@ -171,7 +175,8 @@ class Memories(AbstractContextManager["Memories"]):
         """Store parsed input entries (``remem.ingest``) in one transaction, reusing the vectors an
         export carried when this store's model made them."""
         entries, progress = arguments.entries_within(entries, self.max_text_chars), checks.callback(progress)
-        return bulk.store_entries(self.backend, self.embedder, entries, progress)
+        with growth.watching(self.backend, self.notes):
+            return bulk.store_entries(self.backend, self.embedder, entries, progress)
 
     def import_(
         self,
@@ -324,13 +329,24 @@ class Memories(AbstractContextManager["Memories"]):
         (staged, resumable, swapped in at once; with ``force`` even with the store's own model)."""
         index, hnsw, model = upkeep.reindex_options(index, hnsw, model)
         force, progress = checks.flag(force, "force"), checks.callback(progress)
-        waiting = self.embed_pending(progress=progress) if model is None and self.pending_count() else 0
+        waiting = (  # not watched: the reindex below builds what the advice would ask for
+            bulk.embed_pending(self.backend, self.embedder, progress, None)
+            if model is None and self.pending_count()
+            else 0
+        )
         outcome = upkeep.reindex(self.backend, self.catalog, index, hnsw, model, force, progress)
         turns.restore_contexts(self.backend)  # after upkeep.reindex checked every argument
         outcome = replace(outcome, embedded_pending=waiting)
         if model is not None:
             self._reload_model()
         return outcome
+
+    def index_advice(self) -> str | None:
+        """One line when the store has outgrown its exact index: asked to be ``auto``, it holds at
+        least as many vectors as ``auto`` builds HNSW for, but builds it only at a reindex (the line
+        names the command); None otherwise, and always on PostgreSQL (HNSW from the first vector).
+        A write that takes the store across that size, or a doubling of it, adds it to ``notes``."""
+        return growth.advice(growth.state_of(self.backend))
 
     def stats(self) -> StoreStats:
         """Counts by user, conversation, tag and role; model, index, disk size, oldest and newest

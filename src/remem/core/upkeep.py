@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
-from remem.core import turns
+from remem.core import growth, turns
 from remem.errors import InvalidInputError, StoreError
 from remem.reports import Check, DoctorReport, ReembedReport, ReindexReport
 from remem.types import Filters, Memory, memory_record
@@ -114,10 +114,13 @@ def reindex(
 def doctor(
     backend: Backend, catalog: ModelCatalog, embedder: Callable[[], Embedder], repair: bool
 ) -> DoctorReport:
-    """The back-end's checks (after its repairs, with ``repair``) and the model check: the files
-    of the store's model re-hashed (``ModelCatalog.verify_in_use``)."""
+    """The back-end's checks (after its repairs, with ``repair``), the model check: the files of the
+    store's model re-hashed (``ModelCatalog.verify_in_use``), and the index advice (``growth``)."""
     checks, repaired = backend.doctor(repair)
-    return DoctorReport((*checks, _model_check(backend, catalog, embedder)), tuple(repaired))
+    said = growth.advice(growth.state_of(backend))
+    return DoctorReport(
+        (*checks, _model_check(backend, catalog, embedder)), tuple(repaired), () if said is None else (said,)
+    )
 
 
 def _model_check(backend: Backend, catalog: ModelCatalog, embedder: Callable[[], Embedder]) -> Check:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from remem.backends.base import EmbedFn, ProgressFn, Scored
     from remem.backends.local.lanes import LocalVectorLane
     from remem.backends.local.vectors import VectorIndex
-    from remem.backends.shapes import TokenRecord
+    from remem.backends.shapes import IndexState, TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
 
 #: ``add_many`` puts its memories into the vector index this many at a time.
@@ -323,6 +323,12 @@ class LocalBackend:
         from remem.backends.local.summary import summarize  # noqa: PLC0415
 
         return summarize(self.home)
+
+    def index_state(self) -> IndexState:
+        """The index kind asked for and built, the vectors, and ``auto``'s size for HNSW (``summary``)."""
+        from remem.backends.local.summary import index_state  # noqa: PLC0415
+
+        return index_state(self.home)
 
     def doctor(self, repair: bool) -> tuple[list[Check], list[str]]:
         """Catch up the index, repair what is asked, then check everything (``doctor.diagnose``)."""

@@ -1,12 +1,15 @@
 """A local store's vital statistics, read without loading numpy or FAISS: the shared counts
-(``backends.summary``) and what only a local store has: its index file and its files' size."""
+(``backends.summary``) and what only a local store has: its index file and its files' size, and
+how its index is sized (an exact index stays exact under ``auto`` until a reindex)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from remem.backends import summary
+from remem.backends.local import settings
 from remem.backends.local.vectors_header import read_header
+from remem.backends.shapes import IndexState
 
 if TYPE_CHECKING:
     from remem.backends.local.home import Home
@@ -26,3 +29,15 @@ def summarize(home: Home) -> StoreStats:
         disk_bytes=sum(p.stat().st_size for p in files),
     )
     return summary.gather(home.records.conn.execute, TABLES, own)
+
+
+def index_state(home: Home) -> IndexState:
+    """The kind asked for and the kind built (as the settings record them), the stored vectors, and
+    ``settings.AUTO_HNSW_THRESHOLD`` (read now: tests lower it)."""
+    recorded = home.settings
+    return IndexState(
+        requested=recorded.requested,
+        kind=recorded.built_kind.value,
+        vectors=home.records.vector_count(),
+        hnsw_from=settings.AUTO_HNSW_THRESHOLD,
+    )

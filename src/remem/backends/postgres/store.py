@@ -342,6 +342,11 @@ class PostgresBackend:
         """Counts, model, index, size on the server and time span (``upkeep.summarize``)."""
         return upkeep.summarize(self.access)
 
+    def index_state(self) -> None:
+        """None: a PostgreSQL store's index never waits for a reindex to become HNSW (``auto`` and
+        ``hnsw`` build pgvector's graph from the first vector on, ``exact`` asks for none)."""
+        return None
+
     def doctor(self, repair: bool) -> tuple[list[Check], list[str]]:
         """Every check of the store (after repairing what can be derived again, with ``repair``)."""
         return doctor.diagnose(self.access, repair)

@@ -98,3 +98,27 @@ def test_a_faiss_that_cannot_read_in_place_reads_a_copy(
     monkeypatch.delattr(faiss, "ZeroCopyIOReader")
     index = VectorIndex.load(path, DIM)
     assert index.search(vectors[42], 1)[0][0] == 43
+
+
+def _private_mb() -> float:
+    """Megabytes of this process's own memory now (RssAnon)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no RssAnon in /proc/self/status")
+
+
+@linux_only
+def test_adding_to_a_mapped_exact_index_and_saving_it_copies_nothing_of_what_it_held(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.faiss"
+    vectors = _saved(path, IndexKind.EXACT, 65_536)  # 96 MB
+    index = VectorIndex.load(path, DIM)
+    before = (_private_mb(), _mapped_file_mb())
+    extra = _units(3, seed=3)
+    index.add([70_001, 70_002, 70_003], extra)
+    index.save(path, generation=2)
+    assert _private_mb() - before[0] < 20 and _mapped_file_mb() - before[1] < 10
+    again = VectorIndex.load(path, DIM)
+    assert again.size == 65_539 and again.search(extra[1], 1)[0][0] == 70_002
+    assert again.search(vectors[65_535], 1)[0][0] == 65_536
+    assert again.vectors([70_003, 1]).tolist() == [extra[2].tolist(), vectors[0].tolist()]

@@ -1,6 +1,6 @@
 """The local keyword lane's bounds: BM25 computed as FTS5 computes it, near-zero-IDF terms left out
-of the ranking query on big stores (``keywords.COMMON_HOLDERS``, made small here), memories holding
-only such terms ranked among the newest of them (``bm25.WINDOW``), coverage decided by bounds, and
+of the ranking query on big stores (``bounds.COMMON_HOLDERS``, made small here), memories holding
+only such terms ranked among the newest of them (``bounds.WINDOW``), coverage decided by bounds, and
 the counts kept per state of the keyword index."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 import remem
 from helpers import FAKE_MODEL, FakeEmbedder, fake_vector
 from remem import Filters, NewMemory
+from remem.backends import bounds
 from remem.backends.analyzer import CONTEXT_WEIGHT, term_queries
 from remem.backends.local import LocalBackend, bm25, fts, keywords
 
@@ -88,12 +89,12 @@ def test_bm25_in_python_is_fts5s_own_to_the_bit(conn: sqlite3.Connection, query:
 
 
 def _unbounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(keywords, "COMMON_HOLDERS", 10**12)
+    monkeypatch.setattr(bounds, "COMMON_HOLDERS", 10**12)
 
 
 def _bounded(monkeypatch: pytest.MonkeyPatch, window: int) -> None:
-    monkeypatch.setattr(keywords, "COMMON_HOLDERS", 0)
-    monkeypatch.setattr(bm25, "WINDOW", window)
+    monkeypatch.setattr(bounds, "COMMON_HOLDERS", 0)
+    monkeypatch.setattr(bounds, "WINDOW", window)
 
 
 @pytest.mark.parametrize("k", [1, 5, 20, 100])

@@ -1,5 +1,5 @@
 """FTS5's BM25, computed in Python for memories that hold only near-zero-IDF terms, among the newest
-of them (``keywords``: scoring every holder of a term that every memory holds costs 650 ms at 1M).
+``bounds.WINDOW`` of them (``keywords``; scoring every holder of a term each memory holds: 650 ms at 1M).
 
 ``score`` is ``bm25()`` of SQLite's FTS5 (``fts5_aux.c``: k1 1.2, b 0.75, a column weight for each
 instance, the row's length in tokens against the mean, IDF ln((N - n + 0.5) / (n + 0.5)) and 1e-6
@@ -15,6 +15,7 @@ import math
 import sqlite3
 from collections.abc import Sequence
 
+from remem.backends import bounds
 from remem.backends.analyzer import CONTEXT_WEIGHT
 from remem.backends.base import Scored
 from remem.backends.local import filtering, fts
@@ -24,10 +25,6 @@ K1 = 1.2
 B = 0.75
 #: FTS5's IDF of a term that at least half the rows hold.
 FLOOR_IDF = 1e-6
-#: Memories holding only near-zero-IDF terms are ranked among the newest this many of them (newest
-#: by id, after the filters): each costs ≈5.5 µs here (its instances from ``highlight()``, ≈2.3 µs; its
-#: length; the formula in Python): 11.4 ms for 2,000 of the 1M store's "note", so 1,000 (≈6 ms).
-WINDOW = 1_000
 _MARK = "\x01"  # never in a keyword table's text: the analyzer keeps letters, digits and ._-/:@+#
 
 
@@ -61,7 +58,7 @@ def newest(
     skip: set[int],
 ) -> list[Scored]:
     """The BM25 top ``limit`` (memory id, score) over ``terms`` (all near-zero-IDF) among the newest
-    WINDOW filtered memories holding any of them (those of them in ``among`` if given), leaving out
+    ``bounds.WINDOW`` filtered memories holding any of them (those of them in ``among`` if given), leaving out
     ``skip``. The window does not depend on ``among``: a memory has the same score in every call."""
     wanted = None if among is None else set(among)
     ids = [
@@ -84,13 +81,13 @@ def newest(
 
 
 def _newest_ids(conn: sqlite3.Connection, match: str, filters: Filters) -> list[int]:
-    """The ids of the newest WINDOW filtered memories that ``match`` selects, newest first."""
+    """The ids of the newest ``bounds.WINDOW`` filtered memories that ``match`` selects, newest first."""
     where, params = filtering.where(filters, per_row=True, memory_id="memories_fts.rowid")
     joined = " JOIN memories m ON m.id = memories_fts.rowid" if filtering.needs_memory_row(filters) else ""
     rows = conn.execute(
         f"SELECT memories_fts.rowid FROM memories_fts{joined} WHERE memories_fts MATCH ? AND {where} "
         "ORDER BY memories_fts.rowid DESC LIMIT ?",
-        [match, *params, WINDOW],
+        [match, *params, bounds.WINDOW],
     )
     return [int(r[0]) for r in rows]
 

@@ -1,18 +1,17 @@
 """The local keyword lane above FTS5: counts kept per state of the keyword index, near-zero-IDF terms
-of big stores, and which matches cover enough of a query.
+of big stores (``remem.backends.bounds``), and which matches cover enough of a query.
 
 FTS5's ``bm25()`` scores every memory its MATCH selects: ≈0.7-0.9 µs each on a 1,000,000-memory
-store, so a query's cost follows how many memories hold its terms. Three things keep a search from
-paying for what does not change its ranking:
+store, so a query's cost follows how many memories hold its terms. What changes no ranking is not
+paid for again:
 
 - **Counts per state.** How many memories hold each term (for IDF and coverage) is counted once per
   state of the keyword index (``stamp``: FTS5's averages and structure records, which every write
   changes), not read again, or into Python, by every search.
-- **Near-zero-IDF terms.** FTS5 gives a term that at least half the memories hold an IDF of 1e-6:
-  it adds less than 2.2e-6 to any score, yet scoring it means scoring every holder (a word in each of
-  1,000,000 memories: 650 ms). A term like that held by more than ``COMMON_HOLDERS`` memories is left
-  out of the ranking query when the query has other terms; memories that hold only such terms rank
-  after those holding another, by BM25 among the newest ``WINDOW`` of them (``bm25.py``).
+- **Near-zero-IDF terms** (FTS5 gives one that at least half the memories hold an IDF of 1e-6) held
+  by more than ``bounds.COMMON_HOLDERS`` memories are left out of the ranking query when the query
+  has other terms; memories holding only such terms rank after the others, by BM25 among the newest
+  ``bounds.WINDOW`` of them (``bm25.py``).
 - **Coverage by bounds.** Whether a match covers enough of the query's IDF weight is decided term by
   term, rarest first; a memory is no longer looked up once its share is surely above or below.
 """
@@ -24,6 +23,7 @@ import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from remem.backends import bounds
 from remem.backends.analyzer import term_queries
 from remem.backends.base import Scored
 from remem.backends.local import bm25, fts
@@ -31,11 +31,6 @@ from remem.backends.local.transactions import snapshot
 from remem.backends.statecache import SnapshotCache
 from remem.types import Filters
 
-#: A near-zero-IDF term (held by at least half the memories) is left out of the ranking query only
-#: when more than this many memories hold it: scoring them costs ≥ 14 ms (0.7 µs each), and no store
-#: below 40,000 memories is affected (SciFact's 5,183, LoCoMo's 5,882 and the memory-shaped set's 63
-#: are ranked exactly as before).
-COMMON_HOLDERS = 20_000
 #: Values kept per state of the keyword index (two counts a term: 2,048 terms).
 KEPT_COUNTS = 4_096
 #: A memory whose share is within this of the threshold is decided by its exact share.
@@ -76,12 +71,10 @@ def plan(conn: sqlite3.Connection, counts: KeywordCounts, stamp: bytes, text: st
     rows = fts.row_count(conn)
     common = []
     for term in terms:
-        if (
-            term.endswith("*") or rows <= COMMON_HOLDERS
-        ):  # a hash prefix is never common; nor in a small store
+        if term.endswith("*") or rows <= bounds.COMMON_HOLDERS:  # never a hash prefix, nor in a small store
             continue
         held = counts.holders(conn, stamp, term)
-        if held > COMMON_HOLDERS and bm25.idf(rows, held) == bm25.FLOOR_IDF:
+        if bounds.near_zero(bm25.idf(rows, held), held):
             common.append(term)
     return Plan([t for t in terms if t not in common], common)
 

@@ -163,7 +163,7 @@ def count(conn: sqlite3.Connection, match: str) -> int:
 #: Which of some memories an expression selects is found by walking its doclists and checking each
 #: posting against the ids (≈100-200 ns a posting), or by looking each id up (FTS5 runs the query
 #: once per id: 30-80 µs each in a doclist of 18,000-1,000,000 postings, which has an index of its
-#: own; in a shorter one each lookup scans it: 214 µs an id for 7,200). ``prim4.py``, 1M store.
+#: own; in a shorter one each lookup scans it: 214 µs an id for 7,200); bench/scale.py's 1M store.
 SEEK_FROM = 20_000
 #: One lookup costs about as much as walking this many postings (60 µs against 100 ns).
 SEEK_POSTINGS = 600

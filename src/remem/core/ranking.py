@@ -154,8 +154,8 @@ def _substantial(backend: Backend, text: str, scored: list[Scored]) -> list[Scor
     """Keep the keyword matches that cover at least MIN_KEYWORD_COVERAGE of the query's term weight."""
     if not scored:
         return scored
-    coverage = backend.keyword_coverage(text, [mid for mid, _ in scored])
-    return [(mid, score) for mid, score in scored if coverage[mid] >= MIN_KEYWORD_COVERAGE]
+    covering = set(backend.keyword_covering(text, [mid for mid, _ in scored], MIN_KEYWORD_COVERAGE))
+    return [(mid, score) for mid, score in scored if mid in covering]
 
 
 def fused_vector_lane(

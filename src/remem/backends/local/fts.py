@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 from collections.abc import Sequence
 
@@ -11,11 +10,9 @@ from remem.backends.analyzer import (
     ANALYZER_VERSION,
     CONTEXT_WEIGHT,
     IDENTIFIER_PUNCTUATION,
-    fts_query,
     index_text,
     quoted_term,
     sure_terms,
-    term_queries,
 )
 from remem.backends.local import filtering
 from remem.backends.local.transactions import atomic
@@ -74,13 +71,12 @@ def ensure_current(conn: sqlite3.Connection) -> None:
 
 
 def search(
-    conn: sqlite3.Connection, text: str, filters: Filters, limit: int, among: Sequence[int] | None = None
+    conn: sqlite3.Connection, match: str, filters: Filters, limit: int, among: Sequence[int] | None = None
 ) -> list[tuple[int, float]]:
-    """BM25 top ``limit`` (memory id, score) among the filtered memories (only ``among`` if given),
-    best first. Scores are FTS5's BM25 negated so that higher is better; [] when the text has no terms.
-    """
-    match = fts_query(text)
-    if match is None or (among is not None and not among):
+    """BM25 top ``limit`` (memory id, score) among the filtered memories (only ``among`` if given)
+    that the FTS5 expression ``match`` selects, best first. Scores are FTS5's BM25 negated so that
+    higher is better."""
+    if among is not None and not among:
         return []
     # Every match is checked in turn (SQLite computes BM25 only for those that pass): tags by the tag
     # table's key, and the memory row is looked up only when the filters read it. At 100k memories
@@ -117,48 +113,81 @@ def holding(conn: sqlite3.Connection, words: Sequence[str], filters: Filters) ->
     return [(int(mid), str(text)) for mid, text in rows]
 
 
-def row_count(conn: sqlite3.Connection) -> int:
-    """The number of memories in the keyword table, as FTS5 keeps it for BM25: the first varint of
-    its averages record (``count(*)`` on the table read every row: 3-65 ms for 10k memories)."""
+def averages(conn: sqlite3.Connection) -> tuple[int, list[int]]:
+    """The number of memories in the keyword table and the number of tokens in each of its columns,
+    as FTS5 keeps them for BM25: its averages record, varints (``count(*)`` on the table read every
+    row: 3-65 ms for 10k memories)."""
     row = conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
     if row is None or not row[0]:  # FTS5 writes the record with the first row
-        return 0
-    return _varint(bytes(row[0]))
+        return 0, [0, 0]
+    values = varints(bytes(row[0]))
+    return values[0], values[1:]
 
 
-def _varint(data: bytes) -> int:
+def row_count(conn: sqlite3.Connection) -> int:
+    """The number of memories in the keyword table (``averages``)."""
+    return averages(conn)[0]
+
+
+def varints(data: bytes) -> list[int]:
+    """The varints that make up ``data`` (FTS5's averages and docsize records)."""
+    values, at = [], 0
+    while at < len(data):
+        value, used = _varint(data[at : at + 9])
+        values.append(value)
+        at += used
+    return values
+
+
+def _varint(data: bytes) -> tuple[int, int]:
     """SQLite's variable-length integer at the start of ``data`` (big-endian, 7 bits a byte, the
-    ninth byte all 8)."""
+    ninth byte all 8) and the number of bytes it took."""
     value = 0
     for place, byte in enumerate(data[:9]):
         if place == 8:
-            return (value << 8) | byte
+            return (value << 8) | byte, 9
         value = (value << 7) | (byte & 0x7F)
         if byte < 0x80:
-            return value
-    raise ValueError("a truncated varint in the keyword table's averages record")
+            return value, place + 1
+    raise ValueError("a truncated varint in a record of the keyword table")
 
 
-def coverage(conn: sqlite3.Connection, text: str, ids: Sequence[int]) -> dict[int, float]:
-    """For each id, the share of the query's term weight (IDF) that the memory matches, 0..1.
+def count(conn: sqlite3.Connection, match: str) -> int:
+    """How many memories the FTS5 expression ``match`` selects (one pass over its doclists in SQLite,
+    ≈25-60 ns a posting)."""
+    return int(
+        conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (match,)).fetchone()[0]
+    )
 
-    IDF is Lucene's ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, so a rare term such
-    as an identifier weighs far more than a common word. One FTS5 query per term yields both the
-    term's document count and which of ``ids`` contain it (reading a doclist is cheaper than
-    probing it with an ``IN`` list).
-    """
-    total = row_count(conn)
-    wanted = set(ids)
-    weights, matched = [], []
-    for term in term_queries(text):
-        rows = {
-            int(r[0])
-            for r in conn.execute(
-                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (f"terms : {term}",)
-            )
-        }
-        weights.append(math.log(1 + (total - len(rows) + 0.5) / (len(rows) + 0.5)))
-        matched.append(rows & wanted)
-    whole = sum(weights) or 1.0
-    pairs = list(zip(weights, matched, strict=True))
-    return {mid: sum(weight for weight, hit in pairs if mid in hit) / whole for mid in ids}
+
+#: Which of some memories an expression selects is found by walking its doclists and checking each
+#: posting against the ids (≈100-200 ns a posting), or by looking each id up (FTS5 runs the query
+#: once per id: 30-80 µs each in a doclist of 18,000-1,000,000 postings, which has an index of its
+#: own; in a shorter one each lookup scans it: 214 µs an id for 7,200); bench/scale.py's 1M store.
+SEEK_FROM = 20_000
+#: One lookup costs about as much as walking this many postings (60 µs against 100 ns).
+SEEK_POSTINGS = 600
+
+
+def present(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+    """Those of ``ids`` that are rows of the keyword table (each has a ``docsize`` record)."""
+    rows = conn.execute(
+        "SELECT id FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(ids)),),
+    )
+    return {int(r[0]) for r in rows}
+
+
+def members(conn: sqlite3.Connection, match: str, holders: int, ids: Sequence[int]) -> set[int]:
+    """Those of ``ids`` that the FTS5 expression ``match`` (selecting ``holders`` memories) selects,
+    by a walk or by lookups, whichever reads less (SEEK_FROM, SEEK_POSTINGS)."""
+    if not ids or not holders:
+        return set()
+    seek = holders >= SEEK_FROM and holders > SEEK_POSTINGS * len(ids)
+    rowid = "rowid" if seek else "+rowid"  # the unary + keeps FTS5 from running the query once per id
+    rows = conn.execute(
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+        f"AND {rowid} IN (SELECT value FROM json_each(?))",
+        (match, json.dumps(list(ids))),
+    )
+    return {int(r[0]) for r in rows}

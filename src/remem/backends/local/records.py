@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from remem.backends.local import filtering, fts
+from remem.backends.local import filtering, fts, keywords
 from remem.backends.shapes import stored_memory
 from remem.types import AddResult, Filters, Memory, NewMemory, text_sha256
 
@@ -42,6 +42,7 @@ class Records:
     def __init__(self, connections: Connections) -> None:
         """Query through ``connections`` (see ``connections.connect``)."""
         self._connections = connections
+        self._keyword_counts = keywords.KeywordCounts()
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -285,16 +286,16 @@ class Records:
     def keyword_search(
         self, text: str, filters: Filters, limit: int, among: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:
-        """BM25 top ``limit`` among the filtered memories (see ``fts.search``)."""
-        return fts.search(self.conn, text, filters, limit, among)
+        """BM25 top ``limit`` among the filtered memories (see ``keywords.search``)."""
+        return keywords.search(self.conn, self._keyword_counts, text, filters, limit, among)
 
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
         """(id, text) of the filtered memories that may hold every one of ``words`` (see ``fts.holding``)."""
         return fts.holding(self.conn, words, filters)
 
-    def keyword_coverage(self, text: str, ids: Sequence[int]) -> dict[int, float]:
-        """Share of the query's IDF-weighted terms each memory matches (see ``fts.coverage``)."""
-        return fts.coverage(self.conn, text, ids)
+    def keyword_covering(self, text: str, ids: Sequence[int], share: float) -> list[int]:
+        """Those of ``ids`` matching at least ``share`` of the query's term weight (``keywords.covering``)."""
+        return keywords.covering(self.conn, self._keyword_counts, text, ids, share)
 
     def get_many(self, ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (missing ids are absent from the result)."""

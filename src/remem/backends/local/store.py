@@ -291,16 +291,16 @@ class LocalBackend:
     def keyword_top(
         self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
     ) -> list[Scored]:
-        """BM25 top ``k`` among the filtered memories (see ``fts.search``)."""
+        """BM25 top ``k`` among the filtered memories (see ``keywords.search``)."""
         return self.records.keyword_search(text, filters, k, among)
 
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
         """(id, text) of the filtered memories that may hold every one of ``words`` (``fts.holding``)."""
         return self.records.texts_holding(words, filters)
 
-    def keyword_coverage(self, text: str, memory_ids: Sequence[int]) -> dict[int, float]:
-        """Share of the query's IDF-weighted terms each memory matches (see ``fts.coverage``)."""
-        return self.records.keyword_coverage(text, memory_ids)
+    def keyword_covering(self, text: str, memory_ids: Sequence[int], share: float) -> list[int]:
+        """The memories matching at least ``share`` of the query's term weight (``keywords.covering``)."""
+        return self.records.keyword_covering(text, memory_ids, share)
 
     def reembed(
         self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool

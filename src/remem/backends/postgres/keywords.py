@@ -14,12 +14,15 @@ terms would overflow its tsvector keeps the first that fit (``indexed``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from remem.backends import bounds
 from remem.backends.analyzer import CONTEXT_WEIGHT, analyze, looks_like_hash
 from remem.backends.base import Scored
 from remem.backends.postgres import filtering
@@ -116,15 +119,32 @@ def tsqueries(terms: Sequence[Term], own: bool = False) -> list[str]:
     return [_tsquery(lexeme, prefix, own) for lexeme, prefix in terms]
 
 
-def weighted_terms(
-    cursor: psycopg.Cursor[Any], s: str, text: str, session: Session
-) -> tuple[list[Term], list[float], float]:
-    """The query's terms, their IDF weights and the store's mean memory length, computed once per
-    transaction (the session's ``memo``: a hybrid search asks three times)."""
+@dataclass(frozen=True)
+class Weighted:
+    """A query's terms, how many memories hold each, their IDF weights, the mean memory length."""
+
+    terms: list[Term]
+    holders: list[int]
+    idf: list[float]
+    mean: float
+
+    def part(self, which: Sequence[int]) -> Weighted:
+        """The same of the terms at places ``which`` only."""
+        return Weighted(
+            [self.terms[i] for i in which],
+            [self.holders[i] for i in which],
+            [self.idf[i] for i in which],
+            self.mean,
+        )
+
+
+def weighted_terms(cursor: psycopg.Cursor[Any], s: str, text: str, session: Session) -> Weighted:
+    """The query's terms with their counts and weights, computed once per transaction (the session's
+    ``memo``: a hybrid search asks three times)."""
     key, memo = ("weighted_terms", s, text), session.memo
     if key not in memo:
         terms = query_terms(cursor, s, text)
-        memo[key] = (terms, *_weights(cursor, s, tsqueries(terms), session)) if terms else ([], [], 1.0)
+        memo[key] = _weights(cursor, s, terms, session) if terms else Weighted([], [], [], 1.0)
     return memo[key]  # type: ignore[no-any-return]
 
 
@@ -148,21 +168,26 @@ def _size_and_mean_length(cursor: psycopg.Cursor[Any], s: str) -> tuple[int, flo
     return int(total), float(mean)
 
 
-def _weights(
-    cursor: psycopg.Cursor[Any], s: str, queries: list[str], session: Session
-) -> tuple[list[float], float]:
-    """Each term's IDF, ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, and the mean length.
-    Each term's document count is its own subquery, so each is served by the GIN index; N and the
-    mean length are counted again only when the store may have changed (``Session.unchanged``)."""
-    counts = ", ".join(f"(SELECT count(*) FROM {s}.memories m WHERE m.terms @@ %s::tsquery)" for _ in queries)
-    cursor.execute(f"SELECT {counts}", queries)
-    matching = [int(n) for n in cursor.fetchone()]  # type: ignore[union-attr]
+def _weights(cursor: psycopg.Cursor[Any], s: str, terms: list[Term], session: Session) -> Weighted:
+    """Each term's count and IDF, ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, and the
+    mean length. Each count, N and the mean length are counted again only when the store may have
+    changed (``Session.unchanged``): a term every one of 200,000 memories holds took ≈100 ms to count."""
+    matching = [
+        session.unchanged(cursor, ("holders", s, query), functools.partial(_holders, cursor, s, query))
+        for query in tsqueries(terms)
+    ]
     total, mean = session.unchanged(
         cursor, ("size_and_mean_length", s), lambda: _size_and_mean_length(cursor, s)
     )
     total = max(total, *matching)
     idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n in matching]
-    return idf, max(mean, 1.0)
+    return Weighted(terms, matching, idf, max(mean, 1.0))
+
+
+def _holders(cursor: psycopg.Cursor[Any], s: str, query: str) -> int:
+    """How many memories hold the term ``query`` (tsquery input): served by the GIN index."""
+    cursor.execute(f"SELECT count(*) FROM {s}.memories m WHERE m.terms @@ %s::tsquery", (query,))
+    return int(cursor.fetchone()[0])  # type: ignore[index]
 
 
 def top(
@@ -175,18 +200,37 @@ def top(
     session: Session,
 ) -> list[Scored]:
     """Top ``k`` (memory id, score; higher is better) among the filtered memories (only ``among``
-    if given), best first; [] when the text has no searchable terms."""
+    if given), best first; [] when the text has no searchable terms. Near-zero-IDF terms of a big
+    store are left out of the ranking query (``remem.backends.bounds``)."""
     if among is not None and not among:
         return []
-    terms, idf, mean = weighted_terms(cursor, s, text, session)
-    if not terms:
-        return []
-    queries = tsqueries(terms)
+    weighted = weighted_terms(cursor, s, text, session)
+    common = [i for i, idf in enumerate(weighted.idf) if bounds.near_zero(idf, weighted.holders[i])]
+    scored = weighted.part([i for i in range(len(weighted.terms)) if i not in common])
+    found = _ranked(cursor, s, scored, filters, k, among) if scored.terms else []
+    if common and len(found) < k:  # every holder of a scored term is in: the rest hold only common terms
+        found += _newest(
+            cursor, s, weighted.part(common), filters, k - len(found), among, [m for m, _ in found]
+        )
+    return found
+
+
+def _ranked(
+    cursor: psycopg.Cursor[Any],
+    s: str,
+    weighted: Weighted,
+    filters: Filters,
+    k: int,
+    among: Sequence[int] | None,
+) -> list[Scored]:
+    """Top ``k`` by BM25 over the weighted terms: the best ``POOL`` (at least 3 k) of their holders by
+    the cheap score, then those by BM25."""
+    queries = tsqueries(weighted.terms)
     condition, params = filtering.where(filters, s)
     if among is not None:
         condition += " AND m.id = ANY(%s::bigint[])"
         params.append(list(among))
-    lexemes, prefixes = [lexeme for lexeme, _ in terms], [prefix for _, prefix in terms]
+    lexemes, prefixes = [lexeme for lexeme, _ in weighted.terms], [prefix for _, prefix in weighted.terms]
     cursor.execute(
         f"WITH pool AS (SELECT m.id, m.terms, m.term_count FROM {s}.memories m "
         f"WHERE m.terms @@ %s::tsquery AND {condition} ORDER BY {_PRESCORE} DESC, m.id LIMIT %s) "
@@ -195,14 +239,50 @@ def top(
             " | ".join(queries),
             *params,
             queries,
-            tsqueries(terms, own=True),
-            idf,
-            mean,
+            tsqueries(weighted.terms, own=True),
+            weighted.idf,
+            weighted.mean,
             max(POOL, 3 * k),
-            mean,
+            weighted.mean,
             lexemes,
             prefixes,
-            idf,
+            weighted.idf,
+            k,
+        ],
+    )
+    return [(int(mid), float(score)) for mid, score in cursor.fetchall()]
+
+
+def _newest(
+    cursor: psycopg.Cursor[Any],
+    s: str,
+    common: Weighted,
+    filters: Filters,
+    k: int,
+    among: Sequence[int] | None,
+    skip: list[int],
+) -> list[Scored]:
+    """Top ``k`` by BM25 over the (near-zero-IDF) terms of ``common`` among the newest ``bounds.WINDOW``
+    filtered memories holding any of them (those in ``among`` if given), leaving out ``skip``. The
+    window does not depend on ``among``: a memory has the same score in every call."""
+    condition, params = filtering.where(filters, s)
+    wanted, extra = ("m.id = ANY(%s::bigint[])", [list(among)]) if among is not None else ("TRUE", [])
+    lexemes, prefixes = [lexeme for lexeme, _ in common.terms], [prefix for _, prefix in common.terms]
+    cursor.execute(
+        f"WITH recent AS (SELECT m.id, m.terms, m.term_count FROM {s}.memories m "
+        f"WHERE m.terms @@ %s::tsquery AND {condition} ORDER BY m.id DESC LIMIT %s) "
+        f"SELECT m.id, {_BM25} AS score FROM recent m WHERE m.id <> ALL(%s::bigint[]) AND {wanted} "
+        "ORDER BY score DESC, m.id LIMIT %s",
+        [
+            " | ".join(tsqueries(common.terms)),
+            *params,
+            bounds.WINDOW,
+            common.mean,
+            lexemes,
+            prefixes,
+            common.idf,
+            skip,
+            *extra,
             k,
         ],
     )
@@ -213,7 +293,8 @@ def coverage(
     cursor: psycopg.Cursor[Any], s: str, text: str, ids: Sequence[int], session: Session
 ) -> dict[int, float]:
     """For each id, the share (0..1) of the query's IDF weight that the memory's own terms match."""
-    terms, idf, _ = weighted_terms(cursor, s, text, session)
+    weighted = weighted_terms(cursor, s, text, session)
+    terms, idf = weighted.terms, weighted.idf
     if not terms:
         return dict.fromkeys(ids, 0.0)
     cursor.execute(

@@ -13,38 +13,14 @@ no changes of their own) read or fill the cache.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
+
+from remem.backends.statecache import SnapshotCache
 
 if TYPE_CHECKING:
     import psycopg
 
-T = TypeVar("T")
-#: The most values kept for one state (one per filter asked about, say); past it they start over.
-MOST_VALUES = 256
-
-
-class SnapshotCache:
-    """Values keyed by what they count, valid for one state of the database (its stamp)."""
-
-    def __init__(self) -> None:
-        """An empty cache."""
-        self._lock = threading.Lock()
-        self._stamp: str | None = None
-        self._values: dict[Hashable, Any] = {}
-
-    def get(self, stamp: str, key: Hashable, compute: Callable[[], T]) -> T:
-        """``compute()``, or the value it gave in a snapshot with the same ``stamp``."""
-        with self._lock:
-            if self._stamp == stamp and key in self._values:
-                return self._values[key]  # type: ignore[no-any-return]
-        value = compute()
-        with self._lock:
-            if self._stamp != stamp or len(self._values) >= MOST_VALUES:
-                self._stamp, self._values = stamp, {}
-            self._values[key] = value
-        return value
+__all__ = ["SnapshotCache", "stamp"]
 
 
 def stamp(cursor: psycopg.Cursor[Any]) -> str:

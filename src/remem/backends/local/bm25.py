@@ -1,0 +1,121 @@
+"""FTS5's BM25, computed in Python for memories that hold only near-zero-IDF terms, among the newest
+``bounds.WINDOW`` of them (``keywords``; scoring every holder of a term each memory holds: 650 ms at 1M).
+
+``score`` is ``bm25()`` of SQLite's FTS5 (``fts5_aux.c``: k1 1.2, b 0.75, a column weight for each
+instance, the row's length in tokens against the mean, IDF ln((N - n + 0.5) / (n + 0.5)) and 1e-6
+where that is not positive) with the same arithmetic in the same order, so it gives the same double:
+a test checks it against ``bm25()`` itself. A row's instances of each term come from ``highlight()``
+(one mark per instance, per column) and its length from the table's ``docsize`` record.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Sequence
+
+from remem.backends import bounds
+from remem.backends.analyzer import CONTEXT_WEIGHT
+from remem.backends.base import Scored
+from remem.backends.local import filtering, fts
+from remem.types import Filters
+
+K1 = 1.2
+B = 0.75
+#: FTS5's IDF of a term that at least half the rows hold.
+FLOOR_IDF = 1e-6
+_MARK = "\x01"  # never in a keyword table's text: the analyzer keeps letters, digits and ._-/:@+#
+
+
+def idf(rows: int, holders: int) -> float:
+    """FTS5's IDF of a term that ``holders`` of ``rows`` rows hold."""
+    value = math.log((rows - holders + 0.5) / (holders + 0.5))
+    return value if value > 0.0 else FLOOR_IDF
+
+
+def score(instances: Sequence[tuple[int, int]], idfs: Sequence[float], size: int, mean: float) -> float:
+    """FTS5's ``bm25(memories_fts, 1.0, CONTEXT_WEIGHT)``, negated (higher is better), of a row of
+    ``size`` tokens holding each phrase ``instances`` times (own column, context column), in the
+    query's phrase order; ``mean`` is the table's tokens per row."""
+    total = 0.0
+    for (own, context), weight in zip(instances, idfs, strict=True):
+        freq = 0.0
+        for _ in range(own):  # FTS5 adds each instance's column weight, own column first
+            freq += 1.0
+        for _ in range(context):
+            freq += CONTEXT_WEIGHT
+        total += weight * ((freq * (K1 + 1.0)) / (freq + K1 * (1 - B + B * size / mean)))
+    return total
+
+
+def newest(
+    conn: sqlite3.Connection,
+    terms: Sequence[str],
+    filters: Filters,
+    limit: int,
+    among: Sequence[int] | None,
+    skip: set[int],
+) -> list[Scored]:
+    """The BM25 top ``limit`` (memory id, score) over ``terms`` (all near-zero-IDF) among the newest
+    ``bounds.WINDOW`` filtered memories holding any of them (those of them in ``among`` if given), leaving out
+    ``skip``. The window does not depend on ``among``: a memory has the same score in every call."""
+    wanted = None if among is None else set(among)
+    ids = [
+        mid
+        for mid in _newest_ids(conn, " OR ".join(terms), filters)
+        if mid not in skip and (wanted is None or mid in wanted)
+    ]
+    if not ids:
+        return []
+    rows, columns = fts.averages(conn)
+    mean = max(sum(columns), 1) / max(rows, 1)
+    context = len(columns) > 1 and columns[1] > 0  # no memory has a context: no instance there
+    per_term = [instances(conn, term, ids, context) for term in terms]
+    idfs = [FLOOR_IDF] * len(terms)
+    scored = []
+    for mid, size in per_term[0][1].items() if len(terms) == 1 else _sizes(conn, ids).items():
+        found = [instances.get(mid, (0, 0)) for instances, _ in per_term]
+        scored.append((mid, score(found, idfs, size, mean)))
+    return sorted(scored, key=lambda pair: (-pair[1], pair[0]))[:limit]
+
+
+def _newest_ids(conn: sqlite3.Connection, match: str, filters: Filters) -> list[int]:
+    """The ids of the newest ``bounds.WINDOW`` filtered memories that ``match`` selects, newest first."""
+    where, params = filtering.where(filters, per_row=True, memory_id="memories_fts.rowid")
+    joined = " JOIN memories m ON m.id = memories_fts.rowid" if filtering.needs_memory_row(filters) else ""
+    rows = conn.execute(
+        f"SELECT memories_fts.rowid FROM memories_fts{joined} WHERE memories_fts MATCH ? AND {where} "
+        "ORDER BY memories_fts.rowid DESC LIMIT ?",
+        [match, *params, bounds.WINDOW],
+    )
+    return [int(r[0]) for r in rows]
+
+
+def instances(
+    conn: sqlite3.Connection, term: str, ids: list[int], context: bool
+) -> tuple[dict[int, tuple[int, int]], dict[int, int]]:
+    """For those of ``ids`` holding ``term``: its instances in the own and (if ``context``) the
+    context column, read from ``highlight()`` over the doclist from the smallest id on; and their
+    lengths in tokens, all columns (FTS5's ``docsize`` record: a varint per column)."""
+    marked = f"highlight(memories_fts, 1, '{_MARK}', '')" if context else "''"
+    rows = conn.execute(
+        f"SELECT f.rowid, highlight(memories_fts, 0, '{_MARK}', ''), {marked}, d.sz "
+        "FROM memories_fts f JOIN memories_fts_docsize d ON d.id = f.rowid "
+        "WHERE memories_fts MATCH ? AND f.rowid >= ? AND +f.rowid IN (SELECT value FROM json_each(?))",
+        (term, min(ids), json.dumps(ids)),
+    )
+    found, sizes = {}, {}
+    for mid, own, other, size in rows:
+        found[int(mid)] = ((own or "").count(_MARK), (other or "").count(_MARK))
+        sizes[int(mid)] = sum(fts.varints(bytes(size)))
+    return found, sizes
+
+
+def _sizes(conn: sqlite3.Connection, ids: list[int]) -> dict[int, int]:
+    """Each row's length in tokens, all columns (FTS5's ``docsize`` record: a varint per column)."""
+    rows = conn.execute(
+        "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(ids),),
+    )
+    return {int(mid): sum(fts.varints(bytes(blob))) for mid, blob in rows}

@@ -1,0 +1,159 @@
+"""The local keyword lane above FTS5: counts kept per state of the keyword index, near-zero-IDF terms
+of big stores (``remem.backends.bounds``), and which matches cover enough of a query.
+
+FTS5's ``bm25()`` scores every memory its MATCH selects: ≈0.7-0.9 µs each on a 1,000,000-memory
+store, so a query's cost follows how many memories hold its terms. What changes no ranking is not
+paid for again:
+
+- **Counts per state.** How many memories hold each term (for IDF and coverage) is counted once per
+  state of the keyword index (``stamp``: FTS5's averages and structure records, which every write
+  changes), not read again, or into Python, by every search.
+- **Near-zero-IDF terms** (FTS5 gives one that at least half the memories hold an IDF of 1e-6) held
+  by more than ``bounds.COMMON_HOLDERS`` memories are left out of the ranking query when the query
+  has other terms; memories holding only such terms rank after the others, by BM25 among the newest
+  ``bounds.WINDOW`` of them (``bm25.py``).
+- **Coverage by bounds.** Whether a match covers enough of the query's IDF weight is decided term by
+  term, rarest first; a memory is no longer looked up once its share is surely above or below.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from remem.backends import bounds
+from remem.backends.analyzer import term_queries
+from remem.backends.base import Scored
+from remem.backends.local import bm25, fts
+from remem.backends.local.transactions import snapshot
+from remem.backends.statecache import SnapshotCache
+from remem.types import Filters
+
+#: Values kept per state of the keyword index (two counts a term: 2,048 terms).
+KEPT_COUNTS = 4_096
+#: A memory whose share is within this of the threshold is decided by its exact share.
+MARGIN = 1e-9
+
+
+class KeywordCounts:
+    """How many memories hold each term, kept while the keyword index is in the same state."""
+
+    def __init__(self) -> None:
+        """An empty cache (thread-safe)."""
+        self._cache = SnapshotCache(KEPT_COUNTS)
+
+    def stamp(self, conn: sqlite3.Connection) -> bytes:
+        """The state of the keyword index that ``conn`` reads: FTS5's averages record (memories and
+        tokens) and its structure record (segments and a counter of writes), which every insert,
+        delete and merge rewrites."""
+        rows = conn.execute("SELECT block FROM memories_fts_data WHERE id IN (1, 10) ORDER BY id").fetchall()
+        return b"\0".join(bytes(row[0] or b"") for row in rows)
+
+    def holders(self, conn: sqlite3.Connection, stamp: bytes, match: str) -> int:
+        """How many memories the FTS5 expression ``match`` selects, counted once per ``stamp``."""
+        return self._cache.get(stamp, match, lambda: fts.count(conn, match))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a query is ranked: ``scored`` terms by FTS5's BM25 over all their holders (in the query's
+    order), ``common`` near-zero-IDF terms among their newest holders only."""
+
+    scored: list[str]
+    common: list[str]
+
+
+def plan(conn: sqlite3.Connection, counts: KeywordCounts, stamp: bytes, text: str) -> Plan:
+    """The plan of ``text``'s terms (see the module docstring); both lists empty without terms."""
+    terms = term_queries(text)
+    rows = fts.row_count(conn)
+    common = []
+    for term in terms:
+        if term.endswith("*") or rows <= bounds.COMMON_HOLDERS:  # never a hash prefix, nor in a small store
+            continue
+        held = counts.holders(conn, stamp, term)
+        if bounds.near_zero(bm25.idf(rows, held), held):
+            common.append(term)
+    return Plan([t for t in terms if t not in common], common)
+
+
+def search(
+    conn: sqlite3.Connection,
+    counts: KeywordCounts,
+    text: str,
+    filters: Filters,
+    limit: int,
+    among: Sequence[int] | None = None,
+) -> list[Scored]:
+    """BM25 top ``limit`` (memory id, score; higher is better) among the filtered memories (only
+    ``among`` if given), best first; [] when the text has no terms. Exact BM25 unless the query has
+    near-zero-IDF terms on a big store (the module docstring)."""
+    if among is not None and not among:
+        return []
+    with snapshot(conn):
+        query = plan(conn, counts, counts.stamp(conn), text)
+        found = fts.search(conn, " OR ".join(query.scored), filters, limit, among) if query.scored else []
+        if query.common and len(found) < limit:  # every holder of a scored term is in: the rest hold
+            skip = {mid for mid, _ in found}  # only common terms
+            found += bm25.newest(conn, query.common, filters, limit - len(found), among, skip)
+        return found
+
+
+def covering(
+    conn: sqlite3.Connection, counts: KeywordCounts, text: str, ids: Sequence[int], share: float
+) -> list[int]:
+    """Those of ``ids`` (in order) whose own terms (not their context's) match at least ``share`` of
+    the query's term weight: IDF, Lucene's ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, so
+    a rare term such as an identifier weighs far more than a common word.
+
+    Terms are looked up rarest first, and only for the memories still open: one whose matched weight
+    reaches the threshold, or cannot reach it with every term left, is decided; one still open after
+    the last term (within MARGIN of the threshold) gets its exact share, summed in the query's order."""
+    with snapshot(conn):
+        stamp, total = counts.stamp(conn), fts.row_count(conn)
+        own = [f"terms : {term}" for term in term_queries(text)]
+        held = [counts.holders(conn, stamp, match) for match in own]
+        weights = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n in held]
+        whole, rest = sum(weights) or 1.0, sum(weights)
+        got = dict.fromkeys(ids, 0.0)
+        matched: dict[int, list[int]] = {mid: [] for mid in ids}
+        decided: dict[int, bool] = {}
+        open_ids = _still_open(got, list(got), rest, whole, share, decided)
+        for place in sorted(range(len(own)), key=lambda i: (held[i], i)):
+            if not open_ids:
+                break
+            if held[place] >= total:  # a term every memory holds needs no look-up
+                holding: Collection[int] = fts.present(conn, open_ids)
+            else:
+                holding = fts.members(conn, own[place], held[place], open_ids)
+            for mid in holding:
+                got[mid] += weights[place]
+                matched[mid].append(place)
+            rest -= weights[place]
+            open_ids = _still_open(got, open_ids, rest, whole, share, decided)
+    for mid in open_ids:  # every term looked up: the exact share, as it always was summed
+        decided[mid] = sum(weights[i] for i in sorted(matched[mid])) / whole >= share
+    return [mid for mid in ids if decided[mid]]
+
+
+def _still_open(
+    got: dict[int, float],
+    open_ids: list[int],
+    rest: float,
+    whole: float,
+    share: float,
+    decided: dict[int, bool],
+) -> list[int]:
+    """Those of ``open_ids`` whose share may still fall on either side of ``share`` (or too near it
+    to tell by sums in another order) with ``rest`` of the weight unknown; the others into ``decided``."""
+    still = []
+    for mid in open_ids:
+        if got[mid] / whole >= share + MARGIN:
+            decided[mid] = True
+        elif (got[mid] + rest) / whole < share - MARGIN:
+            decided[mid] = False
+        else:
+            still.append(mid)
+    return still

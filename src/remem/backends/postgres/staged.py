@@ -1,0 +1,302 @@
+"""A PostgreSQL store's staging area for big ingests (``remem.core.staged``): the tables
+``ingest_runs`` and ``ingest_rows`` of the store's schema (migration 7), which no search, list or
+export reads. Each write is a transaction of its own; the move is one transaction of the store,
+under its lock (alone when it rebuilds the HNSW graph: ``bulk``), that reads the staged rows a
+page at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from remem.backends.postgres import bulk, records
+from remem.backends.shapes import windows_of
+from remem.backends.staging import (
+    EXPIRE_AFTER,
+    ROW_COLUMNS,
+    Moved,
+    MoveDigest,
+    StagedRow,
+    StagedRun,
+    changed,
+    memory_of,
+    model_json,
+    model_of,
+    row_values,
+    run_gone,
+)
+from remem.types import AddResult, ModelInfo, NewMemory, utc_now_iso
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from remem.arrays import FloatArray
+    from remem.backends.postgres.access import StoreAccess
+
+#: The store's ``insert_many``: memories inserted inside the move's transaction, in order.
+InsertMany = Callable[["psycopg.Cursor[Any]", Sequence[NewMemory], str, Sequence[str]], list[AddResult]]
+
+_RUN = "SELECT id, key, model, rows, started_at, updated_at FROM {s}.ingest_runs"
+_ROW = f"SELECT {', '.join(ROW_COLUMNS)} FROM {{s}}.ingest_rows"
+#: Rows the move reads (and adds) at a time.
+MOVE_PAGE = 2048
+
+
+def _run(row: Sequence[Any]) -> StagedRun:
+    return StagedRun(int(row[0]), str(row[1]), model_of(row[2]), int(row[3]), str(row[4]), str(row[5]))
+
+
+def _row(values: Sequence[Any]) -> StagedRow:
+    seq, entry, dedup, thread, memory, duplicate, vector, doc, context, carried = values
+    return StagedRow(
+        int(seq),
+        bytes(entry),
+        bytes(dedup),
+        thread,
+        memory,
+        bool(duplicate),
+        None if vector is None else bytes(vector),
+        None if doc is None else bytes(doc),
+        context,
+        bool(carried),
+    )
+
+
+class PostgresStaging:
+    """The staging tables of one PostgreSQL store (``Staging``; see the module docstring)."""
+
+    def __init__(
+        self, access: StoreAccess, insert_many: InsertMany, after_adding: Callable[[int], None]
+    ) -> None:
+        """Stage for the store ``access`` reaches; ``insert_many`` and ``after_adding`` are the
+        store's, for the move."""
+        self.access, self.session, self.s, self.location = access, access.session, access.s, access.location
+        self._insert_many, self._after_adding = insert_many, after_adding
+
+    def close(self) -> None:
+        """Nothing to release: the store's connections serve the staging too."""
+
+    @contextlib.contextmanager
+    def _writing(self, run: StagedRun) -> Iterator[psycopg.Cursor[Any]]:
+        """A write transaction that notes the run as written now (StoreError when it is gone)."""
+        with self.session.transaction(writes=True) as cursor:
+            cursor.execute(
+                f"UPDATE {self.s}.ingest_runs SET updated_at = %s WHERE id = %s", (utc_now_iso(), run.id)
+            )
+            if not cursor.rowcount:
+                raise run_gone(self.location)
+            yield cursor
+
+    def begin(self, key: str) -> tuple[StagedRun, int]:
+        """The run of ``key``, made if there is none; runs untouched for ``EXPIRE_AFTER`` are dropped."""
+        with self.session.transaction(writes=True) as cursor:
+            cursor.execute(
+                f"DELETE FROM {self.s}.ingest_runs WHERE updated_at < %s",
+                (_before(EXPIRE_AFTER),),
+            )
+            expired = cursor.rowcount
+            now = utc_now_iso()
+            cursor.execute(
+                f"INSERT INTO {self.s}.ingest_runs (key, started_at, updated_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (key) DO NOTHING",
+                (key, now, now),
+            )
+            cursor.execute(f"{_RUN.format(s=self.s)} WHERE key = %s", (key,))
+            return _run(cursor.fetchone()), expired  # type: ignore[arg-type]
+
+    def use_model(self, run: StagedRun, model: ModelInfo) -> StagedRun:
+        """The run with its vectors of ``model``: those of another model are dropped first."""
+        if run.model == model:
+            return run
+        with self._writing(run) as cursor:
+            cursor.execute(
+                f"UPDATE {self.s}.ingest_rows SET vector = NULL, doc = NULL, carried = false WHERE run = %s",
+                (run.id,),
+            )
+            cursor.execute(
+                f"UPDATE {self.s}.ingest_runs SET model = %s WHERE id = %s", (model_json(model), run.id)
+            )
+        return StagedRun(run.id, run.key, model, run.rows, run.started_at, run.updated_at)
+
+    def staged(self, run: StagedRun, first: int, count: int) -> dict[int, tuple[bytes, bytes | None]]:
+        """seq → (entry hash, document hash of its vectors or None) of the staged rows in range."""
+        with self.session.transaction() as cursor:
+            cursor.execute(
+                "SELECT seq, entry, CASE WHEN vector IS NULL THEN NULL ELSE coalesce(doc, '') END "
+                f"FROM {self.s}.ingest_rows WHERE run = %s AND seq >= %s AND seq < %s",
+                (run.id, first, first + count),
+            )
+            return {
+                int(seq): (bytes(entry), None if doc is None else bytes(doc))
+                for seq, entry, doc in cursor.fetchall()
+            }
+
+    def earlier(self, run: StagedRun, keys: Sequence[bytes], before: int) -> set[bytes]:
+        """Those of ``keys`` that a row before ``before`` has."""
+        with self.session.transaction() as cursor:
+            cursor.execute(
+                f"SELECT DISTINCT dedup FROM {self.s}.ingest_rows "
+                "WHERE run = %s AND dedup = ANY(%s) AND seq < %s",
+                (run.id, list(keys), before),
+            )
+            return {bytes(row[0]) for row in cursor.fetchall()}
+
+    def put(self, run: StagedRun, rows: Sequence[StagedRow], flags: Sequence[tuple[int, bool]]) -> None:
+        """Stage ``rows`` (replacing those of the same seq) and set the duplicate flags, at once."""
+        columns = ", ".join(ROW_COLUMNS)
+        updates = ", ".join(f"{column} = excluded.{column}" for column in ROW_COLUMNS[1:])
+        with self._writing(run) as cursor:
+            if rows:
+                cursor.executemany(
+                    f"INSERT INTO {self.s}.ingest_rows (run, {columns}) VALUES ({', '.join(['%s'] * 11)}) "
+                    f"ON CONFLICT (run, seq) DO UPDATE SET {updates}",
+                    [(run.id, *row_values(row)) for row in rows],
+                )
+            if flags:
+                cursor.execute(
+                    f"UPDATE {self.s}.ingest_rows r SET duplicate = f.d FROM unnest(%s::bigint[], "
+                    "%s::boolean[]) AS f(seq, d) WHERE r.run = %s AND r.seq = f.seq",
+                    ([seq for seq, _ in flags], [flag for _, flag in flags], run.id),
+                )
+
+    def end_input(self, run: StagedRun, count: int) -> None:
+        """Drop the rows from ``count`` on and record how many the run holds."""
+        with self._writing(run) as cursor:
+            cursor.execute(f"DELETE FROM {self.s}.ingest_rows WHERE run = %s AND seq >= %s", (run.id, count))
+            cursor.execute(f"UPDATE {self.s}.ingest_runs SET rows = %s WHERE id = %s", (count, run.id))
+
+    def conversation_rows(self, run: StagedRun, after: tuple[str, int] | None, limit: int) -> list[StagedRow]:
+        """Up to ``limit`` new turns by (thread, seq) after ``after``, without their vectors."""
+        thread, seq = after or ("", -1)
+        with self.session.transaction() as cursor:
+            cursor.execute(
+                "SELECT seq, entry, dedup, thread, memory, duplicate, NULL, CASE WHEN vector IS NULL "
+                f"THEN NULL ELSE doc END, context, carried FROM {self.s}.ingest_rows "
+                "WHERE run = %s AND thread IS NOT NULL AND NOT duplicate AND (thread, seq) > (%s, %s) "
+                "ORDER BY thread, seq LIMIT %s",
+                (run.id, thread, seq, limit),
+            )
+            return [_row(row) for row in cursor.fetchall()]
+
+    def set_vectors(
+        self, run: StagedRun, items: Sequence[tuple[int, str, bytes | None, bytes | None]]
+    ) -> None:
+        """Give rows (seq, context, document hash, vectors) their context and, unless None, vectors."""
+        with self._writing(run) as cursor:
+            cursor.executemany(
+                f"UPDATE {self.s}.ingest_rows SET context = %s, doc = coalesce(%s, doc), "
+                "vector = coalesce(%s, vector) WHERE run = %s AND seq = %s",
+                [(context, doc, vector, run.id, seq) for seq, context, doc, vector in items],
+            )
+
+    def duplicate_rows(self, run: StagedRun, after: int, limit: int) -> list[StagedRow]:
+        """Up to ``limit`` duplicate rows after seq ``after``, in input order."""
+        with self.session.transaction() as cursor:
+            cursor.execute(
+                f"{_ROW.format(s=self.s)} WHERE run = %s AND duplicate AND seq > %s ORDER BY seq LIMIT %s",
+                (run.id, after, limit),
+            )
+            return [_row(row) for row in cursor.fetchall()]
+
+    def move(self, run: StagedRun, model: ModelInfo, digest: bytes) -> Moved:
+        """Add the run's new memories in one transaction of the store (``Staging.move``); an add
+        big enough drops the HNSW graph and builds it once at the end (``bulk``)."""
+        self.access.stamp(model)
+        rebuild = bulk.worth_rebuilding(self.access, _fresh_count(self, run))
+        moved, check = Moved(), MoveDigest()
+        with self.access.writing(model, exclusive=rebuild) as cursor:
+            definition = bulk.drop_graph(cursor, self.session.url.schema, self.s) if rebuild else None
+            created_at, after = utc_now_iso(), -1
+            while page := self._fresh_rows(cursor, run, after):
+                results = self._add_page(cursor, page, model, created_at, check, rebuild)
+                for row, result in zip(page, results, strict=True):
+                    (moved.raced if result.duplicate else moved.added).append(result.id)
+                    moved.carried += row.carried
+                after = page[-1].seq
+            check.check(digest, self.location)
+            if definition is not None:
+                bulk.build_graph(cursor, self.s, model.dim, definition)
+        self._after_adding(len(moved.added))
+        return moved
+
+    def _fresh_rows(self, cursor: psycopg.Cursor[Any], run: StagedRun, after: int) -> list[StagedRow]:
+        cursor.execute(
+            f"{_ROW.format(s=self.s)} WHERE run = %s AND NOT duplicate AND seq > %s ORDER BY seq LIMIT %s",
+            (run.id, after, MOVE_PAGE),
+        )
+        return [_row(row) for row in cursor.fetchall()]
+
+    def _add_page(
+        self,
+        cursor: psycopg.Cursor[Any],
+        page: list[StagedRow],
+        model: ModelInfo,
+        created_at: str,
+        check: MoveDigest,
+        rebuild: bool,
+    ) -> list[AddResult]:
+        """Insert a page of staged rows with their vectors, inside the move's transaction."""
+        windows = [_windows(row, model.dim, self.location) for row in page]
+        for row in page:
+            check.add(row.seq, row.entry)
+        results = self._insert_many(
+            cursor, [memory_of(row.memory) for row in page], created_at, [row.context for row in page]
+        )
+        stored = [(r.id, rows) for r, rows in zip(results, windows, strict=True) if not r.duplicate]
+        if rebuild:
+            bulk.copy_vectors(cursor, self.s, stored)
+        else:
+            for memory_id, rows in stored:
+                records.add_vectors(cursor, self.s, memory_id, rows)
+        return results
+
+    def discard(self, run: StagedRun) -> None:
+        """Drop the run and its rows."""
+        with self.session.transaction(timeout_ms=0, writes=True) as cursor:
+            cursor.execute(f"DELETE FROM {self.s}.ingest_runs WHERE id = %s", (run.id,))
+
+    def discard_idle(self, idle: Any) -> list[StagedRun]:
+        """Drop every run untouched for longer than ``idle`` (a timedelta); the runs dropped."""
+        with self.session.transaction(timeout_ms=0, writes=True) as cursor:
+            cursor.execute(
+                f"DELETE FROM {self.s}.ingest_runs WHERE updated_at < %s RETURNING id, key, model, rows, "
+                "started_at, updated_at",
+                (_before(idle),),
+            )
+            return [_run(row) for row in cursor.fetchall()]
+
+    def runs(self) -> list[StagedRun]:
+        """Every run staged."""
+        with self.session.transaction() as cursor:
+            cursor.execute(f"{_RUN.format(s=self.s)} ORDER BY id")
+            return [_run(row) for row in cursor.fetchall()]
+
+
+def _fresh_count(staging: PostgresStaging, run: StagedRun) -> int:
+    """How many rows of the run are not duplicates (for the choice to rebuild the graph)."""
+    with staging.session.transaction() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM {staging.s}.ingest_rows WHERE run = %s AND NOT duplicate", (run.id,)
+        )
+        return int(cursor.fetchone()[0])  # type: ignore[index]
+
+
+def _windows(row: StagedRow, dim: int, location: str) -> FloatArray:
+    """The row's vectors as a checked (windows, dim) array; StoreError when it has none."""
+    import numpy as np  # noqa: PLC0415
+
+    if row.vector is None:
+        raise changed(location)
+    (windows,) = windows_of([np.frombuffer(row.vector, dtype="<f4").reshape(-1, dim)], 1, dim)
+    return windows
+
+
+def _before(age: Any) -> str:
+    """The moment ``age`` (a timedelta) ago, as runs record theirs."""
+    from datetime import datetime, timezone  # noqa: PLC0415
+
+    from remem.times import utc_iso  # noqa: PLC0415
+
+    return utc_iso(datetime.now(timezone.utc) - age)

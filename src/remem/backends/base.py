@@ -14,6 +14,8 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from remem.arrays import FloatArray
     from remem.backends.shapes import TokenRecord
     from remem.backends.staging import Moved, StagedRow, StagedRun
@@ -103,6 +105,10 @@ class Staging(Protocol):
 
     def runs(self) -> list[StagedRun]:
         """Every run staged (an ingest interrupted, or running now)."""
+        ...
+
+    def discard_idle(self, idle: timedelta) -> list[StagedRun]:
+        """Drop every run not written for longer than ``idle``; the runs dropped."""
         ...
 
     def close(self) -> None:

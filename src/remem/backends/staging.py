@@ -144,16 +144,21 @@ def since(moment: str, now: datetime | None = None) -> timedelta:
 
 
 def describe(runs: Iterable[StagedRun]) -> str:
-    """What ``doctor`` says of interrupted ingests: how many, their rows, when last written."""
+    """What ``doctor`` says of staged ingests: how many, their entries, when last written, and what
+    to do (one written within ``BUSY`` may still be running, and ``--repair`` leaves it)."""
     found = sorted(runs, key=lambda run: run.updated_at)
     if not found:
-        return "no interrupted ingest staged"
+        return "none"
     rows = sum(run.rows for run in found)
     many = len(found) > 1
+    busy = sum(since(run.updated_at) <= BUSY for run in found)
+    running = (
+        f"; {busy} written in the last {BUSY.seconds // 60} minutes may still be running" if busy else ""
+    )
     return (
-        f"{len(found)} interrupted ingest{'s' if many else ''} staged ({rows:,} entries, last written "
-        f"{found[-1].updated_at}): running the same ingest again resumes it; --repair discards "
-        f"{'them' if many else 'it'}"
+        f"{len(found)} ingest{'s' if many else ''} interrupted or running ({rows:,} entries staged, last "
+        f"written {found[-1].updated_at}){running}: running the same ingest again resumes it; "
+        f"--repair discards what is idle"
     )
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends.local.connections import BUSY_TIMEOUT_MS
 from remem.backends.local.files import STAGING_FILE
+from remem.backends.local.guard import translating
 from remem.backends.local.transactions import atomic
 from remem.backends.shapes import windows_of
 from remem.backends.staging import (
@@ -38,6 +39,7 @@ from remem.backends.staging import (
 from remem.types import ModelInfo, utc_now_iso
 
 if TYPE_CHECKING:
+    from datetime import timedelta
     from pathlib import Path
 
     from remem.arrays import FloatArray
@@ -103,13 +105,14 @@ MoveWriting = Callable[[ModelInfo], contextlib.AbstractContextManager[tuple["Vec
 IndexAdded = Callable[["VectorIndex", list[tuple[int, "FloatArray"]]], None]
 
 
+@translating
 class LocalStaging:
     """The staging file of one local store (``Staging``; see the module docstring). Its connection
     is opened when first needed and closed by ``close``."""
 
     def __init__(self, home: Home, location: str, writing: MoveWriting, index_added: IndexAdded) -> None:
         """Stage for the store at ``home``; ``writing`` and ``index_added`` are the store's, for the move."""
-        self.home, self.location = home, location
+        self.home, self.location, self.directory = home, location, home.directory
         self._move_writing, self._index_added = writing, index_added
         self.path: Path = home.directory / STAGING_FILE
         self._conn: sqlite3.Connection | None = None
@@ -270,16 +273,16 @@ class LocalStaging:
                 conn.execute("DELETE FROM runs WHERE id = ?", (run.id,))
             self._remove_if_empty()
 
-    def discard_idle(self, idle: Any) -> list[StagedRun]:
-        """Drop every run untouched for longer than ``idle`` (a timedelta); the runs dropped. The
-        caller holds the writers' lock."""
+    def discard_idle(self, idle: timedelta) -> list[StagedRun]:
+        """Drop every run not written for longer than ``idle``; the runs dropped."""
         if not self.path.exists():
             return []
-        idle_runs = [run for run in self.runs() if since(run.updated_at) > idle]
-        with atomic(self.conn) as conn:
-            for run in idle_runs:
-                conn.execute("DELETE FROM runs WHERE id = ?", (run.id,))
-        self._remove_if_empty()
+        with self.home.write_lock():
+            idle_runs = [run for run in self.runs() if since(run.updated_at) > idle]
+            with atomic(self.conn) as conn:
+                for run in idle_runs:
+                    conn.execute("DELETE FROM runs WHERE id = ?", (run.id,))
+            self._remove_if_empty()
         return idle_runs
 
     def _remove_if_empty(self) -> None:

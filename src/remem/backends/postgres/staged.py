@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from remem.backends.postgres import bulk, records
@@ -27,6 +28,7 @@ from remem.backends.staging import (
     row_values,
     run_gone,
 )
+from remem.times import utc_iso
 from remem.types import AddResult, ModelInfo, NewMemory, utc_now_iso
 
 if TYPE_CHECKING:
@@ -257,8 +259,8 @@ class PostgresStaging:
         with self.session.transaction(timeout_ms=0, writes=True) as cursor:
             cursor.execute(f"DELETE FROM {self.s}.ingest_runs WHERE id = %s", (run.id,))
 
-    def discard_idle(self, idle: Any) -> list[StagedRun]:
-        """Drop every run untouched for longer than ``idle`` (a timedelta); the runs dropped."""
+    def discard_idle(self, idle: timedelta) -> list[StagedRun]:
+        """Drop every run not written for longer than ``idle``; the runs dropped."""
         with self.session.transaction(timeout_ms=0, writes=True) as cursor:
             cursor.execute(
                 f"DELETE FROM {self.s}.ingest_runs WHERE updated_at < %s RETURNING id, key, model, rows, "
@@ -293,10 +295,6 @@ def _windows(row: StagedRow, dim: int, location: str) -> FloatArray:
     return windows
 
 
-def _before(age: Any) -> str:
-    """The moment ``age`` (a timedelta) ago, as runs record theirs."""
-    from datetime import datetime, timezone  # noqa: PLC0415
-
-    from remem.times import utc_iso  # noqa: PLC0415
-
+def _before(age: timedelta) -> str:
+    """The moment ``age`` ago, as runs record theirs."""
     return utc_iso(datetime.now(timezone.utc) - age)

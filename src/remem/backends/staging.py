@@ -53,7 +53,7 @@ class StagedRow:
 @dataclass(frozen=True)
 class StagedRun:
     """A run of the staging area: its id and key, the model its vectors are of (None before any),
-    how many rows it holds, and when it began and was last written (UTC ISO 8601)."""
+    how many rows it holds (as read), and when it began and was last written (UTC ISO 8601)."""
 
     id: int
     key: str

@@ -138,7 +138,7 @@ def _staged_ingests(backend: Backend, repair: bool) -> tuple[list[Check], list[s
         staging.close()
     rows = sum(run.rows for run in dropped)
     repaired = (
-        [f"discarded {len(dropped)} interrupted ingest(s) ({rows:,} staged entries)"] if dropped else []
+        [f"discarded {len(dropped)} interrupted ingest(s) ({rows:,} entries staged)"] if dropped else []
     )
     return ([Check("staged ingests", True, describe(runs), repairable=True)] if runs else []), repaired
 

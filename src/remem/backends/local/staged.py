@@ -52,7 +52,6 @@ _SCHEMA = (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         key TEXT NOT NULL UNIQUE,
         model TEXT,
-        rows INTEGER NOT NULL DEFAULT 0,
         started_at TEXT NOT NULL,
         updated_at TEXT NOT NULL
     )""",
@@ -73,7 +72,10 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS rows_dedup ON rows (run, dedup)",
     "CREATE INDEX IF NOT EXISTS rows_thread ON rows (run, thread, seq) WHERE thread IS NOT NULL",
 )
-_RUN = "SELECT id, key, model, rows, started_at, updated_at FROM runs"
+_RUN = (
+    "SELECT id, key, model, (SELECT count(*) FROM rows WHERE rows.run = runs.id), started_at, updated_at "
+    "FROM runs"
+)
 _ROW = f"SELECT {', '.join(ROW_COLUMNS)} FROM rows"
 #: Rows the move reads (and adds) at a time.
 MOVE_PAGE = 2048
@@ -207,10 +209,9 @@ class LocalStaging:
             )
 
     def end_input(self, run: StagedRun, count: int) -> None:
-        """Drop the rows from ``count`` on and record how many the run holds."""
+        """Drop the rows from ``count`` on (staged from a longer input)."""
         with self._writing(run) as conn:
             conn.execute("DELETE FROM rows WHERE run = ? AND seq >= ?", (run.id, count))
-            conn.execute("UPDATE runs SET rows = ? WHERE id = ?", (count, run.id))
 
     def conversation_rows(self, run: StagedRun, after: tuple[str, int] | None, limit: int) -> list[StagedRow]:
         """Up to ``limit`` new turns by (thread, seq) after ``after``, without their vectors."""

@@ -151,7 +151,6 @@ _V7 = (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         key text NOT NULL UNIQUE,
         model text,
-        rows bigint NOT NULL DEFAULT 0,
         started_at text NOT NULL,
         updated_at text NOT NULL
     )""",

@@ -40,7 +40,10 @@ if TYPE_CHECKING:
 #: The store's ``insert_many``: memories inserted inside the move's transaction, in order.
 InsertMany = Callable[["psycopg.Cursor[Any]", Sequence[NewMemory], str, Sequence[str]], list[AddResult]]
 
-_RUN = "SELECT id, key, model, rows, started_at, updated_at FROM {s}.ingest_runs"
+_RUN = (
+    "SELECT id, key, model, (SELECT count(*) FROM {s}.ingest_rows w WHERE w.run = r.id), started_at, "
+    "updated_at FROM {s}.ingest_runs r"
+)
 _ROW = f"SELECT {', '.join(ROW_COLUMNS)} FROM {{s}}.ingest_rows"
 #: Rows the move reads (and adds) at a time.
 MOVE_PAGE = 2048
@@ -164,10 +167,9 @@ class PostgresStaging:
                 )
 
     def end_input(self, run: StagedRun, count: int) -> None:
-        """Drop the rows from ``count`` on and record how many the run holds."""
+        """Drop the rows from ``count`` on (staged from a longer input)."""
         with self._writing(run) as cursor:
             cursor.execute(f"DELETE FROM {self.s}.ingest_rows WHERE run = %s AND seq >= %s", (run.id, count))
-            cursor.execute(f"UPDATE {self.s}.ingest_runs SET rows = %s WHERE id = %s", (count, run.id))
 
     def conversation_rows(self, run: StagedRun, after: tuple[str, int] | None, limit: int) -> list[StagedRow]:
         """Up to ``limit`` new turns by (thread, seq) after ``after``, without their vectors."""
@@ -262,18 +264,21 @@ class PostgresStaging:
     def discard_idle(self, idle: timedelta) -> list[StagedRun]:
         """Drop every run not written for longer than ``idle``; the runs dropped."""
         with self.session.transaction(timeout_ms=0, writes=True) as cursor:
+            idle_runs = [run for run in self._runs(cursor) if run.updated_at < _before(idle)]
             cursor.execute(
-                f"DELETE FROM {self.s}.ingest_runs WHERE updated_at < %s RETURNING id, key, model, rows, "
-                "started_at, updated_at",
-                (_before(idle),),
+                f"DELETE FROM {self.s}.ingest_runs WHERE id = ANY(%s::bigint[])",
+                ([run.id for run in idle_runs],),
             )
-            return [_run(row) for row in cursor.fetchall()]
+            return idle_runs
 
     def runs(self) -> list[StagedRun]:
         """Every run staged."""
         with self.session.transaction() as cursor:
-            cursor.execute(f"{_RUN.format(s=self.s)} ORDER BY id")
-            return [_run(row) for row in cursor.fetchall()]
+            return self._runs(cursor)
+
+    def _runs(self, cursor: psycopg.Cursor[Any]) -> list[StagedRun]:
+        cursor.execute(f"{_RUN.format(s=self.s)} ORDER BY id")
+        return [_run(row) for row in cursor.fetchall()]
 
 
 def _fresh_count(staging: PostgresStaging, run: StagedRun) -> int:

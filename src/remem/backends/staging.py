@@ -9,9 +9,10 @@ staged is a memory: searches, lists and exports never read the staging area.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -76,9 +77,12 @@ class Moved:
 
 def memory_json(memory: NewMemory) -> str:
     """A memory as staged: compact JSON of every field (``memory_of`` reads it back)."""
-    record = asdict(memory)
+    record = {name: getattr(memory, name) for name in _MEMORY_FIELDS}  # asdict() deep-copies: 3× slower
     record["tags"], record["meta"] = list(memory.tags), dict(memory.meta)
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+_MEMORY_FIELDS = tuple(field.name for field in fields(NewMemory))
 
 
 def memory_of(staged: str) -> NewMemory:
@@ -86,8 +90,9 @@ def memory_of(staged: str) -> NewMemory:
     return NewMemory(**json.loads(staged))
 
 
+@functools.lru_cache(maxsize=8)
 def model_json(model: ModelInfo) -> str:
-    """A model stamp as a run records it."""
+    """A model stamp as a run records it (and an entry's hash holds it)."""
     return json.dumps(asdict(model), sort_keys=True)
 
 

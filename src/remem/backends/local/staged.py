@@ -268,11 +268,14 @@ class LocalStaging:
         return [_row(row) for row in self.conn.execute(sql, (run.id, after, MOVE_PAGE))]
 
     def discard(self, run: StagedRun) -> None:
-        """Drop the run and its rows; the file goes when no run is left in it."""
+        """Drop the run and its rows; the file goes when no run is left in it (the last run's rows
+        are not deleted one by one: a million took 40 s, removing the file none)."""
         with self.home.write_lock():
-            with atomic(self.conn) as conn:
-                conn.execute("DELETE FROM runs WHERE id = ?", (run.id,))
-            self._remove_if_empty()
+            others = self.conn.execute("SELECT count(*) FROM runs WHERE id != ?", (run.id,)).fetchone()[0]
+            if others:
+                with atomic(self.conn) as conn:
+                    conn.execute("DELETE FROM runs WHERE id = ?", (run.id,))
+            self._remove_if_empty(others)
 
     def discard_idle(self, idle: timedelta) -> list[StagedRun]:
         """Drop every run not written for longer than ``idle``; the runs dropped."""
@@ -283,12 +286,13 @@ class LocalStaging:
             with atomic(self.conn) as conn:
                 for run in idle_runs:
                     conn.execute("DELETE FROM runs WHERE id = ?", (run.id,))
-            self._remove_if_empty()
+            self._remove_if_empty(self.conn.execute("SELECT count(*) FROM runs").fetchone()[0])
         return idle_runs
 
-    def _remove_if_empty(self) -> None:
-        """Remove the staging file (and its WAL files) when it holds no run; the caller holds the lock."""
-        if self.conn.execute("SELECT count(*) FROM runs").fetchone()[0]:
+    def _remove_if_empty(self, runs: int) -> None:
+        """Remove the staging file (and its WAL files) when it holds no other ``runs``; the caller
+        holds the writers' lock (no ingest makes a run meanwhile)."""
+        if runs:
             return
         self.close()
         for suffix in ("", "-wal", "-shm", "-journal"):

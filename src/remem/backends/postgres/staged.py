@@ -257,9 +257,15 @@ class PostgresStaging:
         return results
 
     def discard(self, run: StagedRun) -> None:
-        """Drop the run and its rows."""
+        """Drop the run and its rows: the tables are emptied at once when it is the only run (new
+        runs wait for that), its rows deleted otherwise."""
         with self.session.transaction(timeout_ms=0, writes=True) as cursor:
-            cursor.execute(f"DELETE FROM {self.s}.ingest_runs WHERE id = %s", (run.id,))
+            cursor.execute(f"LOCK TABLE {self.s}.ingest_runs IN SHARE ROW EXCLUSIVE MODE")
+            cursor.execute(f"SELECT count(*) FROM {self.s}.ingest_runs WHERE id != %s", (run.id,))
+            if cursor.fetchone()[0]:  # type: ignore[index]
+                cursor.execute(f"DELETE FROM {self.s}.ingest_runs WHERE id = %s", (run.id,))
+            else:
+                cursor.execute(f"TRUNCATE {self.s}.ingest_rows, {self.s}.ingest_runs")
 
     def discard_idle(self, idle: timedelta) -> list[StagedRun]:
         """Drop every run not written for longer than ``idle``; the runs dropped."""

@@ -69,7 +69,7 @@ _SCHEMA = (
         carried INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (run, seq)
     )""",
-    "CREATE INDEX IF NOT EXISTS rows_dedup ON rows (run, dedup)",
+    "CREATE INDEX IF NOT EXISTS rows_dedup ON rows (run, dedup, seq)",
     "CREATE INDEX IF NOT EXISTS rows_thread ON rows (run, thread, seq) WHERE thread IS NOT NULL",
 )
 _RUN = (
@@ -192,7 +192,12 @@ class LocalStaging:
         for start in range(0, len(keys), 500):
             chunk = list(keys[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            sql = f"SELECT DISTINCT dedup FROM rows WHERE run = ? AND dedup IN ({marks}) AND seq < ?"
+            # by key: SQLite would otherwise walk every earlier row of the run (quadratic: 8.9 s of a
+            # 100k import under the profiler went there, 0.3 s by key)
+            sql = (
+                "SELECT DISTINCT dedup FROM rows INDEXED BY rows_dedup "
+                f"WHERE run = ? AND dedup IN ({marks}) AND seq < ?"
+            )
             found.update(bytes(row[0]) for row in self.conn.execute(sql, [run.id, *chunk, before]))
         return found
 

@@ -168,7 +168,7 @@ _V7 = (
         carried boolean NOT NULL DEFAULT false,
         PRIMARY KEY (run, seq)
     )""",
-    "CREATE INDEX ingest_rows_dedup ON {s}.ingest_rows (run, dedup)",
+    "CREATE INDEX ingest_rows_dedup ON {s}.ingest_rows (run, dedup, seq)",
     "CREATE INDEX ingest_rows_thread ON {s}.ingest_rows (run, thread, seq) WHERE thread IS NOT NULL",
 )
 

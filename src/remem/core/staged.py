@@ -212,6 +212,7 @@ class _Ingest:
         writes: list[StagedRow] = []
         flags: list[tuple[int, bool]] = []
         todo: list[tuple[StagedRow, str]] = []
+        carried = self._carried(batch, rows) if self.model is not None else {}
         for row, entry in zip(rows, batch, strict=True):
             entry_hash, doc = staged.get(row.seq, (None, None))
             kept = entry_hash == row.entry
@@ -220,8 +221,8 @@ class _Ingest:
                 flags.append((row.seq, row.duplicate))
             elif row.duplicate:
                 writes.append(row)
-            elif (carried := self._carried(entry)) is not None:
-                writes.append(replace(row, vector=carried, carried=True))
+            elif row.seq in carried:
+                writes.append(replace(row, vector=carried[row.seq], carried=True))
             elif row.thread is not None:
                 writes.append(row)
             else:
@@ -231,21 +232,30 @@ class _Ingest:
         self.done += sum(row.duplicate or row.thread is None for row in rows)
         self._report()
 
-    def _carried(self, entry: Entry) -> bytes | None:
-        """The vectors an export carried for the entry, when this store's model made them and they
-        are unit vectors (an export is input: scaled or NaN ones are embedded again)."""
+    def _carried(self, batch: list[Entry], rows: list[StagedRow]) -> dict[int, bytes]:
+        """seq → the vectors an export carried for a new entry, when this store's model made them
+        and they are unit vectors (an export is input: scaled or NaN ones are embedded again);
+        checked a batch at a time (one at a time took 24 µs an entry, a tenth of an import's time)."""
         import numpy as np  # noqa: PLC0415 - keeps numpy off the startup path
 
-        from remem.arrays import unit_rows  # noqa: PLC0415
+        from remem.arrays import UNIT_TOLERANCE  # noqa: PLC0415
 
         model = self._embedder_now().info
-        if entry.vector is None or entry.model != model:
-            return None
-        return (
-            entry.vector
-            if unit_rows(np.frombuffer(entry.vector, dtype="<f4").reshape(-1, model.dim))
-            else None
-        )
+        given = [
+            (row.seq, entry.vector)
+            for row, entry in zip(rows, batch, strict=True)
+            if not row.duplicate and entry.vector is not None and entry.model == model
+        ]
+        if not given:
+            return {}
+        matrix = np.frombuffer(b"".join(vector for _, vector in given), dtype="<f4").reshape(-1, model.dim)
+        with np.errstate(all="ignore"):
+            good = np.isfinite(matrix).all(axis=1) & (
+                np.abs(np.linalg.norm(matrix, axis=1) - 1) <= UNIT_TOLERANCE
+            )
+        starts = np.cumsum([0] + [len(vector) // (4 * model.dim) for _, vector in given[:-1]])
+        kept = np.logical_and.reduceat(good, starts)
+        return {seq: vector for (seq, vector), ok in zip(given, kept, strict=True) if ok}
 
     def _embedded(self, todo: list[tuple[StagedRow, str]]) -> list[StagedRow]:
         """The rows with the vectors of their documents (``todo``: row, document)."""

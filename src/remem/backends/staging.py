@@ -163,7 +163,7 @@ def describe(runs: Iterable[StagedRun]) -> str:
     return (
         f"{len(found)} ingest{'s' if many else ''} interrupted or running ({rows:,} entries staged, last "
         f"written {found[-1].updated_at}){running}: running the same ingest again resumes it; "
-        f"--repair discards what is idle"
+        f"a repair discards what is idle"
     )
 
 

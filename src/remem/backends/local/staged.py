@@ -121,7 +121,10 @@ class LocalStaging:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """The staging file's connection (the file is made, 0600, when there is none)."""
+        """The staging file's connection (the file is made, 0600, when there is none; on read-only
+        media it is only read: ``doctor`` reports what an ingest staged there)."""
+        if self._conn is None and not os.access(self.home.directory, os.W_OK):
+            self._conn = _read_only(self.path)
         if self._conn is None:
             with contextlib.suppress(FileExistsError):
                 os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
@@ -309,6 +312,18 @@ class LocalStaging:
         if self._conn is None and not self.path.exists():
             return []
         return [_run(row) for row in self.conn.execute(f"{_RUN} ORDER BY id")]
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """The staging file opened read-only; immutable where SQLite cannot make its shared-memory
+    file (a read-only mount), as the store's database is (``connections``)."""
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+    try:
+        conn.execute("SELECT count(*) FROM runs").fetchone()
+    except sqlite3.OperationalError:
+        conn.close()
+        return sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None)
+    return conn
 
 
 def _windows(row: StagedRow, dim: int, location: str) -> FloatArray:

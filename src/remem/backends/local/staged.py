@@ -20,7 +20,6 @@ from remem.backends.local.connections import BUSY_TIMEOUT_MS
 from remem.backends.local.files import STAGING_FILE
 from remem.backends.local.guard import translating
 from remem.backends.local.transactions import atomic
-from remem.backends.shapes import windows_of
 from remem.backends.staging import (
     EXPIRE_AFTER,
     ROW_COLUMNS,
@@ -28,10 +27,10 @@ from remem.backends.staging import (
     MoveDigest,
     StagedRow,
     StagedRun,
-    changed,
     memory_of,
     model_json,
     model_of,
+    page_windows,
     row_values,
     run_gone,
     since,
@@ -256,9 +255,8 @@ class LocalStaging:
             created_at, after = utc_now_iso(), -1
             while page := self._fresh_rows(run, after):
                 added: list[tuple[int, FloatArray]] = []
-                for row in page:
+                for row, windows in zip(page, page_windows(page, model.dim, self.location), strict=True):
                     check.add(row.seq, row.entry)
-                    windows = _windows(row, model.dim, self.location)
                     blobs = [window.tobytes() for window in windows]
                     result = records.add(memory_of(row.memory), blobs, created_at, row.context)
                     (moved.raced if result.duplicate else moved.added).append(result.id)
@@ -324,14 +322,3 @@ def _read_only(path: Path) -> sqlite3.Connection:
         conn.close()
         return sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None)
     return conn
-
-
-def _windows(row: StagedRow, dim: int, location: str) -> FloatArray:
-    """The row's vectors as a checked (windows, dim) array (``windows_of``); StoreError when it has
-    none (another ingest of the same input dropped them meanwhile)."""
-    import numpy as np  # noqa: PLC0415 - only a move needs numpy here
-
-    if row.vector is None:
-        raise changed(location)
-    (windows,) = windows_of([np.frombuffer(row.vector, dtype="<f4").reshape(-1, dim)], 1, dim)
-    return windows

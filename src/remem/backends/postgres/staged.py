@@ -13,7 +13,6 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from remem.backends.postgres import bulk, records
-from remem.backends.shapes import windows_of
 from remem.backends.staging import (
     EXPIRE_AFTER,
     ROW_COLUMNS,
@@ -21,10 +20,10 @@ from remem.backends.staging import (
     MoveDigest,
     StagedRow,
     StagedRun,
-    changed,
     memory_of,
     model_json,
     model_of,
+    page_windows,
     row_values,
     run_gone,
 )
@@ -34,7 +33,6 @@ from remem.types import AddResult, ModelInfo, NewMemory, utc_now_iso
 if TYPE_CHECKING:
     import psycopg
 
-    from remem.arrays import FloatArray
     from remem.backends.postgres.access import StoreAccess
 
 #: The store's ``insert_many``: memories inserted inside the move's transaction, in order.
@@ -255,7 +253,7 @@ class PostgresStaging:
         rebuild: bool,
     ) -> list[AddResult]:
         """Insert a page of staged rows with their vectors, inside the move's transaction."""
-        windows = [_windows(row, model.dim, self.location) for row in page]
+        windows = page_windows(page, model.dim, self.location)
         for row in page:
             check.add(row.seq, row.entry)
         results = self._insert_many(
@@ -312,16 +310,6 @@ def _fresh_count(staging: PostgresStaging, run: StagedRun) -> int:
             f"SELECT count(*) FROM {staging.s}.ingest_rows WHERE run = %s AND NOT duplicate", (run.id,)
         )
         return int(cursor.fetchone()[0])  # type: ignore[index]
-
-
-def _windows(row: StagedRow, dim: int, location: str) -> FloatArray:
-    """The row's vectors as a checked (windows, dim) array; StoreError when it has none."""
-    import numpy as np  # noqa: PLC0415
-
-    if row.vector is None:
-        raise changed(location)
-    (windows,) = windows_of([np.frombuffer(row.vector, dtype="<f4").reshape(-1, dim)], 1, dim)
-    return windows
 
 
 def _before(age: timedelta) -> str:

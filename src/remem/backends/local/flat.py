@@ -10,7 +10,7 @@ them, and FAISS tools can read them.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -79,8 +79,11 @@ class FlatIndex:
 
     def to_bytes(self) -> Iterator[bytes | memoryview]:
         """The index in FAISS's layout, in pieces (the vectors are not copied)."""
-        matrix = np.ascontiguousarray(self._matrix[: self.size], dtype="<f4")
-        return layout(self.dim, self._ids, [matrix.data.cast("B")] if self.size else [])
+        header = _HEADER.pack(self.dim, self.size, _UNUSED, _UNUSED, True, 0)
+        yield _ID_MAP + header + _FLAT_IP + header + _COUNT.pack(self.size * self.dim)
+        if self.size:
+            yield np.ascontiguousarray(self._matrix[: self.size], dtype="<f4").data.cast("B")
+        yield _COUNT.pack(self.size) + np.ascontiguousarray(self._ids, dtype="<i8").tobytes()
 
     def ids(self) -> IdArray:
         """Ids of all vectors, in insertion order."""
@@ -147,15 +150,6 @@ class FlatIndex:
         at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
         found = keys[at] == wanted if len(keys) else np.zeros(len(wanted), dtype=bool)
         return found, rows[at[found]]
-
-
-def layout(dim: int, ids: IdArray, rows: Iterable[bytes | memoryview]) -> Iterator[bytes | memoryview]:
-    """FAISS's bytes of an IndexIDMap2 over an IndexFlatIP, in pieces: ``rows`` are the float32
-    vectors of ``ids``, in their order, in pieces of any size (an index written without holding it)."""
-    header = _HEADER.pack(dim, len(ids), _UNUSED, _UNUSED, True, 0)
-    yield _ID_MAP + header + _FLAT_IP + header + _COUNT.pack(len(ids) * dim)
-    yield from rows
-    yield _COUNT.pack(len(ids)) + np.ascontiguousarray(ids, dtype="<i8").tobytes()
 
 
 def aligned_buffer(size: int) -> memoryview:

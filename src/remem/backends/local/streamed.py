@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from remem.backends.local.flat import FlatIndex, layout
+from remem.backends.local import flat
 from remem.backends.local.kinds import IndexKind
 from remem.backends.local.transactions import snapshot
 from remem.backends.local.vectors import IndexHeader, VectorIndex
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from remem.backends.local.records import Records
 
 
-class _FromDatabase(FlatIndex):
+class _FromDatabase(flat.FlatIndex):
     """An exact index whose vectors stay in the database: it can only be written (``to_bytes``),
     reading them in id order as it goes."""
 
@@ -31,14 +31,16 @@ class _FromDatabase(FlatIndex):
         )
         super().__init__(dim, ids, np.zeros((0, dim), dtype=np.float32))
         self._records = records
+        self._count = len(ids)
 
     def to_bytes(self) -> Iterator[bytes | memoryview]:
-        """The index in FAISS's layout, in pieces, the vectors read from the database as they go."""
-        return layout(
-            self.dim,
-            self._ids,
-            (b"".join(blob for _, blob in chunk) for chunk in self._records.iter_vectors()),
-        )
+        """The bytes ``FlatIndex.to_bytes`` gives for these vectors (tested byte for byte), the
+        vectors read from the database as they go."""
+        header = flat._HEADER.pack(self.dim, self._count, flat._UNUSED, flat._UNUSED, True, 0)
+        yield flat._ID_MAP + header + flat._FLAT_IP + header + flat._COUNT.pack(self._count * self.dim)
+        for chunk in self._records.iter_vectors():
+            yield b"".join(blob for _, blob in chunk)
+        yield flat._COUNT.pack(self._count) + np.ascontiguousarray(self._ids, dtype="<i8").tobytes()
 
 
 def write_exact(records: Records, path: Path, dim: int, generation: int, hnsw: HnswParams) -> None:

@@ -10,9 +10,9 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, BinaryIO
 
 from remem.checks import MAX_GIVEN_ID
 from remem.errors import InvalidInputError
@@ -72,9 +72,25 @@ def _split_lines(data: bytes) -> Iterator[bytes]:
         yield data[start:]
 
 
-def _lines(data: bytes) -> Iterator[tuple[int, str | None]]:
-    """(line number, text) for non-blank lines; text is None when the line is not UTF-8."""
-    for number, raw in enumerate(_split_lines(data), start=1):
+def read_lines(stream: BinaryIO, block: int = 1 << 20) -> Iterator[bytes]:
+    """The lines of a binary stream as ``_split_lines`` splits bytes (``\\r\\n``, ``\\r`` or
+    ``\\n`` ends one), read ``block`` bytes at a time: an input of any size is never held whole."""
+    pending = b""
+    while chunk := stream.read(block):
+        data, start = pending + chunk, 0
+        for end in _LINE_END.finditer(data):
+            if end.group() == b"\r" and end.end() == len(data):
+                break  # maybe the first half of \r\n: decided with the next block
+            yield data[start : end.start()]
+            start = end.end()
+        pending = data[start:]
+    yield from _split_lines(pending)
+
+
+def _lines(data: bytes | Iterable[bytes]) -> Iterator[tuple[int, str | None]]:
+    """(line number, text) for non-blank lines of ``data`` (bytes, or its lines already split);
+    text is None when the line is not UTF-8."""
+    for number, raw in enumerate(_split_lines(data) if isinstance(data, bytes) else data, start=1):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -87,15 +103,31 @@ def _lines(data: bytes) -> Iterator[tuple[int, str | None]]:
 def parse_lines(data: bytes, defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS) -> Parsed:
     """One memory per non-blank line, each with the ``defaults``' user, tags, meta…; a line of
     more than ``max_chars`` characters is a bad line."""
-    parsed = Parsed()
+    return _parsed(line_entries(data, defaults, max_chars))
+
+
+def line_entries(
+    data: bytes | Iterable[bytes], defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS
+) -> Iterator[Entry | LineError]:
+    """``parse_lines`` as a stream: an entry or a line error per non-blank line of ``data``
+    (bytes, or lines from ``read_lines``), as they are read."""
     for number, text in _lines(data):
         try:
             if text is None:
                 raise InvalidInputError("not valid UTF-8")
-            body = within_limit(strip_text(text), max_chars)
-            parsed.entries.append(Entry(number, replace(defaults, text=body)))
+            yield Entry(number, replace(defaults, text=within_limit(strip_text(text), max_chars)))
         except InvalidInputError as exc:
-            parsed.errors.append(LineError.of(number, exc))
+            yield LineError.of(number, exc)
+
+
+def _parsed(items: Iterable[Entry | LineError]) -> Parsed:
+    """Entries and line errors gathered, each in input order."""
+    parsed = Parsed()
+    for item in items:
+        if isinstance(item, LineError):
+            parsed.errors.append(item)
+        else:
+            parsed.entries.append(item)
     return parsed
 
 
@@ -165,15 +197,20 @@ def decode_json(text: str) -> Any:
 
 def parse_jsonl(data: bytes, defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS) -> Parsed:
     """One memory per non-blank line, each a JSON object (see ``memory_from_object``)."""
-    parsed = Parsed()
+    return _parsed(jsonl_entries(data, defaults, max_chars))
+
+
+def jsonl_entries(
+    data: bytes | Iterable[bytes], defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS
+) -> Iterator[Entry | LineError]:
+    """``parse_jsonl`` as a stream (as ``line_entries``)."""
     for number, text in _lines(data):
         try:
             if text is None:
                 raise InvalidInputError("not valid UTF-8")
-            parsed.entries.append(Entry(number, memory_from_object(decode_json(text), defaults, max_chars)))
+            yield Entry(number, memory_from_object(decode_json(text), defaults, max_chars))
         except InvalidInputError as exc:
-            parsed.errors.append(LineError.of(number, exc))
-    return parsed
+            yield LineError.of(number, exc)
 
 
 def _vector(record: Mapping[str, Any]) -> tuple[bytes | None, ModelInfo | None]:
@@ -198,13 +235,7 @@ def _vector(record: Mapping[str, Any]) -> tuple[bytes | None, ModelInfo | None]:
 def parse_export(data: bytes, max_chars: int = MAX_TEXT_CHARS) -> Parsed:
     """remem's JSONL export: every field kept (id, timestamps), sha256 checked, vectors decoded;
     texts of at most ``max_chars`` characters."""
-    parsed = Parsed()
-    for entry_or_error in _export_entries(data, max_chars):
-        if isinstance(entry_or_error, LineError):
-            parsed.errors.append(entry_or_error)
-        else:
-            parsed.entries.append(entry_or_error)
-    return parsed
+    return _parsed(export_entries(data, max_chars))
 
 
 def export_entry(record: Any, line: int, max_chars: int = MAX_TEXT_CHARS) -> Entry:
@@ -223,7 +254,10 @@ def export_entry(record: Any, line: int, max_chars: int = MAX_TEXT_CHARS) -> Ent
     return Entry(line, replace(memory, id=memory_id, updated_at=updated), vector, model)
 
 
-def _export_entries(data: bytes, max_chars: int) -> Iterator[Entry | LineError]:
+def export_entries(
+    data: bytes | Iterable[bytes], max_chars: int = MAX_TEXT_CHARS
+) -> Iterator[Entry | LineError]:
+    """``parse_export`` as a stream (as ``line_entries``)."""
     for number, text in _lines(data):
         try:
             if text is None:

@@ -93,12 +93,14 @@ class SearchResult(Sequence[Hit]):
 @dataclass
 class BulkResult:
     """What a batch add or import did: ids added, ids of duplicates (the existing memories), input
-    lines skipped as invalid, and how many exported vectors were reused instead of re-embedded."""
+    lines skipped as invalid, how many exported vectors were reused instead of re-embedded, and how
+    many entries an interrupted run of the same ingest had staged already (``resumed``)."""
 
     added: list[int] = field(default_factory=list)
     duplicates: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
     reused_vectors: int = 0
+    resumed: int = 0
 
 
 @dataclass(frozen=True)

@@ -109,3 +109,19 @@ def test_a_full_disk_says_the_disk_is_full(tmp_path: Path) -> None:
         assert run_cli(["list"], store).code == 0
     finally:
         subprocess.run(["umount", str(disk)], check=False)
+
+
+def test_doctor_on_a_read_only_store_reports_an_interrupted_ingest(stored: Path, tmp_path: Path) -> None:
+    import remem
+    from remem.testing import FakeEmbedder
+
+    def interrupted() -> Iterator[str]:
+        yield from (f"staged line {n}" for n in range(3000))
+        raise KeyboardInterrupt
+
+    with remem.open(str(stored), embedder=FakeEmbedder()) as memories, pytest.raises(KeyboardInterrupt):
+        memories.add_many(interrupted())
+    with read_only_view(stored, tmp_path / "view") as view:
+        doctor = run_cli(["doctor"], view)
+        assert doctor.code == 0 and "1 ingest interrupted or running (2,048 entries staged" in doctor.stdout
+        assert len(run_cli(["export"], view).stdout.splitlines()) == 2

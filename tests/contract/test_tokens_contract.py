@@ -196,7 +196,8 @@ def test_a_token_value_is_checked_as_it_is_made() -> None:
 
 
 def _back_to_version_4(backend: Backend) -> None:
-    """Make the store what remem's schema version 4 made: no tokens table."""
+    """Make the store what remem's schema version 4 made: no tokens table (nor the staging tables
+    of a later version)."""
     from remem.backends.local import LocalBackend
     from remem.backends.local.files import DB_FILE
 
@@ -212,7 +213,7 @@ def _back_to_version_4(backend: Backend) -> None:
 
     assert isinstance(backend, PostgresBackend)
     with psycopg.connect(backend.session.url.conninfo, autocommit=True) as conn, conn.transaction():
-        conn.execute(f"DROP TABLE {backend.s}.tokens")
+        conn.execute(f"DROP TABLE {backend.s}.tokens, {backend.s}.ingest_rows, {backend.s}.ingest_runs")
         conn.execute(f"DELETE FROM {backend.s}.remem_schema WHERE version > 4")
 
 

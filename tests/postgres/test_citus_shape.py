@@ -42,10 +42,11 @@ def marked_table(marker: str) -> list[list[str]]:
 
 
 def placement() -> dict[str, bool]:
-    """table → True when the page distributes it by ``COLUMN``, False for a reference table."""
+    """table → True when the page distributes it by ``COLUMN``, False for a reference table or a
+    local table on the coordinator (both keep their keys as they are)."""
     placed = {}
     for table, where, _ in marked_table("citus-tables"):
-        assert where.startswith((f"distributed by {COLUMN}", "reference table")), where
+        assert where.startswith((f"distributed by {COLUMN}", "reference table", "local table")), where
         placed[table] = where.startswith("distributed")
     return placed
 

@@ -189,17 +189,18 @@ def test_a_server_stopped_mid_command_is_a_clear_error_and_nothing_half_written(
         server.cleanup()
 
 
-#: The CLI's bulk add, with the fake embedder, announcing when its write transaction starts.
+#: The CLI's bulk add, with the fake embedder, announcing when its write transaction starts (the
+#: move of its staged memories into the store).
 API_BULK = """
 import sys
 from remem.cli import main
 from remem.testing import FakeEmbedder
-import remem.backends.postgres.store as store
+import remem.backends.postgres.staged as staged
 
-original = store.PostgresBackend.add_many
+original = staged.PostgresStaging.move
 def announced(self, *args, **kwargs):
     print("writing", flush=True)
     return original(self, *args, **kwargs)
-store.PostgresBackend.add_many = announced
+staged.PostgresStaging.move = announced
 sys.exit(main(["add", "--jsonl", sys.argv[2], "--store", sys.argv[1]], embedder=FakeEmbedder()))
 """

@@ -14,8 +14,11 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from remem.arrays import FloatArray
     from remem.backends.shapes import IndexState, TokenRecord
+    from remem.backends.staging import Moved, StagedRow, StagedRun
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
     from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory
 
@@ -37,6 +40,79 @@ class VectorLane(Protocol):
 
     def cosines(self, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
         """(memory id, cosine of its best window) for these memories, best first."""
+        ...
+
+
+class Staging(Protocol):
+    """A store's staging area for big ingests (``remem.core.staged``; the rows and runs are
+    ``remem.backends.staging``'s): committed batches no search, list or export reads, moved into
+    the store by one transaction. Every write is its own committed transaction; one to a run that
+    is gone (finished or discarded by another process) raises StoreError."""
+
+    def begin(self, key: str) -> tuple[StagedRun, int]:
+        """The run of ``key`` (made if there is none), and how many runs untouched for longer than
+        ``EXPIRE_AFTER`` were discarded."""
+        ...
+
+    def use_model(self, run: StagedRun, model: ModelInfo) -> StagedRun:
+        """The run with its vectors of ``model``: those of another model are dropped first."""
+        ...
+
+    def staged(self, run: StagedRun, first: int, count: int) -> dict[int, tuple[bytes, bytes | None]]:
+        """seq → (entry hash, hash of its vectors' document or None without vectors) for the run's
+        rows ``first`` … ``first + count - 1`` that are staged."""
+        ...
+
+    def earlier(self, run: StagedRun, keys: Sequence[bytes], before: int) -> set[bytes]:
+        """Those of the deduplication ``keys`` that a row before ``before`` has."""
+        ...
+
+    def put(self, run: StagedRun, rows: Sequence[StagedRow], flags: Sequence[tuple[int, bool]]) -> None:
+        """Stage ``rows`` (replacing any of the same seq) and set the ``duplicate`` flag of the
+        rows given as (seq, flag), in one transaction."""
+        ...
+
+    def end_input(self, run: StagedRun, count: int) -> None:
+        """The input had ``count`` entries: rows from there on (of a longer input) are dropped."""
+        ...
+
+    def conversation_rows(self, run: StagedRun, after: tuple[str, int] | None, limit: int) -> list[StagedRow]:
+        """Up to ``limit`` rows of the run in a conversation and not duplicates, by (thread, seq),
+        after ``after`` (thread, seq)."""
+        ...
+
+    def set_vectors(
+        self, run: StagedRun, items: Sequence[tuple[int, str, bytes | None, bytes | None]]
+    ) -> None:
+        """Give rows, as (seq, context, document hash, vectors), their context and (unless the
+        vectors are None: kept as they are) vectors, in one transaction."""
+        ...
+
+    def duplicate_rows(self, run: StagedRun, after: int, limit: int) -> list[StagedRow]:
+        """Up to ``limit`` of the run's duplicate rows after seq ``after``, in input order."""
+        ...
+
+    def move(self, run: StagedRun, model: ModelInfo, digest: bytes) -> Moved:
+        """Add the run's rows that are not duplicates, in input order, with their vectors and
+        contexts, in one transaction (duplicates of memories stored meanwhile are not added);
+        StoreError, nothing added, unless the rows read are those ``digest`` names
+        (``staging.MoveDigest``). The run stays until ``discard``."""
+        ...
+
+    def discard(self, run: StagedRun) -> None:
+        """Drop the run and its rows."""
+        ...
+
+    def runs(self) -> list[StagedRun]:
+        """Every run staged (an ingest interrupted, or running now)."""
+        ...
+
+    def discard_idle(self, idle: timedelta) -> list[StagedRun]:
+        """Drop every run not written for longer than ``idle``; the runs dropped."""
+        ...
+
+    def close(self) -> None:
+        """Release what the staging area holds open (opened again when next used)."""
         ...
 
 
@@ -193,6 +269,10 @@ class Backend(Protocol):
         self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool
     ) -> ReembedReport:
         """Re-embed every memory with ``target`` (staged, resumable) and swap it in at once."""
+        ...
+
+    def staging(self) -> Staging:
+        """The store's staging area for big ingests."""
         ...
 
     def reindex(

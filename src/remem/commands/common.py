@@ -189,11 +189,16 @@ def _creating_command(option: str | None, command: str = "add", rest: str = "TEX
     return f"remem {command} --store {'URL' if '://' in option else shlex.quote(option)} {rest}"
 
 
+def shows_progress() -> bool:
+    """Whether ``progress_bar`` draws a bar: stderr is a terminal and --quiet was not given."""
+    return not invocation().quiet and sys.stderr.isatty()
+
+
 @contextlib.contextmanager
 def progress_bar(length: int, label: str) -> Iterator[Callable[[int, int], None]]:
     """A ``progress(done, total)`` callback drawing a bar on stderr when it is a terminal (never
     with --quiet); a no-op otherwise."""
-    if invocation().quiet or not sys.stderr.isatty():
+    if not shows_progress():
         yield lambda done, total: None
         return
     with typer.progressbar(length=length, label=label, file=sys.stderr) as bar:

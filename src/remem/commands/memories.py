@@ -130,19 +130,14 @@ def _add_batch(
     json_out: bool,
     store: str | None,
 ) -> None:
-    from remem.commands.bulk import check_errors, print_report, read_source, store_entries  # noqa: PLC0415
-    from remem.ingest import parse_jsonl, parse_lines  # noqa: PLC0415 - `list` needs neither
+    from remem.commands.bulk import ingest, print_report  # noqa: PLC0415
+    from remem.ingest import jsonl_entries, line_entries  # noqa: PLC0415 - `list` needs neither
 
     skip_invalid, max_chars = checks
-    if lines is not None:
-        parsed = parse_lines(read_source(lines), defaults, max_chars)
-    else:
-        parsed = parse_jsonl(read_source(jsonl or "-"), defaults, max_chars)
-    skipped = check_errors(parsed, skip_invalid)
-    with open_memories(store, create=True) as memories:
-        assert memories is not None
-        memories.max_text_chars = max_chars
-        report = store_entries(memories, parsed.entries, skipped)
+    kind = line_entries if lines is not None else jsonl_entries
+    report = ingest(
+        lines or jsonl or "-", lambda read: kind(read, defaults, max_chars), skip_invalid, max_chars, store
+    )
     print_report(report, json_out)
 
 

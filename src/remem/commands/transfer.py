@@ -10,11 +10,11 @@ import typer
 import remem
 from remem import render
 from remem.commands import options as opt
-from remem.commands.bulk import check_errors, print_report, read_source, store_entries
+from remem.commands.bulk import ingest, print_report
 from remem.commands.common import open_memories
 from remem.errors import InvalidInputError, RememError
 from remem.exports import ExportFormat, csv_lines, markdown_lines
-from remem.ingest import parse_export
+from remem.ingest import export_entries
 from remem.inputs import MAX_TEXT_CHARS
 
 
@@ -119,10 +119,5 @@ def import_memories(
     Keeps their order, timestamps and (where unused here) ids; skips duplicates; reuses exported
     vectors made by this store's model and embeds the others.
     """
-    parsed = parse_export(read_source(source), max_chars)
-    skipped = check_errors(parsed, skip_invalid)
-    with open_memories(store, create=True) as memories:
-        assert memories is not None
-        memories.max_text_chars = max_chars
-        report = store_entries(memories, parsed.entries, skipped)
+    report = ingest(source, lambda read: export_entries(read, max_chars), skip_invalid, max_chars, store)
     print_report(report, json_out)

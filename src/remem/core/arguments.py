@@ -4,7 +4,7 @@ was read or changed when either is raised."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from enum import Enum
@@ -64,21 +64,25 @@ def checked(memory: NewMemory, limit: int = MAX_TEXT_CHARS) -> NewMemory:
     return replace(memory, text=text(memory.text, limit=limit))
 
 
-def memories_to_add(memories: Iterable[NewMemory | str], limit: int) -> list[Entry]:
+def memories_to_add(memories: Iterable[NewMemory | str], limit: int) -> Iterator[Entry]:
     """``Memories.add_many``'s memories (a text is a memory of its own) as checked entries numbered
-    from 1; TypeError for anything else, InvalidInputError naming the first bad one."""
+    from 1, made as they are read; TypeError (at once when ``memories`` is no collection, else when
+    reached) for anything else, InvalidInputError naming the first bad one."""
     from remem.ingest import Entry  # noqa: PLC0415 - lazy: `list` needs none of it
 
-    entries = []
-    for index, item in enumerate(checks.items(memories, "memories", "NewMemory objects or strings")):
-        if not isinstance(item, (NewMemory, str)):
-            raise checks.wrong(f"memories[{index}]", "a NewMemory or a string", item)
-        memory = NewMemory(item) if isinstance(item, str) else item
-        try:
-            entries.append(Entry(index + 1, checked(memory, limit)))
-        except InvalidInputError as exc:
-            raise within(exc, f"memories[{index}]: {exc}; nothing was added", "memories") from None
-    return entries
+    items = checks.items(memories, "memories", "NewMemory objects or strings")
+
+    def entries() -> Iterator[Entry]:
+        for index, item in enumerate(items):
+            if not isinstance(item, (NewMemory, str)):
+                raise checks.wrong(f"memories[{index}]", "a NewMemory or a string", item)
+            memory = NewMemory(item) if isinstance(item, str) else item
+            try:
+                yield Entry(index + 1, checked(memory, limit))
+            except InvalidInputError as exc:
+                raise within(exc, f"memories[{index}]: {exc}; nothing was added", "memories") from None
+
+    return entries()
 
 
 def filters(where: Filters | None, keywords: Mapping[str, Any]) -> Filters:
@@ -96,19 +100,23 @@ def filters(where: Filters | None, keywords: Mapping[str, Any]) -> Filters:
     return where if where is not None else Filters.of(**given)
 
 
-def entries_within(entries: Sequence[Entry], limit: int) -> list[Entry]:
-    """The entries with their texts checked (``checked``); InvalidInputError naming the line of
-    the first bad one."""
+def entries_within(entries: Iterable[Entry], limit: int) -> Iterator[Entry]:
+    """The entries with their texts checked (``checked``), as they are read; InvalidInputError
+    naming the line of the first bad one, TypeError for what is not an Entry (at once when
+    ``entries`` is no collection)."""
     from remem.ingest import Entry  # noqa: PLC0415
 
-    good = []
-    for entry in checks.items(entries, "entries", "a sequence of remem.ingest.Entry"):
-        checks.instance(entry, Entry, "each of entries", "a remem.ingest.Entry")
-        try:
-            good.append(replace(entry, memory=checked(entry.memory, limit)))
-        except InvalidInputError as exc:
-            raise within(exc, f"line {entry.line}: {exc}; nothing was added") from None
-    return good
+    items = checks.items(entries, "entries", "a sequence of remem.ingest.Entry")
+
+    def good() -> Iterator[Entry]:
+        for entry in items:
+            checks.instance(entry, Entry, "each of entries", "a remem.ingest.Entry")
+            try:
+                yield replace(entry, memory=checked(entry.memory, limit))
+            except InvalidInputError as exc:
+                raise within(exc, f"line {entry.line}: {exc}; nothing was added") from None
+
+    return good()
 
 
 def count(value: int, what: str, minimum: int = 0) -> int:

@@ -4,7 +4,7 @@ documents) in chunks, then re-embed the stored turns whose earlier turns the new
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
@@ -126,22 +126,29 @@ def store_entries(
 
 def export_entries(
     records: Iterable[Mapping[str, Any]], skip_invalid: bool, max_chars: int
-) -> tuple[list[Entry], list[int]]:
-    """The entries of export records (numbered from 1; texts of at most ``max_chars``) and the
-    numbers of the bad ones skipped; without ``skip_invalid`` a bad record is an InvalidInputError
-    naming it. TypeError for ``records`` that are not a collection (one record, a str)."""
+) -> tuple[Iterator[Entry], list[int]]:
+    """The entries of export records (numbered from 1; texts of at most ``max_chars``), made as
+    they are read, and the list the numbers of the bad ones skipped go into as they are met;
+    without ``skip_invalid`` a bad record is an InvalidInputError naming it. TypeError (at once)
+    for ``records`` that are not a collection (one record, a str)."""
     from remem.ingest import export_entry  # noqa: PLC0415
 
     records = checks.items(records, "records", "an iterable of export records (mappings)")
-    entries, skipped, skip_invalid = [], [], checks.flag(skip_invalid, "skip_invalid")
-    for number, record in enumerate(records, start=1):
-        try:
-            entries.append(export_entry(record, number, max_chars))
-        except InvalidInputError as exc:
-            if not skip_invalid:
-                raise arguments.within(exc, f"record {number}: {exc}; nothing was imported") from None
-            skipped.append(number)
-    return entries, skipped
+    skipped: list[int] = []
+    skip_invalid = checks.flag(skip_invalid, "skip_invalid")
+
+    def entries() -> Iterator[Entry]:
+        for number, record in enumerate(records, start=1):
+            try:
+                entry = export_entry(record, number, max_chars)
+            except InvalidInputError as exc:
+                if not skip_invalid:
+                    raise arguments.within(exc, f"record {number}: {exc}; nothing was imported") from None
+                skipped.append(number)
+                continue
+            yield entry
+
+    return entries(), skipped
 
 
 def embed_pending(

@@ -26,7 +26,7 @@ from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, Search
 if TYPE_CHECKING:
     import remem.reports as reports  # noqa: PLR0402 - `from remem import` is the public API (no layer may)
     from remem.backends.base import Backend, ProgressFn
-    from remem.core import bulk, growth, turns, upkeep
+    from remem.core import bulk, growth, staged, turns, upkeep
     from remem.core.tokens import Tokens
     from remem.embedders.base import Embedder
     from remem.embedders.catalog import ModelCatalog
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult, StoreStats
 
 else:  # imported when first used: a short command such as `list` needs none of them
-    bulk, growth, turns, upkeep = (
-        Later(f"remem.core.{name}") for name in ("bulk", "growth", "turns", "upkeep")
+    bulk, growth, staged, turns, upkeep = (
+        Later(f"remem.core.{name}") for name in ("bulk", "growth", "staged", "turns", "upkeep")
     )
     reports = Later("remem.reports")
 
@@ -165,18 +165,32 @@ class Memories(AbstractContextManager["Memories"]):
             self.backend.warm_up(embedder.info)
 
     def add_many(
-        self, memories: Iterable[NewMemory | str], *, progress: ProgressFn | None = None
+        self,
+        memories: Iterable[NewMemory | str],
+        *,
+        progress: ProgressFn | None = None,
+        expected: int | None = None,
     ) -> BulkResult:
-        """Store many memories in one transaction: all or nothing; duplicates are reported, not
-        stored, never embedded. ``progress(done, total)`` is called as texts are embedded."""
-        return self.add_entries(arguments.memories_to_add(memories, self.max_text_chars), progress=progress)
+        """Store many memories all or nothing: duplicates are reported, not stored, never embedded.
+        ``memories`` is read once, as a stream; more than a few thousand go through the store's
+        staging area (``remem.core.staged``): an interrupted add leaves no memory, and the same add
+        run again resumes it. ``progress(done, total)`` is called as memories are embedded
+        (``total`` at least ``expected`` when a stream of that length is staged)."""
+        entries = arguments.memories_to_add(memories, self.max_text_chars)
+        return self.add_entries(entries, progress=progress, expected=expected)
 
-    def add_entries(self, entries: Sequence[Entry], *, progress: ProgressFn | None = None) -> BulkResult:
-        """Store parsed input entries (``remem.ingest``) in one transaction, reusing the vectors an
-        export carried when this store's model made them."""
+    def add_entries(
+        self, entries: Iterable[Entry], *, progress: ProgressFn | None = None, expected: int | None = None
+    ) -> BulkResult:
+        """Store parsed input entries (``remem.ingest``) as ``add_many`` stores memories, reusing the
+        vectors an export carried when this store's model made them; ``resumed`` counts those an
+        interrupted run of the same ingest had staged."""
         entries, progress = arguments.entries_within(entries, self.max_text_chars), checks.callback(progress)
+        expected = arguments.optional_count(expected, "expected")
         with growth.watching(self.backend, self.notes):
-            return bulk.store_entries(self.backend, self.embedder, entries, progress)
+            result, notes = staged.ingest(self.backend, self.embedder, entries, progress, expected)
+        self.notes.extend(notes)
+        return result
 
     def import_(
         self,
@@ -184,12 +198,13 @@ class Memories(AbstractContextManager["Memories"]):
         *,
         skip_invalid: bool = False,
         progress: ProgressFn | None = None,
+        expected: int | None = None,
     ) -> BulkResult:
         """Add the records of an ``export`` (ids kept where unused, timestamps, vectors of this
-        store's model reused) in one transaction. A bad record raises InvalidInputError naming it
-        and nothing is added, unless ``skip_invalid`` (then its number is in ``skipped``)."""
+        store's model reused) as ``add_many`` adds memories. A bad record raises InvalidInputError
+        naming it and nothing is added, unless ``skip_invalid`` (then its number is in ``skipped``)."""
         entries, skipped = bulk.export_entries(records, skip_invalid, self.max_text_chars)
-        result = self.add_entries(entries, progress=progress)
+        result = self.add_entries(entries, progress=progress, expected=expected)
         result.skipped = skipped
         return result
 

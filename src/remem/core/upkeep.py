@@ -117,10 +117,31 @@ def doctor(
     """The back-end's checks (after its repairs, with ``repair``), the model check: the files of the
     store's model re-hashed (``ModelCatalog.verify_in_use``), and the index advice (``growth``)."""
     checks, repaired = backend.doctor(repair)
+    staged, discarded = _staged_ingests(backend, repair)
+    model = _model_check(backend, catalog, embedder)
     said = growth.advice(growth.state_of(backend))
-    return DoctorReport(
-        (*checks, _model_check(backend, catalog, embedder)), tuple(repaired), () if said is None else (said,)
+    return DoctorReport((*checks, *staged, model), (*repaired, *discarded), () if said is None else (said,))
+
+
+def _staged_ingests(backend: Backend, repair: bool) -> tuple[list[Check], list[str]]:
+    """The check of the staging area, shown only when an ingest is staged there (interrupted, or
+    running now): not a fault. With ``repair``, the runs idle for longer than ``BUSY`` (not being
+    written by an ingest still running) are discarded first: (checks, what was repaired)."""
+    from remem.backends.staging import BUSY, describe  # noqa: PLC0415
+
+    staging = backend.staging()
+    try:
+        dropped = staging.discard_idle(BUSY) if repair else []
+        runs = staging.runs()
+    except StoreError as exc:
+        return [Check("staged ingests", False, f"cannot be read: {exc}")], []
+    finally:
+        staging.close()
+    rows = sum(run.rows for run in dropped)
+    repaired = (
+        [f"discarded {len(dropped)} interrupted ingest(s) ({rows:,} entries staged)"] if dropped else []
     )
+    return ([Check("staged ingests", True, describe(runs), repairable=True)] if runs else []), repaired
 
 
 def _model_check(backend: Backend, catalog: ModelCatalog, embedder: Callable[[], Embedder]) -> Check:

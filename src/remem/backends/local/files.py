@@ -19,10 +19,21 @@ INDEX_FILE = "vectors.faiss"
 LOCK_FILE = "write.lock"
 #: Says that its directory is a remem store (written when a store is opened for writing).
 MARKER_FILE = ".remem-store"
+#: A big ingest's staging area (``staged``), while one is staged or interrupted.
+STAGING_FILE = "ingest.sqlite3"
 _MARKER_TEXT = "This directory is a remem store; remem manages the files it names (see the README).\n"
-#: Every file remem keeps in a store directory (SQLite adds -wal, -shm and -journal to the database).
+#: Every file remem keeps in a store directory (SQLite adds -wal, -shm and -journal to a database).
 OWN_NAMES = frozenset(
-    {DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm", f"{DB_FILE}-journal", INDEX_FILE, LOCK_FILE, MARKER_FILE}
+    {
+        *(
+            f"{name}{suffix}"
+            for name in (DB_FILE, STAGING_FILE)
+            for suffix in ("", "-wal", "-shm", "-journal")
+        ),
+        INDEX_FILE,
+        LOCK_FILE,
+        MARKER_FILE,
+    }
 )
 #: remem's temporary files: ``.NAME.XXXXXXXX.tmp`` beside the file they replace (``remem.atomic``,
 #: through ``tempfile.mkstemp``: random letters, digits or underscores).

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from remem.backends.local.connections import Connections
 from remem.backends.local.files import DB_FILE, open_database
 from remem.backends.local.guard import translating
 from remem.backends.local.home import Home
+from remem.backends.local.kinds import IndexKind
 from remem.backends.local.records import Records
 from remem.backends.local.settings import IndexSettings, write_model
 from remem.backends.local.transactions import atomic, snapshot
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from remem.arrays import FloatArray
     from remem.backends.base import EmbedFn, ProgressFn, Scored
     from remem.backends.local.lanes import LocalVectorLane
+    from remem.backends.local.staged import LocalStaging
     from remem.backends.local.vectors import VectorIndex
     from remem.backends.shapes import IndexState, TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
@@ -134,11 +137,11 @@ class LocalBackend:
                 if not result.duplicate:
                     added.append((result.id, rows))
                 if len(added) >= _INDEX_CHUNK:
-                    self._index_added(index, added)
-            self._index_added(index, added)
+                    self.index_added(index, added)
+            self.index_added(index, added)
         return results
 
-    def _index_added(self, index: VectorIndex, added: list[tuple[int, FloatArray]]) -> None:
+    def index_added(self, index: VectorIndex, added: list[tuple[int, FloatArray]]) -> None:
         """Put the just-stored memories' windows into the index, in one call (an index add copies
         its id list: one call per memory made a batch quadratic), and empty ``added``."""
         import numpy as np  # noqa: PLC0415 - `list` and `export` open the store without numpy
@@ -175,16 +178,21 @@ class LocalBackend:
         return deleted
 
     @contextlib.contextmanager
-    def writing(self, model: ModelInfo | None) -> Iterator[tuple[VectorIndex, Records]]:
+    def writing(
+        self, model: ModelInfo | None, *, whole: bool = False
+    ) -> Iterator[tuple[VectorIndex, Records]]:
         """A write transaction under the store lock, with the synced index to update alongside.
 
         On success the transaction commits with a new generation and the index is saved (a failed
-        save is a warning: the database has the change); on error both are left as they were.
+        save is a warning: the database has the change); on error both are left as they were. With
+        ``whole`` (a big ingest's move) an exact index is not loaded (None is yielded): its file is
+        written again from the database after the commit, a block of vectors at a time.
         """
         with self.write_lock(), self._index_lock:
             if model is not None:
                 self.check_model(model)
-            index = self.vector_index(model.dim) if model is not None else None
+            streamed = whole and model is not None and self.settings.built_kind is IndexKind.EXACT
+            index = self.vector_index(model.dim) if model is not None and not streamed else None
             try:
                 with atomic(self.records.conn):
                     if model is not None and self.model is None:
@@ -194,8 +202,23 @@ class LocalBackend:
             except BaseException:
                 self._index = None  # it may hold what was rolled back
                 raise
-            if index is not None:
+            if streamed:
+                self._index = None  # the file is written anew: read it again when next needed
+                self._write_whole(generation)
+            elif index is not None:
                 self._save_after_commit(index, generation)
+
+    def _write_whole(self, generation: int) -> None:
+        """Write the exact index file from the database after a commit (a failure is a warning, as
+        in ``_save_after_commit``)."""
+        from remem.backends.local.streamed import write_exact  # noqa: PLC0415 - numpy
+
+        model = self.model
+        assert model is not None
+        try:
+            write_exact(self.records, self.index_path, model.dim, generation, self.settings.hnsw)
+        except StoreError as exc:
+            self.warnings.append(f"{exc}; the change is saved, the vector index catches up later")
 
     def _save_after_commit(self, index: VectorIndex, generation: int) -> None:
         """The change is committed (SQLite is the truth): a failed save of the derived index file
@@ -309,6 +332,12 @@ class LocalBackend:
         from remem.backends.local.reembed import reembed  # noqa: PLC0415
 
         return reembed(self.home, target, embed, progress=progress, force=force)
+
+    def staging(self) -> LocalStaging:
+        """The store's staging area for big ingests (``staged``: a file of its own)."""
+        from remem.backends.local.staged import LocalStaging  # noqa: PLC0415
+
+        return LocalStaging(self.home, self.location, partial(self.writing, whole=True), self.index_added)
 
     def reindex(
         self, kind: str | None, hnsw: tuple[int | None, int | None, int | None], force: bool

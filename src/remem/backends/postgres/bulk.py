@@ -98,8 +98,23 @@ def load_and_rebuild(
         cursor.execute(f"DROP INDEX {s}.{meta.HNSW_INDEX}")
     copy_vectors(cursor, s, items)
     if definition is not None:
-        build_settings(cursor, s, dim)
-        cursor.execute(definition)
+        build_graph(cursor, s, dim, definition)
+
+
+def drop_graph(cursor: psycopg.Cursor[Any], schema: str, s: str) -> str | None:
+    """``load_and_rebuild``'s first half, for vectors copied in a page at a time (a staged
+    ingest's move): the reindex lock taken, the graph dropped; its definition (None: no valid graph)."""
+    lock_graph(cursor, schema)
+    definition = graph_definition(cursor, s)
+    if definition is not None:
+        cursor.execute(f"DROP INDEX {s}.{meta.HNSW_INDEX}")
+    return definition
+
+
+def build_graph(cursor: psycopg.Cursor[Any], s: str, dim: int, definition: str) -> None:
+    """Build the graph again from its ``definition``, in the import's transaction."""
+    build_settings(cursor, s, dim)
+    cursor.execute(definition)
 
 
 def lock_graph(cursor: psycopg.Cursor[Any], schema: str) -> None:

@@ -144,8 +144,36 @@ _V6 = tuple(
     )
 )
 
+_V7 = (
+    # A big ingest's staging area (remem.core.staged; staged.py): runs found again by the hash of
+    # their first batch, rows by their place in the input. No search, list or export reads them.
+    """CREATE TABLE {s}.ingest_runs (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        key text NOT NULL UNIQUE,
+        model text,
+        started_at text NOT NULL,
+        updated_at text NOT NULL
+    )""",
+    """CREATE TABLE {s}.ingest_rows (
+        run bigint NOT NULL REFERENCES {s}.ingest_runs (id) ON DELETE CASCADE,
+        seq bigint NOT NULL,
+        entry bytea NOT NULL,
+        dedup bytea NOT NULL,
+        thread text,
+        memory text NOT NULL,
+        duplicate boolean NOT NULL,
+        vector bytea,
+        doc bytea,
+        context text NOT NULL DEFAULT '',
+        carried boolean NOT NULL DEFAULT false,
+        PRIMARY KEY (run, seq)
+    )""",
+    "CREATE INDEX ingest_rows_dedup ON {s}.ingest_rows (run, dedup, seq)",
+    "CREATE INDEX ingest_rows_thread ON {s}.ingest_rows (run, thread, seq) WHERE thread IS NOT NULL",
+)
+
 #: Migration n brings a schema from version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from remem.arrays import FloatArray
     from remem.backends.base import EmbedFn, ProgressFn, Scored
+    from remem.backends.postgres.staged import PostgresStaging
     from remem.backends.shapes import TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
 
@@ -160,14 +161,14 @@ class PostgresBackend:
             else:
                 for memory_id, rows in stored:
                     records.add_vectors(cursor, self.s, memory_id, rows)
-        self._after_adding(results)
+        self.after_adding(sum(not r.duplicate for r in results))
         return results
 
-    def _after_adding(self, results: Sequence[AddResult]) -> None:
-        """Once an add has committed (not inside a caller's transaction): the planner's statistics
-        renewed if the add was large for the store (``upkeep.refresh_statistics``)."""
+    def after_adding(self, added: int) -> None:
+        """Once an add of ``added`` memories has committed (not inside a caller's transaction): the
+        planner's statistics renewed if the add was large for the store (``upkeep.refresh_statistics``)."""
         if not self.session.in_transaction():
-            upkeep.refresh_statistics(self.access, sum(not r.duplicate for r in results))
+            upkeep.refresh_statistics(self.access, added)
 
     def add_pending(
         self, memories: Sequence[NewMemory], contexts: Sequence[str] | None = None
@@ -176,7 +177,7 @@ class PostgresBackend:
         ``add_many``)."""
         with self.access.writing(None) as cursor:
             results = self.insert_many(cursor, memories, utc_now_iso(), contexts_of(contexts, memories))
-        self._after_adding(results)
+        self.after_adding(sum(not r.duplicate for r in results))
         return results
 
     def set_contexts(self, items: Sequence[tuple[int, str, str]]) -> list[int]:
@@ -330,6 +331,12 @@ class PostgresBackend:
         """Re-embed every memory with ``target`` (staged, resumable) and swap it in at once."""
         self.session.register_vectors()
         return reembedding.reembed(self.access, target, embed, progress, force)
+
+    def staging(self) -> PostgresStaging:
+        """The store's staging area for big ingests (``staged``: tables of its schema)."""
+        from remem.backends.postgres.staged import PostgresStaging  # noqa: PLC0415
+
+        return PostgresStaging(self.access, self.insert_many, self.after_adding)
 
     def reindex(
         self, kind: str | None, hnsw: tuple[int | None, int | None, int | None], force: bool

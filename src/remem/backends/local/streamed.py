@@ -1,0 +1,52 @@
+"""An exact index file written straight from the database, a block of vectors at a time: after a
+big ingest's move the whole index is never held in memory (a million 384-d vectors are 1.5 GB,
+and an index grown add by add holds up to twice that)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from remem.backends.local import flat
+from remem.backends.local.kinds import IndexKind
+from remem.backends.local.transactions import snapshot
+from remem.backends.local.vectors import IndexHeader, VectorIndex
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from remem.backends.local.kinds import HnswParams
+    from remem.backends.local.records import Records
+
+
+class _FromDatabase(flat.FlatIndex):
+    """An exact index whose vectors stay in the database: it can only be written (``to_bytes``),
+    reading them in id order as it goes."""
+
+    def __init__(self, records: Records, dim: int) -> None:
+        ids = np.fromiter(
+            (row[0] for row in records.conn.execute("SELECT id FROM vectors ORDER BY id")), dtype=np.int64
+        )
+        super().__init__(dim, ids, np.zeros((0, dim), dtype=np.float32))
+        self._records = records
+        self._count = len(ids)
+
+    def to_bytes(self) -> Iterator[bytes | memoryview]:
+        """The bytes ``FlatIndex.to_bytes`` gives for these vectors (tested byte for byte), the
+        vectors read from the database as they go."""
+        header = flat._HEADER.pack(self.dim, self._count, flat._UNUSED, flat._UNUSED, True, 0)
+        yield flat._ID_MAP + header + flat._FLAT_IP + header + flat._COUNT.pack(self._count * self.dim)
+        for chunk in self._records.iter_vectors():
+            yield b"".join(blob for _, blob in chunk)
+        yield flat._COUNT.pack(self._count) + np.ascontiguousarray(self._ids, dtype="<i8").tobytes()
+
+
+def write_exact(records: Records, path: Path, dim: int, generation: int, hnsw: HnswParams) -> None:
+    """Write the exact index of every stored vector to ``path`` (atomically, as ``VectorIndex.save``),
+    at ``generation``, holding a block of vectors at a time; the caller holds the writers' lock."""
+    with snapshot(records.conn):  # the ids and the vectors of one state
+        header = IndexHeader(generation=generation, kind=IndexKind.EXACT, dim=dim, hnsw=hnsw)
+        header.store_id = records.store_id()
+        VectorIndex(_FromDatabase(records, dim), header).save(path)

@@ -219,3 +219,30 @@ ROW_COLUMNS = (
     "context",
     "carried",
 )
+
+
+#: Rows the move reads (and adds) at a time.
+MOVE_PAGE = 2048
+
+
+def run_of(row: Sequence[Any]) -> StagedRun:
+    """A staged run from its row (id, key, model, rows, started_at, updated_at), as either back-end
+    reads it."""
+    return StagedRun(int(row[0]), str(row[1]), model_of(row[2]), int(row[3]), str(row[4]), str(row[5]))
+
+
+def row_of(values: Sequence[Any]) -> StagedRow:
+    """A staged row from its ``ROW_COLUMNS`` values, as either back-end reads them."""
+    seq, entry, dedup, thread, memory, duplicate, vector, doc, context, carried = values
+    return StagedRow(
+        int(seq),
+        bytes(entry),
+        bytes(dedup),
+        thread,
+        memory,
+        bool(duplicate),
+        None if vector is None else bytes(vector),
+        None if doc is None else bytes(doc),
+        context,
+        bool(carried),
+    )

@@ -14,7 +14,7 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from remem.backends.local.connections import BUSY_TIMEOUT_MS
 from remem.backends.local.files import STAGING_FILE
@@ -22,6 +22,7 @@ from remem.backends.local.guard import translating
 from remem.backends.local.transactions import atomic
 from remem.backends.staging import (
     EXPIRE_AFTER,
+    MOVE_PAGE,
     ROW_COLUMNS,
     Moved,
     MoveDigest,
@@ -29,10 +30,11 @@ from remem.backends.staging import (
     StagedRun,
     memory_of,
     model_json,
-    model_of,
     page_windows,
+    row_of,
     row_values,
     run_gone,
+    run_of,
     since,
 )
 from remem.types import ModelInfo, utc_now_iso
@@ -76,28 +78,6 @@ _RUN = (
     "FROM runs"
 )
 _ROW = f"SELECT {', '.join(ROW_COLUMNS)} FROM rows"
-#: Rows the move reads (and adds) at a time.
-MOVE_PAGE = 2048
-
-
-def _run(row: Sequence[Any]) -> StagedRun:
-    return StagedRun(int(row[0]), str(row[1]), model_of(row[2]), int(row[3]), str(row[4]), str(row[5]))
-
-
-def _row(values: Sequence[Any]) -> StagedRow:
-    seq, entry, dedup, thread, memory, duplicate, vector, doc, context, carried = values
-    return StagedRow(
-        int(seq),
-        bytes(entry),
-        bytes(dedup),
-        thread,
-        memory,
-        bool(duplicate),
-        vector,
-        doc,
-        context,
-        bool(carried),
-    )
 
 
 #: The store's ``writing(model, whole=True)``: the move's transaction (an exact index not loaded).
@@ -167,7 +147,7 @@ class LocalStaging:
                     "ON CONFLICT (key) DO NOTHING",
                     (key, now, now),
                 )
-                found = _run(conn.execute(f"{_RUN} WHERE key = ?", (key,)).fetchone())
+                found = run_of(conn.execute(f"{_RUN} WHERE key = ?", (key,)).fetchone())
         return found, len(expired)
 
     def use_model(self, run: StagedRun, model: ModelInfo) -> StagedRun:
@@ -230,7 +210,7 @@ class LocalStaging:
             "ORDER BY thread, seq LIMIT ?",
             (run.id, thread, seq, limit),
         )
-        return [_row(row) for row in rows]
+        return [row_of(row) for row in rows]
 
     def set_vectors(
         self, run: StagedRun, items: Sequence[tuple[int, str, bytes | None, bytes | None]]
@@ -246,7 +226,7 @@ class LocalStaging:
     def duplicate_rows(self, run: StagedRun, after: int, limit: int) -> list[StagedRow]:
         """Up to ``limit`` duplicate rows after seq ``after``, in input order, without vectors."""
         sql = f"{_ROW} WHERE run = ? AND duplicate AND seq > ? ORDER BY seq LIMIT ?"
-        return [_row(row) for row in self.conn.execute(sql, (run.id, after, limit))]
+        return [row_of(row) for row in self.conn.execute(sql, (run.id, after, limit))]
 
     def move(self, run: StagedRun, model: ModelInfo, digest: bytes) -> Moved:
         """Add the run's new memories in one transaction of the store (``Staging.move``)."""
@@ -271,7 +251,7 @@ class LocalStaging:
 
     def _fresh_rows(self, run: StagedRun, after: int) -> list[StagedRow]:
         sql = f"{_ROW} WHERE run = ? AND NOT duplicate AND seq > ? ORDER BY seq LIMIT ?"
-        return [_row(row) for row in self.conn.execute(sql, (run.id, after, MOVE_PAGE))]
+        return [row_of(row) for row in self.conn.execute(sql, (run.id, after, MOVE_PAGE))]
 
     def discard(self, run: StagedRun) -> None:
         """Drop the run and its rows; the file goes when no run is left in it (the last run's rows
@@ -309,7 +289,7 @@ class LocalStaging:
         """Every run staged (none when there is no staging file)."""
         if self._conn is None and not self.path.exists():
             return []
-        return [_run(row) for row in self.conn.execute(f"{_RUN} ORDER BY id")]
+        return [run_of(row) for row in self.conn.execute(f"{_RUN} ORDER BY id")]
 
 
 def _read_only(path: Path) -> sqlite3.Connection:

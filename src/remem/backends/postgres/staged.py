@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from remem.backends.postgres import bulk, records
 from remem.backends.staging import (
     EXPIRE_AFTER,
+    MOVE_PAGE,
     ROW_COLUMNS,
     Moved,
     MoveDigest,
@@ -22,10 +23,11 @@ from remem.backends.staging import (
     StagedRun,
     memory_of,
     model_json,
-    model_of,
     page_windows,
+    row_of,
     row_values,
     run_gone,
+    run_of,
 )
 from remem.times import utc_iso
 from remem.types import AddResult, ModelInfo, NewMemory, utc_now_iso
@@ -45,28 +47,6 @@ _RUN = (
 _ROW = f"SELECT {', '.join(ROW_COLUMNS)} FROM {{s}}.ingest_rows"
 #: The types of ``run`` and ``ROW_COLUMNS``, for a binary COPY.
 _COPY_TYPES = ["int8", "int8", "bytea", "bytea", "text", "text", "bool", "bytea", "bytea", "text", "bool"]
-#: Rows the move reads (and adds) at a time.
-MOVE_PAGE = 2048
-
-
-def _run(row: Sequence[Any]) -> StagedRun:
-    return StagedRun(int(row[0]), str(row[1]), model_of(row[2]), int(row[3]), str(row[4]), str(row[5]))
-
-
-def _row(values: Sequence[Any]) -> StagedRow:
-    seq, entry, dedup, thread, memory, duplicate, vector, doc, context, carried = values
-    return StagedRow(
-        int(seq),
-        bytes(entry),
-        bytes(dedup),
-        thread,
-        memory,
-        bool(duplicate),
-        None if vector is None else bytes(vector),
-        None if doc is None else bytes(doc),
-        context,
-        bool(carried),
-    )
 
 
 class PostgresStaging:
@@ -109,7 +89,7 @@ class PostgresStaging:
                 (key, now, now),
             )
             cursor.execute(f"{_RUN.format(s=self.s)} WHERE key = %s", (key,))
-            return _run(cursor.fetchone()), expired  # type: ignore[arg-type]
+            return run_of(cursor.fetchone()), expired  # type: ignore[arg-type]
 
     def use_model(self, run: StagedRun, model: ModelInfo) -> StagedRun:
         """The run with its vectors of ``model``: those of another model are dropped first."""
@@ -193,7 +173,7 @@ class PostgresStaging:
                 "ORDER BY thread, seq LIMIT %s",
                 (run.id, thread, seq, limit),
             )
-            return [_row(row) for row in cursor.fetchall()]
+            return [row_of(row) for row in cursor.fetchall()]
 
     def set_vectors(
         self, run: StagedRun, items: Sequence[tuple[int, str, bytes | None, bytes | None]]
@@ -213,7 +193,7 @@ class PostgresStaging:
                 f"{_ROW.format(s=self.s)} WHERE run = %s AND duplicate AND seq > %s ORDER BY seq LIMIT %s",
                 (run.id, after, limit),
             )
-            return [_row(row) for row in cursor.fetchall()]
+            return [row_of(row) for row in cursor.fetchall()]
 
     def move(self, run: StagedRun, model: ModelInfo, digest: bytes) -> Moved:
         """Add the run's new memories in one transaction of the store (``Staging.move``); an add
@@ -241,7 +221,7 @@ class PostgresStaging:
             f"{_ROW.format(s=self.s)} WHERE run = %s AND NOT duplicate AND seq > %s ORDER BY seq LIMIT %s",
             (run.id, after, MOVE_PAGE),
         )
-        return [_row(row) for row in cursor.fetchall()]
+        return [row_of(row) for row in cursor.fetchall()]
 
     def _add_page(
         self,
@@ -295,7 +275,7 @@ class PostgresStaging:
 
     def _runs(self, cursor: psycopg.Cursor[Any]) -> list[StagedRun]:
         cursor.execute(f"{_RUN.format(s=self.s)} ORDER BY id")
-        return [_run(row) for row in cursor.fetchall()]
+        return [run_of(row) for row in cursor.fetchall()]
 
 
 def _grew(first: int, last: int) -> bool:

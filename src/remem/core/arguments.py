@@ -4,7 +4,7 @@ was read or changed when either is raised."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import replace
 from datetime import datetime
 from enum import Enum
@@ -136,6 +136,13 @@ def within(error: InvalidInputError, message: str, parameter: str | None = None)
 def stored_ids(ids: Iterable[int]) -> list[int]:
     """Of ``ids`` (ints), those that could name a memory (1 … 2^63 − 1); any other names none."""
     return [i for i in ids if 1 <= i <= MAX_STORED_ID]
+
+
+def sized(items: object, expected: int | None) -> int | None:
+    """``expected`` when given, else how many ``items`` holds when it knows (a list; not a stream)."""
+    if expected is not None or not isinstance(items, Sized):
+        return expected
+    return len(items)
 
 
 def optional_count(value: int | None, what: str) -> int | None:

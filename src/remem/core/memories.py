@@ -176,6 +176,7 @@ class Memories(AbstractContextManager["Memories"]):
         staging area (``remem.core.staged``): an interrupted add leaves no memory, and the same add
         run again resumes it. ``progress(done, total)`` is called as memories are embedded
         (``total`` at least ``expected`` when a stream of that length is staged)."""
+        expected = arguments.sized(memories, expected)
         entries = arguments.memories_to_add(memories, self.max_text_chars)
         return self.add_entries(entries, progress=progress, expected=expected)
 
@@ -186,7 +187,7 @@ class Memories(AbstractContextManager["Memories"]):
         vectors an export carried when this store's model made them; ``resumed`` counts those an
         interrupted run of the same ingest had staged."""
         entries, progress = arguments.entries_within(entries, self.max_text_chars), checks.callback(progress)
-        expected = arguments.optional_count(expected, "expected")
+        expected = arguments.sized(entries, arguments.optional_count(expected, "expected"))
         with growth.watching(self.backend, self.notes):
             result, notes = staged.ingest(self.backend, self.embedder, entries, progress, expected)
         self.notes.extend(notes)
@@ -203,6 +204,7 @@ class Memories(AbstractContextManager["Memories"]):
         """Add the records of an ``export`` (ids kept where unused, timestamps, vectors of this
         store's model reused) as ``add_many`` adds memories. A bad record raises InvalidInputError
         naming it and nothing is added, unless ``skip_invalid`` (then its number is in ``skipped``)."""
+        expected = arguments.sized(records, expected)
         entries, skipped = bulk.export_entries(records, skip_invalid, self.max_text_chars)
         result = self.add_entries(entries, progress=progress, expected=expected)
         result.skipped = skipped

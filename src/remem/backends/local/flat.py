@@ -10,7 +10,7 @@ them, and FAISS tools can read them.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -94,8 +94,10 @@ class FlatIndex:
     def to_bytes(self) -> Iterator[bytes | memoryview]:
         """The index in FAISS's layout, in pieces (the vectors are not copied; a mapped base is read
         ``SCAN_ROWS`` at a time, its pages let go after each piece is taken)."""
-        header = _HEADER.pack(self.dim, self.size, _UNUSED, _UNUSED, True, 0)
-        yield _ID_MAP + header + _FLAT_IP + header + _COUNT.pack(self.size * self.dim)
+        return layout(self.dim, self._ids, self._row_pieces())
+
+    def _row_pieces(self) -> Iterator[bytes | memoryview]:
+        """The rows' float32 bytes in order: the base ``SCAN_ROWS`` at a time, then the tail."""
         for start in range(0, len(self._base), SCAN_ROWS):
             stop = min(len(self._base), start + SCAN_ROWS)
             yield np.ascontiguousarray(self._base[start:stop], dtype="<f4").data.cast("B")
@@ -103,7 +105,6 @@ class FlatIndex:
                 self._release(start, stop)
         if self.size > len(self._base):
             yield np.ascontiguousarray(self._tail[: self.size - len(self._base)], dtype="<f4").data.cast("B")
-        yield _COUNT.pack(self.size) + np.ascontiguousarray(self._ids, dtype="<i8").tobytes()
 
     def ids(self) -> IdArray:
         """Ids of all vectors, in insertion order."""
@@ -198,6 +199,15 @@ class FlatIndex:
         at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
         found = keys[at] == wanted if len(keys) else np.zeros(len(wanted), dtype=bool)
         return found, rows[at[found]]
+
+
+def layout(dim: int, ids: IdArray, rows: Iterable[bytes | memoryview]) -> Iterator[bytes | memoryview]:
+    """FAISS's bytes of an IndexIDMap2 over an IndexFlatIP of ``ids``, in pieces: ``rows`` are their
+    float32 vectors in that order, in pieces of any size (an index written without holding it)."""
+    header = _HEADER.pack(dim, len(ids), _UNUSED, _UNUSED, True, 0)
+    yield _ID_MAP + header + _FLAT_IP + header + _COUNT.pack(len(ids) * dim)
+    yield from rows
+    yield _COUNT.pack(len(ids)) + np.ascontiguousarray(ids, dtype="<i8").tobytes()
 
 
 def aligned_buffer(size: int) -> memoryview:

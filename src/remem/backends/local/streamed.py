@@ -31,16 +31,13 @@ class _FromDatabase(flat.FlatIndex):
         )
         super().__init__(dim, ids, np.zeros((0, dim), dtype=np.float32))
         self._records = records
-        self._count = len(ids)
 
     def to_bytes(self) -> Iterator[bytes | memoryview]:
         """The bytes ``FlatIndex.to_bytes`` gives for these vectors (tested byte for byte), the
         vectors read from the database as they go."""
-        header = flat._HEADER.pack(self.dim, self._count, flat._UNUSED, flat._UNUSED, True, 0)
-        yield flat._ID_MAP + header + flat._FLAT_IP + header + flat._COUNT.pack(self._count * self.dim)
-        for chunk in self._records.iter_vectors():
-            yield b"".join(blob for _, blob in chunk)
-        yield flat._COUNT.pack(self._count) + np.ascontiguousarray(self._ids, dtype="<i8").tobytes()
+        return flat.layout(
+            self.dim, self._ids, (b"".join(b for _, b in chunk) for chunk in self._records.iter_vectors())
+        )
 
 
 def write_exact(records: Records, path: Path, dim: int, generation: int, hnsw: HnswParams) -> None:

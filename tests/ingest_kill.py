@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
+
 from helpers import run_cli
 from remem.testing import FAKE_MODEL, fake_vector
 
@@ -63,6 +65,20 @@ sys.exit(code)
 PLAIN, REPEATED, TURNS = 10_100, 100, 50
 #: Memories one complete ingest adds (the repeated lines are duplicates).
 ADDED = PLAIN - REPEATED + TURNS
+
+
+BATCH = 2048  # remem.core.staged.STAGE_BATCH
+
+
+def kill_points(staging: str) -> list[object]:
+    """The points a child kills itself at, for the staging class ``staging`` ("module:Class"), as
+    pytest params of (where, calls it makes first, rows staged then, documents left to embed)."""
+    return [
+        pytest.param(f"{staging}.put", 2, 2 * BATCH, ADDED - 2 * BATCH, id="while-staging"),
+        pytest.param(f"{staging}.set_vectors", 0, PLAIN + TURNS, TURNS, id="before-the-turns"),
+        pytest.param(f"{staging}.move", 0, PLAIN + TURNS, 0, id="before-the-move"),
+        pytest.param(f"{staging}._fresh_rows", 2, PLAIN + TURNS, 0, id="during-the-move"),
+    ]
 
 
 def write_input(path: Path, *, vectors: bool = False) -> list[str]:

@@ -8,19 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from ingest_kill import ADDED, PLAIN, REPEATED, TURNS, child, complete, killed_after, texts_of, write_input
+from ingest_kill import (
+    ADDED,
+    PLAIN,
+    REPEATED,
+    TURNS,
+    child,
+    complete,
+    kill_points,
+    killed_after,
+    texts_of,
+    write_input,
+)
 from remem.backends.postgres.store import PostgresBackend
 
 STAGING = "remem.backends.postgres.staged:PostgresStaging"
-BATCH = 2048  # remem.core.staged.STAGE_BATCH
-
-#: (where the child kills itself, calls it makes first, rows staged then, documents left to embed)
-POINTS = [
-    pytest.param(f"{STAGING}.put", 2, 2 * BATCH, ADDED - 2 * BATCH, id="while-staging"),
-    pytest.param(f"{STAGING}.set_vectors", 0, PLAIN + TURNS, TURNS, id="before-the-turns"),
-    pytest.param(f"{STAGING}.move", 0, PLAIN + TURNS, 0, id="before-the-move"),
-    pytest.param(f"{STAGING}._fresh_rows", 2, PLAIN + TURNS, 0, id="during-the-move"),
-]
+POINTS = kill_points(STAGING)
 
 
 def _runs(url: str) -> int:

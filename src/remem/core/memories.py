@@ -158,7 +158,8 @@ class Memories(AbstractContextManager["Memories"]):
             return bulk.embed_pending(self.backend, self.embedder, progress, limit)
 
     def warm_up(self) -> None:
-        """Load the model and the vector index now, so the next searches answer at once."""
+        """Load the model and the vector index now, so the next searches answer at once; on a local
+        store, searches keep the pages of the index file they read from then on (a long-lived process)."""
         embedder = self.embedder()
         embedder.embed_queries(["warm up"])
         if self.backend.model is not None:

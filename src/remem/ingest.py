@@ -42,12 +42,15 @@ class LineError:
 
 @dataclass(frozen=True)
 class Entry:
-    """A memory read from line ``line``; ``vector`` and ``model`` when an export carried them."""
+    """A memory read from line ``line``; ``vector`` and ``model`` when an export carried them, and
+    the id (in the export) of the memory that superseded it and when (``superseded_by``/``_at``)."""
 
     line: int
     memory: NewMemory
     vector: bytes | None = None
     model: ModelInfo | None = None
+    superseded_by: int | None = None
+    superseded_at: str | None = None
 
 
 @dataclass
@@ -172,6 +175,7 @@ def memory_from_object(record: Any, defaults: NewMemory, max_chars: int = MAX_TE
         tags=_tags(record["tags"]) if "tags" in record else defaults.tags,
         meta=_meta(record["meta"]) if "meta" in record else defaults.meta,
         created_at=_timestamp(record.get("created_at"), "created_at"),
+        expires_at=_timestamp(record.get("expires_at"), "expires_at"),
     )
 
 
@@ -251,7 +255,11 @@ def export_entry(record: Any, line: int, max_chars: int = MAX_TEXT_CHARS) -> Ent
         raise InvalidInputError(f"id must be a positive integer up to {MAX_GIVEN_ID}")
     updated = _timestamp(record.get("updated_at"), "updated_at")
     vector, model = _vector(record)
-    return Entry(line, replace(memory, id=memory_id, updated_at=updated), vector, model)
+    by = record.get("superseded_by")
+    if by is not None and (not isinstance(by, int) or isinstance(by, bool) or not 1 <= by <= MAX_GIVEN_ID):
+        raise InvalidInputError(f"superseded_by must be a positive integer up to {MAX_GIVEN_ID} or null")
+    at = _timestamp(record.get("superseded_at"), "superseded_at")
+    return Entry(line, replace(memory, id=memory_id, updated_at=updated), vector, model, by, at)
 
 
 def export_entries(

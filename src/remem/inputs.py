@@ -188,6 +188,33 @@ def parse_when(value: str | datetime | None, name: str, now: datetime) -> dateti
     return _in_utc(moment, f"{name} {value!r}", name)
 
 
+def parse_expiry(value: str | datetime | None, name: str, now: datetime) -> datetime | None:
+    """When a memory expires: ``30m``/``12h``/``30d``/``2w`` (that long after ``now``), an ISO 8601
+    date or date-time (without an offset: UTC; a date: its start), or a datetime; in UTC. Raises
+    InvalidInputError otherwise (naming ``name``, the error's parameter)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return _in_utc(value, f"{name} {value.isoformat()!r}", name)
+    text = value.strip()
+    relative = _RELATIVE.fullmatch(text.lower())
+    if relative:
+        try:
+            return now + timedelta(seconds=int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)])
+        except OverflowError:
+            raise InvalidInputError(
+                f"{name} {value!r} reaches beyond the year 9999", parameter=name
+            ) from None
+    moment = parse_iso(text)
+    if moment is None:
+        raise InvalidInputError(
+            f"{name} {value!r} is neither a time from now (30m, 12h, 30d, 2w) nor an ISO date/time "
+            "(2026-12-31, 2026-12-31T18:00)",
+            parameter=name,
+        )
+    return _in_utc(moment, f"{name} {value!r}", name)
+
+
 def _time_words(text: str, now: datetime) -> datetime | None:
     """The local start of the day, week or month that ``text`` (all of it) names, as a query's time
     words do (``remem.timewords``): ``yesterday`` is yesterday's local midnight; None otherwise."""

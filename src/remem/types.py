@@ -6,7 +6,7 @@ Nothing here touches SQLite, FAISS or ONNX; every type is importable from ``reme
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
@@ -68,6 +68,10 @@ class NewMemory:
     created_at: str | None = None
     updated_at: str | None = None
     id: int | None = None
+    #: The id of a stored memory this one replaces (same user and conversation; ``Memories.add``).
+    supersedes: int | None = None
+    #: When it stops being found (UTC ISO 8601); ``Memories.add`` takes ``30d`` or a date too.
+    expires_at: str | None = None
 
     def __post_init__(self) -> None:
         checks.string(self.text, "text")
@@ -75,14 +79,23 @@ class NewMemory:
             _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), name, name))
         _set(self, "tags", clean_tags(checks.strings(self.tags, "tags")))
         _set(self, "meta", clean_meta(checks.string_map(self.meta, "meta"), "meta", "meta"))
-        for name in ("created_at", "updated_at"):
+        for name in ("created_at", "updated_at", "expires_at"):
             _set(self, name, utc_timestamp(checks.optional_string(getattr(self, name), name), name, name))
         _set(self, "id", checks.given_id(self.id))
+        _set(
+            self,
+            "supersedes",
+            None if self.supersedes is None else checks.given_id(self.supersedes, "supersedes"),
+        )
 
 
 @dataclass(frozen=True)
 class Memory:
-    """A stored memory (without its vectors). ``updated_at`` is set once the text was edited."""
+    """A stored memory (without its vectors). ``updated_at`` is set once the text was edited;
+    ``superseded_by``/``superseded_at`` once a newer memory replaced it (``Memories.add(...,
+    supersedes=)``); ``expires_at`` if it was given a lifetime. A superseded or expired memory stays
+    stored, but searches, lists and contexts leave it out unless asked (``include_superseded``,
+    ``include_expired``)."""
 
     id: int
     text: str
@@ -94,6 +107,13 @@ class Memory:
     tags: tuple[str, ...]
     meta: dict[str, str]
     updated_at: str | None = None
+    superseded_by: int | None = None
+    superseded_at: str | None = None
+    expires_at: str | None = None
+
+    def expired(self, now: str | None = None) -> bool:
+        """True once ``expires_at`` is at or before ``now`` (UTC ISO 8601; default: the current time)."""
+        return self.expires_at is not None and self.expires_at <= (now or utc_now_iso())
 
 
 @dataclass(frozen=True)
@@ -120,8 +140,14 @@ class Filters:
     until: str | None = None
     #: With ``user``: also the memories that have no user (the team's shared memories).
     shared: bool = False
+    #: Also the memories a newer one superseded.
+    include_superseded: bool = False
+    #: Also the memories whose ``expires_at`` has passed.
+    include_expired: bool = False
 
     def __post_init__(self) -> None:
+        checks.flag(self.include_superseded, "include_superseded")
+        checks.flag(self.include_expired, "include_expired")
         for name in _NAMES:
             _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), name, name))
         if checks.flag(self.shared, "shared") and self.user is None:
@@ -145,8 +171,17 @@ class Filters:
         _set(self, "until", None if end is None else utc_iso(end))
 
     def is_empty(self) -> bool:
-        """True when the filters select every memory."""
-        return self == Filters()
+        """True when the filters select by nothing but whether a memory is superseded or expired
+        (every memory, with ``everything()``)."""
+        return replace(self, include_superseded=False, include_expired=False) == Filters()
+
+    def hides(self) -> bool:
+        """True when superseded or expired memories are left out."""
+        return not (self.include_superseded and self.include_expired)
+
+    def everything(self) -> Filters:
+        """These filters with superseded and expired memories included."""
+        return replace(self, include_superseded=True, include_expired=True)
 
     @classmethod
     def of(
@@ -160,11 +195,14 @@ class Filters:
         since: str | datetime | None = None,
         until: str | datetime | None = None,
         shared: bool = False,
+        include_superseded: bool = False,
+        include_expired: bool = False,
         now: datetime | None = None,
     ) -> Filters:
         """Validated filters (see ``Filters``); ``tags`` may be one tag; ``since``/``until`` may also
         be a datetime (naive: UTC), and an age is counted back from ``now`` (``30m``, ``12h``,
-        ``7d``, ``2w``); ``shared`` (with ``user``) adds the memories that have no user. A wrong type
+        ``7d``, ``2w``); ``shared`` (with ``user``) adds the memories that have no user;
+        ``include_superseded``/``include_expired`` add the memories left out by default. A wrong type
         is a TypeError, a bad value an InvalidInputError naming it."""
         moment = checks.instance(now, datetime, "now", "a datetime") if now else datetime.now(timezone.utc)
         start, end = (
@@ -180,6 +218,8 @@ class Filters:
             since=None if start is None else utc_iso(start),
             until=None if end is None else utc_iso(end),
             shared=shared,
+            include_superseded=include_superseded,
+            include_expired=include_expired,
         )
 
 
@@ -236,11 +276,22 @@ class Hit:
 
 
 @dataclass(frozen=True)
+class Similar:
+    """A stored memory that says nearly what an added one says: its id and the cosine between them."""
+
+    id: int
+    score: float
+
+
+@dataclass(frozen=True)
 class AddResult:
-    """The id a text is stored under, and whether it was already there (then nothing was added)."""
+    """The id a text is stored under, and whether it was already there (then nothing was added);
+    ``similar``: stored memories of the same user (and conversation) that say nearly the same, best
+    first — candidates for ``supersedes`` (``Memories.add`` fills it; empty for a duplicate)."""
 
     id: int
     duplicate: bool
+    similar: tuple[Similar, ...] = ()
 
 
 #: Field order of every JSON record of a memory (search adds ``score`` after ``id``).
@@ -255,6 +306,9 @@ MEMORY_FIELDS = (
     "role",
     "tags",
     "meta",
+    "superseded_by",
+    "superseded_at",
+    "expires_at",
 )
 
 
@@ -271,6 +325,9 @@ def memory_record(memory: Memory) -> dict[str, Any]:
         "role": memory.role,
         "tags": list(memory.tags),
         "meta": memory.meta,
+        "superseded_by": memory.superseded_by,
+        "superseded_at": memory.superseded_at,
+        "expires_at": memory.expires_at,
     }
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from datetime import timedelta
 
     from remem.arrays import FloatArray
+    from remem.backends.links import Link
     from remem.backends.shapes import IndexState, TokenRecord
     from remem.backends.staging import Moved, StagedRow, StagedRun
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
@@ -204,7 +205,14 @@ class Backend(Protocol):
         ...
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
-        """Delete memories with everything derived from them; returns the ids that existed."""
+        """Delete memories with everything derived from them; returns the ids that existed. The
+        memories they superseded point past them, or are current again (``remem.backends.links``)."""
+        ...
+
+    def supersede(self, wanted: Sequence[Link]) -> None:
+        """Write supersede links (an import's) in one transaction, all or none, as
+        ``links.needs_link`` allows. ``add_many``/``add_pending`` write the link a memory's
+        ``supersedes`` asks for in their own transaction."""
         ...
 
     def snapshot(self) -> AbstractContextManager[None]:
@@ -227,6 +235,14 @@ class Backend(Protocol):
 
     def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:
         """Every filtered memory in id order, streamed."""
+        ...
+
+    def superseded_of(self, memory_ids: Sequence[int]) -> list[int]:
+        """The ids of the memories these memories superseded, ascending."""
+        ...
+
+    def expired_ids(self, now: str) -> list[int]:
+        """The ids of the memories whose ``expires_at`` is at or before ``now`` (UTC ISO 8601), ascending."""
         ...
 
     def candidate_ids(self, filters: Filters) -> list[int]:

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timezone
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.errors import InvalidInputError
-from remem.inputs import MAX_TEXT_CHARS, check_min_score, strip_text, utc_timestamp, within_limit
+from remem.inputs import (
+    MAX_TEXT_CHARS,
+    check_min_score,
+    parse_expiry,
+    strip_text,
+    utc_timestamp,
+    within_limit,
+)
+from remem.times import utc_iso
 from remem.types import Filters, NewMemory, SearchMode
 
 if TYPE_CHECKING:
@@ -23,9 +31,20 @@ E = TypeVar("E", bound=Enum)
 MAX_STORED_ID = 2**63 - 1
 #: More results than any store holds: a larger limit asks for all and is cut to this.
 MAX_RESULTS = 2**31 - 1
-_FILTER_KEYWORDS = ("user", "conversation", "role", "tags", "meta", "since", "until", "shared")
+_FILTER_KEYWORDS = (
+    "user",
+    "conversation",
+    "role",
+    "tags",
+    "meta",
+    "since",
+    "until",
+    "shared",
+    "include_superseded",
+    "include_expired",
+)
 #: A filter keyword left at this value (None for the others) is not given.
-_DEFAULTS = {"shared": False}
+_DEFAULTS = {"shared": False, "include_superseded": False, "include_expired": False}
 
 
 def text(value: str, what: str = "memory text", limit: int = MAX_TEXT_CHARS, name: str = "text") -> str:
@@ -51,11 +70,32 @@ def new_memory(
     meta: Mapping[str, str] | None,
     created_at: str | datetime | None,
     limit: int = MAX_TEXT_CHARS,
+    supersedes: int | None = None,
+    expires_at: str | datetime | None = None,
 ) -> NewMemory:
-    """A validated memory to add (its text at most ``limit`` characters)."""
+    """A validated memory to add (its text at most ``limit`` characters); ``expires_at`` a moment
+    still to come (``30d``, an ISO date/time or a datetime: ``inputs.parse_expiry``)."""
     body, stamp = text(body, limit=limit), timestamp(created_at)
     tags = tuple(checks.strings(tags, "tags"))  # one string is no sequence of tags
-    return NewMemory(body, user, conversation, role, tags, {} if meta is None else meta, stamp)
+    supersedes = checks.given_id(supersedes, "supersedes")
+    now = datetime.now(timezone.utc)
+    expiry = parse_expiry(checks.optional_moment(expires_at, "expires_at"), "expires_at", now)
+    if expiry is not None and expiry <= now:
+        raise InvalidInputError(
+            f"expires_at {utc_iso(expiry)} has passed: a memory expires at a time still to come",
+            parameter="expires_at",
+        )
+    return NewMemory(
+        body,
+        user,
+        conversation,
+        role,
+        tags,
+        {} if meta is None else meta,
+        stamp,
+        supersedes=supersedes,
+        expires_at=None if expiry is None else utc_iso(expiry),
+    )
 
 
 def checked(memory: NewMemory, limit: int = MAX_TEXT_CHARS) -> NewMemory:

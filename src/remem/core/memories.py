@@ -26,7 +26,7 @@ from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, Search
 if TYPE_CHECKING:
     import remem.reports as reports  # noqa: PLR0402 - `from remem import` is the public API (no layer may)
     from remem.backends.base import Backend, ProgressFn
-    from remem.core import bulk, growth, staged, turns, upkeep
+    from remem.core import bulk, growth, staged, superseding, turns, upkeep
     from remem.core.tokens import Tokens
     from remem.embedders.base import Embedder
     from remem.embedders.catalog import ModelCatalog
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult, StoreStats
 
 else:  # imported when first used: a short command such as `list` needs none of them
-    bulk, growth, staged, turns, upkeep = (
-        Later(f"remem.core.{name}") for name in ("bulk", "growth", "staged", "turns", "upkeep")
+    bulk, growth, staged, superseding, turns, upkeep = (
+        Later(f"remem.core.{name}") for name in ("bulk", "growth", "staged", "superseding", "turns", "upkeep")
     )
     reports = Later("remem.reports")
 
@@ -127,9 +127,19 @@ class Memories(AbstractContextManager["Memories"]):
         created_at: str | datetime | None = None,
         embed: bool = True,
         progress: ProgressFn | None = None,
+        supersedes: int | None = None,
+        expires_at: str | datetime | None = None,
     ) -> AddResult:
         """Store one memory; the same text in the same user/conversation is stored once (the
-        existing id comes back with ``duplicate=True``, and no model is loaded). With
+        existing id comes back with ``duplicate=True``, and no model is loaded).
+
+        ``supersedes``: the id of a memory of the same user and conversation that this one replaces,
+        in the same transaction (``remem.backends.links``: MemoryNotFoundError, or InvalidInputError
+        if it is another's or superseded already; nothing is stored then); it stays, with
+        ``superseded_by``, out of searches, lists and contexts unless they include it.
+        ``expires_at`` (``30d``, an ISO date/time, a datetime; still to come): from then on it is
+        left out as well (``forget_expired`` deletes it). An embedded memory's ``similar`` names stored
+        memories of its user (and conversation) that say nearly the same (``core.superseding``). With
         ``embed=False`` it is stored at once without vectors: keyword search finds it now, vector
         search after ``embed_pending`` (or ``remem reindex``). A turn of a conversation is embedded
         with its context (``turns``); added before stored turns, it re-embeds the (at most two)
@@ -137,14 +147,20 @@ class Memories(AbstractContextManager["Memories"]):
         windows)`` is called as a long text's windows are embedded."""
         embed, progress = checks.flag(embed, "embed"), checks.callback(progress)
         fields = (user, conversation, role, tags, meta, created_at)
-        memory = arguments.new_memory(text, *fields, limit=self.max_text_chars)
+        memory = arguments.new_memory(
+            text, *fields, limit=self.max_text_chars, supersedes=supersedes, expires_at=expires_at
+        )
         existing = self.backend.find_duplicate(memory)
-        if existing is not None:
+        if existing is not None and memory.supersedes is None:
             return AddResult(id=existing, duplicate=True)
         with growth.watching(self.backend, self.notes):
-            if not embed:
+            if not embed or existing is not None:  # a duplicate that supersedes: the link, nothing embedded
                 return bulk.add_waiting(self.backend, self.embedder, memory)
-            return bulk.add_one(self.backend, self.embedder(), memory, progress)
+            embedder = self.embedder()
+            added = bulk.add_one(self.backend, embedder, memory, progress)
+        if added.duplicate:
+            return added
+        return replace(added, similar=superseding.similar(self.backend, embedder, memory, added.id))
 
     def pending_count(self) -> int:
         """How many memories wait for their vectors (added with ``embed=False``)."""
@@ -189,9 +205,12 @@ class Memories(AbstractContextManager["Memories"]):
         interrupted run of the same ingest had staged."""
         entries, progress = arguments.entries_within(entries, self.max_text_chars), checks.callback(progress)
         expected = arguments.sized(entries, arguments.optional_count(expected, "expected"))
+        carried = superseding.ImportLinks()
         with growth.watching(self.backend, self.notes):
-            result, notes = staged.ingest(self.backend, self.embedder, entries, progress, expected)
-        self.notes.extend(notes)
+            result, notes = staged.ingest(
+                self.backend, self.embedder, carried.watch(entries), progress, expected
+            )
+        self.notes.extend(notes + carried.apply(self.backend))
         return result
 
     def import_(
@@ -259,6 +278,11 @@ class Memories(AbstractContextManager["Memories"]):
             raise MemoryNotFoundError([memory_id])
         return found[memory_id]
 
+    def history(self, memory_id: int) -> builtins.list[Memory]:
+        """A memory's chain, oldest first: the memories it superseded (and they theirs), itself, and
+        those that superseded it in turn; MemoryNotFoundError if there is none."""
+        return superseding.history(self.backend, self.get(memory_id))
+
     def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (ints; missing ids are absent)."""
         return self.backend.get_many(arguments.stored_ids(checks.ids(memory_ids, "memory_ids")))
@@ -315,7 +339,9 @@ class Memories(AbstractContextManager["Memories"]):
         new context (and vectors). The result names what was (would be) forgotten and the ids asked
         for that do not exist."""
         ids, where, dry_run = arguments.to_forget(ids, where, dry_run)
-        chosen = self.backend.candidate_ids(where) if where is not None else sorted(set(ids or []))
+        chosen = (
+            self.backend.candidate_ids(where.everything()) if where is not None else sorted(set(ids or []))
+        )
         found = self.backend.get_many(arguments.stored_ids(chosen))
         missing = tuple(sorted(set(chosen) - set(found)))
         ids = sorted(found)
@@ -323,15 +349,21 @@ class Memories(AbstractContextManager["Memories"]):
             ids = turns.forget(self.backend, self.embedder, [found[i] for i in ids])
         return reports.ForgetResult(tuple(found[i] for i in ids), missing, dry_run)
 
+    def forget_expired(self, *, dry_run: bool = False) -> ForgetResult:
+        """Delete every memory whose ``expires_at`` has passed (as ``forget`` deletes; with
+        ``dry_run`` nothing is deleted)."""
+        return self.forget(superseding.expired_ids(self.backend), dry_run=checks.flag(dry_run, "dry_run"))
+
     # --- moving and maintaining ------------------------------------------------------------------
 
     def export(
         self, *, with_vectors: bool = False, where: Filters | None = None, **filters: Any
     ) -> Iterator[dict[str, Any]]:
-        """Every memory the filters select, in id order, as remem's lossless JSON records (what
-        ``import_`` reads back); ``with_vectors`` adds each memory's window vectors and their model."""
+        """Every memory the filters select, superseded and expired ones too, in id order, as remem's
+        lossless JSON records (what ``import_`` reads back, links included); ``with_vectors`` adds
+        each memory's window vectors and their model."""
         chosen, with_vectors = arguments.filters(where, filters), checks.flag(with_vectors, "with_vectors")
-        return upkeep.export_records(self.backend, chosen, with_vectors)
+        return upkeep.export_records(self.backend, chosen.everything(), with_vectors)
 
     def reindex(
         self,

@@ -113,7 +113,15 @@ def _sorted(turns: Iterable[Turn]) -> list[Turn]:
 
 
 def _filters(key: tuple[str, str | None], until: str | None = None, since: str | None = None) -> Filters:
-    return Filters(conversation=key[0], user=key[1], until=until, since=since)
+    # every turn, superseded or expired too: a turn's context does not change when another is hidden
+    return Filters(
+        conversation=key[0],
+        user=key[1],
+        until=until,
+        since=since,
+        include_superseded=True,
+        include_expired=True,
+    )
 
 
 def _just_after(created_at: str) -> str:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from remem.types import Filters
+from remem.types import Filters, utc_now_iso
 
 
 def needs_memory_row(filters: Filters | None) -> bool:
     """True when the condition of ``where`` reads columns of the memory row (alias ``m``); else it
     needs only the memory's id, and a query can skip the lookup of each memory (tags, or nothing)."""
-    filters = filters or Filters()
+    filters = Filters().everything() if filters is None else filters
     fields = (filters.user, filters.conversation, filters.role, filters.since, filters.until)
     return any(value is not None for value in fields) or bool(filters.meta)
 
@@ -25,7 +25,7 @@ def where(
     ``per_row``: for checking given rows rather than listing those selected — tags are then looked
     up for each row (by the tag table's primary key) instead of every tagged memory being listed
     once per statement (10,000 of them for a tag on a tenth of 100,000 memories: 20 ms a check)."""
-    filters = filters or Filters()
+    filters = Filters().everything() if filters is None else filters
     clauses: list[str] = []
     params: list[Any] = []
     for column in ("user", "conversation", "role"):
@@ -62,7 +62,36 @@ def where(
     if filters.until is not None:
         clauses.append("m.created_at < ?")
         params.append(filters.until)
-    return (" AND ".join(clauses) or "1"), params
+    hidden, hidden_params = hiding(filters, memory_id)
+    return (" AND ".join(clauses + hidden) or "1"), params + hidden_params
+
+
+def hiding(filters: Filters, memory_id: str) -> tuple[list[str], list[Any]]:
+    """The conditions that leave superseded and expired memories out (unless included): each a
+    set of ids read once per statement through its partial index (none in most stores), so a
+    query that never reads a memory's row (FTS5's matches, a vector's owner) need not read it."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if not filters.include_superseded:
+        clauses.append(f"{memory_id} NOT IN (SELECT id FROM memories WHERE superseded_by IS NOT NULL)")
+    if not filters.include_expired:
+        clauses.append(
+            f"{memory_id} NOT IN (SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?)"
+        )
+        params.append(utc_now_iso())
+    return clauses, params
+
+
+def hidden_ids(filters: Filters) -> tuple[str, list[Any]]:
+    """A query of the ids of the memories ``filters`` leave out as superseded or expired (none
+    when it includes both)."""
+    parts, params = [], []
+    if not filters.include_superseded:
+        parts.append("SELECT id FROM memories WHERE superseded_by IS NOT NULL")
+    if not filters.include_expired:
+        parts.append("SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?")
+        params.append(utc_now_iso())
+    return (" UNION ".join(parts) or "SELECT NULL WHERE 0"), params
 
 
 def _marks(count: int) -> str:

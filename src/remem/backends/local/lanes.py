@@ -136,12 +136,17 @@ def _best_then_filtered(scores: _QueryScores, k: int, filters: Filters) -> list[
         fetch = max(4 * fetch, int(needed))
 
 
+def _selects_all(filters: Filters) -> bool:
+    """True for filters that select every memory, superseded and expired ones too."""
+    return filters.is_empty() and not filters.hides()
+
+
 def _vector_hits(scores: _QueryScores, k: int, filters: Filters) -> list[Scored]:
     """Top ``k`` (vector id, cosine) among the vectors of the filtered memories."""
     index, among = scores.index, None
-    if filters.is_empty() and index.exact() is not None:
+    if _selects_all(filters) and index.exact() is not None:
         return scores.best(k)
-    if not filters.is_empty():
+    if not _selects_all(filters):
         found = _best_then_filtered(scores, k, filters)
         if found is None:
             among = scores.candidates(filters)
@@ -219,7 +224,7 @@ class LocalVectorLane:
     def top(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
         """Exact top ``k`` (memory id, cosine of its best window) among the filtered memories."""
         with self._lock:
-            return _vector_rank(self._scores(vector), k, filters)
+            return _vector_rank(self._scores(vector), k, self._records.without_needless_hiding(filters))
 
     def cosines(self, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
         """(memory id, cosine of its best window), best first, scored exactly."""

@@ -104,11 +104,22 @@ _V5 = (
 )
 
 
+_V6 = (
+    # Memories that change (remem.backends.links): a superseded memory names the one that replaced
+    # it and when; a memory may expire. Searches leave both out through the two partial indexes.
+    "ALTER TABLE memories ADD COLUMN superseded_by INTEGER",
+    "ALTER TABLE memories ADD COLUMN superseded_at TEXT",
+    "ALTER TABLE memories ADD COLUMN expires_at TEXT",
+    "CREATE INDEX memories_superseded ON memories (superseded_by) WHERE superseded_by IS NOT NULL",
+    "CREATE INDEX memories_expires ON memories (expires_at) WHERE expires_at IS NOT NULL",
+)
+
+
 #: A migration is SQL statements or a function of the connection; it runs inside a transaction.
 Migration = tuple[str, ...] | Callable[[sqlite3.Connection], None]
 
 #: Migration n brings a database from schema version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Migration, ...] = (_V1, _v2_keyword_index, _V3, _v4_turn_context, _V5)
+MIGRATIONS: tuple[Migration, ...] = (_V1, _v2_keyword_index, _V3, _v4_turn_context, _V5, _V6)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -31,6 +31,7 @@ from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_s
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
     from remem.backends.base import EmbedFn, ProgressFn, Scored
+    from remem.backends.links import Link
     from remem.backends.local.lanes import LocalVectorLane
     from remem.backends.local.staged import LocalStaging
     from remem.backends.local.vectors import VectorIndex
@@ -177,6 +178,11 @@ class LocalBackend:
                 index.remove([vid for mid in deleted for vid, _ in vectors.get(mid, [])])
         return deleted
 
+    def supersede(self, wanted: Sequence[Link]) -> None:
+        """Write supersede links in one transaction (``links``; all or none)."""
+        with self.writing(None) as (_, records):
+            records.supersede(wanted)
+
     @contextlib.contextmanager
     def writing(
         self, model: ModelInfo | None, *, whole: bool = False
@@ -286,6 +292,14 @@ class LocalBackend:
     def candidate_ids(self, filters: Filters) -> list[int]:
         """Ids of every memory the filters select, ascending."""
         return self.records.candidate_ids(filters)
+
+    def superseded_of(self, memory_ids: Sequence[int]) -> list[int]:
+        """The ids of the memories these memories superseded, ascending."""
+        return self.records.superseded_of(memory_ids)
+
+    def expired_ids(self, now: str) -> list[int]:
+        """The ids of the memories whose ``expires_at`` is at or before ``now``, ascending."""
+        return self.records.expired_ids(now)
 
     def vectors_of_memories(self, memory_ids: Sequence[int]) -> dict[int, list[bytes]]:
         """memory id → its window vectors as float32 bytes, in window order."""

@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from remem.types import Filters
+from remem.types import Filters, utc_now_iso
 
 
 def where(filters: Filters | None, s: str) -> tuple[str, list[Any]]:
     """A condition on ``m`` of the store in schema ``s`` (quoted; ``true`` when nothing is filtered)
     and its parameters, in order."""
-    filters = filters or Filters()
+    filters = Filters().everything() if filters is None else filters
     clauses: list[str] = []
     params: list[Any] = []
     for column in ("user", "conversation", "role"):
@@ -36,4 +36,9 @@ def where(filters: Filters | None, s: str) -> tuple[str, list[Any]]:
     if filters.until is not None:
         clauses.append("m.created_at < %s")
         params.append(filters.until)
+    if not filters.include_superseded:
+        clauses.append("m.superseded_by IS NULL")
+    if not filters.include_expired:
+        clauses.append("(m.expires_at IS NULL OR m.expires_at > %s)")
+        params.append(utc_now_iso())
     return (" AND ".join(clauses) or "true"), params

@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from remem.backends import links
 from remem.backends.analyzer import memory_terms
 from remem.backends.postgres import filtering, keywords
 from remem.backends.shapes import stored_memory
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
     from remem.arrays import FloatArray
 
 COLUMNS = (
-    'm.id, m.text, m.sha256, m.created_at, m."user", m.conversation, m.role, m.meta, m.tags, m.updated_at'
+    'm.id, m.text, m.sha256, m.created_at, m."user", m.conversation, m.role, m.meta, m.tags, m.updated_at, '
+    "m.superseded_by, m.superseded_at, m.expires_at"
 )
 
 
@@ -102,8 +104,8 @@ def _insert_sql(s: str) -> str:
     )
     return (
         f'INSERT INTO {s}.memories (id, text, sha256, created_at, updated_at, "user", conversation, '
-        f"role, meta, tags, context, terms, term_count) VALUES ({new_id}, %s, %s, %s, %s, %s, %s, %s, "
-        f"%s, %s, %s, {terms_sql(s)}, %s) ON CONFLICT {dedup_key(s)} DO NOTHING RETURNING id"
+        f"role, meta, tags, context, expires_at, terms, term_count) VALUES ({new_id}, %s, %s, %s, %s, %s, "
+        f"%s, %s, %s, %s, %s, %s, {terms_sql(s)}, %s) ON CONFLICT {dedup_key(s)} DO NOTHING RETURNING id"
     )
 
 
@@ -123,6 +125,7 @@ def _insert_row(item: NewMemory, created_at: str, context: str) -> tuple[Any, ..
         json.dumps(dict(item.meta), ensure_ascii=False, sort_keys=True),
         sorted(set(item.tags)),
         context,
+        item.expires_at,
         *terms,
     )
 
@@ -146,6 +149,48 @@ def insert_many(
         ids.append(None if row is None else int(row[0]))
         if not cursor.nextset():
             return ids
+
+
+def supersede(cursor: psycopg.Cursor[Any], s: str, wanted: Sequence[links.Link]) -> None:
+    """Write each link inside the caller's transaction, as ``links.needs_link`` allows (it raises
+    for one it refuses); the old memory's row is locked first, so a forget or another supersede of
+    it waits for this transaction, or this one finds it gone or superseded."""
+    for link in wanted:
+        cursor.execute(
+            f'SELECT id, "user", conversation, superseded_by FROM {s}.memories WHERE id = %s FOR UPDATE',
+            (link.old,),
+        )
+        row = cursor.fetchone()
+        target = None if row is None else links.Target(int(row[0]), row[1], row[2], row[3])
+        if links.needs_link(link, target):
+            cursor.execute(
+                f"UPDATE {s}.memories SET superseded_by = %s, superseded_at = %s WHERE id = %s",
+                (link.new, link.at, link.old),
+            )
+
+
+def splice(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> None:
+    """Before ``ids`` are deleted (their rows locked first): the memories they superseded that stay
+    point to the first memory after them that stays, or are current again (``links``)."""
+    cursor.execute(
+        f"SELECT id FROM {s}.memories WHERE id = ANY(%s::bigint[]) ORDER BY id FOR UPDATE", (list(ids),)
+    )
+    cursor.execute(
+        f"SELECT DISTINCT superseded_by FROM {s}.memories WHERE superseded_by = ANY(%s::bigint[])",
+        (list(ids),),
+    )
+    gone, pointed = set(ids), {int(row[0]) for row in cursor.fetchall()}
+    successor: dict[int, int | None] = {}
+    while reads := links.chain_reads(pointed, gone, successor):
+        cursor.execute(f"SELECT id, superseded_by FROM {s}.memories WHERE id = ANY(%s::bigint[])", (reads,))
+        successor.update({int(mid): None if by is None else int(by) for mid, by in cursor.fetchall()})
+        successor.update({mid: None for mid in reads if mid not in successor})
+    for old_end, after in links.spliced(pointed, gone, successor).items():
+        cursor.execute(
+            f"UPDATE {s}.memories SET superseded_by = %s, superseded_at = CASE WHEN %s::bigint IS NULL "
+            "THEN NULL ELSE superseded_at END WHERE superseded_by = %s",
+            (after, after, old_end),
+        )
 
 
 def add_vectors(cursor: psycopg.Cursor[Any], s: str, memory_id: int, windows: FloatArray) -> None:

@@ -172,8 +172,18 @@ _V7 = (
     "CREATE INDEX ingest_rows_thread ON {s}.ingest_rows (run, thread, seq) WHERE thread IS NOT NULL",
 )
 
+_V8 = (
+    # Memories that change (remem.backends.links): a superseded memory names the one that replaced
+    # it and when; a memory may expire. Searches leave both out through the two partial indexes.
+    "ALTER TABLE {s}.memories ADD COLUMN superseded_by bigint",
+    "ALTER TABLE {s}.memories ADD COLUMN superseded_at text",
+    "ALTER TABLE {s}.memories ADD COLUMN expires_at text",
+    "CREATE INDEX memories_superseded ON {s}.memories (superseded_by) WHERE superseded_by IS NOT NULL",
+    "CREATE INDEX memories_expires ON {s}.memories (expires_at) WHERE expires_at IS NOT NULL",
+)
+
 #: Migration n brings a schema from version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from remem.backends import links
 from remem.backends.postgres import bulk, doctor, keywords, pending, phrases, records, tokens, upkeep
 from remem.backends.postgres import reembed as reembedding
 from remem.backends.postgres import settings as meta
@@ -131,12 +132,17 @@ class PostgresBackend:
         ids = records.insert_many(cursor, self.s, memories, created_at, contexts)
         skipped = [memory for memory, memory_id in zip(memories, ids, strict=True) if memory_id is None]
         existing = iter(records.find_duplicates(cursor, self.s, skipped) if skipped else [])
-        return [
+        results = [
             AddResult(id=memory_id, duplicate=False)
             if memory_id is not None
             else AddResult(id=next(existing) or -1, duplicate=True)
             for memory_id in ids
         ]
+        wanted = [
+            links.Link.of(memory, r.id, created_at) for memory, r in zip(memories, results, strict=True)
+        ]
+        records.supersede(cursor, self.s, [link for link in wanted if link is not None])
+        return results
 
     def add_many(
         self,
@@ -228,11 +234,17 @@ class PostgresBackend:
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
         """Delete memories with their vectors; returns the ids that existed."""
         with self.access.writing(None) as cursor:
+            records.splice(cursor, self.s, memory_ids)
             cursor.execute(
                 f"DELETE FROM {self.s}.memories WHERE id = ANY(%s::bigint[]) RETURNING id",
                 (list(memory_ids),),
             )
             return sorted(int(row[0]) for row in cursor.fetchall())
+
+    def supersede(self, wanted: Sequence[links.Link]) -> None:
+        """Write supersede links in one transaction (``links``; all or none)."""
+        with self.access.writing(None) as cursor:
+            records.supersede(cursor, self.s, wanted)
 
     def add_token(self, record: TokenRecord) -> bool:
         """Store a bearer token's record; False (nothing stored) when its name is taken."""
@@ -284,6 +296,27 @@ class PostgresBackend:
             if len(page) < _PAGE:
                 return
             after = page[-1].id
+
+    @read_again
+    def superseded_of(self, memory_ids: Sequence[int]) -> list[int]:
+        """The ids of the memories these memories superseded, ascending."""
+        with self.session.transaction() as cursor:
+            cursor.execute(
+                f"SELECT id FROM {self.s}.memories WHERE superseded_by = ANY(%s::bigint[]) ORDER BY id",
+                (list(memory_ids),),
+            )
+            return [int(row[0]) for row in cursor.fetchall()]
+
+    @read_again
+    def expired_ids(self, now: str) -> list[int]:
+        """The ids of the memories whose ``expires_at`` is at or before ``now``, ascending."""
+        with self.session.transaction() as cursor:
+            cursor.execute(
+                f"SELECT id FROM {self.s}.memories WHERE expires_at IS NOT NULL AND expires_at <= %s "
+                "ORDER BY id",
+                (now,),
+            )
+            return [int(row[0]) for row in cursor.fetchall()]
 
     @read_again
     def candidate_ids(self, filters: Filters) -> list[int]:

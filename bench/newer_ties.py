@@ -36,9 +36,9 @@ from remem.types import SearchMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import beir  # noqa: E402
-import locomo  # noqa: E402
-import memory_set  # noqa: E402
+import beir
+import locomo
+import memory_set
 
 NEAR = SIMILAR_THRESHOLD
 WINDOW = 10

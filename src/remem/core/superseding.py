@@ -6,7 +6,8 @@ import carries (the rules of a link are ``remem.backends.links``).
 the store once (the vector lane's top, no extra model call): stored memories of the same user (and
 conversation, when it has one) whose best window has a cosine of at least ``SIMILAR_THRESHOLD``
 with one of its windows come back in ``AddResult.similar``, best first, so the assistant that wrote
-it can supersede one in one more call. The memory is stored either way.
+it can supersede one in one more call. The memory is stored either way. A turn of a conversation is
+embedded with the turns just before it (``turns``), so those are never named: it holds their lines.
 
 ``SIMILAR_THRESHOLD`` is measured on ``tests/data/update_set.json`` (38 update pairs, 36 related but
 distinct pairs, 46 background memories; a third held out) with the bundled model
@@ -24,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from remem.backends.links import Link
+from remem.core import turns
 from remem.errors import RememError
 from remem.types import Filters, Memory, NewMemory, Similar, utc_now_iso
 
@@ -51,10 +53,12 @@ def similar(backend: Backend, embedder: Embedder, memory: NewMemory, new_id: int
 
     lane = backend.vector_lane(embedder.info)
     where = Filters(user=memory.user, conversation=memory.conversation)
+    stored_memory = backend.get_many([new_id]).get(new_id)
+    skip = {new_id, *(turns.context_ids(backend, stored_memory) if stored_memory else [])}
     best: dict[int, float] = {}
     for blob in stored:
-        for mid, score in lane.top(np.frombuffer(blob, dtype="<f4"), SIMILAR_FETCH, where):
-            if mid != new_id and score >= SIMILAR_THRESHOLD and score > best.get(mid, -2.0):
+        for mid, score in lane.top(np.frombuffer(blob, dtype="<f4"), SIMILAR_FETCH + len(skip), where):
+            if mid not in skip and score >= SIMILAR_THRESHOLD and score > best.get(mid, -2.0):
                 best[mid] = score
     found = backend.get_many(sorted(best))
     same = [

@@ -136,6 +136,15 @@ def stored_before(backend: Backend, key: tuple[str, str | None], turn: Turn) -> 
     return _sorted(t for t in _turns_of(key, newest) if t.key < turn.key)[-CONTEXT_TURNS:]
 
 
+def context_ids(backend: Backend, memory: Memory) -> list[int]:
+    """The ids of the stored turns whose lines a stored memory's document holds (the turns just
+    before it in its thread); [] outside a conversation."""
+    key = thread(memory)
+    if key is None:
+        return []
+    return [t.id for t in stored_before(backend, key, Turn.stored(memory)) if t.id is not None]
+
+
 def _stored_from(backend: Backend, key: tuple[str, str | None], since: str) -> list[Turn]:
     """Every stored turn of thread ``key`` created at or after ``since``, sorted."""
     if since == _NOW:

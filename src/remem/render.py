@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from remem.types import MEMORY_FIELDS, Hit, Lane, Memory, Snippet, memory_record
+from remem.types import MEMORY_FIELDS, Hit, Lane, Memory, Similar, Snippet, memory_record
 
 __all__ = [
     "MEMORY_FIELDS",
+    "excerpt",
+    "history_table",
     "hit_record",
     "hits_table",
     "json_line",
@@ -19,11 +21,15 @@ __all__ = [
     "memory_record",
     "prompt_line",
     "shown_text",
+    "similar_lines",
+    "status",
     "table",
     "visible",
 ]
 
 SCORE_DECIMALS = 4
+#: How many columns of a memory's text a one-line notice quotes.
+EXCERPT_WIDTH = 60
 
 
 def _lane(lane: Lane | None) -> dict[str, Any] | None:
@@ -189,3 +195,34 @@ def memories_table(memories: Sequence[Memory], width: int | None) -> str:
     """Memories as a table: id, created, user, tags, text."""
     rows = [[str(m.id), *_memory_cells(m)] for m in memories]
     return table(["ID", "CREATED", "USER", "TAGS", "TEXT"], rows, width, numeric=1)
+
+
+def excerpt(text: str, width: int = EXCERPT_WIDTH) -> str:
+    """The start of ``text`` on one line, safe to print, at most ``width`` columns (ending in … when cut)."""
+    return _clip(_one_line(text), width)
+
+
+def similar_lines(similar: Sequence[Similar], memories: Mapping[int, Memory]) -> list[str]:
+    """A notice per similar memory (``AddResult.similar``) that ``memories`` holds: its id, score and
+    the start of its text, and how to replace it."""
+    return [
+        f'Similar to memory {s.id} ({s.score:.2f}): "{excerpt(memories[s.id].text)}"; '
+        f"to replace it: remem add --supersedes {s.id} …"
+        for s in similar
+        if s.id in memories
+    ]
+
+
+def status(memory: Memory, now: str | None = None) -> str:
+    """Where a memory stands: ``superseded by N``, ``expired``, ``expires …`` or ``current``."""
+    if memory.superseded_by is not None:
+        return f"superseded by {memory.superseded_by}"
+    if memory.expires_at is not None:
+        return "expired" if memory.expired(now) else f"expires {memory.expires_at[:16].replace('T', ' ')}"
+    return "current"
+
+
+def history_table(memories: Sequence[Memory], width: int | None) -> str:
+    """A memory's chain (``Memories.history``), oldest first: id, created, status (``status``), text."""
+    rows = [[str(m.id), m.created_at[:16].replace("T", " "), status(m), _one_line(m.text)] for m in memories]
+    return table(["ID", "CREATED", "STATUS", "TEXT"], rows, width, numeric=1)

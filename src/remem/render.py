@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from remem.types import MEMORY_FIELDS, Hit, Lane, Memory, Similar, Snippet, memory_record
+from remem.types import MEMORY_FIELDS, Hit, Lane, Memory, Snippet, memory_record
 
 __all__ = [
     "MEMORY_FIELDS",
@@ -21,7 +21,6 @@ __all__ = [
     "memory_record",
     "prompt_line",
     "shown_text",
-    "similar_lines",
     "status",
     "table",
     "visible",
@@ -200,17 +199,6 @@ def memories_table(memories: Sequence[Memory], width: int | None) -> str:
 def excerpt(text: str, width: int = EXCERPT_WIDTH) -> str:
     """The start of ``text`` on one line, safe to print, at most ``width`` columns (ending in … when cut)."""
     return _clip(_one_line(text), width)
-
-
-def similar_lines(similar: Sequence[Similar], memories: Mapping[int, Memory]) -> list[str]:
-    """A notice per similar memory (``AddResult.similar``) that ``memories`` holds: its id, score and
-    the start of its text, and how to replace it."""
-    return [
-        f'Similar to memory {s.id} ({s.score:.2f}): "{excerpt(memories[s.id].text)}"; '
-        f"to replace it: remem add --supersedes {s.id} …"
-        for s in similar
-        if s.id in memories
-    ]
 
 
 def status(memory: Memory, now: str | None = None) -> str:

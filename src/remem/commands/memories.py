@@ -165,8 +165,13 @@ def _print_added(
         note(f"Already stored as memory {result.id}; not added again{now}.")
     elif supersedes is not None:
         note(f"Memory {result.id} supersedes memory {supersedes}.")
-    for line in render.similar_lines(result.similar, similar):
-        note(line)
+    for found in result.similar:
+        if found.id in similar:  # forgotten meanwhile: nothing to say
+            quoted = render.excerpt(similar[found.id].text)
+            note(
+                f'Similar to memory {found.id} ({found.score:.2f}): "{quoted}"; '
+                f"to replace it: remem add --supersedes {found.id} …"
+            )
 
 
 def _named_file(text: list[str] | None) -> str | None:

@@ -54,6 +54,8 @@ def forget(
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be deleted.")] = False,
     everything: Annotated[bool, typer.Option("--all", hidden=True)] = False,
+    include_superseded: Annotated[bool, typer.Option("--include-superseded", hidden=True)] = False,
+    include_expired: Annotated[bool, typer.Option("--include-expired", hidden=True)] = False,
     filters: remem.Filters = opt.NO_FILTERS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
@@ -64,6 +66,11 @@ def forget(
     Prints what was deleted (with --dry-run: what would be). Exit 1 if nothing matched.
     Forgetting a memory that superseded another makes that one current again.
     """
+    if include_superseded or include_expired:  # from search and list; without these, read as ids
+        raise InvalidInputError(
+            "forget selects superseded and expired memories too: "
+            "drop --include-superseded and --include-expired"
+        )
     _check_forget(bool(ids), where, expired, everything, filters)
     with open_memories(store, create=False) as memories:
         if memories is None:

@@ -197,13 +197,17 @@ def test_a_token_value_is_checked_as_it_is_made() -> None:
 
 def _back_to_version_4(backend: Backend) -> None:
     """Make the store what remem's schema version 4 made: no tokens table (nor the staging tables
-    of a later version)."""
+    and the supersede and expiry columns of later versions)."""
     from remem.backends.local import LocalBackend
     from remem.backends.local.files import DB_FILE
 
     if isinstance(backend, LocalBackend):
         conn = sqlite3.connect(backend.directory / DB_FILE, isolation_level=None)
         conn.execute("DROP TABLE tokens")
+        conn.execute("DROP INDEX memories_superseded")
+        conn.execute("DROP INDEX memories_expires")
+        for column in ("superseded_by", "superseded_at", "expires_at"):
+            conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
         conn.execute("PRAGMA user_version = 4")
         conn.close()
         return
@@ -214,6 +218,10 @@ def _back_to_version_4(backend: Backend) -> None:
     assert isinstance(backend, PostgresBackend)
     with psycopg.connect(backend.session.url.conninfo, autocommit=True) as conn, conn.transaction():
         conn.execute(f"DROP TABLE {backend.s}.tokens, {backend.s}.ingest_rows, {backend.s}.ingest_runs")
+        conn.execute(
+            f"ALTER TABLE {backend.s}.memories DROP COLUMN superseded_by, DROP COLUMN superseded_at, "
+            "DROP COLUMN expires_at"
+        )
         conn.execute(f"DELETE FROM {backend.s}.remem_schema WHERE version > 4")
 
 

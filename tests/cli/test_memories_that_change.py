@@ -133,10 +133,7 @@ def test_stats_and_doctor_count_them_and_doctor_finds_a_broken_link(chain: Path)
     assert (stats["memories"], stats["superseded"], stats["expired"]) == (3, 1, 1)
     assert "superseded:     1" in run_cli(["stats"], chain).stdout.splitlines()
     doctor = run_cli(["doctor"], chain)
-    assert (
-        "ok    memory links: 1 superseded, 1 expired; every superseded memory names a stored one"
-        in doctor.stdout
-    )
+    assert "ok    memory links: 1 superseded, 1 expired" in doctor.stdout
     with sqlite3.connect(chain / DB_FILE) as db:
         db.execute("UPDATE memories SET superseded_by = 99 WHERE id = 3")
     broken = run_cli(["doctor"], chain)

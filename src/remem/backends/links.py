@@ -122,6 +122,6 @@ def check(fetch: Fetch, memories: str) -> Check:
     ]
     counts = f"{int(superseded)} superseded, {int(expired)} expired"
     if not dangling:
-        return Check("memory links", True, f"{counts}; every superseded memory names a stored one")
+        return Check("memory links", True, counts)
     named = ", ".join(map(str, dangling[:SHOWN])) + (", …" if len(dangling) > SHOWN else "")
     return Check("memory links", False, f"{counts}; superseded by a memory that is not stored: {named}")

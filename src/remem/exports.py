@@ -82,6 +82,10 @@ def _markdown_item(memory: Memory) -> str:
     ]
     if memory.tags:
         details.append("tags: " + ", ".join(_md(tag) for tag in memory.tags))
+    if memory.superseded_by is not None:
+        details.append(f"superseded by #{memory.superseded_by}")
+    if memory.expires_at is not None:
+        details.append(f"expires {memory.expires_at[:16].replace('T', ' ')}")
     return f"- **#{memory.id}** ({'; '.join(details)})  \n  {_md_block(memory.text)}\n"
 
 

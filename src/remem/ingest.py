@@ -175,7 +175,9 @@ def memory_from_object(record: Any, defaults: NewMemory, max_chars: int = MAX_TE
         tags=_tags(record["tags"]) if "tags" in record else defaults.tags,
         meta=_meta(record["meta"]) if "meta" in record else defaults.meta,
         created_at=_timestamp(record.get("created_at"), "created_at"),
-        expires_at=_timestamp(record.get("expires_at"), "expires_at"),
+        expires_at=_timestamp(record["expires_at"], "expires_at")
+        if "expires_at" in record
+        else defaults.expires_at,
     )
 
 

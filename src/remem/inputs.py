@@ -215,6 +215,19 @@ def parse_expiry(value: str | datetime | None, name: str, now: datetime) -> date
     return _in_utc(moment, f"{name} {value!r}", name)
 
 
+def expiry_iso(value: str | datetime | None, name: str, now: datetime | None = None) -> str | None:
+    """When a memory expires (``parse_expiry``; ``now`` by default the current time) as UTC ISO
+    8601: a time still to come, else InvalidInputError (naming ``name``, the error's parameter)."""
+    now = now or datetime.now(timezone.utc)
+    expiry = parse_expiry(value, name, now)
+    if expiry is not None and expiry <= now:
+        raise InvalidInputError(
+            f"{name} {utc_iso(expiry)} has passed: a memory expires at a time still to come",
+            parameter=name,
+        )
+    return None if expiry is None else utc_iso(expiry)
+
+
 def _time_words(text: str, now: datetime) -> datetime | None:
     """The local start of the day, week or month that ``text`` (all of it) names, as a query's time
     words do (``remem.timewords``): ``yesterday`` is yesterday's local midnight; None otherwise."""

@@ -12,6 +12,8 @@ from remem.types import MEMORY_FIELDS, Hit, Lane, Memory, Snippet, memory_record
 
 __all__ = [
     "MEMORY_FIELDS",
+    "excerpt",
+    "history_table",
     "hit_record",
     "hits_table",
     "json_line",
@@ -19,11 +21,14 @@ __all__ = [
     "memory_record",
     "prompt_line",
     "shown_text",
+    "status",
     "table",
     "visible",
 ]
 
 SCORE_DECIMALS = 4
+#: How many columns of a memory's text a one-line notice quotes.
+EXCERPT_WIDTH = 60
 
 
 def _lane(lane: Lane | None) -> dict[str, Any] | None:
@@ -189,3 +194,23 @@ def memories_table(memories: Sequence[Memory], width: int | None) -> str:
     """Memories as a table: id, created, user, tags, text."""
     rows = [[str(m.id), *_memory_cells(m)] for m in memories]
     return table(["ID", "CREATED", "USER", "TAGS", "TEXT"], rows, width, numeric=1)
+
+
+def excerpt(text: str, width: int = EXCERPT_WIDTH) -> str:
+    """The start of ``text`` on one line, safe to print, at most ``width`` columns (ending in … when cut)."""
+    return _clip(_one_line(text), width)
+
+
+def status(memory: Memory, now: str | None = None) -> str:
+    """Where a memory stands: ``superseded by N``, ``expired``, ``expires …`` or ``current``."""
+    if memory.superseded_by is not None:
+        return f"superseded by {memory.superseded_by}"
+    if memory.expires_at is not None:
+        return "expired" if memory.expired(now) else f"expires {memory.expires_at[:16].replace('T', ' ')}"
+    return "current"
+
+
+def history_table(memories: Sequence[Memory], width: int | None) -> str:
+    """A memory's chain (``Memories.history``), oldest first: id, created, status (``status``), text."""
+    rows = [[str(m.id), m.created_at[:16].replace("T", " "), status(m), _one_line(m.text)] for m in memories]
+    return table(["ID", "CREATED", "STATUS", "TEXT"], rows, width, numeric=1)

@@ -161,7 +161,9 @@ class DoctorReport:
 
 @dataclass(frozen=True)
 class StoreStats:
-    """What a store holds: how many memories and vectors, the oldest and newest memory's
+    """What a store holds: how many memories and vectors, how many memories were superseded by a
+    newer one and how many have expired (both still stored: ``forget_expired`` deletes the expired
+    ones), the oldest and newest memory's
     ``created_at`` (None when empty), the model its vectors come from, its vector index in words
     (``index``; None when a local store has not built one yet) and the kind asked for
     (``index_setting``), its size in bytes (files, or tables on the server), and the most frequent
@@ -170,6 +172,8 @@ class StoreStats:
 
     memories: int
     vectors: int
+    superseded: int
+    expired: int
     oldest: str | None
     newest: str | None
     model: ModelInfo | None
@@ -188,6 +192,8 @@ class StoreStats:
         return {
             "memories": self.memories,
             "vectors": self.vectors,
+            "superseded": self.superseded,
+            "expired": self.expired,
             "oldest": self.oldest,
             "newest": self.newest,
             "model": None if model is None else f"{model.name} ({model.dim}-d, {model.pooling} pooling)",

@@ -56,7 +56,12 @@ def test_json_stdout_stays_clean_and_quiet_silences_it(store_dir: Path) -> None:
     for n in range(1, SIZE):
         _add(store_dir, n)
     stdout, stderr = _add(store_dir, SIZE, "--json")
-    assert _told(stderr) and json.loads(stdout) == {"id": SIZE, "duplicate": False}
+    assert _told(stderr) and json.loads(stdout) == {
+        "id": SIZE,
+        "duplicate": False,
+        "supersedes": None,
+        "similar": [],
+    }
     quiet = run_cli(["--quiet", "stats"], store_dir)
     assert quiet.code == 0 and quiet.stderr == ""
 

@@ -15,7 +15,7 @@ RECORDS = [
      "created_at": "2026-01-02T03:04:05.000Z"},
     {"text": "two", "user": "ann", "conversation": "c1", "role": "assistant", "tags": ["a"],
      "created_at": "2026-03-04T05:06:07.000Z"},
-    {"text": "three", "created_at": "2025-12-31T23:59:59.000Z"},
+    {"text": "three", "created_at": "2025-12-31T23:59:59.000Z", "expires_at": "2020-01-01"},
 ]  # fmt: skip
 
 
@@ -33,7 +33,7 @@ def test_stats_json_is_one_line_of_these_fields_in_this_order(store: Path) -> No
     size = json.loads(out)["disk_bytes"]
     assert isinstance(size, int) and size > 0
     assert out == (
-        '{"memories":3,"vectors":3,"oldest":"2025-12-31T23:59:59.000Z","newest":"2026-03-04T05:06:07.000Z",'
+        '{"memories":3,"vectors":3,"superseded":0,"expired":1,"oldest":"2025-12-31T23:59:59.000Z","newest":"2026-03-04T05:06:07.000Z",'
         '"model":"fake-bag-of-words (64-d, mean pooling)","index":"exact (0 tombstones)",'
         f'"index_setting":"auto","disk_bytes":{size},"by_user":{{"ann":2,"(none)":1}},'
         '"by_conversation":{"c1":2,"(none)":1},"by_tag":{"a":2,"b":1},'
@@ -43,16 +43,18 @@ def test_stats_json_is_one_line_of_these_fields_in_this_order(store: Path) -> No
 
 def test_stats_text_prints_a_line_a_field_and_the_counts_indented(store: Path) -> None:
     lines = run_cli(["stats"], store).stdout.splitlines()
-    assert lines[:6] == [
+    assert lines[:8] == [
         "memories:       3",
         "vectors:        3",
+        "superseded:     0",
+        "expired:        1",
         "oldest:         2025-12-31T23:59:59.000Z",
         "newest:         2026-03-04T05:06:07.000Z",
         "model:          fake-bag-of-words (64-d, mean pooling)",
         "index:          exact (0 tombstones)",
     ]
-    assert lines[6] == "index_setting:  auto" and lines[7].startswith("disk_bytes:     ")
-    assert lines[8:] == [
+    assert lines[8] == "index_setting:  auto" and lines[9].startswith("disk_bytes:     ")
+    assert lines[10:] == [
         "by_user:",
         f"  {'ann':<24} 2",
         f"  {'(none)':<24} 1",

@@ -3,16 +3,18 @@ for the same memories (only the index's description and the size are a back-end'
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from remem import Memories, ModelCatalog
+from remem.backends.links import Link
 from remem.backends.local import LocalBackend, settings
 from remem.backends.shapes import IndexState
 from remem.backends.summary import TOP
-from remem.reports import StoreStats
+from remem.reports import Check, StoreStats
 from remem.testing import FAKE_MODEL, FakeEmbedder, fake_vector
 from remem.types import NewMemory
 
@@ -20,9 +22,11 @@ if TYPE_CHECKING:
     from remem.backends.base import Backend
 
 FIELDS = [
-    "memories", "vectors", "oldest", "newest", "model", "index", "index_setting", "disk_bytes",
-    "by_user", "by_conversation", "by_tag", "by_role",
+    "memories", "vectors", "superseded", "expired", "oldest", "newest", "model", "index", "index_setting",
+    "disk_bytes", "by_user", "by_conversation", "by_tag", "by_role",
 ]  # fmt: skip
+#: Expiries of four memories: two past, one to come, one never.
+EXPIRIES = ("2020-01-01T00:00:00.000Z", "2021-06-01T00:00:00.000Z", "2999-01-01T00:00:00.000Z", None)
 USERS = 22  # more than TOP: the last two are left out
 
 
@@ -66,6 +70,8 @@ def test_the_record_of_stats_is_the_same_json_on_every_back_end(backend: Backend
     assert record == {
         "memories": 3,
         "vectors": 3,
+        "superseded": 0,
+        "expired": 0,
         "oldest": "2026-01-01T01:00:00.000Z",
         "newest": "2026-01-13T10:00:00.000Z",
         "model": f"{FAKE_MODEL.name} ({FAKE_MODEL.dim}-d, mean pooling)",
@@ -75,6 +81,16 @@ def test_the_record_of_stats_is_the_same_json_on_every_back_end(backend: Backend
         "by_tag": {"t-a": 3, "t-b": 1},
         "by_role": {"user": 2, "assistant": 1},
     }
+
+
+def test_stats_and_doctor_count_superseded_and_expired_memories(backend: Backend) -> None:
+    memories = [replace(_memory(i), expires_at=expiry) for i, expiry in enumerate(EXPIRIES)]
+    backend.add_many(memories, [fake_vector(m.text).reshape(1, -1) for m in memories], FAKE_MODEL)
+    backend.supersede([Link(1, 2, "u01", "c1", "2026-02-01T00:00:00.000Z")])
+    stats = backend.stats()
+    assert (stats.memories, stats.superseded, stats.expired) == (4, 1, 2)
+    checks = {check.name: check for check in backend.doctor(False)[0]}
+    assert checks["memory links"] == Check("memory links", True, "1 superseded, 2 expired")
 
 
 def test_stats_of_an_empty_store(backend: Backend) -> None:

@@ -197,7 +197,7 @@ def test_a_token_value_is_checked_as_it_is_made() -> None:
 
 def _back_to_version_4(backend: Backend) -> None:
     """Make the store what remem's schema version 4 made: no tokens table (nor the staging tables
-    and the columns of memories that change of later versions)."""
+    and the supersede and expiry columns of later versions)."""
     from remem.backends.local import LocalBackend
     from remem.backends.local.files import DB_FILE
 

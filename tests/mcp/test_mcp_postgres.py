@@ -29,7 +29,13 @@ def test_the_tools_work_on_a_postgres_store(postgres_url: str) -> None:
             added = await call(
                 client, "memory_add", {"text": "The deploy key rotates every 90 days", "tags": ["ops"]}
             )
-            assert added == {"id": 1, "duplicate": False, "embedded": False}  # stored before the model
+            assert added == {
+                "id": 1,
+                "duplicate": False,
+                "embedded": False,
+                "supersedes": None,
+                "similar": [],
+            }  # stored before the model
             found = await call(client, "memory_search", {"query": "deploy key"})
             assert found["mode"] == "keyword" and [h["id"] for h in found["hits"]] == [1]
             await warm(app)

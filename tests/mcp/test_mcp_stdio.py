@@ -108,7 +108,13 @@ def test_an_add_before_the_model_loads_is_stored_at_once_and_found_by_meaning_by
         with (tmp_path / "stderr.txt").open("w+") as errlog:
             async with _server(store_dir, errlog) as session:  # a new store, made by the server
                 added = await _call(session, "memory_add", {"text": "The deploy key rotates every 90 days"})
-                assert added == {"id": 1, "duplicate": False, "embedded": False}  # the warm-up waits for it
+                assert added == {
+                    "id": 1,
+                    "duplicate": False,
+                    "embedded": False,
+                    "supersedes": None,
+                    "similar": [],
+                }  # the warm-up waits for it
                 query = {"query": "how often do credentials change", "mode": "vector", "k": 1}
                 found = await _call(session, "memory_search", query)  # waits for the warm-up to embed it
                 assert found["lane_note"] is None and [hit["id"] for hit in found["hits"]] == [1]

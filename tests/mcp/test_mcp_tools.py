@@ -30,9 +30,9 @@ def test_every_tool(store_dir: Path, mode: Any) -> None:
             await warm(app)
             first = {"text": "Postgres 16 runs on the main box", "tags": ["ops", "db"], "conversation": "c1"}
             added = await call(client, "memory_add", {**first, "meta": {"host": "main"}, "role": "user"})
-            assert added == {"id": 1, "duplicate": False, "embedded": True}
+            assert added == {"id": 1, "duplicate": False, "embedded": True, "supersedes": None, "similar": []}
             again = await call(client, "memory_add", first)
-            assert again == {"id": 1, "duplicate": True, "embedded": False}
+            assert again == {"id": 1, "duplicate": True, "embedded": False, "supersedes": None, "similar": []}
             await call(client, "memory_add", {"text": "The login sequence uses short-lived JWTs."})
 
             found = await call(client, "memory_search", {"query": "postgres main box", "k": 1})
@@ -155,7 +155,13 @@ def test_before_warm_up_search_uses_keywords_and_add_stores_pending(store_dir: P
     async def scenario() -> None:
         async with Client(app) as client:
             added = await call(client, "memory_add", {"text": "The deploy key rotates every 90 days"})
-            assert added == {"id": 1, "duplicate": False, "embedded": False}
+            assert added == {
+                "id": 1,
+                "duplicate": False,
+                "embedded": False,
+                "supersedes": None,
+                "similar": [],
+            }
             found = await call(client, "memory_search", {"query": "deploy key", "min_score": 0.1})
             assert found["mode"] == "keyword" and [h["id"] for h in found["hits"]] == [1]
             assert found["lane_note"] == "model loading; keyword results only; min_score not applied"

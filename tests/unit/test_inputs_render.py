@@ -196,6 +196,9 @@ def test_memory_record_field_names_and_order() -> None:
         "role": "user",
         "tags": ["a", "b"],
         "meta": {"k": "v"},
+        "superseded_by": None,
+        "superseded_at": None,
+        "expires_at": None,
     }
 
 

@@ -56,6 +56,7 @@ PUBLIC_NAMES = [
     "ReindexReport",
     "SearchMode",
     "SearchResult",
+    "Similar",
     "Snippet",
     "StoreStats",
     "Tip",

@@ -5,11 +5,13 @@ vector index in words, its size."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from remem.reports import StoreStats
+from remem.types import utc_now_iso
 
 if TYPE_CHECKING:
     from remem.types import ModelInfo
@@ -18,6 +20,8 @@ TOP = 20  # the most frequent users, conversations, tags and roles listed
 #: Runs one statement (no parameters) and gives its rows.
 Fetch = Callable[[str], Iterable[Sequence[Any]]]
 _BY = "SELECT coalesce({0}, '(none)'), count(*) c FROM {1} GROUP BY 1 ORDER BY c DESC, 1 LIMIT {2}"
+#: What ``utc_now_iso`` writes, the only time ``expired_count`` puts into a statement.
+_ISO = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 _TAGS = "SELECT tag, count(*) c FROM {0} GROUP BY tag ORDER BY c DESC, tag LIMIT {1}"
 
 
@@ -47,12 +51,15 @@ def gather(fetch: Fetch, tables: Tables, own: Own) -> StoreStats:
     conversations, tags and roles read through ``fetch``, with what the back-end says of itself."""
     counts = (
         f"SELECT (SELECT count(*) FROM {tables.memories}), (SELECT count(*) FROM {tables.vectors}), "
+        f"{superseded_count(tables.memories)}, {expired_count(tables.memories)}, "
         f"min(created_at), max(created_at) FROM {tables.memories}"
     )
-    ((memories, vectors, oldest, newest),) = list(fetch(counts))
+    ((memories, vectors, superseded, expired, oldest, newest),) = list(fetch(counts))
     return StoreStats(
         memories=int(memories),
         vectors=int(vectors),
+        superseded=int(superseded),
+        expired=int(expired),
         oldest=oldest,
         newest=newest,
         model=own.model,
@@ -64,6 +71,22 @@ def gather(fetch: Fetch, tables: Tables, own: Own) -> StoreStats:
         by_tag=_top(fetch, _TAGS.format(tables.tagged, TOP)),
         by_role=_top(fetch, _BY.format("role", tables.memories, TOP)),
     )
+
+
+def superseded_count(memories: str) -> str:
+    """A scalar subquery: how many memories of the table ``memories`` a newer one superseded
+    (through its partial index ``memories_superseded``)."""
+    return f"(SELECT count(*) FROM {memories} WHERE superseded_by IS NOT NULL)"
+
+
+def expired_count(memories: str, now: str | None = None) -> str:
+    """A scalar subquery: how many memories of the table ``memories`` have expired by ``now`` (UTC
+    ISO 8601, default the current time; a literal of remem's own format, checked), through the
+    partial index ``memories_expires``."""
+    moment = now or utc_now_iso()
+    if not _ISO.fullmatch(moment):
+        raise ValueError(f"not a UTC ISO 8601 time: {moment!r}")
+    return f"(SELECT count(*) FROM {memories} WHERE expires_at IS NOT NULL AND expires_at <= '{moment}')"
 
 
 def _top(fetch: Fetch, sql: str) -> dict[str, int]:

@@ -45,40 +45,69 @@ def edit(
     print_results([memory], json_out, render.memory_record, render.memories_table)
 
 
-@opt.with_filters()
+@opt.with_filters(*opt.SELECTING)
 def forget(
     ids: Annotated[list[int] | None, typer.Argument(metavar="ID", help="Memories to delete.")] = None,
     where: Annotated[bool, typer.Option("--where", help="Delete every memory the filters select.")] = False,
+    expired: Annotated[
+        bool, typer.Option("--expired", help="Delete every memory whose --expires time has passed (cron).")
+    ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be deleted.")] = False,
     everything: Annotated[bool, typer.Option("--all", hidden=True)] = False,
+    include_superseded: Annotated[bool, typer.Option("--include-superseded", hidden=True)] = False,
+    include_expired: Annotated[bool, typer.Option("--include-expired", hidden=True)] = False,
     filters: remem.Filters = opt.NO_FILTERS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
-    """Delete memories by id, or with --where every memory the filters select (at least one filter).
+    """Delete memories by id, with --where every memory the filters select (at least one filter),
+    or with --expired every memory whose expiry has passed (exit 0 when none has: for cron).
 
     Prints what was deleted (with --dry-run: what would be). Exit 1 if nothing matched.
+    Forgetting a memory that superseded another makes that one current again.
     """
-    if everything:  # a guess from other tools; without this option it would be read as an id
+    if include_superseded or include_expired:  # from search and list; without these, read as ids
         raise InvalidInputError(
-            "forget takes memory ids, or --where with filters (--tag, --user, --since…); there is no "
-            "--all: to forget everything, delete the store"
+            "forget selects superseded and expired memories too: "
+            "drop --include-superseded and --include-expired"
         )
-    if bool(ids) == where:
-        raise InvalidInputError("give memory ids, or --where with filters (not both)")
-    if not where and not filters.is_empty():
-        raise InvalidInputError("filters only apply with --where")
+    _check_forget(bool(ids), where, expired, everything, filters)
     with open_memories(store, create=False) as memories:
         if memories is None:
             raise typer.Exit(EXIT_NOTHING_FOUND)
-        result = memories.forget(None if where else ids, where=filters if where else None, dry_run=dry_run)
+        if expired:
+            result = memories.forget_expired(dry_run=dry_run)
+        else:
+            result = memories.forget(
+                None if where else ids, where=filters if where else None, dry_run=dry_run
+            )
     if not result.forgotten:
         if result.missing:
             raise MemoryNotFoundError(list(result.missing))
+        if expired:
+            note("No memory has expired.")
+            return
         raise typer.Exit(EXIT_NOTHING_FOUND)
     for missing in result.missing:
         warn(f"there is no memory {missing}")
     print_results(list(result.forgotten), json_out, render.memory_record, render.memories_table)
     count = len(result.forgotten)
     verb = "Would forget" if result.dry_run else "Forgot"
-    note(f"{verb} {count} memor{'y' if count == 1 else 'ies'}.")
+    note(f"{verb} {count} {'expired ' if expired else ''}memor{'y' if count == 1 else 'ies'}.")
+
+
+def _check_forget(ids: bool, where: bool, expired: bool, everything: bool, filters: remem.Filters) -> None:
+    """Refuse what forget cannot do: ids, --where with filters, or --expired alone — one of them."""
+    if everything:  # a guess from other tools; without this option it would be read as an id
+        raise InvalidInputError(
+            "forget takes memory ids, or --where with filters (--tag, --user, --since…); there is no "
+            "--all: to forget everything, delete the store"
+        )
+    if expired:
+        if ids or where or not filters.is_empty():
+            raise InvalidInputError("--expired forgets every expired memory: give no ids, --where or filters")
+        return
+    if ids == where:
+        raise InvalidInputError("give memory ids, or --where with filters (not both)")
+    if not where and not filters.is_empty():
+        raise InvalidInputError("filters only apply with --where")

@@ -2,6 +2,7 @@
 
 import contextlib
 import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -20,7 +21,15 @@ from remem.commands.common import (
     warn,
 )
 from remem.errors import InvalidInputError
-from remem.inputs import MAX_TEXT_CHARS, clean_name, clean_tags, parse_meta, read_text, within_limit
+from remem.inputs import (
+    MAX_TEXT_CHARS,
+    clean_name,
+    clean_tags,
+    expiry_iso,
+    parse_meta,
+    read_text,
+    within_limit,
+)
 
 DEFAULT_LIST_LIMIT = 20
 #: A text longer than this (characters) shows a progress bar while its windows are embedded.
@@ -60,6 +69,25 @@ def add(
         list[str] | None,
         typer.Option("--meta", "-m", metavar="KEY=VALUE", help="key=value metadata; repeatable."),
     ] = None,
+    supersedes: Annotated[
+        int | None,
+        typer.Option(
+            "--supersedes",
+            metavar="ID",
+            min=1,
+            help="This memory replaces memory ID (same user and conversation): ID is left out of "
+            "search, list and context from now on.",
+        ),
+    ] = None,
+    expires: Annotated[
+        str | None,
+        typer.Option(
+            "--expires",
+            metavar="WHEN",
+            help="Leave it out from WHEN on: 30m, 12h, 30d, 2w from now, or an ISO date/time (UTC "
+            "without an offset); `remem forget --expired` deletes it then.",
+        ),
+    ] = None,
     max_chars: opt.MaxCharsOption = MAX_TEXT_CHARS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
@@ -67,8 +95,10 @@ def add(
     """Store a memory and print its id; or many at once with --lines / --jsonl.
 
     The same text in the same user/conversation is stored once: adding it again prints the
-    existing id (and says so on stderr) without loading the model. A batch (--lines, --jsonl) is one
-    transaction: all of it is added, or nothing; the options give every memory of it their values.
+    existing id (and says so on stderr) without loading the model. A stored memory that says nearly
+    the same is named on stderr (--json: "similar"); add the text again with --supersedes ID if it
+    replaces that one. A batch (--lines, --jsonl) is one transaction: all of it is added, or
+    nothing; the options give every memory of it their values.
     """
     defaults = remem.NewMemory(
         text="",
@@ -77,39 +107,71 @@ def add(
         role=clean_name(role, "--role"),
         tags=clean_tags(tag),
         meta=parse_meta(meta),
+        expires_at=expiry_iso(expires, "expires_at"),
     )
     if lines is not None or jsonl is not None:
         if text or (lines is not None and jsonl is not None):
             raise InvalidInputError("give TEXT, --lines FILE or --jsonl FILE (only one)")
+        if supersedes is not None:
+            raise InvalidInputError("--supersedes goes with one TEXT, not with --lines or --jsonl")
         _add_batch(lines, jsonl, defaults, (skip_invalid, max_chars), json_out, store)
         return
     body = within_limit(read_text(text, stdin()), max_chars, "memory text")
-    long_text = len(body) > LONG_TEXT_CHARS  # a short text takes no time to embed: no bar to leave behind
-    bar = progress_bar(1, "Embedding") if long_text else contextlib.nullcontext(None)
-    with open_memories(store, create=True) as memories, bar as progress:
-        assert memories is not None
-        memories.max_text_chars, d = max_chars, defaults
-        result = memories.add(
-            body,
-            user=d.user,
-            conversation=d.conversation,
-            role=d.role,
-            tags=d.tags,
-            meta=d.meta,
-            progress=progress,
-        )
-    if json_out:
-        typer.echo(render.json_line({"id": result.id, "duplicate": result.duplicate}))
-    else:
-        typer.echo(str(result.id))
-    if result.duplicate:
-        note(f"Already stored as memory {result.id}; not added again.")
+    result, similar = _add_one(body, replace(defaults, supersedes=supersedes), max_chars, store)
+    _print_added(result, similar, supersedes, json_out)
     named = _named_file(text)
     if named is not None:
         warn(
             f"{named} is a file: stored its name, not its contents; to store its contents: "
             f"remem add - < {shlex.quote(named)}"
         )
+
+
+def _add_one(
+    body: str, memory: remem.NewMemory, max_chars: int, store: str | None
+) -> tuple[remem.AddResult, dict[int, remem.Memory]]:
+    """Add ``body`` with the fields of ``memory``; the result, and the similar memories it names."""
+    long_text = len(body) > LONG_TEXT_CHARS  # a short text takes no time to embed: no bar to leave behind
+    bar = progress_bar(1, "Embedding") if long_text else contextlib.nullcontext(None)
+    with open_memories(store, create=True) as memories, bar as progress:
+        assert memories is not None
+        memories.max_text_chars, m = max_chars, memory
+        result = memories.add(
+            body,
+            user=m.user,
+            conversation=m.conversation,
+            role=m.role,
+            tags=m.tags,
+            meta=m.meta,
+            progress=progress,
+            supersedes=m.supersedes,
+            expires_at=m.expires_at,
+        )
+        return result, memories.get_many([similar.id for similar in result.similar])
+
+
+def _print_added(
+    result: remem.AddResult, similar: dict[int, remem.Memory], supersedes: int | None, json_out: bool
+) -> None:
+    """The id (--json: a record with the similar memories), and on stderr what else happened."""
+    if json_out:
+        shown = [{"id": s.id, "score": s.score} for s in result.similar]
+        record = {"id": result.id, "duplicate": result.duplicate, "supersedes": supersedes}
+        typer.echo(render.json_line({**record, "similar": shown}))
+    else:
+        typer.echo(str(result.id))
+    if result.duplicate:
+        now = f"; it supersedes memory {supersedes} now" if supersedes is not None else ""
+        note(f"Already stored as memory {result.id}; not added again{now}.")
+    elif supersedes is not None:
+        note(f"Memory {result.id} supersedes memory {supersedes}.")
+    for found in result.similar:
+        if found.id in similar:  # forgotten meanwhile: nothing to say
+            quoted = render.excerpt(similar[found.id].text)
+            note(
+                f'Similar to memory {found.id} ({found.score:.2f}): "{quoted}"; '
+                f"to replace it: remem add --supersedes {found.id} …"
+            )
 
 
 def _named_file(text: list[str] | None) -> str | None:

@@ -86,6 +86,13 @@ UntilOption = Annotated[
         "--until", metavar="WHEN", help="Only memories created before WHEN (same forms as --since)."
     ),
 ]
+IncludeSupersededOption = Annotated[
+    bool,
+    typer.Option("--include-superseded", help="Also the memories a newer one superseded (add --supersedes)."),
+]
+IncludeExpiredOption = Annotated[
+    bool, typer.Option("--include-expired", help="Also the memories whose --expires time has passed.")
+]
 
 #: What a command with filter options receives until the decorator fills in the real ones.
 NO_FILTERS = Filters()
@@ -100,7 +107,15 @@ FILTER_OPTIONS: dict[str, Any] = {
     "meta": MetaFilterOption,
     "since": SinceOption,
     "until": UntilOption,
+    "include_superseded": IncludeSupersededOption,
+    "include_expired": IncludeExpiredOption,
 }
+#: The filter options that are flags (None when not given, as every filter option is).
+_FLAGS = ("shared", "include_superseded", "include_expired")
+#: The filters that select memories (forget's: it finds superseded and expired ones anyway).
+SELECTING = tuple(name for name in FILTER_OPTIONS if not name.startswith("include_"))
+#: The filters of what is shown of a conversation (``context``).
+CONVERSATION = ("user", "shared", "conversation", "role", "tag", "include_superseded", "include_expired")
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
@@ -134,7 +149,7 @@ def with_filters(*names: str) -> Callable[[Command], Command]:
             values = {name: kwargs.pop(name) for name in chosen}
             values["tags"] = values.pop("tag", None)
             values["meta"] = parse_meta(values.get("meta"))
-            values["shared"] = bool(values.get("shared"))  # a flag: False when not given
+            values.update({name: bool(values.get(name)) for name in _FLAGS if name in chosen})
             kwargs["filters"] = Filters.of(**values)
             return command(**kwargs)
 

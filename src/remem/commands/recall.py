@@ -7,9 +7,12 @@ import typer
 import remem
 from remem import render
 from remem.commands import options as opt
-from remem.commands.common import EXIT_NOTHING_FOUND, note, open_memories, stdin
+from remem.commands.common import EXIT_NOTHING_FOUND, note, open_memories, print_results, stdin
 from remem.errors import MemoryNotFoundError
 from remem.inputs import check_min_score, read_text
+
+#: The fields ``show`` prints only when they are set (a memory that changed, or will expire).
+_SHOWN_WHEN_SET = ("superseded_by", "superseded_at", "expires_at")
 
 
 def register(app: typer.Typer) -> None:
@@ -19,7 +22,7 @@ def register(app: typer.Typer) -> None:
     app.command()(stats)
 
 
-@opt.with_filters("user", "shared", "conversation", "role", "tag")
+@opt.with_filters(*opt.CONVERSATION)
 def context(
     query: Annotated[
         list[str] | None, typer.Argument(metavar="QUERY", help="What the conversation is about.")
@@ -65,21 +68,34 @@ def context(
 
 def show(
     memory_id: Annotated[int, typer.Argument(metavar="ID", help="The memory to show.")],
+    history: Annotated[
+        bool,
+        typer.Option("--history", help="Its chain, oldest first: what it superseded and what superseded it."),
+    ] = False,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
-    """Print one memory in full (all fields). Exit 1 if there is no such memory."""
+    """Print one memory in full (all fields), or with --history the memories that superseded one
+    another up to it and after it. Exit 1 if there is no such memory."""
     with open_memories(store, create=False) as memories:
         if memories is None:
             raise MemoryNotFoundError([memory_id])
-        record = render.memory_record(memories.get(memory_id))
+        chain = memories.history(memory_id) if history else [memories.get(memory_id)]
+    if history:
+        print_results(chain, json_out, render.memory_record, render.history_table)
+        return
+    record = render.memory_record(chain[0])
     if json_out:
         typer.echo(render.json_line(record))
         return
     for key, value in record.items():
+        if key in _SHOWN_WHEN_SET and value is None:
+            continue
         shown = ", ".join(value) if key == "tags" else render.json_line(value) if key == "meta" else value
+        if key == "expires_at" and chain[0].expired():
+            shown = f"{value} (expired)"
         typer.echo(
-            f"{key + ':':<14}{'' if shown is None else render.visible(str(shown), keep=chr(10) + chr(9))}"
+            f"{key + ':':<15}{'' if shown is None else render.visible(str(shown), keep=chr(10) + chr(9))}"
         )
 
 

@@ -27,15 +27,15 @@ def register(app: typer.Typer) -> None:
 def _lines(
     memories: "remem.Memories", filters: remem.Filters, fmt: ExportFormat, with_vectors: bool
 ) -> Iterator[str]:
-    if fmt is ExportFormat.CSV:
-        return csv_lines(memories.iter(where=filters))
+    if fmt is ExportFormat.CSV:  # every format holds the superseded and expired memories, as JSONL does
+        return csv_lines(memories.iter(where=filters.everything()))
     if fmt is ExportFormat.MARKDOWN:
-        return markdown_lines(memories.iter(where=filters))
+        return markdown_lines(memories.iter(where=filters.everything()))
     records = memories.export(with_vectors=with_vectors, where=filters)
     return (render.json_line(record) + "\n" for record in records)
 
 
-@opt.with_filters()
+@opt.with_filters(*opt.SELECTING)
 def export(
     output: Annotated[
         Path | None,

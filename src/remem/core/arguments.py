@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -15,12 +15,11 @@ from remem.errors import InvalidInputError
 from remem.inputs import (
     MAX_TEXT_CHARS,
     check_min_score,
-    parse_expiry,
+    expiry_iso,
     strip_text,
     utc_timestamp,
     within_limit,
 )
-from remem.times import utc_iso
 from remem.types import Filters, NewMemory, SearchMode
 
 if TYPE_CHECKING:
@@ -78,13 +77,7 @@ def new_memory(
     body, stamp = text(body, limit=limit), timestamp(created_at)
     tags = tuple(checks.strings(tags, "tags"))  # one string is no sequence of tags
     supersedes = checks.given_id(supersedes, "supersedes")
-    now = datetime.now(timezone.utc)
-    expiry = parse_expiry(checks.optional_moment(expires_at, "expires_at"), "expires_at", now)
-    if expiry is not None and expiry <= now:
-        raise InvalidInputError(
-            f"expires_at {utc_iso(expiry)} has passed: a memory expires at a time still to come",
-            parameter="expires_at",
-        )
+    expiry = expiry_iso(checks.optional_moment(expires_at, "expires_at"), "expires_at")
     return NewMemory(
         body,
         user,
@@ -94,7 +87,7 @@ def new_memory(
         {} if meta is None else meta,
         stamp,
         supersedes=supersedes,
-        expires_at=None if expiry is None else utc_iso(expiry),
+        expires_at=expiry,
     )
 
 

@@ -6,6 +6,7 @@ arguments; its docstring is the tool's description. A remem error becomes the to
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 import remem
@@ -22,6 +23,8 @@ from remem.mcp.schemas import (
     GetOut,
     HitOut,
     Ids,
+    IncludeExpired,
+    IncludeSuperseded,
     K,
     Limit,
     ListOut,
@@ -52,10 +55,13 @@ def memory_search(
     mode: Mode = "hybrid",
     min_score: MinScore = None,
     where: remem.Filters = ANY_MEMORY,
+    include_superseded: IncludeSuperseded = False,
+    include_expired: IncludeExpired = False,
     dates: Dates = True,
 ) -> SearchOut:
     """Search memories by meaning and exact words, best first. Time words in the query ("the bug
     from Tuesday", "last week") search that window of created_at (see dates in the result)."""
+    where = including(where, include_superseded, include_expired)
     if mode != "keyword":
         service.wait_for_model()  # right after the start: the first searches wait for the model
     result, used, note = service.run(
@@ -85,8 +91,14 @@ def _search(
     return memories.search(query, k=k, mode="keyword", where=where, dates=dates), "keyword", note
 
 
+def including(where: remem.Filters, superseded: bool, expired: bool) -> remem.Filters:
+    """``where`` with the superseded and the expired memories, as asked (both left out by default)."""
+    return replace(where, include_superseded=superseded, include_expired=expired)
+
+
 def memory_get(service: Service, scope: Scope, ids: Ids) -> GetOut:
-    """Memories by id, whole; ids that name no memory are listed as missing."""
+    """Memories by id, whole (superseded and expired ones too); ids that name no memory are listed
+    as missing."""
     wanted = list(dict.fromkeys(ids))
     found = scope.visible(service.run(lambda memories: memories.get_many(wanted)))
     return GetOut(
@@ -101,8 +113,11 @@ def memory_list(
     limit: Limit = 20,
     cursor: Cursor = None,
     where: remem.Filters = ANY_MEMORY,
+    include_superseded: IncludeSuperseded = False,
+    include_expired: IncludeExpired = False,
 ) -> ListOut:
     """List memories, newest first, a page at a time (pass next_cursor back for the next)."""
+    where = including(where, include_superseded, include_expired)
     shown, following = service.run(lambda memories: paging.page(memories, where, limit, cursor))
     return ListOut(memories=[MemoryOut.of(memory) for memory in shown], next_cursor=following)
 
@@ -115,11 +130,14 @@ def memory_context(
     similar: Similar = 5,
     max_chars: MaxChars = 4_000,
     where: remem.Filters = ANY_MEMORY,
+    include_superseded: IncludeSuperseded = False,
+    include_expired: IncludeExpired = False,
     dates: Dates = True,
 ) -> ContextOut:
     """What to know before answering: the newest memories and those most similar to the query
     (time words in it, such as "from Tuesday", restrict the similar ones to that window), each
     once, as prompt lines within a character budget."""
+    where = including(where, include_superseded, include_expired)
     notes: list[str] = []
     if similar and query is not None:
         service.wait_for_model()  # right after the start: the first searches wait for the model

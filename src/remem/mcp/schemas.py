@@ -72,6 +72,10 @@ FILTER_ARGUMENTS: tuple[tuple[str, Any, Any], ...] = (
     ("user", User, None),
     ("conversation", Conversation, None),
 )
+IncludeSuperseded = Annotated[
+    bool, Field(description="Also the memories a newer one superseded (memory_add's supersedes).")
+]
+IncludeExpired = Annotated[bool, Field(description="Also the memories whose expiry (expires) has passed.")]
 #: The ``where`` default of a tool before ``server.bind`` replaces it.
 ANY_MEMORY = remem.Filters()
 
@@ -80,6 +84,24 @@ Meta = Annotated[
     Field(max_length=20, description="Key/value details to keep with the memory."),
 ]
 MemoryId = Annotated[int, Field(ge=1, description="The memory's id."), NOT_A_FLAG]
+Supersedes = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        description="The id of a memory (of this user and conversation) that this one replaces: it is "
+        "left out of searches, lists and contexts from now on. Add the same text again with it to "
+        "link a memory stored already.",
+    ),
+    NOT_A_FLAG,
+]
+Expires = Annotated[
+    str | None,
+    Field(
+        max_length=64,
+        description="When it stops being found: 30m, 12h, 30d, 2w from now, or an ISO date/time "
+        "(2026-12-31, 2026-12-31T18:00; UTC without an offset).",
+    ),
+]
 Ids = Annotated[
     list[Annotated[int, Field(ge=1), NOT_A_FLAG]],
     Field(min_length=1, max_length=50, description="Memory ids."),
@@ -132,6 +154,9 @@ class MemoryOut(BaseModel):
     role: str | None
     tags: list[str]
     meta: dict[str, str]
+    superseded_by: int | None = Field(default=None, description="The memory that replaced this one.")
+    superseded_at: str | None = Field(default=None, description="When it was replaced (UTC ISO 8601).")
+    expires_at: str | None = Field(default=None, description="When it stops being found (UTC ISO 8601).")
 
     @classmethod
     def of(cls, memory: remem.Memory, limit: int | None = TEXT_LIMIT) -> MemoryOut:
@@ -148,6 +173,9 @@ class MemoryOut(BaseModel):
             role=memory.role,
             tags=list(memory.tags),
             meta=dict(memory.meta),
+            superseded_by=memory.superseded_by,
+            superseded_at=memory.superseded_at,
+            expires_at=memory.expires_at,
         )
 
 
@@ -173,6 +201,10 @@ class HitOut(BaseModel):
     user: str | None
     conversation: str | None
     role: str | None
+    superseded_by: int | None = Field(
+        default=None, description="The memory that replaced this one (found with include_superseded)."
+    )
+    expires_at: str | None = Field(default=None, description="When it stops being found (UTC ISO 8601).")
     snippet: SnippetOut | None = Field(
         default=None,
         description="The part of a long text that matched the query (null: the text is short enough "
@@ -196,6 +228,8 @@ class HitOut(BaseModel):
             user=memory.user,
             conversation=memory.conversation,
             role=memory.role,
+            superseded_by=memory.superseded_by,
+            expires_at=memory.expires_at,
             snippet=None if hit.snippet is None else SnippetOut(**vars(hit.snippet)),
         )
 
@@ -223,6 +257,13 @@ class SearchOut(BaseModel):
     )
 
 
+class SimilarOut(BaseModel):
+    """A stored memory that says nearly what the added one says."""
+
+    id: int
+    score: float = Field(description="The cosine between the two (1: the same meaning).")
+
+
 class AddOut(BaseModel):
     """Where a memory was stored."""
 
@@ -231,6 +272,13 @@ class AddOut(BaseModel):
     embedded: bool = Field(
         description="Stored with vectors now; false while the model loads (found by keyword now, "
         "by meaning once it is loaded) or for a duplicate."
+    )
+    supersedes: int | None = Field(default=None, description="The memory it replaces (as asked).")
+    similar: list[SimilarOut] = Field(
+        default_factory=list,
+        description="Stored memories of this user and conversation that say nearly the same, best first "
+        "(only when embedded). If the new one replaces one of them, call memory_add again with the same "
+        "text and supersedes set to its id; if both hold, do nothing.",
     )
 
 

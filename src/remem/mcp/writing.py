@@ -13,11 +13,13 @@ from dataclasses import replace
 
 import remem
 from remem.errors import InvalidInputError, MemoryNotFoundError
+from remem.inputs import expiry_iso
 from remem.mcp.schemas import (
     ANY_MEMORY,
     AddOut,
     Confirm,
     DryRun,
+    Expires,
     ForgetIds,
     ForgetOut,
     MemoryId,
@@ -25,6 +27,8 @@ from remem.mcp.schemas import (
     Meta,
     NewConversation,
     NewRole,
+    SimilarOut,
+    Supersedes,
     Tags,
     Text,
 )
@@ -40,10 +44,17 @@ def memory_add(
     meta: Meta = None,
     role: NewRole = None,
     conversation: NewConversation = None,
+    supersedes: Supersedes = None,
+    expires: Expires = None,
 ) -> AddOut:
-    """Remember a text (a fact, decision or preference worth keeping); the same text is kept once."""
+    """Remember a text (a fact, decision or preference worth keeping); the same text is kept once.
+    If it updates a stored memory, pass that one's id as supersedes (see similar in the result)."""
+
+    expires_at = expiry_iso(expires, "expires")  # named as this tool names it
 
     def add(memories: remem.Memories) -> AddOut:
+        if supersedes is not None and not scope.changeable(memories.get_many([supersedes])):
+            raise InvalidInputError(f"supersedes: there is no memory {supersedes}", parameter="supersedes")
         embed = service.ready  # while the model loads, store it now and embed it once loaded
         result = memories.add(
             text,
@@ -53,8 +64,16 @@ def memory_add(
             tags=tags,
             meta=meta,
             embed=embed,
+            supersedes=supersedes,
+            expires_at=expires_at,
         )
-        return AddOut(id=result.id, duplicate=result.duplicate, embedded=embed and not result.duplicate)
+        return AddOut(
+            id=result.id,
+            duplicate=result.duplicate,
+            embedded=embed and not result.duplicate,
+            supersedes=supersedes,
+            similar=[SimilarOut(id=similar.id, score=similar.score) for similar in result.similar],
+        )
 
     return service.run(add)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from remem.backends import links
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.schema import LATEST_VERSION
 from remem.backends.postgres.upkeep import hnsw_is_current, keywords_are_current, reindex
@@ -88,6 +89,10 @@ def _staged(cursor: psycopg.Cursor[Any], s: str) -> Check:
     )
 
 
+def _links(cursor: psycopg.Cursor[Any], s: str) -> Check:
+    return links.check(cursor.execute, f"{s}.memories")
+
+
 def diagnose(store: StoreAccess, repair: bool) -> tuple[list[Check], list[str]]:
     """Repair what can be derived again (keyword terms, the HNSW index) when ``repair``, then
     check everything: (checks, what was repaired)."""
@@ -100,6 +105,6 @@ def diagnose(store: StoreAccess, repair: bool) -> tuple[list[Check], list[str]]:
         else:
             repaired += ["rebuilt the vector index"] if report.rebuilt_index else []
             repaired += ["rebuilt the keyword index"] if report.rebuilt_keywords else []
-    checks = (_database, _keywords, _vectors, _index, _staged)
+    checks = (_database, _keywords, _vectors, _index, _staged, _links)
     with store.session.snapshot(), store.session.transaction() as cursor:
         return [check(cursor, store.s) for check in checks], repaired

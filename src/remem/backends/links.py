@@ -6,6 +6,9 @@ only grow) and when (``superseded_at``); a memory may replace several. The rules
 
 - a memory supersedes only one of the same user and the same conversation (a memory pinned to a
   user cannot retire another user's, nor a shared one);
+- a memory supersedes only an older one: the same text added again with ``supersedes`` links the
+  memory that holds it, refused when that one is older than the memory it would supersede (the link
+  would point back in time, and close a loop when it is the memory that was superseded);
 - a memory superseded once stays so: superseding it again (by another memory) is refused, naming
   the memory that replaced it, so two assistants correcting the same fact at once cannot both win
   (adding the same supersede again, by the same text, is not an error);
@@ -68,6 +71,12 @@ def needs_link(link: Link, target: Target | None) -> bool:
         raise InvalidInputError(
             f"supersedes: memory {target.id} is not of the same user and conversation; a memory "
             "supersedes only one of its own user and conversation",
+            parameter="supersedes",
+        )
+    if new_id < target.id:
+        raise InvalidInputError(
+            f"supersedes: memory {new_id} holds this same text and is older than memory {target.id}; "
+            "a memory supersedes only an older one",
             parameter="supersedes",
         )
     if target.superseded_by == new_id:

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from remem import Filters, Memories
+from remem.backends.links import Link
 from remem.core.opening import model_catalog
 from remem.errors import InvalidInputError, MemoryNotFoundError
 from remem.testing import FakeEmbedder
@@ -197,6 +198,23 @@ def test_a_duplicate_older_than_the_memory_it_would_supersede_is_refused(memorie
     memories.forget([second])  # the way back: forgetting the correction
     assert memories.get(first).superseded_by is None
     assert [m.id for m in memories.list()] == [third, first]
+
+
+def test_the_links_an_import_writes_are_all_or_none_and_need_both_memories(
+    memories: Memories, backend: Backend
+) -> None:
+    """``Backend.supersede`` (an import's links, found by content before its transaction): a link
+    to a memory forgotten meanwhile is refused, and so is the whole batch."""
+    old, other, gone = (memories.add(text).id for text in (OLD, OTHER, NEWEST))
+    new = memories.add(NEW).id
+    memories.forget([gone])
+    at = "2026-01-02T03:04:05.000Z"
+    with pytest.raises(MemoryNotFoundError, match=f"no memory {gone}"):
+        backend.supersede([Link(old, new, None, None, at), Link(other, gone, None, None, at)])
+    assert _links(memories) == {old: None, other: None, new: None}
+    backend.supersede([Link(old, new, None, None, at)])
+    backend.supersede([Link(old, new, None, None, at)])  # there already: nothing to do
+    assert memories.get(old).superseded_by == new and memories.get(old).superseded_at == at
 
 
 # --- forgetting splices chains -----------------------------------------------------------------------

@@ -90,6 +90,14 @@ def needs_link(link: Link, target: Target | None) -> bool:
     return True
 
 
+def check_new_stored(link: Link, found: bool) -> None:
+    """Raise MemoryNotFoundError unless ``link``'s new memory is stored (``found``, read inside the
+    writing transaction): an import finds its links' memories before it writes them, and one may
+    have been forgotten meanwhile (an add's new memory is its own insert)."""
+    if not found:
+        raise MemoryNotFoundError([link.new])
+
+
 def spliced(
     pointed: set[int], forgotten: set[int], successor: Mapping[int, int | None]
 ) -> dict[int, int | None]:

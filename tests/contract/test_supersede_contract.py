@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from remem import Filters, Memories
+from remem import Filters, Memories, NewMemory
 from remem.backends.links import Link
 from remem.core.opening import model_catalog
 from remem.errors import InvalidInputError, MemoryNotFoundError
@@ -314,7 +314,9 @@ def _linked_store(memories: Memories) -> None:
     _chain(memories, 3, user="alice")
     _chain(memories, 2, user="bob", conversation="c9")
     first = memories.add("the deploy window opens at nine").id
+    second = memories.add("the deploy window closes at five").id
     memories.add("the deploy window opens after the freeze", supersedes=first)
+    memories.add("the deploy window opens after the freeze", supersedes=second)  # one replaces two
     memories.import_([{"text": "a memory that expired long ago", "expires_at": "2001-01-01T00:00:00Z"}])
     memories.add("a memory that expires in a year", expires_at="365d")
     memories.add(OTHER)
@@ -452,3 +454,49 @@ def test_a_store_of_the_schema_before_is_upgraded_and_can_supersede(
     assert [m.id for m in after.history(new)] == [ids[0], new]
     checks, _ = after.backend.doctor(repair=False)
     assert all(check.ok for check in checks), [c for c in checks if not c.ok]
+
+
+def test_a_link_to_a_memory_left_out_of_the_export_is_counted_not_kept(
+    open_backend: Callable[..., Backend],
+) -> None:
+    source = _memories(open_backend())
+    first = source.add("the deploy window opens at nine", tags=["kept"]).id
+    second = source.add("the deploy window closes at five", tags=["kept"]).id
+    merged = source.add("the deploy window is nine to five", supersedes=first).id
+    source.add("the deploy window is nine to five", supersedes=second)
+    exported = list(source.export(tags=["kept"]))
+    assert [r["superseded_by"] for r in exported] == [merged, merged]
+    target = _memories(open_backend("target"))
+    target.import_(exported)
+    assert {m.superseded_by for m in target.iter(include_superseded=True)} == {None}
+    assert any(
+        note.startswith("2 imported memories were superseded by memories not in") for note in target.notes
+    )
+
+
+def test_a_big_import_through_the_staging_area_keeps_links_and_expiry(memories: Memories) -> None:
+    """More than ``STAGE_BATCH`` entries go through the store's staging area: links and expiry too."""
+    from remem.core.staged import STAGE_BATCH
+
+    count = STAGE_BATCH + 10
+    records: list[dict[str, Any]] = [
+        {"id": i, "text": f"memory number {i}", "created_at": "2026-01-01T00:00:00Z"}
+        for i in range(1, count + 1)
+    ]
+    records[0].update(superseded_by=count, superseded_at="2026-01-02T00:00:00.000Z")
+    records[1].update(superseded_by=count)
+    records[5]["expires_at"] = "2001-01-01T00:00:00Z"
+    assert len(memories.import_(records).added) == count
+    assert (memories.get(1).superseded_by, memories.get(1).superseded_at) == (
+        count,
+        "2026-01-02T00:00:00.000Z",
+    )
+    assert memories.get(2).superseded_by == count and memories.get(2).superseded_at is not None
+    assert memories.get(6).expires_at == "2001-01-01T00:00:00.000Z"
+    assert len(memories.list(limit=count)) == count - 3
+    old = memories.add("an old fact").id
+    added = memories.add_many(
+        [NewMemory(f"bulk memory {i}") for i in range(STAGE_BATCH)]
+        + [NewMemory("a new fact", supersedes=old)]
+    )
+    assert memories.get(old).superseded_by == added.added[-1]

@@ -15,6 +15,7 @@ import pytest
 
 from remem import Filters, Memories, NewMemory
 from remem.backends.links import Link
+from remem.backends.local import LocalBackend
 from remem.core.opening import model_catalog
 from remem.errors import InvalidInputError, MemoryNotFoundError
 from remem.testing import FakeEmbedder
@@ -500,3 +501,32 @@ def test_a_big_import_through_the_staging_area_keeps_links_and_expiry(memories: 
         + [NewMemory("a new fact", supersedes=old)]
     )
     assert memories.get(old).superseded_by == added.added[-1]
+
+
+def test_a_store_of_mostly_superseded_memories_still_finds_the_current_ones(memories: Memories) -> None:
+    """Thousands of versions of one fact, all but the last superseded, nearer the query than
+    anything else: an HNSW index (PostgreSQL's always; the local one built here) must look past them."""
+    versions = 3000
+    records: list[dict[str, Any]] = [
+        {"id": i, "text": f"the deploy window opens at hour {i}", "user": "alice", "tags": ["ops"]}
+        | ({"superseded_by": i + 1} if i < versions else {})
+        for i in range(1, versions + 1)
+    ]
+    records += [
+        {"text": f"unrelated note {j} about lunch", "user": "alice", "tags": ["ops"]} for j in range(20)
+    ]
+    memories.import_(records)
+    if isinstance(memories.backend, LocalBackend):
+        memories.reindex(index="hnsw", force=True)
+    for filters in ({}, {"tags": ["ops"]}, {"user": "alice"}):
+        for mode in ("vector", "hybrid", "keyword"):
+            found = [
+                h.memory.id
+                for h in memories.search("the deploy window opens at hour", k=5, mode=mode, **filters)
+            ]
+            assert found[0] == versions and len(found) == (1 if mode == "keyword" else 5), (
+                mode,
+                filters,
+                found,
+            )
+            assert all(memories.get(mid).superseded_by is None for mid in found)

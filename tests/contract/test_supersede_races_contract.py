@@ -35,6 +35,7 @@ RACES = {
     "forget": ("supersede T", "forget T"),
     "edit": ("supersede T", "edit T"),
     "supersede": ("supersede T", "supersede T"),
+    "supersede alike": ("resupersede T", "resupersede T"),
     "forget the middle": ("supersede T", "forget M"),
     "forget two links": ("forget M", "forget T"),
 }
@@ -63,6 +64,8 @@ def _act(memories: Memories, action: str, part: str, number: int, chain: dict[st
     target = chain[which]
     if verb == "supersede":
         return _outcome(lambda: memories.add(f"{part}'s correction {number}", supersedes=target).id)
+    if verb == "resupersede":  # the same correction from both processes
+        return _outcome(lambda: memories.add(f"the correction {number}", supersedes=target).id)
     if verb == "forget":
         return _outcome(lambda: [m.id for m in memories.forget([target]).forgotten])
     return _outcome(lambda: memories.edit(target, f"{part}'s edit in round {number}").text)
@@ -181,7 +184,10 @@ class _Round:
         """One process's action as it said it went: done and kept, or refused and nothing stored."""
         verb, which = action.split()
         target = self.chain[which]
-        if verb == "supersede":
+        if verb == "resupersede":
+            assert outcome == ("ok", self.by_text[f"the correction {self.number}"]), outcome
+            assert self.stored[target].superseded_by == outcome[1]
+        elif verb == "supersede":
             mine = self.by_text.get(f"{part}'s correction {self.number}")
             if outcome[0] == "ok":
                 assert mine == outcome[1] and self.stored[mine].superseded_by is None
@@ -196,28 +202,36 @@ class _Round:
             assert self.stored[target].text == outcome[1]  # no edit lost
 
     def check_together(self, race: str, first: tuple[str, Any], second: tuple[str, Any]) -> str:
-        """The round's outcome as the rules allow for both at once; which order it took."""
+        """The round's outcome as the rules allow for both at once; which order it took (``both``
+        where the order does not show)."""
         chain, stored = self.chain, self.stored
-        before_t = [name for name in ("W", "M") if name in chain]
         if race == "forget":  # the supersede came first (it stands, its predecessor links to it) or not
-            if first[0] == "ok":
-                assert all(stored[chain[p]].superseded_by == first[1] for p in before_t[-1:])
-                return "superseded, then forgotten"
-            assert first[0] == "MemoryNotFoundError", first
-            assert all(stored[chain[p]].superseded_by is None for p in before_t[-1:])  # current again
-            return "forgotten first"
-        if race == "edit":
-            assert first[0] == "ok" and stored[chain["T"]].superseded_by == first[1]
-            return "both"
+            return self._forget_order(first)
         if race == "supersede":
             assert sorted([first[0], second[0]]) == ["InvalidInputError", "ok"], (first, second)
             winner, loser = (first, second) if first[0] == "ok" else (second, first)
             assert stored[chain["T"]].superseded_by == winner[1]
             assert f"already superseded by memory {winner[1]}" in loser[1], loser
             return "first won" if winner is first else "second won"
-        if race == "forget the middle":
+        if race == "edit":
+            assert first[0] == "ok" and stored[chain["T"]].superseded_by == first[1]
+        elif race == "supersede alike":  # stored once, one id for both
+            assert first == second, (first, second)
+        elif race == "forget the middle":
             assert first[0] == "ok" and stored[chain["W"]].superseded_by == chain["T"]
             assert stored[chain["T"]].superseded_by == first[1]
-            return "both"
-        assert stored[chain["W"]].superseded_by is None, (self.number, stored[chain["W"]])  # current again
+        else:
+            assert stored[chain["W"]].superseded_by is None, (
+                self.number,
+                stored[chain["W"]],
+            )  # current again
         return "both"
+
+    def _forget_order(self, first: tuple[str, Any]) -> str:
+        before = [self.stored[self.chain[name]] for name in ("M",) if name in self.chain]
+        if first[0] == "ok":
+            assert all(memory.superseded_by == first[1] for memory in before)
+            return "superseded, then forgotten"
+        assert first[0] == "MemoryNotFoundError", first
+        assert all(memory.superseded_by is None for memory in before)  # current again
+        return "forgotten first"

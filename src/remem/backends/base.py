@@ -211,8 +211,9 @@ class Backend(Protocol):
 
     def supersede(self, wanted: Sequence[Link]) -> None:
         """Write supersede links (an import's) in one transaction, all or none, as
-        ``links.needs_link`` allows. ``add_many``/``add_pending`` write the link a memory's
-        ``supersedes`` asks for in their own transaction."""
+        ``links.needs_link`` allows, each new memory still stored (``links.check_new_stored``).
+        ``add_many``/``add_pending`` write the link a memory's ``supersedes`` asks for in their own
+        transaction."""
         ...
 
     def snapshot(self) -> AbstractContextManager[None]:

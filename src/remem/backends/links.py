@@ -6,6 +6,9 @@ only grow) and when (``superseded_at``); a memory may replace several. The rules
 
 - a memory supersedes only one of the same user and the same conversation (a memory pinned to a
   user cannot retire another user's, nor a shared one);
+- a memory supersedes only an older one: the same text added again with ``supersedes`` links the
+  memory that holds it, refused when that one is older than the memory it would supersede (the link
+  would point back in time, and close a loop when it is the memory that was superseded);
 - a memory superseded once stays so: superseding it again (by another memory) is refused, naming
   the memory that replaced it, so two assistants correcting the same fact at once cannot both win
   (adding the same supersede again, by the same text, is not an error);
@@ -75,6 +78,12 @@ def needs_link(link: Link, target: Target | None) -> bool:
             "supersedes only one of its own user and conversation",
             parameter="supersedes",
         )
+    if new_id < target.id:
+        raise InvalidInputError(
+            f"supersedes: memory {new_id} holds this same text and is older than memory {target.id}; "
+            "a memory supersedes only an older one",
+            parameter="supersedes",
+        )
     if target.superseded_by == new_id:
         return False
     if target.superseded_by is not None:
@@ -84,6 +93,14 @@ def needs_link(link: Link, target: Target | None) -> bool:
             parameter="supersedes",
         )
     return True
+
+
+def check_new_stored(link: Link, found: bool) -> None:
+    """Raise MemoryNotFoundError unless ``link``'s new memory is stored (``found``, read inside the
+    writing transaction): an import finds its links' memories before it writes them, and one may
+    have been forgotten meanwhile (an add's new memory is its own insert)."""
+    if not found:
+        raise MemoryNotFoundError([link.new])
 
 
 def spliced(

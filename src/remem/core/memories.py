@@ -135,8 +135,9 @@ class Memories(AbstractContextManager["Memories"]):
 
         ``supersedes``: the id of a memory of the same user and conversation that this one replaces,
         in the same transaction (``remem.backends.links``: MemoryNotFoundError, or InvalidInputError
-        if it is another's or superseded already; nothing is stored then); it stays, with
-        ``superseded_by``, out of searches, lists and contexts unless they include it.
+        if it is another's, superseded already, or newer than this text's stored memory; nothing is
+        stored then); it stays, with ``superseded_by``, out of searches, lists and contexts unless
+        they include it.
         ``expires_at`` (``30d``, an ISO date/time, a datetime; still to come): from then on it is
         left out as well (``forget_expired`` deletes it). An embedded memory's ``similar`` names stored
         memories of its user (and conversation) that say nearly the same (``core.superseding``). With

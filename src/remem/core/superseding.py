@@ -95,7 +95,7 @@ class ImportLinks:
 
     def __init__(self) -> None:
         """Nothing collected yet."""
-        self._waiting: dict[int, tuple[NewMemory, str | None]] = {}
+        self._waiting: dict[int, list[tuple[NewMemory, str | None]]] = {}  # one may replace several
         self._pairs: list[tuple[NewMemory, NewMemory, str | None]] = []
 
     def watch(self, entries: Iterable[Entry]) -> Iterator[Entry]:
@@ -103,10 +103,9 @@ class ImportLinks:
         for entry in entries:
             memory = entry.memory
             if memory.id is not None and memory.id in self._waiting:
-                old, at = self._waiting.pop(memory.id)
-                self._pairs.append((old, memory, at))
+                self._pairs.extend((old, memory, at) for old, at in self._waiting.pop(memory.id))
             if entry.superseded_by is not None:
-                self._waiting[entry.superseded_by] = (memory, entry.superseded_at)
+                self._waiting.setdefault(entry.superseded_by, []).append((memory, entry.superseded_at))
             yield entry
 
     def apply(self, backend: Backend) -> list[str]:
@@ -114,8 +113,9 @@ class ImportLinks:
         whatever ids they were given); notes on links that could not be kept."""
         notes = []
         if self._waiting:
+            unlinked = sum(map(len, self._waiting.values()))
             notes.append(
-                f"{len(self._waiting)} imported memories were superseded by memories not in the import; "
+                f"{unlinked} imported memories were superseded by memories not in the import; "
                 "they were imported as current"
             )
         if not self._pairs:

@@ -136,6 +136,8 @@ class Records:
             ).fetchone()
             target = None if row is None else links.Target(int(row[0]), row[1], row[2], row[3])
             if links.needs_link(link, target):
+                found = self.conn.execute("SELECT 1 FROM memories WHERE id = ?", (link.new,)).fetchone()
+                links.check_new_stored(link, found is not None)
                 self.conn.execute(
                     "UPDATE memories SET superseded_by = ?, superseded_at = ? WHERE id = ?",
                     (link.new, link.at, link.old),

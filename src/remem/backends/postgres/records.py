@@ -151,10 +151,21 @@ def insert_many(
             return ids
 
 
+def lock_links(cursor: psycopg.Cursor[Any], s: str) -> None:
+    """Take the store's links lock for this transaction: splices (and an import's links) run one
+    at a time, each reading the chains as the one before it left them. Two forgets at once of
+    consecutive memories of a chain (W → M → N) would otherwise each splice past the other's
+    memory as it was (W → N, and M current again), and W point to N, deleted. Taken before any row
+    lock, so a transaction waiting for it holds none."""
+    cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"remem-links:{s}",))
+
+
 def supersede(cursor: psycopg.Cursor[Any], s: str, wanted: Sequence[links.Link]) -> None:
     """Write each link inside the caller's transaction, as ``links.needs_link`` allows (it raises
     for one it refuses); the old memory's row is locked first, so a forget or another supersede of
-    it waits for this transaction, or this one finds it gone or superseded."""
+    it waits for this transaction, or this one finds it gone or superseded. The new memory must be
+    stored (``links.check_new_stored``): an add's is its own insert; an import's were found before,
+    and it holds ``lock_links``, so a forget of one waits or has finished."""
     for link in wanted:
         cursor.execute(
             f'SELECT id, "user", conversation, superseded_by FROM {s}.memories WHERE id = %s FOR UPDATE',
@@ -163,6 +174,8 @@ def supersede(cursor: psycopg.Cursor[Any], s: str, wanted: Sequence[links.Link])
         row = cursor.fetchone()
         target = None if row is None else links.Target(int(row[0]), row[1], row[2], row[3])
         if links.needs_link(link, target):
+            cursor.execute(f"SELECT 1 FROM {s}.memories WHERE id = %s", (link.new,))
+            links.check_new_stored(link, cursor.fetchone() is not None)
             cursor.execute(
                 f"UPDATE {s}.memories SET superseded_by = %s, superseded_at = %s WHERE id = %s",
                 (link.new, link.at, link.old),
@@ -170,8 +183,10 @@ def supersede(cursor: psycopg.Cursor[Any], s: str, wanted: Sequence[links.Link])
 
 
 def splice(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> None:
-    """Before ``ids`` are deleted (their rows locked first): the memories they superseded that stay
-    point to the first memory after them that stays, or are current again (``links``)."""
+    """Before ``ids`` are deleted (under ``lock_links``, their rows locked first): the memories they
+    superseded that stay point to the first memory after them that stays, or are current again
+    (``links``)."""
+    lock_links(cursor, s)
     cursor.execute(
         f"SELECT id FROM {s}.memories WHERE id = ANY(%s::bigint[]) ORDER BY id FOR UPDATE", (list(ids),)
     )

@@ -242,8 +242,10 @@ class PostgresBackend:
             return sorted(int(row[0]) for row in cursor.fetchall())
 
     def supersede(self, wanted: Sequence[links.Link]) -> None:
-        """Write supersede links in one transaction (``links``; all or none)."""
+        """Write supersede links in one transaction (``links``; all or none), one such transaction
+        or forget at a time (``records.lock_links``)."""
         with self.access.writing(None) as cursor:
+            records.lock_links(cursor, self.s)
             records.supersede(cursor, self.s, wanted)
 
     def add_token(self, record: TokenRecord) -> bool:

@@ -22,13 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from remem.backends.summary import Fetch, expired_count, superseded_count
 from remem.errors import InvalidInputError, MemoryNotFoundError
-from remem.reports import Check
 from remem.types import NewMemory
-
-#: How many ids of memories whose link leads nowhere ``check`` names.
-SHOWN = 5
 
 
 @dataclass(frozen=True)
@@ -124,21 +119,3 @@ def chain_reads(pointed: set[int], forgotten: set[int], successor: Mapping[int, 
     wanted = [mid for mid in pointed if mid not in successor]
     wanted += [by for by in successor.values() if by is not None and by in forgotten and by not in successor]
     return sorted(set(wanted))
-
-
-def check(fetch: Fetch, memories: str) -> Check:
-    """``doctor``'s check of the links in the table ``memories`` (read through ``fetch``): how many
-    memories are superseded and expired, and whether every ``superseded_by`` names a stored memory."""
-    (superseded, expired), *_ = list(fetch(f"SELECT {superseded_count(memories)}, {expired_count(memories)}"))
-    dangling = [
-        int(row[0])
-        for row in fetch(
-            f"SELECT m.id FROM {memories} m WHERE m.superseded_by IS NOT NULL AND NOT EXISTS "
-            f"(SELECT 1 FROM {memories} n WHERE n.id = m.superseded_by) ORDER BY m.id LIMIT {SHOWN + 1}"
-        )
-    ]
-    counts = f"{int(superseded)} superseded, {int(expired)} expired"
-    if not dangling:
-        return Check("memory links", True, counts)
-    named = ", ".join(map(str, dangling[:SHOWN])) + (", …" if len(dangling) > SHOWN else "")
-    return Check("memory links", False, f"{counts}; superseded by a memory that is not stored: {named}")

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from remem.reports import StoreStats
+from remem.reports import Check, StoreStats
 from remem.types import utc_now_iso
 
 if TYPE_CHECKING:
@@ -92,3 +92,25 @@ def expired_count(memories: str, now: str | None = None) -> str:
 def _top(fetch: Fetch, sql: str) -> dict[str, int]:
     """Each name and its count, in the order the statement gives them."""
     return {str(name): int(count) for name, count in fetch(sql)}
+
+
+#: How many ids of memories whose link leads nowhere ``links_check`` names.
+SHOWN = 5
+
+
+def links_check(fetch: Fetch, memories: str) -> Check:
+    """``doctor``'s check of the links in the table ``memories`` (read through ``fetch``): how many
+    memories are superseded and expired, and whether every ``superseded_by`` names a stored memory."""
+    (superseded, expired), *_ = list(fetch(f"SELECT {superseded_count(memories)}, {expired_count(memories)}"))
+    dangling = [
+        int(row[0])
+        for row in fetch(
+            f"SELECT m.id FROM {memories} m WHERE m.superseded_by IS NOT NULL AND NOT EXISTS "
+            f"(SELECT 1 FROM {memories} n WHERE n.id = m.superseded_by) ORDER BY m.id LIMIT {SHOWN + 1}"
+        )
+    ]
+    counts = f"{int(superseded)} superseded, {int(expired)} expired"
+    if not dangling:
+        return Check("memory links", True, counts)
+    named = ", ".join(map(str, dangling[:SHOWN])) + (", …" if len(dangling) > SHOWN else "")
+    return Check("memory links", False, f"{counts}; superseded by a memory that is not stored: {named}")

@@ -6,7 +6,7 @@ import contextlib
 import sqlite3
 from typing import TYPE_CHECKING
 
-from remem.backends import links
+from remem.backends import summary
 from remem.backends.local import fts, pending, sync
 from remem.backends.local.files import loose_paths, own_temp_files, tighten
 from remem.backends.local.guard import DOCTOR_HINT, damage, store_error
@@ -169,7 +169,7 @@ def examine(home: Home, removed: list[str] | None = None) -> list[Check]:
         "keyword index": _keywords,
         "vectors": _vectors,
         "vector index": _index_file,
-        "memory links": lambda home: links.check(home.records.conn.execute, "memories"),
+        "memory links": lambda home: summary.links_check(home.records.conn.execute, "memories"),
     }
     return [*(_checked(name, check, home) for name, check in checks.items()), *_files(home, removed or [])]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from remem.backends import links
+from remem.backends import summary
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.schema import LATEST_VERSION
 from remem.backends.postgres.upkeep import hnsw_is_current, keywords_are_current, reindex
@@ -90,7 +90,7 @@ def _staged(cursor: psycopg.Cursor[Any], s: str) -> Check:
 
 
 def _links(cursor: psycopg.Cursor[Any], s: str) -> Check:
-    return links.check(cursor.execute, f"{s}.memories")
+    return summary.links_check(cursor.execute, f"{s}.memories")
 
 
 def diagnose(store: StoreAccess, repair: bool) -> tuple[list[Check], list[str]]:

@@ -170,28 +170,26 @@ def parse_when(value: str | datetime | None, name: str, now: datetime) -> dateti
     day, week or month they name. The result is in UTC. Raises InvalidInputError otherwise, or for a
     moment outside years 1–9999 in UTC; ``name`` is the argument (``since``), the error's parameter.
     """
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return _in_utc(value, f"{name} {value.isoformat()!r}", name)
-    text = value.strip()
-    relative = _RELATIVE.fullmatch(text.lower())
-    if relative:
-        return _before(now, int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)], name, value)
-    moment = parse_iso(text) or _time_words(text, now)
-    if moment is None:
-        raise InvalidInputError(
-            f"{name} {value!r} is neither an ISO date/time (2026-11-29, 2026-11-29T14:00), "
-            "an age (30m, 12h, 7d) nor a time word (yesterday, last week, monday)",
-            parameter=name,
-        )
-    return _in_utc(moment, f"{name} {value!r}", name)
+    hint = (
+        "an ISO date/time (2026-11-29, 2026-11-29T14:00), an age (30m, 12h, 7d) nor a time word "
+        "(yesterday, last week, monday)"
+    )
+    return _moment_of(value, name, now, later=False, hint=hint)
 
 
 def parse_expiry(value: str | datetime | None, name: str, now: datetime) -> datetime | None:
     """When a memory expires: ``30m``/``12h``/``30d``/``2w`` (that long after ``now``), an ISO 8601
     date or date-time (without an offset: UTC; a date: its start), or a datetime; in UTC. Raises
     InvalidInputError otherwise (naming ``name``, the error's parameter)."""
+    hint = "a time from now (30m, 12h, 30d, 2w) nor an ISO date/time (2026-12-31, 2026-12-31T18:00)"
+    return _moment_of(value, name, now, later=True, hint=hint)
+
+
+def _moment_of(
+    value: str | datetime | None, name: str, now: datetime, *, later: bool, hint: str
+) -> datetime | None:
+    """``parse_when`` (an age before ``now``, time words too) or, ``later``, ``parse_expiry`` (a
+    time after ``now``); ``hint`` lists the forms in the error."""
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -199,19 +197,11 @@ def parse_expiry(value: str | datetime | None, name: str, now: datetime) -> date
     text = value.strip()
     relative = _RELATIVE.fullmatch(text.lower())
     if relative:
-        try:
-            return now + timedelta(seconds=int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)])
-        except OverflowError:
-            raise InvalidInputError(
-                f"{name} {value!r} reaches beyond the year 9999", parameter=name
-            ) from None
-    moment = parse_iso(text)
+        seconds = int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)]
+        return _after(now, seconds, name, value) if later else _before(now, seconds, name, value)
+    moment = parse_iso(text) or (None if later else _time_words(text, now))
     if moment is None:
-        raise InvalidInputError(
-            f"{name} {value!r} is neither a time from now (30m, 12h, 30d, 2w) nor an ISO date/time "
-            "(2026-12-31, 2026-12-31T18:00)",
-            parameter=name,
-        )
+        raise InvalidInputError(f"{name} {value!r} is neither {hint}", parameter=name)
     return _in_utc(moment, f"{name} {value!r}", name)
 
 
@@ -245,6 +235,14 @@ def _before(now: datetime, seconds: int, name: str, value: str) -> datetime:
         return now - timedelta(seconds=seconds)
     except OverflowError:
         raise InvalidInputError(f"{name} {value!r} reaches back before the year 1", parameter=name) from None
+
+
+def _after(now: datetime, seconds: int, name: str, value: str) -> datetime:
+    """``seconds`` after ``now``; InvalidInputError about ``name`` when that is after year 9999."""
+    try:
+        return now + timedelta(seconds=seconds)
+    except OverflowError:
+        raise InvalidInputError(f"{name} {value!r} reaches beyond the year 9999", parameter=name) from None
 
 
 def _in_utc(moment: datetime, what: str, parameter: str | None = None) -> datetime:

@@ -14,6 +14,9 @@ import remem
 from remem.mcp.server import RememServer, build_server
 from remem.testing import FakeEmbedder
 
+#: ``memory_add``'s result for the first memory of a store, stored before the model loaded.
+FIRST_STORED_PENDING = {"id": 1, "duplicate": False, "embedded": False, "supersedes": None, "similar": []}
+
 
 def server(store: Path, **options: Any) -> RememServer:
     """A server for ``store`` embedding with a FakeEmbedder; no background warm-up unless asked."""

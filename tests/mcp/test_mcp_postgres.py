@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-from mcp_support import call, fail, memories, run, server, warm
+from mcp_support import FIRST_STORED_PENDING, call, fail, memories, run, server, warm
 
 from remem.mcp import service
 
@@ -29,13 +29,7 @@ def test_the_tools_work_on_a_postgres_store(postgres_url: str) -> None:
             added = await call(
                 client, "memory_add", {"text": "The deploy key rotates every 90 days", "tags": ["ops"]}
             )
-            assert added == {
-                "id": 1,
-                "duplicate": False,
-                "embedded": False,
-                "supersedes": None,
-                "similar": [],
-            }  # stored before the model
+            assert added == FIRST_STORED_PENDING  # stored before the model
             found = await call(client, "memory_search", {"query": "deploy key"})
             assert found["mode"] == "keyword" and [h["id"] for h in found["hits"]] == [1]
             await warm(app)

@@ -19,6 +19,7 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp_support import FIRST_STORED_PENDING
 
 pytestmark = pytest.mark.integration
 
@@ -100,7 +101,10 @@ def test_an_add_before_the_model_loads_is_stored_at_once_and_found_by_meaning_by
     monkeypatch.setenv("REMEM_MODELS", str(tmp_path / "models"))  # a machine that has said no tip yet
     first = subprocess.run(
         [sys.executable, "-m", "remem", "add", "a first store", "--store", str(tmp_path / "first")],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     assert "Better search: `remem model pull bge-small-en-v1.5`" in first.stderr  # said once per machine
 
@@ -108,13 +112,7 @@ def test_an_add_before_the_model_loads_is_stored_at_once_and_found_by_meaning_by
         with (tmp_path / "stderr.txt").open("w+") as errlog:
             async with _server(store_dir, errlog) as session:  # a new store, made by the server
                 added = await _call(session, "memory_add", {"text": "The deploy key rotates every 90 days"})
-                assert added == {
-                    "id": 1,
-                    "duplicate": False,
-                    "embedded": False,
-                    "supersedes": None,
-                    "similar": [],
-                }  # the warm-up waits for it
+                assert added == FIRST_STORED_PENDING  # the warm-up waits for it
                 query = {"query": "how often do credentials change", "mode": "vector", "k": 1}
                 found = await _call(session, "memory_search", query)  # waits for the warm-up to embed it
                 assert found["lane_note"] is None and [hit["id"] for hit in found["hits"]] == [1]

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp_support import call, fail, memories, run, server, warm
+from mcp_support import FIRST_STORED_PENDING, call, fail, memories, run, server, warm
 
 import remem
 from remem import Embeddings, NewMemory
@@ -155,13 +155,7 @@ def test_before_warm_up_search_uses_keywords_and_add_stores_pending(store_dir: P
     async def scenario() -> None:
         async with Client(app) as client:
             added = await call(client, "memory_add", {"text": "The deploy key rotates every 90 days"})
-            assert added == {
-                "id": 1,
-                "duplicate": False,
-                "embedded": False,
-                "supersedes": None,
-                "similar": [],
-            }
+            assert added == FIRST_STORED_PENDING
             found = await call(client, "memory_search", {"query": "deploy key", "min_score": 0.1})
             assert found["mode"] == "keyword" and [h["id"] for h in found["hits"]] == [1]
             assert found["lane_note"] == "model loading; keyword results only; min_score not applied"

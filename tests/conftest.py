@@ -78,3 +78,12 @@ def postgres_url(postgres_base: str, tmp_path: Path) -> str:
     import postgres_server
 
     return postgres_server.store_url(postgres_base, str(tmp_path))
+
+
+@pytest.fixture
+def ingest_input(tmp_path: Path) -> tuple[Path, list[str]]:
+    """The input of the interrupted-ingest tests (``ingest_kill.write_input``) and the texts it stores."""
+    from ingest_kill import write_input
+
+    path = tmp_path / "input.jsonl"
+    return path, write_input(path)

@@ -26,17 +26,11 @@ STAGING = "remem.backends.local.staged:LocalStaging"
 POINTS = kill_points(STAGING)
 
 
-@pytest.fixture
-def source(tmp_path: Path) -> tuple[Path, list[str]]:
-    path = tmp_path / "input.jsonl"
-    return path, write_input(path)
-
-
 @pytest.mark.parametrize(("where", "after", "staged", "left"), POINTS)
 def test_a_killed_ingest_shows_nothing_and_running_it_again_resumes(
-    store_dir: Path, source: tuple[Path, list[str]], where: str, after: int, staged: int, left: int
+    store_dir: Path, ingest_input: tuple[Path, list[str]], where: str, after: int, staged: int, left: int
 ) -> None:
-    path, expected = source
+    path, expected = ingest_input
     store = str(store_dir)
     killed = child(store, path, where=where, after=after)
     assert killed.code == -9, killed.stderr[-500:]
@@ -50,8 +44,10 @@ def test_a_killed_ingest_shows_nothing_and_running_it_again_resumes(
     assert not (store_dir / STAGING_FILE).exists()
 
 
-def test_an_ingest_killed_after_its_move_is_complete(store_dir: Path, source: tuple[Path, list[str]]) -> None:
-    path, expected = source
+def test_an_ingest_killed_after_its_move_is_complete(
+    store_dir: Path, ingest_input: tuple[Path, list[str]]
+) -> None:
+    path, expected = ingest_input
     store = str(store_dir)
     assert child(store, path, where=f"{STAGING}.discard").code == -9
     assert texts_of(store) == expected  # committed: every memory, found by search too
@@ -75,9 +71,9 @@ def test_an_import_killed_during_its_move_resumes_without_embedding(store_dir: P
 
 
 def test_killed_at_any_moment_it_is_all_or_nothing_and_finishes_on_the_next_run(
-    store_dir: Path, source: tuple[Path, list[str]]
+    store_dir: Path, ingest_input: tuple[Path, list[str]]
 ) -> None:
-    path, expected = source
+    path, expected = ingest_input
     store = str(store_dir)
     for seconds in (1.0, 2.0, 3.0, 4.5):
         killed_after(store, path, seconds)

@@ -31,17 +31,11 @@ def _runs(url: str) -> int:
         return len(backend.staging().runs())
 
 
-@pytest.fixture
-def source(tmp_path: Path) -> tuple[Path, list[str]]:
-    path = tmp_path / "input.jsonl"
-    return path, write_input(path)
-
-
 @pytest.mark.parametrize(("where", "after", "staged", "left"), POINTS)
 def test_a_killed_ingest_shows_nothing_and_running_it_again_resumes(
-    postgres_url: str, source: tuple[Path, list[str]], where: str, after: int, staged: int, left: int
+    postgres_url: str, ingest_input: tuple[Path, list[str]], where: str, after: int, staged: int, left: int
 ) -> None:
-    path, expected = source
+    path, expected = ingest_input
     killed = child(postgres_url, path, where=where, after=after)
     assert killed.code == -9, killed.stderr[-500:]
     assert texts_of(postgres_url) == [] and _runs(postgres_url) == 1
@@ -54,9 +48,9 @@ def test_a_killed_ingest_shows_nothing_and_running_it_again_resumes(
 
 
 def test_an_ingest_killed_after_its_move_is_complete(
-    postgres_url: str, source: tuple[Path, list[str]]
+    postgres_url: str, ingest_input: tuple[Path, list[str]]
 ) -> None:
-    path, expected = source
+    path, expected = ingest_input
     assert child(postgres_url, path, where=f"{STAGING}.discard").code == -9
     assert texts_of(postgres_url) == expected
     again = child(postgres_url, path)
@@ -82,11 +76,11 @@ def test_an_import_killed_during_its_move_resumes_without_embedding(
 
 
 def test_an_ingest_killed_before_the_graph_is_built_again_leaves_the_store_as_it_was(
-    postgres_url: str, source: tuple[Path, list[str]]
+    postgres_url: str, ingest_input: tuple[Path, list[str]]
 ) -> None:
     """The move of a big ingest drops the HNSW graph and builds it once at its end: killed just
     before the build, the store has its graph and none of the memories."""
-    path, expected = source
+    path, expected = ingest_input
     assert child(postgres_url, path, where="remem.backends.postgres.bulk:build_graph").code == -9
     assert texts_of(postgres_url) == []
     with PostgresBackend.open(postgres_url, create=False) as backend:
@@ -98,9 +92,9 @@ def test_an_ingest_killed_before_the_graph_is_built_again_leaves_the_store_as_it
 
 
 def test_killed_at_any_moment_it_is_all_or_nothing_and_finishes_on_the_next_run(
-    postgres_url: str, source: tuple[Path, list[str]]
+    postgres_url: str, ingest_input: tuple[Path, list[str]]
 ) -> None:
-    path, expected = source
+    path, expected = ingest_input
     for seconds in (1.5, 3.0, 5.0, 7.0):
         killed_after(postgres_url, path, seconds)
         assert len(texts_of(postgres_url)) in (0, ADDED)

@@ -170,6 +170,27 @@ def sweep(found: Sequence[Newer]) -> list[Row]:
     return rows
 
 
+def print_store_threshold(
+    cal: Sequence[Row], hold: Sequence[Row], every: Sequence[Row], chosen: float
+) -> None:
+    """The rows of the threshold remem uses (``SIMILAR_THRESHOLD``), when it is not the one chosen
+    here (it fires on fewer related memories than the best F1 does: see ``remem.core.superseding``)."""
+    try:
+        from remem.core.superseding import SIMILAR_THRESHOLD
+    except ImportError:  # a remem without the notice
+        return
+    used = round(SIMILAR_THRESHOLD, 2)
+    if used == chosen:
+        return
+    for title, rows in (("calibration", cal), ("holdout", hold), ("all", every)):
+        r = next((r for r in rows if r.threshold == used), None)
+        if r is not None:
+            print(
+                f"remem's SIMILAR_THRESHOLD {used:.2f}, {title}: recall {r.recall:.2f}, "
+                f"false alarms {r.false_alarms:.2f}, precision {r.precision:.2f}, F1 {r.f1:.2f}"
+            )
+
+
 def choose(rows: Sequence[Row]) -> Row:
     """The row of the best F1 (ties: fewest false alarms, then the highest threshold)."""
     return max(rows, key=lambda r: (round(r.f1, 9), -r.false_alarms, r.threshold))
@@ -341,6 +362,7 @@ def main() -> None:
             end="",
         )
     print()
+    print_store_threshold(cal_rows, hold_rows, all_rows, chosen)
     print_cases(found, chosen)
     print()
     with tempfile.TemporaryDirectory() as tmp:

@@ -184,6 +184,22 @@ def test_a_duplicate_text_with_supersedes_links_the_memory_that_holds_it(memorie
     assert [m.id for m in memories.list()] == [stored]
 
 
+def test_a_duplicate_forgotten_before_its_supersede_is_written_is_stored_with_its_vectors(
+    memories: Memories, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race the duplicate check loses: it finds the text stored, a forget deletes that memory,
+    then the add stores the text anew (with the link). It is embedded, not left waiting."""
+    old = memories.add(OLD).id
+    stale = memories.add(NEW).id
+    memories.forget([stale])
+    monkeypatch.setattr(memories.backend, "find_duplicate", lambda memory: stale)  # as read before the forget
+    added = memories.add(NEW, supersedes=old)
+    assert not added.duplicate and added.id != stale
+    assert memories.get(old).superseded_by == added.id
+    assert memories.pending_count() == 0
+    assert [h.memory.id for h in memories.search(NEW, k=1, mode="vector")] == [added.id]
+
+
 def test_a_duplicate_older_than_the_memory_it_would_supersede_is_refused(memories: Memories) -> None:
     """Linking ``first`` (older) as the replacement of ``second`` would point a link back in
     time, and close a loop when ``first`` is the memory ``second`` replaced: both hidden for good."""

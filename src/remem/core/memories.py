@@ -156,7 +156,10 @@ class Memories(AbstractContextManager["Memories"]):
             return AddResult(id=existing, duplicate=True)
         with growth.watching(self.backend, self.notes):
             if not embed or existing is not None:  # a duplicate that supersedes: the link, nothing embedded
-                return bulk.add_waiting(self.backend, self.embedder, memory)
+                waiting = bulk.add_waiting(self.backend, self.embedder, memory)
+                if embed and not waiting.duplicate:  # its duplicate was forgotten meanwhile: stored
+                    turns.refresh(self.backend, self.embedder(), [waiting.id])  # now it gets its vectors
+                return waiting
             embedder = self.embedder()
             added = bulk.add_one(self.backend, embedder, memory, progress)
         if added.duplicate:

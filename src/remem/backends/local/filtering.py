@@ -70,28 +70,28 @@ def hiding(filters: Filters, memory_id: str) -> tuple[list[str], list[Any]]:
     """The conditions that leave superseded and expired memories out (unless included): each a
     set of ids read once per statement through its partial index (none in most stores), so a
     query that never reads a memory's row (FTS5's matches, a vector's owner) need not read it."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if not filters.include_superseded:
-        clauses.append(f"{memory_id} NOT IN (SELECT id FROM memories WHERE superseded_by IS NOT NULL)")
-    if not filters.include_expired:
-        clauses.append(
-            f"{memory_id} NOT IN (SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?)"
-        )
-        params.append(utc_now_iso())
-    return clauses, params
+    queries, params = _hidden_queries(filters)
+    return [f"{memory_id} NOT IN ({query})" for query in queries], params
 
 
 def hidden_ids(filters: Filters) -> tuple[str, list[Any]]:
     """A query of the ids of the memories ``filters`` leave out as superseded or expired (none
     when it includes both)."""
-    parts, params = [], []
+    queries, params = _hidden_queries(filters)
+    return (" UNION ".join(queries) or "SELECT NULL WHERE 0"), params
+
+
+def _hidden_queries(filters: Filters) -> tuple[list[str], list[Any]]:
+    """The queries of the ids of superseded and of expired memories that ``filters`` leave out,
+    and their parameters (the current time, for expiry)."""
+    queries: list[str] = []
+    params: list[Any] = []
     if not filters.include_superseded:
-        parts.append("SELECT id FROM memories WHERE superseded_by IS NOT NULL")
+        queries.append("SELECT id FROM memories WHERE superseded_by IS NOT NULL")
     if not filters.include_expired:
-        parts.append("SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?")
+        queries.append("SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?")
         params.append(utc_now_iso())
-    return (" UNION ".join(parts) or "SELECT NULL WHERE 0"), params
+    return queries, params
 
 
 def _marks(count: int) -> str:

@@ -166,3 +166,17 @@ def complete(store: str, expected: list[str]) -> None:
     assert texts_of(store) == expected
     doctor = run_cli(["doctor"], store)  # type: ignore[arg-type]
     assert doctor.code == 0 and "staged ingests" not in doctor.stdout + doctor.stderr, doctor.stdout
+
+
+def import_killed_in_its_move_resumes(store: str, staging: str, tmp_path: Path) -> None:
+    """An import of an export carrying vectors, killed during its move (``staging``'s
+    ``_fresh_rows``, the third page): nothing shows, and running it again embeds nothing and
+    ends complete."""
+    path = tmp_path / "export.jsonl"
+    expected = write_input(path, vectors=True)
+    assert child(store, path, "import", f"{staging}._fresh_rows", 3).code == -9
+    assert texts_of(store) == []
+    again = child(store, path, "import")
+    assert (again.code, again.resumed, again.embedded) == (0, PLAIN + TURNS, 0), again.stderr
+    assert f"Added {ADDED}, duplicates {REPEATED}, skipped 0, {ADDED} vectors reused." in again.stderr
+    complete(store, expected)

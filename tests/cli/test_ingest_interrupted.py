@@ -15,10 +15,10 @@ from ingest_kill import (
     TURNS,
     child,
     complete,
+    import_killed_in_its_move_resumes,
     kill_points,
     killed_after,
     texts_of,
-    write_input,
 )
 from remem.backends.local.files import STAGING_FILE
 
@@ -59,15 +59,7 @@ def test_an_ingest_killed_after_its_move_is_complete(
 
 
 def test_an_import_killed_during_its_move_resumes_without_embedding(store_dir: Path, tmp_path: Path) -> None:
-    path = tmp_path / "export.jsonl"
-    expected = write_input(path, vectors=True)
-    store = str(store_dir)
-    assert child(store, path, "import", f"{STAGING}._fresh_rows", 3).code == -9
-    assert texts_of(store) == []
-    again = child(store, path, "import")
-    assert (again.code, again.resumed, again.embedded) == (0, PLAIN + TURNS, 0), again.stderr
-    assert f"Added {ADDED}, duplicates {REPEATED}, skipped 0, {ADDED} vectors reused." in again.stderr
-    complete(store, expected)
+    import_killed_in_its_move_resumes(str(store_dir), STAGING, tmp_path)
 
 
 def test_killed_at_any_moment_it_is_all_or_nothing_and_finishes_on_the_next_run(

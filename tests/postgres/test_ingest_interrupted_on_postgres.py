@@ -15,10 +15,10 @@ from ingest_kill import (
     TURNS,
     child,
     complete,
+    import_killed_in_its_move_resumes,
     kill_points,
     killed_after,
     texts_of,
-    write_input,
 )
 from remem.backends.postgres.store import PostgresBackend
 
@@ -65,14 +65,7 @@ def test_an_import_killed_during_its_move_resumes_without_embedding(
 ) -> None:
     """The import rebuilds the HNSW graph in its move (it brings more vectors than the store holds):
     killed meanwhile, the store keeps its graph and shows nothing."""
-    path = tmp_path / "export.jsonl"
-    expected = write_input(path, vectors=True)
-    assert child(postgres_url, path, "import", f"{STAGING}._fresh_rows", 3).code == -9
-    assert texts_of(postgres_url) == []
-    again = child(postgres_url, path, "import")
-    assert (again.code, again.resumed, again.embedded) == (0, PLAIN + TURNS, 0), again.stderr
-    assert f"Added {ADDED}, duplicates {REPEATED}, skipped 0, {ADDED} vectors reused." in again.stderr
-    complete(postgres_url, expected)
+    import_killed_in_its_move_resumes(postgres_url, STAGING, tmp_path)
 
 
 def test_an_ingest_killed_before_the_graph_is_built_again_leaves_the_store_as_it_was(

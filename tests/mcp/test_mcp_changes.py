@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 from mcp import Client
 from mcp_support import call, fail, memories, run, server, warm
 
 import remem
+from serve_support import call as http_call
+from serve_support import fail as http_fail
+from serve_support import serving, session
 
 OLD = "We run Postgres 16 in production"
 NEW = "We run Postgres 17 in production"
@@ -122,3 +126,33 @@ def test_a_pin_cannot_supersede_what_it_may_not_change(store_dir: Path) -> None:
     with memories(store_dir) as store:
         assert [m.superseded_by for m in store.get_many([1, 2]).values()] == [None, None]
         assert store.stats().memories == 2
+
+
+def test_over_streamable_http_with_pinned_tokens_a_user_supersedes_only_their_own(store_dir: Path) -> None:
+    """`remem serve` and the SDK's Streamable HTTP client, a bearer token per user: alice's
+    correction hides her old fact from her searches until asked; bob naming it is refused without
+    a word of its text."""
+    with memories(store_dir) as m:
+        alice, bob = (m.tokens.add(user=name)[0] for name in ("alice", "bob"))
+
+    async def scenario() -> None:
+        with serving(store_dir) as http:
+            async with session(http.url, alice) as mcp_session:
+                old = (await http_call(mcp_session, "memory_add", {"text": OLD}))["id"]
+                added = await http_call(mcp_session, "memory_add", {"text": NEW, "supersedes": old})
+                assert added["supersedes"] == old
+                query = {"query": "Postgres in production", "mode": "keyword"}
+                found = await http_call(mcp_session, "memory_search", query)
+                assert [hit["id"] for hit in found["hits"]] == [added["id"]]
+                everything = await http_call(
+                    mcp_session, "memory_search", {**query, "include_superseded": True}
+                )
+                assert {hit["id"] for hit in everything["hits"]} == {old, added["id"]}
+            async with session(http.url, bob) as mcp_session:
+                refused = await http_fail(mcp_session, "memory_add", {"text": "ours", "supersedes": old})
+                assert "Postgres" not in refused
+        with memories(store_dir) as m:
+            assert m.get(old).superseded_by == added["id"]
+            assert [mem.text for mem in m.list(user="bob")] == []
+
+    anyio.run(scenario)

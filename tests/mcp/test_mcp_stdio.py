@@ -116,6 +116,11 @@ def test_an_add_before_the_model_loads_is_stored_at_once_and_found_by_meaning_by
                 query = {"query": "how often do credentials change", "mode": "vector", "k": 1}
                 found = await _call(session, "memory_search", query)  # waits for the warm-up to embed it
                 assert found["lane_note"] is None and [hit["id"] for hit in found["hits"]] == [1]
+                corrected = {"text": "The deploy key rotates every 30 days since the audit", "supersedes": 1}
+                added = await _call(session, "memory_add", corrected)  # the model is loaded: embedded
+                assert (added["supersedes"], added["embedded"]) == (1, True)
+                found = await _call(session, "memory_search", query)
+                assert [hit["id"] for hit in found["hits"]] == [added["id"]]  # the old fact left out
             errlog.seek(0)
             said = errlog.read()
         assert f"New store at {store_dir}, using the bundled model all-minilm-l6-v2 (English).\n" in said

@@ -67,6 +67,15 @@ def _root(
             show_default=False,
         ),
     ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            metavar="NAME",
+            help="The model a new store starts with (`remem model list`) [$REMEM_MODEL].",
+            show_default=False,
+        ),
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = False,
@@ -79,6 +88,7 @@ def _root(
     settings = invocation()
     settings.quiet = quiet
     settings.model_dir = model_dir
+    settings.model = model
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
 
@@ -97,6 +107,8 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 }
 _ORDER = [name for names in COMMANDS.values() for name in names]
 _ROOT_FLAGS = {"-q", "--quiet", "-h", "--help", "--version"}
+#: The root options that take a value.
+_ROOT_OPTIONS = ("--model-dir", "--model")
 #: Names people reach for from other tools, and the command that does it here.
 _ALIASES = {
     "rm": "forget",
@@ -133,9 +145,9 @@ def _command_name(argv: Sequence[str]) -> str | None:
     """The command ``argv`` names after the root options, or None."""
     arguments = iter(argv)
     for argument in arguments:
-        if argument == "--model-dir":
+        if argument in _ROOT_OPTIONS:
             next(arguments, None)
-        elif argument not in _ROOT_FLAGS and not argument.startswith("--model-dir="):
+        elif argument not in _ROOT_FLAGS and not argument.startswith(tuple(f"{o}=" for o in _ROOT_OPTIONS)):
             return None if argument.startswith("-") else argument
     return None
 

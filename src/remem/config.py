@@ -14,6 +14,8 @@ MODELS_ENV = "REMEM_MODELS"
 ENDPOINT_ENV = "REMEM_HF_ENDPOINT"
 #: Environment variable naming a directory with a user's own model (like --model-dir).
 MODEL_DIR_ENV = "REMEM_MODEL_DIR"
+#: The model a new store starts with (a name from `remem model list`).
+MODEL_ENV = "REMEM_MODEL"
 DEFAULT_ENDPOINT = "https://huggingface.co"
 #: Environment variable that turns on tracebacks for unexpected errors (for bug reports).
 DEBUG_ENV = "REMEM_DEBUG"
@@ -81,3 +83,11 @@ def resolve_model_dir(option: Path | None, environ: Mapping[str, str]) -> Path |
     if option is None and environ.get(MODEL_DIR_ENV, "").strip():
         option = Path(environ[MODEL_DIR_ENV].strip())
     return None if option is None else option.expanduser().absolute()
+
+
+def resolve_model(option: str | None, environ: Mapping[str, str]) -> str | None:
+    """The model a new store starts with: the --model option, else $REMEM_MODEL, else None (the
+    default choice)."""
+    if option is None and environ.get(MODEL_ENV, "").strip():
+        option = environ[MODEL_ENV]
+    return None if option is None else option.strip()

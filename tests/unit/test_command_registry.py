@@ -37,6 +37,8 @@ def test_registering_for_no_command_puts_every_command_on_the_app() -> None:
         (["-q", "search", "x"], "search"),
         (["--model-dir", "/m", "add", "text"], "add"),
         (["--model-dir=/m", "--quiet", "model", "list"], "model"),
+        (["--model", "multilingual-e5-small", "add", "text"], "add"),
+        (["--model=multilingual-e5-small", "search", "x"], "search"),
         (["--help"], None),
         ([], None),
         (["--bogus", "list"], None),
@@ -60,5 +62,5 @@ def test_the_root_options_the_command_name_skips_are_the_apps() -> None:
     group = typer.main.get_command(cli.app)
     declared = {name for param in group.params for name in param.opts}
     completion = {"--install-completion", "--show-completion"}
-    assert declared == (cli._ROOT_FLAGS | {"--model-dir"} | completion) - {"-h", "--help"}
+    assert declared == (cli._ROOT_FLAGS | set(cli._ROOT_OPTIONS) | completion) - {"-h", "--help"}
     assert set(group.context_settings["help_option_names"]) == {"-h", "--help"}

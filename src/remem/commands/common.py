@@ -43,6 +43,7 @@ class Invocation:
 
     quiet: bool = False
     model_dir: Path | None = None
+    model: str | None = None  # the model a new store starts with (--model)
     embedder: remem.Embedder | None = None
     options: dict[str, str] = field(default_factory=dict)
 
@@ -138,7 +139,7 @@ def warn(message: str) -> None:
 
 def model_catalog() -> remem.ModelCatalog:
     """The models of this installation, with --model-dir when given."""
-    return remem.model_catalog(model_dir=invocation().model_dir)
+    return remem.model_catalog(model_dir=invocation().model_dir, model=invocation().model)
 
 
 @contextlib.contextmanager
@@ -153,7 +154,13 @@ def open_memories(
     """
     settings = invocation()
     try:
-        memories = remem.open(option, create=create, model_dir=settings.model_dir, embedder=settings.embedder)
+        memories = remem.open(
+            option,
+            create=create,
+            model_dir=settings.model_dir,
+            model=settings.model,
+            embedder=settings.embedder,
+        )
     except StoreNotFoundError as exc:
         message = missing_store(exc, option)
         if if_missing == "fail":

@@ -68,6 +68,7 @@ def mcp(
         private=private,
         read_only=read_only,
         model_dir=settings.model_dir,
+        model=settings.model,
         embedder=settings.embedder,
         note=note,
     )

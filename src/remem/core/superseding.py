@@ -17,6 +17,10 @@ named the old memory for 0.73 of updates and fired for 0.29 of related memories)
 report to Daniel": 0.20) sit below related memories of one template ("the partner API allows 1000
 requests/min" against the public API's limit: 0.90), so no cosine separates them: the notice says
 "similar", never "replaces", and the assistant decides.
+
+A model may bring its own threshold (an embedder's ``similar_threshold``): multilingual-e5-small's
+cosines are squeezed together (unrelated memories score about 0.85), so it names memories from 0.91
+(``embedders.registry``, with its measurement).
 """
 
 from __future__ import annotations
@@ -44,21 +48,22 @@ SIMILAR_FETCH = 12
 
 
 def similar(backend: Backend, embedder: Embedder, memory: NewMemory, new_id: int) -> tuple[Similar, ...]:
-    """The stored memories of ``memory``'s user (and conversation) at least ``SIMILAR_THRESHOLD``
-    similar to it, best first (at most ``MAX_SIMILAR``), from its stored vectors; () when it has none."""
+    """The stored memories of ``memory``'s user (and conversation) at least ``SIMILAR_THRESHOLD`` (or
+    the embedder's own ``similar_threshold``) similar to it, best first (at most ``MAX_SIMILAR``), from its stored vectors; () when it has none."""
     stored = backend.vectors_of_memories([new_id]).get(new_id)
     if not stored or backend.model is None:
         return ()
     import numpy as np  # noqa: PLC0415 - only after an add that embedded
 
     lane = backend.vector_lane(embedder.info)
+    threshold = getattr(embedder, "similar_threshold", None) or SIMILAR_THRESHOLD
     where = Filters(user=memory.user, conversation=memory.conversation)
     stored_memory = backend.get_many([new_id]).get(new_id)
     skip = {new_id, *(turns.context_ids(backend, stored_memory) if stored_memory else [])}
     best: dict[int, float] = {}
     for blob in stored:
         for mid, score in lane.top(np.frombuffer(blob, dtype="<f4"), SIMILAR_FETCH + len(skip), where):
-            if mid not in skip and score >= SIMILAR_THRESHOLD and score > best.get(mid, -2.0):
+            if mid not in skip and score >= threshold and score > best.get(mid, -2.0):
                 best[mid] = score
     found = backend.get_many(sorted(best))
     same = [

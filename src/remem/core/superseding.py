@@ -49,7 +49,8 @@ SIMILAR_FETCH = 12
 
 def similar(backend: Backend, embedder: Embedder, memory: NewMemory, new_id: int) -> tuple[Similar, ...]:
     """The stored memories of ``memory``'s user (and conversation) at least ``SIMILAR_THRESHOLD`` (or
-    the embedder's own ``similar_threshold``) similar to it, best first (at most ``MAX_SIMILAR``), from its stored vectors; () when it has none."""
+    the embedder's own ``similar_threshold``) similar to it, best first (at most ``MAX_SIMILAR``),
+    from its stored vectors; () when it has none."""
     stored = backend.vectors_of_memories([new_id]).get(new_id)
     if not stored or backend.model is None:
         return ()

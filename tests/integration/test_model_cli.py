@@ -75,8 +75,10 @@ def test_list_shows_every_model_and_what_is_installed(hub: HubServer) -> None:
         "languages": ["en"],
     }
     assert rows["bge-base-en-v1.5"]["dim"] == 768
+    assert rows["multilingual-e5-small"]["languages"] == ["multilingual"]
+    assert rows["multilingual-e5-small"]["state"] == "not installed"
     table = run_cli(["model", "list"]).stdout
-    assert "bge-small-en-v1.5  384  cls" in table and "not installed" in table
+    assert "bge-small-en-v1.5      384  cls" in table and "not installed" in table
     assert "LANGUAGES" in table and "  en  " in table
     assert hub.requests == []  # listing never touches the network
 

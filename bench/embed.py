@@ -92,14 +92,44 @@ PEOPLE = ["Alice", "Bob", "Chen", "Dana", "Emeka", "Farah", "Giulia", "Hiro"]
 # --- texts ---------------------------------------------------------------------------------------
 
 
-def _memory_candidate(rng: random.Random) -> str:
-    text = f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(ACTIONS)} {rng.choice(OBJECTS)}"
+@dataclass(frozen=True)
+class NoteWords:
+    """What memory-shaped notes are made of, and how their parts are joined (English by default)."""
+
+    subjects: Sequence[str]
+    actions: Sequence[str]
+    objects: Sequence[str]
+    reasons: Sequence[str]
+    tails: Sequence[str]
+    people: Sequence[str]
+    space: str = " "  # between words and sentences
+    comma: str = " "  # before a reason
+    stop: str = "."
+    capitalise: bool = True
+
+
+ENGLISH_NOTES = NoteWords(SUBJECTS, ACTIONS, OBJECTS, REASONS, TAILS, PEOPLE)
+
+
+def note_candidate(rng: random.Random, words: NoteWords = ENGLISH_NOTES) -> str:
+    """One memory-shaped note: subject, action, object, maybe a reason, zero to two tails."""
+    subject = rng.choice(words.subjects)
+    text = words.space.join(
+        (
+            subject.capitalize() if words.capitalise else subject,
+            rng.choice(words.actions),
+            rng.choice(words.objects),
+        )
+    )
     if rng.random() < 0.7:
-        text += " " + rng.choice(REASONS)
-    text += "."
+        text += words.comma + rng.choice(words.reasons)
+    text += words.stop
     for _ in range(rng.choice([0, 1, 1, 2, 2])):
         fields = {"n": rng.randint(10, 9999), "m": rng.randint(1, 9), "d": rng.randint(0, 9)}
-        text += " " + rng.choice(TAILS).format(who=rng.choice(PEOPLE), other=rng.choice(PEOPLE), **fields)
+        tail = rng.choice(words.tails).format(
+            who=rng.choice(words.people), other=rng.choice(words.people), **fields
+        )
+        text += words.space + tail
     return text
 
 
@@ -107,7 +137,7 @@ def memory_texts(
     count: int,
     count_tokens: Callable[[list[str]], list[int]],
     seed: int = 0,
-    candidate: Callable[[random.Random], str] = _memory_candidate,
+    candidate: Callable[[random.Random], str] = note_candidate,
 ) -> list[str]:
     """``count`` distinct memory-shaped notes of 10-50 tokens ([CLS]/[SEP] included), deterministic;
     ``candidate`` makes one note (default: English)."""

@@ -46,12 +46,14 @@ from embed import (
     BUNDLED,
     MULTILINGUAL,
     Engine,
+    NoteWords,
     Runs,
     Vectors,
     _spread,
     describe,
     interleaved,
     memory_texts,
+    note_candidate,
     scifact_texts,
     tokens_per_text,
 )
@@ -119,18 +121,23 @@ ZH_TAILS = [
     "回滚方案：保留上一个镜像 v{m}.{d}.{n} 两周。",
 ]
 ZH_PEOPLE = ["王芳", "李娜", "张伟", "刘洋", "陈静", "杨军", "赵敏", "黄磊"]
+CHINESE_NOTES = NoteWords(
+    ZH_SUBJECTS,
+    ZH_ACTIONS,
+    ZH_OBJECTS,
+    ZH_REASONS,
+    ZH_TAILS,
+    ZH_PEOPLE,
+    space="",
+    comma="，",
+    stop="。",
+    capitalise=False,
+)
 
 
 def chinese_candidate(rng: random.Random) -> str:
-    """One Chinese memory-shaped note (the shape of ``embed._memory_candidate``)."""
-    text = f"{rng.choice(ZH_SUBJECTS)}{rng.choice(ZH_ACTIONS)}{rng.choice(ZH_OBJECTS)}"
-    if rng.random() < 0.7:
-        text += "，" + rng.choice(ZH_REASONS)
-    text += "。"
-    for _ in range(rng.choice([0, 1, 1, 2, 2])):
-        fields = {"n": rng.randint(10, 9999), "m": rng.randint(1, 9), "d": rng.randint(0, 9)}
-        text += rng.choice(ZH_TAILS).format(who=rng.choice(ZH_PEOPLE), other=rng.choice(ZH_PEOPLE), **fields)
-    return text
+    """One Chinese memory-shaped note (``embed.note_candidate`` with Chinese words)."""
+    return note_candidate(rng, CHINESE_NOTES)
 
 
 @dataclass(frozen=True)

@@ -437,6 +437,15 @@ def normalise(x: np.ndarray, inside: np.ndarray, how: str) -> np.ndarray:
         return 1 - places / max(len(values), 1)
     if how == "z":
         return (x - values.mean()) / (values.std() or 1.0)
+    if how == "zm":  # z-score over the matches (x > 0); the others get the lowest match's
+        matched = values[values > 0]
+        if not matched.size:
+            return np.zeros(len(x))
+        z = (x - matched.mean()) / (matched.std() or 1.0)
+        return np.where(x > 0, z, z[x > 0].min())
+    if how.startswith("zf"):  # z-score, the spread at least a share of the largest value
+        spread = max(values.std(), float(how[2:]) * values.max())
+        return (x - values.mean()) / (spread or 1.0)
     low = 0.0 if how == "max" else values.min()
     return (x - low) / ((values.max() - low) or 1.0)
 
@@ -589,6 +598,13 @@ def featured() -> dict[str, Rule]:
     """The rows of the report: the best of each direction, chosen on the tuning halves."""
     z = Convex(0.5, "z", gate=0.0)
     return {
+        "convex z a=0.5 gate=0 bm25 zm": Convex(0.5, "z", khow="zm", gate=0.0),
+        "convex z a=0.6 gate=0 bm25 zm": Convex(0.6, "z", khow="zm", gate=0.0),
+        "convex z a=0.4 gate=0 bm25 zm": Convex(0.4, "z", khow="zm", gate=0.0),
+        "convex z a=0.5 gate=0 bm25 zf0.25": Convex(0.5, "z", khow="zf0.25", gate=0.0),
+        "convex z a=0.5 gate=0 bm25 zf0.4": Convex(0.5, "z", khow="zf0.4", gate=0.0),
+        "convex z a=0.5 gate=0.1": Convex(0.5, "z", gate=0.1),
+        "convex z a=0.5 gate=0.05": Convex(0.5, "z", gate=0.05),
         "rrf k=10 gate=0 (no coverage gate)": Rrf(gate=0.0),
         "rrf k=5 gate=0.2": Rrf(5),
         "rrf bm25 k1=0.9 b=0.4": Bm25Params(Rrf(), 0.9, 0.4),

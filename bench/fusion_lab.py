@@ -1,0 +1,677 @@
+"""Fusion lab (issue #31): dump each hybrid query's candidate pool once, then try fusion rules offline.
+
+    PYTHONPATH=src python bench/fusion_lab.py dump --corpus scifact|locomo|memory
+        [--data DIR] [--lab /tmp/fusionlab]
+    PYTHONPATH=src python bench/fusion_lab.py eval [--lab /tmp/fusionlab] [--grid]
+
+``dump`` builds (or reuses) the corpus's store under ``--lab`` with the bundled model and runs every
+query through ``Memories.search`` in hybrid mode with the benchmark's own arguments (SciFact k=100,
+LoCoMo k=10 within the conversation with ``dates=False``, the memory-shaped set k=3). Around the real
+``ranking.hybrid_rank`` it records, for each query, a pool twice as deep as hybrid's (each lane's
+top 2 × depth): per memory its best-window cosine and every window's cosine, its vector rank, its
+BM25 score and keyword rank (ungated), the share of the query's IDF weight it covers, whether it holds
+the query as a phrase, whether it is in the query's script; and the ranking search returned. One JSON
+file per corpus, ``<lab>/<corpus>.json``.
+
+``eval`` re-fuses the dumps with today's rule (RRF_K=10, the coverage gate, phrase bonus) and checks
+that it reproduces the search's rankings, then scores every variant on a tuning half and a held-out
+half of each corpus (seed 31: SciFact and the memory set split by query, LoCoMo by conversation) and
+prints one table: SciFact nDCG@10, LoCoMo evidence recall@10, memory-set hit@1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+LAB = Path("/tmp/fusionlab")
+DATA = {"scifact": Path("/work/shared/bench/scifact"), "locomo": Path("/work/shared/bench/locomo")}
+SEED = 31
+
+# --- dumping -------------------------------------------------------------------------------------
+
+
+def coverage_shares(backend: Any, text: str, ids: Sequence[int]) -> dict[int, float]:
+    """Each memory's exact share of the query's IDF weight (``keywords.covering``, unrounded)."""
+    from remem.backends.analyzer import term_queries
+    from remem.backends.local import fts
+
+    conn, counts = backend.records.conn, backend.records._keyword_counts
+    stamp, total = counts.stamp(conn), fts.row_count(conn)
+    own = [f"terms : {term}" for term in term_queries(text)]
+    held = [counts.holders(conn, stamp, match) for match in own]
+    weights = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n in held]
+    whole = sum(weights) or 1.0
+    got = dict.fromkeys(ids, 0.0)
+    for match, n, weight in zip(own, held, weights, strict=True):
+        holding = fts.present(conn, ids) if n >= total else fts.members(conn, match, n, ids)
+        for mid in holding:
+            got[mid] += weight
+    return {mid: share / whole for mid, share in got.items()}
+
+
+def term_stats(backend: Any, text: str, ids: Sequence[int]) -> dict:
+    """What BM25 with other k1 and b needs: each term's IDF, each memory's instances of each term
+    (own, context columns) and length in tokens, the mean length (``bm25.score``'s inputs)."""
+    from remem.backends.local import bm25, fts, keywords
+
+    conn, counts = backend.records.conn, backend.records._keyword_counts
+    terms = keywords.term_queries(text)
+    rows, columns = fts.averages(conn)
+    context = len(columns) > 1 and columns[1] > 0
+    found = [bm25.instances(conn, term, list(ids), context) if ids else ({}, {}) for term in terms]
+    sizes = {mid: size for _, part in found for mid, size in part.items()}
+    stamp = counts.stamp(conn)
+    return {
+        "idf": [bm25.idf(rows, counts.holders(conn, stamp, term)) for term in terms],
+        "tf": [[list(part.get(mid, (0, 0))) for part, _ in found] for mid in ids],
+        "size": [sizes.get(mid, 0) for mid in ids],
+        "mean": max(sum(columns), 1) / max(rows, 1),
+    }
+
+
+def window_cosines(backend: Any, vector: Any, ids: Sequence[int]) -> dict[int, list[float]]:
+    """Every window's cosine, in window order, for each memory."""
+    found = backend.vectors_of_memories(ids)
+    return {
+        mid: (np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1) @ vector).tolist()
+        for mid, blobs in found.items()
+    }
+
+
+def pool_of(backend: Any, lane: Any, query: Any, vector: Any, k: int, filters: Any, among: Any) -> dict:
+    """The deep pool of one hybrid query (see the module docstring)."""
+    from remem.core import ranking, scripts
+
+    depth = 2 * max(ranking.MIN_HYBRID_DEPTH, 4 * k)
+    by_keyword = backend.keyword_top(query.text, filters, depth, among)
+    by_vector = ranking._cosine_top(lane, vector, depth, filters, among)
+    ids = list(dict.fromkeys([mid for mid, _ in by_vector] + [mid for mid, _ in by_keyword]))
+    cosines = dict(lane.cosines(vector, ids))
+    bm25 = dict(backend.keyword_top(query.text, filters, len(ids), among=ids))
+    shares = coverage_shares(backend, query.text, ids)
+    windows = window_cosines(backend, vector, ids)
+    texts = backend.texts(ids)
+    vrank = {mid: place for place, (mid, _) in enumerate(by_vector, start=1)}
+    krank = {mid: place for place, (mid, _) in enumerate(by_keyword, start=1)}
+    cjk = scripts.is_cjk(query.text)
+    return {
+        "depth": depth // 2,
+        "blind": query.blind_across_scripts,
+        "ids": ids,
+        "cos": [cosines[m] for m in ids],
+        "windows": [windows.get(m, [cosines[m]]) for m in ids],
+        "vrank": [vrank.get(m, 0) for m in ids],
+        "bm25": [bm25.get(m, float("nan")) for m in ids],
+        "krank": [krank.get(m, 0) for m in ids],
+        "share": [shares[m] for m in ids],
+        "phrase": [query.phrases.matches(texts.get(m, "")) for m in ids],
+        "allowed": [query.phrases.allows(texts.get(m, "")) for m in ids],
+        "script": [scripts.is_cjk(texts.get(m, "")) == cjk for m in ids],
+    } | term_stats(backend, query.text, ids)
+
+
+class Recorder:
+    """Wraps ``ranking.hybrid_rank``: each call's deep pool and the seconds the real call took."""
+
+    def __init__(self) -> None:
+        """Patch ranking.hybrid_rank (for this process)."""
+        from remem.core import ranking
+
+        self.pools: list[dict] = []
+        original = ranking.hybrid_rank
+
+        def wrapper(backend, lane, query, vector, k, filters, texts, among=None):  # type: ignore[no-untyped-def]
+            started = time.perf_counter()
+            ranked = original(backend, lane, query, vector, k, filters, texts, among)
+            seconds = time.perf_counter() - started
+            pool = pool_of(backend, lane, query, vector, k, filters, among)
+            self.pools.append(pool | {"ms": seconds * 1000})
+            return ranked
+
+        ranking.hybrid_rank = wrapper
+
+    def take(self) -> dict | None:
+        """The pool of the last search (None if it never reached hybrid_rank)."""
+        return self.pools.pop() if self.pools else None
+
+
+def dump_scifact(data: Path, lab: Path, recorder: Recorder) -> list[dict]:
+    """Every SciFact test query: its pool, its relevant docs, the returned memories."""
+    import beir
+    import remem
+
+    dataset = beir.load_dataset(data)
+    model = remem.model_catalog().load(remem.embedders.registry.BUNDLED_MODEL.name, verify=True)
+    embedder = beir.TimedEmbedder(model)
+    records = []
+    with remem.open(lab / "scifact", embedder=embedder) as memories:
+        beir.ingest(memories, embedder, dataset.docs, 256)
+        mapping = beir.memory_to_docs(memories, dataset.docs)
+        for qid, text in dataset.queries.items():
+            hits = memories.search(text, k=beir.TOP_K, mode="hybrid")
+            pool = recorder.take() or {}
+            docs = {str(mid): mapping[mid] for mid in pool.get("ids", [])}
+            records.append(
+                pool
+                | {"qid": qid, "docs": docs, "qrels": dataset.qrels[qid], "real": [h.memory.id for h in hits]}
+            )
+    return records
+
+
+def dump_locomo(data: Path, lab: Path, recorder: Recorder) -> list[dict]:
+    """Every LoCoMo question of categories 1–4 with evidence: its pool, evidence, returned memories."""
+    import locomo
+    import remem
+
+    conversations = locomo.load(data)
+    records = []
+    with remem.open(lab / "locomo") as memories:
+        locomo.ingest(memories, conversations)
+        dia = {m.id: m.meta.get("dia_id") for m in memories.iter()}
+        for name, conversation in conversations.items():
+            for qa in conversation["qa"]:
+                evidence = qa.get("evidence") or []
+                if qa.get("category") not in locomo.CATEGORIES or not evidence:
+                    continue
+                hits = memories.search(
+                    str(qa["question"]), k=locomo.K, mode="hybrid", conversation=name, dates=False
+                )
+                pool = recorder.take() or {}
+                rel = [mid for mid in pool.get("ids", []) if dia[mid] in evidence]
+                records.append(
+                    pool
+                    | {
+                        "conv": name,
+                        "evidence": len(set(evidence)),
+                        "rel": rel,
+                        "real": [h.memory.id for h in hits],
+                    }
+                )
+    return records
+
+
+def dump_memory(lab: Path, recorder: Recorder) -> list[dict]:
+    """Every query of the memory-shaped set (a fresh store: its dates are relative to now)."""
+    import shutil
+    from datetime import datetime
+
+    import memory_set
+    import remem
+
+    data = json.loads(memory_set.DEFAULT_SET.read_text())
+    shutil.rmtree(lab / "memory", ignore_errors=True)
+    now = datetime.now().astimezone()
+    records = []
+    with remem.open(lab / "memory") as memories:
+        ids = {
+            m["key"]: memories.add(m["text"], created_at=memory_set.created_at(m.get("when"), now)).id
+            for m in data["memories"]
+        }
+        for number, query in enumerate(data["queries"]):
+            hits = memories.search(query["text"], k=3, mode="hybrid")
+            pool = recorder.take() or {}
+            records.append(
+                pool
+                | {"qid": number, "kind": query["kind"], "answer": ids[query["answer"]]}
+                | {"real": [h.memory.id for h in hits]}
+            )
+    return records
+
+
+def dump(corpus: str, data: Path | None, lab: Path) -> None:
+    """Write ``<lab>/<corpus>.json``."""
+    lab.mkdir(parents=True, exist_ok=True)
+    recorder = Recorder()
+    started = time.perf_counter()
+    if corpus == "scifact":
+        records = dump_scifact(data or DATA["scifact"], lab, recorder)
+    elif corpus == "locomo":
+        records = dump_locomo(data or DATA["locomo"], lab, recorder)
+    else:
+        records = dump_memory(lab, recorder)
+    (lab / f"{corpus}.json").write_text(json.dumps(records))
+    print(f"{corpus}: {len(records)} queries dumped in {time.perf_counter() - started:.0f} s")
+
+
+# --- offline fusion ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One query's dumped pool as arrays (see ``pool_of``) and what counts as relevant."""
+
+    corpus: str
+    key: str  # the query (SciFact, memory set) or conversation (LoCoMo) the split draws
+    depth: int
+    blind: bool
+    ids: np.ndarray
+    cos: np.ndarray
+    windows: list[np.ndarray]
+    vrank: np.ndarray
+    bm25: np.ndarray
+    krank: np.ndarray
+    share: np.ndarray
+    phrase: np.ndarray
+    allowed: np.ndarray
+    script: np.ndarray
+    real: list[int]
+    record: dict
+
+
+def load_pools(lab: Path, corpus: str) -> list[Pool]:
+    """The dumped pools of a corpus."""
+    pools = []
+    for rec in json.loads((lab / f"{corpus}.json").read_text()):
+        key = str(rec.get("conv", rec.get("qid")))
+        if "ids" not in rec:
+            rec |= {"ids": [], "cos": [], "windows": [], "vrank": [], "bm25": [], "krank": []}
+            rec |= {"share": [], "phrase": [], "allowed": [], "script": [], "depth": 0, "blind": False}
+        arrays = {
+            name: np.asarray(rec[name], dtype=float)
+            for name in ("ids", "cos", "vrank", "bm25", "krank", "share")
+        }
+        flags = {name: np.asarray(rec[name], dtype=bool) for name in ("phrase", "allowed", "script")}
+        windows = [np.asarray(w, dtype=float) for w in rec["windows"]]
+        pools.append(
+            Pool(
+                corpus,
+                key,
+                rec["depth"],
+                rec["blind"],
+                **arrays,
+                **flags,
+                windows=windows,
+                real=rec["real"],
+                record=rec,
+            )
+        )
+    return pools
+
+
+def order(pool: Pool, keys: Sequence[np.ndarray]) -> np.ndarray:
+    """Indices sorted by ``keys`` (lexsort: the last key is primary), ties by smaller id."""
+    return np.lexsort((pool.ids, *keys))
+
+
+def lane_positions(pool: Pool, members: np.ndarray, first: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """1-based place of each member in a lane listing ``first`` members before the rest, each part
+    by score descending then id; 0 for non-members."""
+    idx = order(pool, (-score, ~first))
+    idx = idx[members[idx]]
+    places = np.zeros(len(pool.ids), dtype=float)
+    places[idx] = np.arange(1, len(idx) + 1)
+    return places
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """A pool cut to a depth: who is in it, the vector lane's places, the keyword lane's places."""
+
+    inside: np.ndarray
+    vplace: np.ndarray
+    kplace: np.ndarray
+    matched: np.ndarray
+
+
+def lanes(pool: Pool, depth_factor: float = 1.0, gate: float = 0.2) -> Lanes:
+    """Today's pool (``hybrid_rank``) at ``depth_factor`` × hybrid's depth with a coverage ``gate``."""
+    depth = pool.depth * depth_factor
+    in_v = (pool.vrank > 0) & (pool.vrank <= depth)
+    matched = ~np.isnan(pool.bm25) & (pool.share >= gate - 1e-12)
+    in_k = (pool.krank > 0) & (pool.krank <= depth) & matched
+    inside = (in_v | in_k) & pool.allowed
+    vplace = lane_positions(pool, inside, in_v, pool.cos)
+    if pool.blind:
+        vplace = lane_positions(pool, inside, pool.script, -vplace)
+    kplace = lane_positions(pool, inside & matched, in_k, np.nan_to_num(pool.bm25, nan=-1e9))
+    return Lanes(inside, vplace, kplace, inside & matched)
+
+
+def ranked_ids(pool: Pool, inside: np.ndarray, score: np.ndarray, n: int) -> list[int]:
+    """The best ``n`` members by score, ties by the better cosine, then the smaller id."""
+    idx = order(pool, (-pool.cos, -score))
+    return [int(pool.ids[i]) for i in idx if inside[i]][:n]
+
+
+def rrf(
+    pool: Pool, n: int, k: float = 10, gate: float = 0.2, depth: float = 1.0, wv: float = 1.0
+) -> list[int]:
+    """Today's rule: RRF of the two lanes' places plus the phrase bonus (``ranking.fuse``)."""
+    cut = lanes(pool, depth, gate)
+    score = wv / (k + cut.vplace) + np.where(cut.kplace > 0, 1 / (k + cut.kplace), 0.0)
+    score = score + np.where(pool.phrase, (1 + wv) / (k + 1), 0.0)
+    return ranked_ids(pool, cut.inside, score, n)
+
+
+# --- metrics -------------------------------------------------------------------------------------
+
+Rule = Callable[[Pool, int], list[int]]
+DEPTH = {"scifact": 20, "locomo": 10, "memory": 3}  # memories each metric needs
+
+
+def quality(pool: Pool, ranked: Sequence[int]) -> float:
+    """SciFact nDCG@10, LoCoMo evidence recall@10 or memory-set hit@1 of one ranking."""
+    import beir
+
+    rec = pool.record
+    if pool.corpus == "scifact":
+        docs = [doc for mid in ranked for doc in sorted(rec["docs"].get(str(mid), []), reverse=True)]
+        return beir.ndcg_at_k(docs, rec["qrels"], 10)
+    if pool.corpus == "locomo":
+        return len(set(ranked[:10]) & set(rec["rel"])) / rec["evidence"]
+    return float(bool(ranked) and ranked[0] == rec["answer"])
+
+
+def halves(pools: Sequence[Pool]) -> dict[str, set[str]]:
+    """The tuning and held-out keys of a corpus (seed SEED): queries, or LoCoMo's conversations."""
+    keys = sorted({p.key for p in pools})
+    random.Random(SEED).shuffle(keys)
+    return {"tune": set(keys[: len(keys) // 2]), "hold": set(keys[len(keys) // 2 :])}
+
+
+def score(rule: Rule, corpora: dict[str, list[Pool]]) -> dict[str, dict[str, float]]:
+    """corpus → {tune, hold, all} mean quality of ``rule``."""
+    result = {}
+    for corpus, pools in corpora.items():
+        values = {p.key + "#" + str(i): quality(p, rule(p, DEPTH[corpus])) for i, p in enumerate(pools)}
+        split = halves(pools)
+        result[corpus] = {
+            part: float(np.mean([v for name, v in values.items() if name.split("#")[0] in keys]))
+            for part, keys in split.items()
+        } | {"all": float(np.mean(list(values.values())))}
+    return result
+
+
+def check_reproduction(corpora: dict[str, list[Pool]]) -> None:
+    """Today's rule re-fused from the dumps must return what search returned."""
+    for corpus, pools in corpora.items():
+        differ = [p.key for p in pools if rrf(p, len(p.real)) != p.real]
+        real = np.mean([quality(p, p.real) for p in pools])
+        mine = np.mean([quality(p, rrf(p, DEPTH[corpus])) for p in pools])
+        print(f"{corpus}: search {real:.4f}, re-fused {mine:.4f}; differing: {len(differ)}/{len(pools)}")
+
+
+# --- score-aware variants ------------------------------------------------------------------------
+
+
+def vector_scores(pool: Pool, tau: float | None = None) -> np.ndarray:
+    """Each memory's cosine: its best window's, or a soft max over its windows (temperature ``tau``:
+    log of the mean of exp(tau · cosine), over tau)."""
+    if tau is None:
+        return pool.cos
+    key = (id(pool), tau)
+    if key not in _SOFT:
+        _SOFT[key] = _soft_max(pool, tau)
+    return _SOFT[key]
+
+
+_SOFT: dict[tuple[int, float], np.ndarray] = {}
+
+
+def _soft_max(pool: Pool, tau: float) -> np.ndarray:
+    soft = [np.log(np.mean(np.exp(tau * (w - w.max())))) / tau + w.max() for w in pool.windows]
+    return np.asarray(soft, dtype=float)
+
+
+def normalise(x: np.ndarray, inside: np.ndarray, how: str) -> np.ndarray:
+    """``x`` scaled over the pool: min-max, max (0 stays 0), z-score, or rank (1 best … 0 worst)."""
+    if not inside.any():
+        return x
+    values = x[inside]
+    if how == "rank":
+        places = np.empty(len(x))
+        places[np.argsort(-x, kind="stable")] = np.arange(len(x))
+        return 1 - places / max(len(values), 1)
+    if how == "z":
+        return (x - values.mean()) / (values.std() or 1.0)
+    if how == "zm":  # z-score over the matches (x > 0); the others get the lowest match's
+        matched = values[values > 0]
+        if not matched.size:
+            return np.zeros(len(x))
+        z = (x - matched.mean()) / (matched.std() or 1.0)
+        return np.where(x > 0, z, z[x > 0].min())
+    if how.startswith("zf"):  # z-score, the spread at least a share of the largest value
+        spread = max(values.std(), float(how[2:]) * values.max())
+        return (x - values.mean()) / (spread or 1.0)
+    low = 0.0 if how == "max" else values.min()
+    return (x - low) / ((values.max() - low) or 1.0)
+
+
+@dataclass(frozen=True)
+class Convex:
+    """alpha · norm(cosine) + (1 − alpha) · norm(BM25) over the pool; BM25 0 where gated out."""
+
+    alpha: float
+    how: str = "minmax"  # the cosine's normalisation
+    khow: str | None = None  # BM25's (default: the cosine's)
+    gate: float = 0.2
+    depth: float = 1.0
+    tau: float | None = None
+    ksat: float | None = None  # BM25 calibrated as b / (b + ksat · the pool's max) before normalising
+
+    def __call__(self, pool: Pool, n: int) -> list[int]:
+        """The ``n`` best memories of the pool by the combined score (phrase matches first)."""
+        cut = lanes(pool, self.depth, self.gate)
+        inside = cut.inside
+        cos = vector_scores(pool, self.tau)
+        if pool.blind:
+            cos = np.where(pool.script, cos, cos[inside].min() if inside.any() else 0.0)
+        bm25 = np.where(cut.matched, np.nan_to_num(pool.bm25), 0.0)
+        if self.ksat is not None and bm25.size and bm25.max() > 0:
+            bm25 = bm25 / (bm25 + self.ksat * bm25.max())
+        fused = self.alpha * normalise(cos, inside, self.how)
+        fused += (1 - self.alpha) * normalise(bm25, inside, self.khow or self.how)
+        return ranked_ids(pool, inside, fused + np.where(pool.phrase, 1e3, 0.0), n)
+
+
+@dataclass(frozen=True)
+class Rrf:
+    """RRF with constant ``k``, vector weight ``wv``, coverage ``gate``, pool ``depth`` × hybrid's,
+    and the vector lane ranked by soft-max windows (``tau``) if given."""
+
+    k: float = 10
+    gate: float = 0.2
+    depth: float = 1.0
+    wv: float = 1.0
+    tau: float | None = None
+
+    def __call__(self, pool: Pool, n: int) -> list[int]:
+        """The ``n`` best memories by RRF."""
+        if self.tau is None:
+            return rrf(pool, n, self.k, self.gate, self.depth, self.wv)
+        soft = vector_scores(pool, self.tau)
+        vrank = np.argsort(np.argsort(-soft, kind="stable"), kind="stable") + 1.0  # soft-max rank
+        return rrf(
+            _with(pool, cos=soft, vrank=_keep_depth(pool, vrank)), n, self.k, self.gate, self.depth, self.wv
+        )
+
+
+def _keep_depth(pool: Pool, vrank: np.ndarray) -> np.ndarray:
+    """Ranks by the new score, among the memories the vector lane's deep top holds."""
+    return _rerank(pool.vrank > 0, -vrank)
+
+
+def _rerank(kept: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """1-based ranks by ``score`` (descending) among ``kept``; 0 elsewhere."""
+    ranks = np.zeros(len(score))
+    ranks[kept] = np.argsort(np.argsort(-score[kept], kind="stable"), kind="stable") + 1
+    return ranks
+
+
+def bm25_scores(pool: Pool, k1: float, b: float) -> np.ndarray:
+    """FTS5's BM25 of the pool's memories with other ``k1`` and ``b`` (NaN where no term matches)."""
+    from remem.backends.analyzer import CONTEXT_WEIGHT
+
+    rec = pool.record
+    if not rec.get("tf"):
+        return pool.bm25
+    tf = np.asarray(rec["tf"], dtype=float).reshape(len(pool.ids), -1, 2)
+    freq = tf[:, :, 0] + CONTEXT_WEIGHT * tf[:, :, 1]
+    norm = k1 * (1 - b + b * np.asarray(rec["size"], dtype=float) / rec["mean"])
+    total = (np.asarray(rec["idf"]) * freq * (k1 + 1) / (freq + norm[:, None])).sum(axis=1)
+    return np.where(np.isnan(pool.bm25), np.nan, total)
+
+
+def with_bm25(pool: Pool, k1: float, b: float) -> Pool:
+    """The pool with BM25 of other ``k1``, ``b``: scores, and keyword ranks among the deep top."""
+    key = (id(pool), k1, b)
+    if key not in _BM25:
+        scores = bm25_scores(pool, k1, b)
+        _BM25[key] = _with(pool, bm25=scores, krank=_rerank(pool.krank > 0, np.nan_to_num(scores, nan=-1e9)))
+    return _BM25[key]
+
+
+_BM25: dict[tuple[int, float, float], Pool] = {}
+
+
+@dataclass(frozen=True)
+class Bm25Params:
+    """Another rule with the keyword lane's BM25 at other ``k1`` and ``b``."""
+
+    rule: Rule
+    k1: float = 1.2
+    b: float = 0.75
+
+    def __call__(self, pool: Pool, n: int) -> list[int]:
+        """The inner rule's ranking of the re-scored pool."""
+        return self.rule(with_bm25(pool, self.k1, self.b), n)
+
+
+def _with(pool: Pool, **changes: Any) -> Pool:
+    from dataclasses import replace
+
+    return replace(pool, **changes)
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+CORPORA = ("scifact", "locomo", "memory")
+
+
+def grid() -> dict[str, Rule]:
+    """Every variant tried, by name."""
+    rules: dict[str, Rule] = {}
+    for k in (5, 10, 20, 30):
+        for gate in (0.0, 0.1, 0.2, 0.3):
+            for wv in (0.8, 1.0, 1.25):
+                rules[f"rrf k={k} gate={gate} wv={wv}"] = Rrf(k, gate, wv=wv)
+    for depth in (0.5, 2.0):
+        rules[f"rrf depth×{depth}"] = Rrf(depth=depth)
+    for tau in (5.0, 10.0, 20.0, 50.0):
+        rules[f"rrf soft-window tau={tau}"] = Rrf(tau=tau)
+    for how, khow in (("minmax", None), ("z", None), ("rank", None), ("minmax", "max"), ("z", "max")):
+        for alpha in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
+            for gate in (0.0, 0.2):
+                rules[f"convex {how}/{khow or how} a={alpha} gate={gate}"] = Convex(alpha, how, khow, gate)
+    return rules | lane_grid()
+
+
+def lane_grid() -> dict[str, Rule]:
+    """The keyword lane's BM25 parameters, soft windows and calibrated BM25 under RRF and convex z."""
+    rules: dict[str, Rule] = {}
+    for k1 in (0.9, 1.2, 1.6, 2.0):
+        for b in (0.4, 0.6, 0.75, 0.9):
+            rules[f"rrf bm25 k1={k1} b={b}"] = Bm25Params(Rrf(), k1, b)
+            rules[f"convex z a=0.5 bm25 k1={k1} b={b}"] = Bm25Params(Convex(0.5, "z"), k1, b)
+    for alpha in (0.4, 0.5, 0.6):
+        for tau in (10.0, 20.0, 50.0):
+            rules[f"convex z a={alpha} soft-window tau={tau}"] = Convex(alpha, "z", tau=tau)
+        for ksat in (0.1, 0.3, 1.0):
+            rules[f"convex z a={alpha} bm25-sat {ksat}"] = Convex(alpha, "z", ksat=ksat)
+    return rules
+
+
+def featured() -> dict[str, Rule]:
+    """The rows of the report: the best of each direction, chosen on the tuning halves."""
+    z = Convex(0.5, "z", gate=0.0)
+    return {
+        "convex z a=0.5 gate=0 bm25 zm": Convex(0.5, "z", khow="zm", gate=0.0),
+        "convex z a=0.6 gate=0 bm25 zm": Convex(0.6, "z", khow="zm", gate=0.0),
+        "convex z a=0.4 gate=0 bm25 zm": Convex(0.4, "z", khow="zm", gate=0.0),
+        "convex z a=0.5 gate=0 bm25 zf0.25": Convex(0.5, "z", khow="zf0.25", gate=0.0),
+        "convex z a=0.5 gate=0 bm25 zf0.4": Convex(0.5, "z", khow="zf0.4", gate=0.0),
+        "convex z a=0.5 gate=0.1": Convex(0.5, "z", gate=0.1),
+        "convex z a=0.5 gate=0.05": Convex(0.5, "z", gate=0.05),
+        "rrf k=10 gate=0 (no coverage gate)": Rrf(gate=0.0),
+        "rrf k=5 gate=0.2": Rrf(5),
+        "rrf bm25 k1=0.9 b=0.4": Bm25Params(Rrf(), 0.9, 0.4),
+        "rrf soft-window tau=50": Rrf(tau=50.0),
+        "rrf depth×2": Rrf(depth=2.0),
+        "convex minmax a=0.6 gate=0": Convex(0.6, "minmax", gate=0.0),
+        "convex rank a=0.5 gate=0": Convex(0.5, "rank", gate=0.0),
+        "convex z a=0.5 gate=0.2": Convex(0.5, "z"),
+        "convex z a=0.5 gate=0": z,
+        "convex z a=0.55 gate=0": Convex(0.55, "z", gate=0.0),
+        "convex z a=0.5 gate=0 soft-window tau=20": Convex(0.5, "z", gate=0.0, tau=20.0),
+        "convex z a=0.5 gate=0 depth×2": Convex(0.5, "z", gate=0.0, depth=2.0),
+        "convex z a=0.5 gate=0 bm25-sat 0.3": Convex(0.5, "z", gate=0.0, ksat=0.3),
+        "convex z a=0.5 gate=0 bm25 k1=0.9 b=0.4": Bm25Params(z, 0.9, 0.4),
+        "convex z a=0.55 gate=0 bm25 k1=0.9 b=0.4": Bm25Params(Convex(0.55, "z", gate=0.0), 0.9, 0.4),
+        "convex z a=0.55 gate=0.1 bm25 k1=0.9 b=0.4": Bm25Params(Convex(0.55, "z", gate=0.1), 0.9, 0.4),
+    }
+
+
+def gain(result: dict[str, dict[str, float]], base: dict[str, dict[str, float]], part: str) -> float:
+    """The smaller relative gain over today's on SciFact's and LoCoMo's ``part``; -1 if the memory
+    set's ``part`` loses (its tuning half is at 1.0 today: it can only constrain)."""
+    if result["memory"][part] < base["memory"][part]:
+        return -1.0
+    return min(result[c][part] / base[c][part] - 1 for c in ("scifact", "locomo"))
+
+
+def row(name: str, result: dict[str, dict[str, float]]) -> str:
+    """One table row: tune / hold / all for each corpus."""
+    cells = [" / ".join(f"{result[c][p]:.4f}" for p in ("tune", "hold", "all")) for c in CORPORA]
+    return f"| {name} | " + " | ".join(cells) + " |"
+
+
+def evaluate_all(lab: Path, rules: dict[str, Rule], top: int = 25) -> None:
+    """Check the reproduction, score the variants, print today's row and the best by tuning halves."""
+    corpora = {c: load_pools(lab, c) for c in CORPORA if (lab / f"{c}.json").exists()}
+    check_reproduction(corpora)
+    for corpus, pools in corpora.items():
+        ms = np.mean([p.record.get("ms", 0) for p in pools])
+        print(f"{corpus}: hybrid_rank {ms:.1f} ms/query (today's, on a loaded machine)")
+    base = score(Rrf(), corpora)
+    results = {name: score(rule, corpora) for name, rule in rules.items()}
+    (lab / "results.json").write_text(json.dumps({"today": base} | results))
+    print("\n| variant | SciFact nDCG@10 tune / hold / all | LoCoMo R@10 | memory hit@1 |")
+    print("|---|---|---|---|")
+    print(row("today: RRF k=10 gate=0.2", base))
+    ranked = sorted(results.items(), key=lambda item: -gain(item[1], base, "tune"))
+    for name, result in ranked[:top]:
+        print(row(name, result))
+
+
+def main() -> None:
+    """dump or eval (see the module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("action", choices=["dump", "eval"])
+    parser.add_argument("--corpus", choices=CORPORA)
+    parser.add_argument("--data", type=Path)
+    parser.add_argument("--lab", type=Path, default=LAB)
+    parser.add_argument("--grid", action="store_true", help="every variant (≈5 min), not the report's rows")
+    args = parser.parse_args()
+    if args.action == "dump":
+        if not args.corpus:
+            parser.error("dump needs --corpus")
+        dump(args.corpus, args.data, args.lab)
+    else:
+        evaluate_all(args.lab, grid() | featured() if args.grid else featured())
+
+
+if __name__ == "__main__":
+    main()

@@ -426,6 +426,21 @@ def _soft_max(pool: Pool, tau: float) -> np.ndarray:
     return np.asarray(soft, dtype=float)
 
 
+def _standardise(x: np.ndarray, values: np.ndarray, how: str) -> np.ndarray:
+    """z-scores: over the pool (z), over the matches only with the others at the lowest match's
+    (zm), or with the spread at least a share of the largest value (zf<share>)."""
+    if how == "zm":
+        matched = values[values > 0]
+        if not matched.size:
+            return np.zeros(len(x))
+        z = (x - matched.mean()) / (matched.std() or 1.0)
+        return np.where(x > 0, z, z[x > 0].min())
+    spread = values.std()
+    if how.startswith("zf"):
+        spread = max(spread, float(how[2:]) * values.max())
+    return (x - values.mean()) / (spread or 1.0)
+
+
 def normalise(x: np.ndarray, inside: np.ndarray, how: str) -> np.ndarray:
     """``x`` scaled over the pool: min-max, max (0 stays 0), z-score, or rank (1 best … 0 worst)."""
     if not inside.any():
@@ -435,17 +450,8 @@ def normalise(x: np.ndarray, inside: np.ndarray, how: str) -> np.ndarray:
         places = np.empty(len(x))
         places[np.argsort(-x, kind="stable")] = np.arange(len(x))
         return 1 - places / max(len(values), 1)
-    if how == "z":
-        return (x - values.mean()) / (values.std() or 1.0)
-    if how == "zm":  # z-score over the matches (x > 0); the others get the lowest match's
-        matched = values[values > 0]
-        if not matched.size:
-            return np.zeros(len(x))
-        z = (x - matched.mean()) / (matched.std() or 1.0)
-        return np.where(x > 0, z, z[x > 0].min())
-    if how.startswith("zf"):  # z-score, the spread at least a share of the largest value
-        spread = max(values.std(), float(how[2:]) * values.max())
-        return (x - values.mean()) / (spread or 1.0)
+    if how.startswith("z"):
+        return _standardise(x, values, how)
     low = 0.0 if how == "max" else values.min()
     return (x - low) / ((values.max() - low) or 1.0)
 

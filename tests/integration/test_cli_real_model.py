@@ -18,7 +18,8 @@ from remem.backends.local import LocalBackend
         (
             FAKE_MODEL,
             "which this remem cannot run (built in: all-minilm-l6-v2, bge-small-en-v1.5, "
-            "bge-base-en-v1.5, multilingual-e5-small); if it is your own model, give --model-dir DIR (or set REMEM_MODEL_DIR)",
+            "bge-base-en-v1.5, multilingual-e5-small); "
+            "if it is your own model, give --model-dir DIR (or set REMEM_MODEL_DIR)",
         ),
         (
             ModelInfo(name="all-minilm-l6-v2", dim=FAKE_DIM, pooling="mean", sha256="0" * 64),

@@ -13,9 +13,10 @@ BM25 score and keyword rank (ungated), the share of the query's IDF weight it co
 the query as a phrase, whether it is in the query's script; and the ranking search returned. One JSON
 file per corpus, ``<lab>/<corpus>.json``.
 
-``eval`` re-fuses the dumps with today's rule (RRF_K=10, the coverage gate, phrase bonus) and checks
-that it reproduces the search's rankings, then scores every variant on a tuning half and a held-out
-half of each corpus (seed 31: SciFact and the memory set split by query, LoCoMo by conversation) and
+``eval`` re-fuses the dumps with the rule search used before issue #31 (RRF_K=10, the coverage gate,
+phrase bonus) and checks that it reproduces the rankings of dumps made then (search now fuses as
+"convex z a=0.5 gate=0 bm25 zm", ``ranking.fuse``), then scores every variant on a tuning half and a
+held-out half of each corpus (seed 31: SciFact and the memory set split by query, LoCoMo by conversation) and
 prints one table: SciFact nDCG@10, LoCoMo evidence recall@10, memory-set hit@1.
 """
 
@@ -377,7 +378,7 @@ def ranked_ids(pool: Pool, inside: np.ndarray, score: np.ndarray, n: int) -> lis
 def rrf(
     pool: Pool, n: int, k: float = 10, gate: float = 0.2, depth: float = 1.0, wv: float = 1.0
 ) -> list[int]:
-    """Today's rule: RRF of the two lanes' places plus the phrase bonus (``ranking.fuse``)."""
+    """The rule before issue #31: RRF of the two lanes' places plus the phrase bonus."""
     cut = lanes(pool, depth, gate)
     score = wv / (k + cut.vplace) + np.where(cut.kplace > 0, 1 / (k + cut.kplace), 0.0)
     score = score + np.where(pool.phrase, (1 + wv) / (k + 1), 0.0)
@@ -424,7 +425,7 @@ def score(rule: Rule, corpora: dict[str, list[Pool]]) -> dict[str, dict[str, flo
 
 
 def check_reproduction(corpora: dict[str, list[Pool]]) -> None:
-    """Today's rule re-fused from the dumps must return what search returned."""
+    """The rule before issue #31 re-fused from dumps made then must return what search returned."""
     for corpus, pools in corpora.items():
         differ = [p.key for p in pools if rrf(p, len(p.real)) != p.real]
         real = np.mean([quality(p, p.real) for p in pools])

@@ -240,7 +240,7 @@ class SearchMode(str, Enum):
 
     VECTOR = "vector"  # cosine of embeddings: meaning, paraphrases
     KEYWORD = "keyword"  # BM25 over analyzed terms: exact words and identifiers; needs no model
-    HYBRID = "hybrid"  # both, fused with Reciprocal Rank Fusion
+    HYBRID = "hybrid"  # both, their z-scores fused (remem.core.ranking)
 
 
 @dataclass(frozen=True)
@@ -263,7 +263,7 @@ class Snippet:
 
 @dataclass(frozen=True)
 class Hit:
-    """A search result. ``score`` is the mode's score: cosine, BM25, or the fused RRF score;
+    """A search result. ``score`` is the mode's score: cosine, BM25, or the fused z-score;
     ``vector`` and ``keyword`` are the memory's place in each lane (None where a lane did not rank it);
     ``snippet`` is the best-matching part of a long text (None for a text short enough to show whole).
     """

@@ -7,7 +7,6 @@ Vectors come from ``remem.testing.fake_vector`` (model ``FAKE_MODEL``) or from a
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -629,32 +628,6 @@ def test_keyword_top_of_a_query_without_terms_is_empty(
     backend: Backend, keyword_corpus: dict[str, int], query: str
 ) -> None:
     assert backend.keyword_top(query, EVERYTHING, 10) == []
-
-
-def test_keyword_covering_keeps_the_matches_with_enough_of_the_weight(
-    backend: Backend, keyword_corpus: dict[str, int]
-) -> None:
-    ids = list(keyword_corpus.values())
-    query = "importer failed E1045"
-    kept = {
-        share: backend.keyword_covering(query, ids, share) for share in (0.0, 0.01, 0.1, 0.3, 0.5, 0.9, 1.0)
-    }
-    assert kept[0.0] == ids  # in the order given
-    assert kept[1.0] == [keyword_corpus["incident"]]  # it matches every term
-    assert keyword_corpus["unrelated"] not in kept[0.01]
-    assert keyword_corpus["checklist"] in kept[0.01]
-    shares = sorted(kept)
-    for lower, higher in itertools.pairwise(shares):  # a higher share keeps fewer
-        assert set(kept[higher]) <= set(kept[lower])
-        if keyword_corpus["checklist"] in kept[higher]:  # its share is below other-error's
-            assert keyword_corpus["other-error"] in kept[higher]
-    assert any(
-        keyword_corpus["other-error"] in kept[s] and keyword_corpus["checklist"] not in kept[s]
-        for s in shares
-    )
-    # Shares are weighted: the rarer "failed" counts more than "importer".
-    assert keyword_corpus["checklist"] not in backend.keyword_covering("importer failed", ids, 0.5)
-    assert backend.keyword_covering("importer", [], 0.2) == []
 
 
 # --- editing -------------------------------------------------------------------------------------

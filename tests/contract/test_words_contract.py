@@ -118,10 +118,16 @@ def test_an_english_only_models_noise_does_not_rank_another_script_first(
         backend, "database", noise, 3, EVERYTHING, mode=SearchMode.VECTOR, languages=("multilingual",)
     )
     assert trusted[0].memory.id == cjk["toeic"]
+    assert np.isclose(float(np.linalg.norm(noise)), 1.0)
+
+
+def test_a_word_shared_across_scripts_still_finds_the_memory_in_hybrid_mode(
+    backend: Backend, cjk: dict[str, int]
+) -> None:
     # The keyword lane is untouched: a shared word still finds the memory in the other script.
+    noise = fake_vector(CJK["toeic"])
     shared = run_search(backend, "TOEIC", noise, 1, EVERYTHING, mode=SearchMode.HYBRID, languages=("en",))
     assert shared[0].memory.id == cjk["toeic"]
-    assert np.isclose(float(np.linalg.norm(noise)), 1.0)
 
 
 #: 400 memories holding "rollback" and "plan" in every order but the quoted one, short enough to

@@ -1,7 +1,8 @@
-"""The keyword lane: analyzer, FTS5 query building (fuzzed), BM25 through the store, RRF fusion."""
+"""The keyword lane: analyzer, FTS5 query building (fuzzed), BM25 through the store, z-score fusion."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from helpers import FAKE_MODEL, fake_vector, search
 from remem import Filters, Lane, NewMemory, SearchMode
 from remem.backends.analyzer import analyze, fts_query
 from remem.backends.local import LocalBackend, fts
-from remem.core.ranking import RRF_K, fuse
+from remem.core.ranking import VECTOR_WEIGHT, Query, Ranked, Texts, by_phrase, fuse
 
 
 @pytest.mark.parametrize(
@@ -154,12 +155,52 @@ def test_keyword_search_never_interprets_user_text_as_a_query_language(
     assert all(hit.score > 0 for hit in hits)
 
 
-def test_rrf_sums_reciprocal_ranks_and_breaks_ties_by_cosine() -> None:
+def test_fusion_mixes_the_lanes_z_scores_over_the_pool() -> None:
     fused = fuse([(1, 0.9), (2, 0.8), (3, 0.7)], [(3, 12.0), (4, 5.0)])
     by_id = {r.id: r for r in fused}
-    assert by_id[3].score == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
-    assert by_id[1].score == pytest.approx(1 / (RRF_K + 1))
-    assert [r.id for r in fused] == [3, 1, 2, 4]  # 2 and 4 tie on 1/62: the one with a cosine first
+    # Cosines over the pool 1-4, memory 4 (no cosine) at the pool's lowest: 0.9 0.8 0.7 0.7, mean
+    # 0.775, population variance 0.0275 / 4. BM25 z among the matches 3 and 4: 12 → +1, 5 → -1;
+    # the non-matches 1 and 2 get the weakest match's -1.
+    std = math.sqrt(0.0275 / 4)
+    cosine_z = {1: 0.125 / std, 2: 0.025 / std, 3: -0.075 / std, 4: -0.075 / std}
+    bm25_z = {1: -1.0, 2: -1.0, 3: 1.0, 4: -1.0}
+    assert VECTOR_WEIGHT == 0.5
+    for mid, ranked in by_id.items():
+        assert ranked.score == pytest.approx(0.5 * cosine_z[mid] + 0.5 * bm25_z[mid])
+    assert [r.id for r in fused] == [1, 3, 2, 4]
     assert by_id[4].vector is None and by_id[4].keyword == Lane(2, 5.0)
-    tie = fuse([(7, 0.5)], [(8, 3.0)])
-    assert [r.id for r in tie] == [7, 8]  # equal RRF: the one with a cosine wins
+    assert by_id[3].vector == Lane(3, 0.7) and by_id[3].keyword == Lane(1, 12.0)
+    assert fuse([], []) == []
+
+
+def test_a_lone_keyword_match_gets_no_boost() -> None:
+    fused = fuse([(1, 0.9), (2, 0.5), (3, 0.1)], [(3, 7.0)])
+    assert [r.id for r in fused] == [1, 2, 3]  # one match: its z-score is the non-matches' (0)
+    assert [r.score for r in fused] == pytest.approx([0.5 * math.sqrt(1.5), 0.0, -0.5 * math.sqrt(1.5)])
+    assert [r.id for r in fuse([(1, 0.9), (2, 0.5)], [])] == [1, 2]  # no match: the cosines alone
+
+
+def test_fusion_ties_go_to_the_higher_cosine_then_the_smaller_id() -> None:
+    tie = fuse([(7, 0.5)], [(8, 3.0)])  # 8 takes 7's cosine and is a lone match: both score 0
+    assert [r.score for r in tie] == [0.0, 0.0]
+    assert [r.id for r in tie] == [7, 8]  # the one with a cosine first
+    assert [r.id for r in fuse([(5, 0.5), (2, 0.5)], [])] == [2, 5]
+
+
+def test_a_memory_the_model_cannot_read_gets_the_lowest_cosine() -> None:
+    fused = fuse([(1, 0.9), (2, 0.3), (3, 0.2)], [], unread={1})
+    by_id = {r.id: r for r in fused}
+    assert by_id[1].score == pytest.approx(by_id[3].score)  # 0.9 read as 0.2
+    assert by_id[1].vector == Lane(1, 0.9)  # its lane still shows the real cosine
+    assert [r.id for r in fused] == [2, 3, 1]  # nor does that cosine break the tie
+
+
+@pytest.mark.parametrize("mode", [SearchMode.HYBRID, SearchMode.KEYWORD])
+def test_whole_query_phrase_matches_go_first_each_group_in_its_order(mode: SearchMode) -> None:
+    texts = Texts(backend=None)  # type: ignore[arg-type]  # every text is known
+    texts.known.update(
+        {1: "box main of the team", 2: "the main box is full", 3: "main and box", 4: "a main box again"}
+    )
+    ranked = [Ranked(mid, score, None, None) for mid, score in [(1, 0.9), (2, 0.5), (3, 0.4), (4, -1.0)]]
+    assert [r.id for r in by_phrase(ranked, Query.of("main box"), texts, mode)] == [2, 4, 1, 3]
+    assert [r.score for r in by_phrase(ranked, Query.of("main box"), texts, mode)] == [0.5, -1.0, 0.9, 0.4]

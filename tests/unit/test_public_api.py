@@ -20,7 +20,7 @@ import pytest
 
 import remem
 from remem import AddResult, Filters, Memories, Memory, NewMemory, SearchMode
-from remem.core.ranking import RRF_K
+from remem.core.ranking import fuse
 from remem.errors import (
     InvalidInputError,
     MemoryNotFoundError,
@@ -327,12 +327,14 @@ def test_hits_carry_their_lanes(memories: Memories, filled: dict[str, int]) -> N
         assert hit.keyword is None and hit.vector is not None
         assert hit.score == hit.vector.score and -1.0 <= hit.score <= 1.0
 
-    hybrid = memories.search("E1045", k=4)
+    hybrid = memories.search("E1045", k=len(filled))  # the whole store: the fusion's pool
     assert hybrid[0].memory.id == filled[INCIDENT]
-    for hit in hybrid:
-        lanes = [lane for lane in (hit.vector, hit.keyword) if lane is not None]
-        assert lanes
-        assert hit.score == pytest.approx(sum(1 / (RRF_K + lane.rank) for lane in lanes))
+    assert len(hybrid) == len(filled)
+    vector = sorted(((h.memory.id, h.vector) for h in hybrid if h.vector), key=lambda p: p[1].rank)
+    keyword = sorted(((h.memory.id, h.keyword) for h in hybrid if h.keyword), key=lambda p: p[1].rank)
+    assert len(vector) == len(filled)  # the vector lane scores every pooled memory
+    refused = fuse([(mid, lane.score) for mid, lane in vector], [(mid, lane.score) for mid, lane in keyword])
+    assert [(r.id, r.score) for r in refused] == [(h.memory.id, pytest.approx(h.score)) for h in hybrid]
 
 
 def test_search_finds_an_identifier(memories: Memories, filled: dict[str, int]) -> None:

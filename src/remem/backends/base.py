@@ -277,11 +277,6 @@ class Backend(Protocol):
         (``analyzer.sure_terms``) select through the keyword index; with none, every filtered memory."""
         ...
 
-    def keyword_covering(self, text: str, memory_ids: Sequence[int], share: float) -> list[int]:
-        """Those of the memories (in order) whose own terms (not their context's) match at least
-        ``share`` (0..1) of the query's IDF-weighted terms."""
-        ...
-
     def reembed(
         self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool
     ) -> ReembedReport:

@@ -43,7 +43,7 @@ def search(
     """Find memories by meaning and by exact words, best first.
 
     SCORE is the mode's score: raw cosine (vector, -1..1), BM25 (keyword, higher is better), or
-    the fused Reciprocal Rank Fusion score (hybrid, shown with each hit's COSINE; --json shows
+    the fused z-score of the two lanes (hybrid, shown with each hit's COSINE; --json shows
     each lane's rank and score).
     Time words ("from Tuesday", "last week", "yesterday") search that window of local time
     (said on stderr; in --json as "dates" on each hit); --since/--until win, --no-dates turns it off.

@@ -1,10 +1,13 @@
-"""Ranking above any back-end: the lanes' results in each mode, and their fusion (RRF).
+"""Ranking above any back-end: the lanes' results in each mode, and their fusion (z-scores).
 
-Hybrid search pools each lane's top ``depth`` and then lets *both* lanes rank every pooled memory —
-the vector lane by its exact cosine (pooled memories beyond its top ``depth`` rank after it, by
-cosine), the keyword lane by BM25 among the pooled memories that match at least
-``MIN_KEYWORD_COVERAGE`` (a fifth) of the query's IDF-weighted terms (the others get no keyword
-rank). Each memory's fused score is Reciprocal Rank Fusion: the sum over lanes of 1 / (RRF_K + rank).
+Hybrid search pools each lane's top ``depth`` and then lets *both* lanes score every pooled memory —
+the vector lane by its exact cosine, the keyword lane by BM25 (0 for a memory the query's words do
+not match). Each memory's fused score is a convex mix of the two lanes' standardised scores:
+``VECTOR_WEIGHT`` × z(cosine) + (1 − ``VECTOR_WEIGHT``) × z(BM25), where z is (x − mean) / std over
+the pool — for BM25 over the matching memories only, a memory without a match counting as the
+weakest match, so that a lone match shared by chance stands out no more than the weakest one. A
+model blind across scripts does not read memories in another script than the query's: they get the
+pool's lowest cosine.
 
 Word order (``phrases``): in hybrid and keyword modes a memory holding the whole query as a phrase
 outranks the others. Quoted phrases are required in every mode: a filter over the whole store, so the
@@ -14,7 +17,7 @@ query's script first (``scripts``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -28,21 +31,23 @@ if TYPE_CHECKING:
     from remem.backends.base import Backend, Scored, VectorLane
     from remem.embedders.base import Embedder
 
-#: The RRF constant (Cormack, Clarke & Büttcher, SIGIR 2009, used 60): it damps the weight of the
-#: top ranks so that one lane's first place does not outvote agreement between lanes. Chosen on
-#: SciFact, LoCoMo and the memory-shaped set together (hybrid nDCG@10 / evidence recall@10 / hit@1):
-#: 60 → 0.7178 / 0.664 / 0.93; 30 → 0.7230 / 0.679 / 0.93; 20 → 0.7258 / 0.698 / 0.93;
-#: 10 → 0.7266 / 0.715 / 0.93; 5 → — / 0.715 / —. Weighting the vector lane 0.7 lost on all three.
-RRF_K = 10
-#: In hybrid mode a keyword match counts only if it matches at least this share of the query's
-#: IDF-weighted terms: one common word shared by chance ("flow", "server") must not outvote meaning,
-#: while a rare identifier carries most of a query's weight on its own.
-MIN_KEYWORD_COVERAGE = 0.2
+#: The vector lane's weight in the fused score (the keyword lane's is 1 − it). Measured on SciFact
+#: (hybrid nDCG@10), LoCoMo (evidence recall@10) and the memory-shaped set (hit@1), each split into
+#: tuning / held-out halves (seed 31), against the Reciprocal Rank Fusion used before (k 10, keyword
+#: matches gated at a fifth of the query's IDF weight, phrase bonus):
+#:   RRF:           SciFact 0.6782 / 0.7633 (all 0.7208), LoCoMo 0.7055 / 0.7192 (0.7124),
+#:                  memory set 1.000 / 0.818 (0.907); RRF k 5–30 moved these by ±0.004.
+#:   this rule 0.5: SciFact 0.6981 / 0.7827 (0.7404), LoCoMo 0.7193 / 0.7294 (0.7244),
+#:                  memory set 0.952 / 0.909 (0.930).
+#:   weight 0.6: SciFact 0.7413, LoCoMo 0.7123; weight 0.4: 0.7314 / 0.7175.
+#:   BM25 z over the whole pool instead of among the matches: 0.7435 / 0.7251 / 0.907, but a lone
+#:   chance match then stands far out (the CJK set lost more).
+#: Its cost: on remem's CJK set (bench/cjk.py, hybrid hit@1) the bundled model falls 0.14 → 0.07 and
+#: multilingual-e5-small 0.60 → 0.58 (distractors sharing characters with the query now count), and
+#: the memory set's hit@3 falls 0.98 → 0.95.
+VECTOR_WEIGHT = 0.5
 #: How deep each lane looks before fusion: at least this many, and at least 4 × the requested k.
 MIN_HYBRID_DEPTH = 100
-#: Added to the fused score of a phrase match in hybrid mode: first place in both lanes is worth
-#: 2 / (RRF_K + 1), so a phrase match outranks every memory without one.
-PHRASE_BONUS = 2 / (RRF_K + 1)
 
 
 @dataclass(frozen=True)
@@ -86,8 +91,8 @@ class Query:
 
 
 def by_phrase(ranked: list[Ranked], query: Query, texts: Texts, mode: SearchMode) -> list[Ranked]:
-    """Drop memories lacking a required phrase; put phrase matches first (hybrid: PHRASE_BONUS on
-    the fused score; keyword: before the others, each group by BM25)."""
+    """Drop memories lacking a required phrase; put whole-query phrase matches first, each group in
+    its order (fused score or BM25)."""
     wanted = query.phrases
     if not wanted or mode is SearchMode.VECTOR:
         return ranked
@@ -96,10 +101,7 @@ def by_phrase(ranked: list[Ranked], query: Query, texts: Texts, mode: SearchMode
     if not wanted.whole:
         return kept
     matched = {r.id for r in kept if wanted.matches(known[r.id])}
-    if mode is SearchMode.KEYWORD:
-        return [r for r in kept if r.id in matched] + [r for r in kept if r.id not in matched]
-    boosted = [replace(r, score=r.score + PHRASE_BONUS) if r.id in matched else r for r in kept]
-    return best_first(boosted)
+    return [r for r in kept if r.id in matched] + [r for r in kept if r.id not in matched]
 
 
 def _cosine_top(
@@ -126,9 +128,13 @@ def _vector_top(
     return scripts.query_script_first(found, query.text, texts.of([mid for mid, _ in found]))
 
 
-def best_first(ranked: list[Ranked]) -> list[Ranked]:
-    """By score, ties broken by the better vector score, then the smaller id (deterministic)."""
-    return sorted(ranked, key=lambda r: (-r.score, -(r.vector.score if r.vector else -2.0), r.id))
+def best_first(ranked: list[Ranked], unread: Collection[int] = ()) -> list[Ranked]:
+    """By score, ties broken by the better vector score (none for a memory the model cannot read),
+    then the smaller id (deterministic)."""
+    return sorted(
+        ranked,
+        key=lambda r: (-r.score, -(r.vector.score if r.vector and r.id not in unread else -2.0), r.id),
+    )
 
 
 def _ranked(scored: Sequence[Scored]) -> list[tuple[int, tuple[float, Lane]]]:
@@ -139,23 +145,56 @@ def _lanes(scored: Sequence[Scored]) -> dict[int, Lane]:
     return {mid: lane for mid, (_, lane) in _ranked(scored)}
 
 
-def fuse(vector_ranked: Sequence[Scored], keyword_ranked: Sequence[Scored]) -> list[Ranked]:
-    """Reciprocal Rank Fusion of two best-first (id, score) lists, best first (``best_first``)."""
+def standardised(values: Sequence[float], among: Sequence[float] | None = None) -> list[float]:
+    """The z-scores of ``values``: (x − mean) / population std of ``among`` (default: the values);
+    a std of 0 counts as 1."""
+    among = values if among is None else among
+    mean = sum(among) / len(among)
+    spread = (sum((x - mean) ** 2 for x in among) / len(among)) ** 0.5
+    return [(x - mean) / (spread or 1.0) for x in values]
+
+
+def standardised_matches(bm25: Sequence[float]) -> list[float]:
+    """BM25 z-scores among the matches (score > 0); a non-match gets the weakest match's; all 0
+    when nothing matches."""
+    matched = [b for b in bm25 if b > 0]
+    if not matched:
+        return [0.0] * len(bm25)
+    lowest = min(standardised(matched))
+    return [z if b > 0 else lowest for b, z in zip(bm25, standardised(bm25, matched), strict=True)]
+
+
+def fuse(
+    vector_ranked: Sequence[Scored], keyword_ranked: Sequence[Scored], unread: Collection[int] = ()
+) -> list[Ranked]:
+    """The z-score fusion of two best-first (id, score) lists over their union, best first
+    (``best_first``; see the module docstring). A memory absent from the vector list, or ``unread``
+    by the model, gets the lowest cosine of the pool's read memories (and no cosine to break ties)."""
     vector, keyword = _lanes(vector_ranked), _lanes(keyword_ranked)
-    fused = []
-    for mid in vector.keys() | keyword.keys():
-        lanes = (vector.get(mid), keyword.get(mid))
-        score = sum(1.0 / (RRF_K + lane.rank) for lane in lanes if lane is not None)
-        fused.append(Ranked(mid, score, *lanes))
-    return best_first(fused)
+    pool = sorted(vector.keys() | keyword.keys())
+    if not pool:
+        return []
+    read = [vector[mid].score for mid in pool if mid in vector and mid not in unread]
+    floor = min(read, default=0.0)
+    cosines = [vector[mid].score if mid in vector and mid not in unread else floor for mid in pool]
+    bm25 = [keyword[mid].score if mid in keyword else 0.0 for mid in pool]
+    scores = zip(pool, standardised(cosines), standardised_matches(bm25), strict=True)
+    return best_first(
+        [
+            Ranked(mid, VECTOR_WEIGHT * c + (1 - VECTOR_WEIGHT) * b, vector.get(mid), keyword.get(mid))
+            for mid, c, b in scores
+        ],
+        unread,
+    )
 
 
-def _substantial(backend: Backend, text: str, scored: list[Scored]) -> list[Scored]:
-    """Keep the keyword matches that cover at least MIN_KEYWORD_COVERAGE of the query's term weight."""
-    if not scored:
-        return scored
-    covering = set(backend.keyword_covering(text, [mid for mid, _ in scored], MIN_KEYWORD_COVERAGE))
-    return [(mid, score) for mid, score in scored if mid in covering]
+def unread_by_model(by_vector: list[Scored], query: Query, texts: Texts) -> set[int]:
+    """For a model blind across scripts, the pooled memories in another script than the query's."""
+    if not query.blind_across_scripts:
+        return set()
+    known = texts.of([mid for mid, _ in by_vector])
+    cjk = scripts.is_cjk(query.text)
+    return {mid for mid, _ in by_vector if scripts.is_cjk(known.get(mid, "")) != cjk}
 
 
 def fused_vector_lane(
@@ -191,15 +230,14 @@ def hybrid_rank(
     the module docstring)."""
     depth = max(MIN_HYBRID_DEPTH, 4 * k)
     text = query.text
-    by_keyword = _substantial(backend, text, backend.keyword_top(text, filters, depth, among))
+    by_keyword = backend.keyword_top(text, filters, depth, among)
     top = _cosine_top(lane, vector, depth, filters, among)
     by_vector = fused_vector_lane(lane, vector, top, by_keyword, query, texts)
     matched = {mid for mid, _ in by_keyword}
     missing = [mid for mid, _ in by_vector if mid not in matched]
     if missing:
-        more = backend.keyword_top(text, filters, len(missing), among=missing)
-        by_keyword = by_keyword + _substantial(backend, text, more)
-    return fuse(by_vector, by_keyword)
+        by_keyword = by_keyword + backend.keyword_top(text, filters, len(missing), among=missing)
+    return fuse(by_vector, by_keyword, unread_by_model(by_vector, query, texts))
 
 
 def rank(

@@ -193,7 +193,7 @@ class HitOut(BaseModel):
     id: int
     text: str
     truncated: bool = Field(description="The text was cut; memory_get gives it whole.")
-    score: float = Field(description="hybrid: fused RRF score; vector: cosine; keyword: BM25.")
+    score: float = Field(description="hybrid: fused z-score; vector: cosine; keyword: BM25.")
     vector_rank: int | None
     keyword_rank: int | None
     created_at: str

@@ -1,26 +1,23 @@
 """The local keyword lane above FTS5: counts kept per state of the keyword index, near-zero-IDF terms
-of big stores (``remem.backends.bounds``), and which matches cover enough of a query.
+of big stores (``remem.backends.bounds``).
 
 FTS5's ``bm25()`` scores every memory its MATCH selects: ≈0.7-0.9 µs each on a 1,000,000-memory
 store, so a query's cost follows how many memories hold its terms. What changes no ranking is not
 paid for again:
 
-- **Counts per state.** How many memories hold each term (for IDF and coverage) is counted once per
+- **Counts per state.** How many memories hold each term (for IDF) is counted once per
   state of the keyword index (``stamp``: FTS5's averages and structure records, which every write
   changes), not read again, or into Python, by every search.
 - **Near-zero-IDF terms** (FTS5 gives one that at least half the memories hold an IDF of 1e-6) held
   by more than ``bounds.COMMON_HOLDERS`` memories are left out of the ranking query when the query
   has other terms; memories holding only such terms rank after the others, by BM25 among the newest
   ``bounds.WINDOW`` of them (``bm25.py``).
-- **Coverage by bounds.** Whether a match covers enough of the query's IDF weight is decided term by
-  term, rarest first; a memory is no longer looked up once its share is surely above or below.
 """
 
 from __future__ import annotations
 
-import math
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from remem.backends import bounds
@@ -33,8 +30,6 @@ from remem.types import Filters
 
 #: Values kept per state of the keyword index (two counts a term: 2,048 terms).
 KEPT_COUNTS = 4_096
-#: A memory whose share is within this of the threshold is decided by its exact share.
-MARGIN = 1e-9
 
 
 class KeywordCounts:
@@ -99,61 +94,3 @@ def search(
             skip = {mid for mid, _ in found}  # only common terms
             found += bm25.newest(conn, query.common, filters, limit - len(found), among, skip)
         return found
-
-
-def covering(
-    conn: sqlite3.Connection, counts: KeywordCounts, text: str, ids: Sequence[int], share: float
-) -> list[int]:
-    """Those of ``ids`` (in order) whose own terms (not their context's) match at least ``share`` of
-    the query's term weight: IDF, Lucene's ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, so
-    a rare term such as an identifier weighs far more than a common word.
-
-    Terms are looked up rarest first, and only for the memories still open: one whose matched weight
-    reaches the threshold, or cannot reach it with every term left, is decided; one still open after
-    the last term (within MARGIN of the threshold) gets its exact share, summed in the query's order."""
-    with snapshot(conn):
-        stamp, total = counts.stamp(conn), fts.row_count(conn)
-        own = [f"terms : {term}" for term in term_queries(text)]
-        held = [counts.holders(conn, stamp, match) for match in own]
-        weights = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n in held]
-        whole, rest = sum(weights) or 1.0, sum(weights)
-        got = dict.fromkeys(ids, 0.0)
-        matched: dict[int, list[int]] = {mid: [] for mid in ids}
-        decided: dict[int, bool] = {}
-        open_ids = _still_open(got, list(got), rest, whole, share, decided)
-        for place in sorted(range(len(own)), key=lambda i: (held[i], i)):
-            if not open_ids:
-                break
-            if held[place] >= total:  # a term every memory holds needs no look-up
-                holding: Collection[int] = fts.present(conn, open_ids)
-            else:
-                holding = fts.members(conn, own[place], held[place], open_ids)
-            for mid in holding:
-                got[mid] += weights[place]
-                matched[mid].append(place)
-            rest -= weights[place]
-            open_ids = _still_open(got, open_ids, rest, whole, share, decided)
-    for mid in open_ids:  # every term looked up: the exact share, as it always was summed
-        decided[mid] = sum(weights[i] for i in sorted(matched[mid])) / whole >= share
-    return [mid for mid in ids if decided[mid]]
-
-
-def _still_open(
-    got: dict[int, float],
-    open_ids: list[int],
-    rest: float,
-    whole: float,
-    share: float,
-    decided: dict[int, bool],
-) -> list[int]:
-    """Those of ``open_ids`` whose share may still fall on either side of ``share`` (or too near it
-    to tell by sums in another order) with ``rest`` of the weight unknown; the others into ``decided``."""
-    still = []
-    for mid in open_ids:
-        if got[mid] / whole >= share + MARGIN:
-            decided[mid] = True
-        elif (got[mid] + rest) / whole < share - MARGIN:
-            decided[mid] = False
-        else:
-            still.append(mid)
-    return still

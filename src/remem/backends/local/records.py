@@ -366,10 +366,6 @@ class Records:
         """(id, text) of the filtered memories that may hold every one of ``words`` (see ``fts.holding``)."""
         return fts.holding(self.conn, words, filters)
 
-    def keyword_covering(self, text: str, ids: Sequence[int], share: float) -> list[int]:
-        """Those of ``ids`` matching at least ``share`` of the query's term weight (``keywords.covering``)."""
-        return keywords.covering(self.conn, self._keyword_counts, text, ids, share)
-
     def get_many(self, ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (missing ids are absent from the result)."""
         found: dict[int, Memory] = {}

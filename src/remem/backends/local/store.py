@@ -335,10 +335,6 @@ class LocalBackend:
         """(id, text) of the filtered memories that may hold every one of ``words`` (``fts.holding``)."""
         return self.records.texts_holding(words, filters)
 
-    def keyword_covering(self, text: str, memory_ids: Sequence[int], share: float) -> list[int]:
-        """The memories matching at least ``share`` of the query's term weight (``keywords.covering``)."""
-        return self.records.keyword_covering(text, memory_ids, share)
-
     def reembed(
         self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool
     ) -> ReembedReport:

@@ -287,21 +287,3 @@ def _newest(
         ],
     )
     return [(int(mid), float(score)) for mid, score in cursor.fetchall()]
-
-
-def coverage(
-    cursor: psycopg.Cursor[Any], s: str, text: str, ids: Sequence[int], session: Session
-) -> dict[int, float]:
-    """For each id, the share (0..1) of the query's IDF weight that the memory's own terms match."""
-    weighted = weighted_terms(cursor, s, text, session)
-    terms, idf = weighted.terms, weighted.idf
-    if not terms:
-        return dict.fromkeys(ids, 0.0)
-    cursor.execute(
-        "SELECT m.id, (SELECT coalesce(sum(q.w), 0) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) "
-        f"WHERE m.terms @@ q.t) FROM {s}.memories m WHERE m.id = ANY(%s::bigint[])",
-        (tsqueries(terms, own=True), idf, list(ids)),
-    )
-    whole = sum(idf) or 1.0
-    found = {int(mid): float(weight) / whole for mid, weight in cursor.fetchall()}
-    return {mid: found.get(mid, 0.0) for mid in ids}

@@ -354,12 +354,6 @@ class PostgresBackend:
         """(id, text) of the filtered memories that may hold every one of ``words`` (``phrases.holding``)."""
         return phrases.holding(self.session, self.s, words, filters)
 
-    def keyword_covering(self, text: str, memory_ids: Sequence[int], share: float) -> list[int]:
-        """The memories matching at least ``share`` of the query's term weight (``keywords.coverage``)."""
-        with self.session.transaction() as cursor:
-            coverage = keywords.coverage(cursor, self.s, text, memory_ids, self.session)
-        return [mid for mid in memory_ids if coverage[mid] >= share]
-
     def reembed(
         self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool
     ) -> ReembedReport:

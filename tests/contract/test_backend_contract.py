@@ -630,6 +630,29 @@ def test_keyword_top_of_a_query_without_terms_is_empty(
     assert backend.keyword_top(query, EVERYTHING, 10) == []
 
 
+def test_keyword_coverage_gives_each_memory_its_share_of_the_weight(
+    backend: Backend, keyword_corpus: dict[str, int]
+) -> None:
+    ids = list(keyword_corpus.values())
+    query = "importer failed E1045"
+    found = {enough: backend.keyword_coverage(query, ids, enough) for enough in (0.01, 0.1, 0.3, 0.5, 1.0)}
+    exact = found[1.0].shares
+    assert list(exact) == ids  # in the order given
+    assert exact[keyword_corpus["incident"]] == pytest.approx(1.0)  # it matches every term
+    assert exact[keyword_corpus["unrelated"]] == 0.0
+    assert 0 < exact[keyword_corpus["checklist"]] < exact[keyword_corpus["other-error"]] < 1
+    for enough, coverage in found.items():  # exact below enough, enough above
+        assert coverage.shares == {mid: pytest.approx(min(share, enough)) for mid, share in exact.items()}
+        assert coverage.weight == pytest.approx(found[1.0].weight)
+    # Shares are weighted by IDF: the rarer "failed" counts more than "importer".
+    alone = backend.keyword_coverage("importer failed", ids, 1.0)
+    assert alone.shares[keyword_corpus["checklist"]] < 0.5
+    assert alone.weight < found[1.0].weight  # without the rare identifier's weight
+    assert backend.keyword_coverage("importer", [], 0.2).shares == {}
+    nothing = backend.keyword_coverage("the of", ids, 0.2)  # stop words: no terms
+    assert nothing.weight == 0.0 and set(nothing.shares.values()) == {0.0}
+
+
 # --- editing -------------------------------------------------------------------------------------
 
 

@@ -1,10 +1,11 @@
 """The local keyword lane's bounds: BM25 computed as FTS5 computes it, near-zero-IDF terms left out
 of the ranking query on big stores (``bounds.COMMON_HOLDERS``, made small here), memories holding
-only such terms ranked among the newest of them (``bounds.WINDOW``), and the counts kept per state
-of the keyword index."""
+only such terms ranked among the newest of them (``bounds.WINDOW``), coverage decided by bounds, and
+the counts kept per state of the keyword index."""
 
 from __future__ import annotations
 
+import math
 import random
 import sqlite3
 from collections.abc import Iterator
@@ -152,6 +153,46 @@ def test_memories_holding_only_a_near_zero_idf_term_are_ranked_among_the_newest(
     item3 = [mid for mid, _ in store.keyword_top("item3", Filters(), 20)]  # its own text, and turns after it
     top = [mid for mid, _ in store.keyword_top("note item3", Filters(), 10)]
     assert top[: len(item3)] == item3 and set(top[len(item3) :]) <= set(range(53, 61))  # then the window
+
+
+def _exact_coverage(conn: sqlite3.Connection, query: str, ids: list[int]) -> tuple[dict[int, float], float]:
+    """Each memory's share of the query's IDF weight, as it was computed before the bounds: every
+    holder of every term read; and the whole weight."""
+    total = fts.row_count(conn)
+    weights, holders = [], []
+    for term in term_queries(query):
+        rows = {
+            r[0]
+            for r in conn.execute(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (f"terms : {term}",)
+            )
+        }
+        weights.append(math.log(1 + (total - len(rows) + 0.5) / (len(rows) + 0.5)))
+        holders.append(rows)
+    whole = sum(weights)
+    shares = {
+        mid: sum(w for w, held in zip(weights, holders, strict=True) if mid in held) / (whole or 1.0)
+        for mid in ids
+    }
+    return shares, whole
+
+
+@pytest.mark.parametrize("lookups", ["walk", "seek"])
+@pytest.mark.parametrize(
+    "query", ["note", "alpha note", "theta iota kappa", "item3 note lambda", "zzz alpha", "the of"]
+)
+def test_coverage_by_bounds_gives_the_exact_shares_capped(
+    store: LocalBackend, conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch, query: str, lookups: str
+) -> None:
+    monkeypatch.setattr(fts, "SEEK_FROM", 0 if lookups == "seek" else 10**12)
+    monkeypatch.setattr(fts, "SEEK_POSTINGS", 0)
+    ids = [*range(60, 0, -1), 999]  # any order, and an id the store does not hold
+    exact, whole = _exact_coverage(conn, query, ids)
+    for enough in {0.0, 0.1, 0.2, 0.35, 0.5, 1.0, *exact.values()}:  # also exactly at a memory's share
+        found = store.keyword_coverage(query, ids, enough)
+        assert list(found.shares) == ids  # in the order given
+        assert found.shares == {mid: pytest.approx(min(exact[mid], enough), abs=1e-12) for mid in ids}
+        assert found.weight == pytest.approx(whole)
 
 
 def test_counts_are_counted_again_after_every_kind_of_write(

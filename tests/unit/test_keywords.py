@@ -14,8 +14,19 @@ from hypothesis import strategies as st
 from helpers import FAKE_MODEL, fake_vector, search
 from remem import Filters, Lane, NewMemory, SearchMode
 from remem.backends.analyzer import analyze, fts_query
+from remem.backends.base import Coverage
 from remem.backends.local import LocalBackend, fts
-from remem.core.ranking import VECTOR_WEIGHT, Query, Ranked, Texts, by_phrase, fuse
+from remem.core.ranking import (
+    COSINE_SPREAD_FLOOR,
+    FULL_COVERAGE,
+    KEYWORD_SPREAD_FLOOR,
+    VECTOR_WEIGHT,
+    Query,
+    Ranked,
+    Texts,
+    by_phrase,
+    fuse,
+)
 
 
 @pytest.mark.parametrize(
@@ -155,33 +166,74 @@ def test_keyword_search_never_interprets_user_text_as_a_query_language(
     assert all(hit.score > 0 for hit in hits)
 
 
+def _z(values: dict[int, float], floor: float = 0.0) -> dict[int, float]:
+    """Population z-scores, the spread at least ``floor`` (the rule, written out independently)."""
+    mean = sum(values.values()) / len(values)
+    spread = max(math.sqrt(sum((v - mean) ** 2 for v in values.values()) / len(values)), floor)
+    return {mid: (v - mean) / spread for mid, v in values.items()}
+
+
 def test_fusion_mixes_the_lanes_z_scores_over_the_pool() -> None:
     fused = fuse([(1, 0.9), (2, 0.8), (3, 0.7)], [(3, 12.0), (4, 5.0)])
     by_id = {r.id: r for r in fused}
-    # Cosines over the pool 1-4, memory 4 (no cosine) at the pool's lowest: 0.9 0.8 0.7 0.7, mean
-    # 0.775, population variance 0.0275 / 4. BM25 z among the matches 3 and 4: 12 → +1, 5 → -1;
-    # the non-matches 1 and 2 get the weakest match's -1.
-    std = math.sqrt(0.0275 / 4)
-    cosine_z = {1: 0.125 / std, 2: 0.025 / std, 3: -0.075 / std, 4: -0.075 / std}
-    bm25_z = {1: -1.0, 2: -1.0, 3: 1.0, 4: -1.0}
+    # Memory 4 (no cosine) takes the pool's lowest, 0.7; non-matches 1 and 2 have BM25 0.
+    cosine_z = _z({1: 0.9, 2: 0.8, 3: 0.7, 4: 0.7})
+    bm25_z = _z({1: 0.0, 2: 0.0, 3: 12.0, 4: 5.0})
     assert VECTOR_WEIGHT == 0.5
     for mid, ranked in by_id.items():
         assert ranked.score == pytest.approx(0.5 * cosine_z[mid] + 0.5 * bm25_z[mid])
-    assert [r.id for r in fused] == [1, 3, 2, 4]
+    assert [r.id for r in fused] == [3, 1, 2, 4]
     assert by_id[4].vector is None and by_id[4].keyword == Lane(2, 5.0)
     assert by_id[3].vector == Lane(3, 0.7) and by_id[3].keyword == Lane(1, 12.0)
     assert fuse([], []) == []
 
 
-def test_a_lone_keyword_match_gets_no_boost() -> None:
-    fused = fuse([(1, 0.9), (2, 0.5), (3, 0.1)], [(3, 7.0)])
-    assert [r.id for r in fused] == [1, 2, 3]  # one match: its z-score is the non-matches' (0)
-    assert [r.score for r in fused] == pytest.approx([0.5 * math.sqrt(1.5), 0.0, -0.5 * math.sqrt(1.5)])
-    assert [r.id for r in fuse([(1, 0.9), (2, 0.5)], [])] == [1, 2]  # no match: the cosines alone
+def test_fusion_keeps_how_far_apart_the_scores_are() -> None:
+    # Rank fusion would put 1 (first and second) above 2 (third and first); here 2's BM25 is far ahead.
+    fused = fuse([(1, 0.62), (3, 0.61), (2, 0.60), (4, 0.2)], [(2, 30.0), (1, 1.0)])
+    assert [r.id for r in fused][:2] == [2, 1]
+
+
+def test_a_weak_match_counts_in_proportion_and_bm25s_spread_has_a_floor() -> None:
+    vector = [(1, 0.9), (2, 0.5), (3, 0.3), (4, 0.1)]
+    keyword = [(3, 6.0), (4, 6.0)]
+    # 3 covers half the query's weight (counts whole), 4 a tenth (counts half: 0.1 / FULL_COVERAGE).
+    coverage = Coverage({3: 0.2, 4: 0.1}, weight=10.0)
+    by_id = {r.id: r for r in fuse(vector, keyword, coverage=coverage)}
+    assert FULL_COVERAGE == 0.2 and KEYWORD_SPREAD_FLOOR == 0.08
+    evidence = {1: 0.0, 2: 0.0, 3: 6.0, 4: 3.0}
+    cosine_z = _z(dict(vector), COSINE_SPREAD_FLOOR)
+    bm25_z = _z(evidence, KEYWORD_SPREAD_FLOOR * 10.0)
+    assert _z(evidence)[3] == pytest.approx(bm25_z[3])  # spread 2.49 > the floor 0.8: it does not bind
+    for mid, ranked in by_id.items():
+        assert ranked.score == pytest.approx(0.5 * cosine_z[mid] + 0.5 * bm25_z[mid])
+    assert by_id[4].keyword == Lane(2, 6.0)  # the lane still shows the real BM25
+    # One weak match among many memories: its z would be large; the floor (0.08 x 100) holds it.
+    many = [(mid, 0.5 + mid / 1000) for mid in range(1, 51)]
+    lone = fuse(many, [(1, 2.0)], coverage=Coverage({1: 0.2}, weight=100.0))
+    assert lone[0].id == 50  # the best cosine, not the lone weak match
+    assert {r.id: r for r in lone}[1].score == pytest.approx(
+        0.5 * _z(dict(many), COSINE_SPREAD_FLOOR)[1] + 0.5 * (2.0 - 2.0 / 50) / 8.0
+    )
+
+
+def test_a_lone_strong_match_stands_out() -> None:
+    # An identifier only one memory holds: the whole query's weight, and nothing else matches.
+    many = [(mid, 0.5 + mid / 1000) for mid in range(1, 51)]
+    fused = fuse(many, [(7, 9.0)], coverage=Coverage({7: 0.2}, weight=4.0))
+    assert fused[0].id == 7
+    assert [r.id for r in fuse(many[:2], [])] == [2, 1]  # no match: the cosines alone
+
+
+def test_cosines_closer_than_their_floor_do_not_outvote_a_match() -> None:
+    # Two memories in a narrow filter: 0.23 vs 0.16 is noise; the one matching the query's word wins.
+    fused = fuse([(45, 0.23), (36, 0.16)], [(36, 3.4)], coverage=Coverage({36: 0.2}, weight=3.0))
+    assert [r.id for r in fused] == [36, 45]
+    assert fuse([(45, 0.23), (36, 0.16)], [(36, 3.4)])[0].id == 36
 
 
 def test_fusion_ties_go_to_the_higher_cosine_then_the_smaller_id() -> None:
-    tie = fuse([(7, 0.5)], [(8, 3.0)])  # 8 takes 7's cosine and is a lone match: both score 0
+    tie = fuse([(7, 0.5)], [(8, 3.0), (7, 3.0)])  # 8 takes 7's cosine, and has its BM25: both score 0
     assert [r.score for r in tie] == [0.0, 0.0]
     assert [r.id for r in tie] == [7, 8]  # the one with a cosine first
     assert [r.id for r in fuse([(5, 0.5), (2, 0.5)], [])] == [2, 5]

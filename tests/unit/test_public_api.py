@@ -333,6 +333,8 @@ def test_hits_carry_their_lanes(memories: Memories, filled: dict[str, int]) -> N
     vector = sorted(((h.memory.id, h.vector) for h in hybrid if h.vector), key=lambda p: p[1].rank)
     keyword = sorted(((h.memory.id, h.keyword) for h in hybrid if h.keyword), key=lambda p: p[1].rank)
     assert len(vector) == len(filled)  # the vector lane scores every pooled memory
+    # One term, which every match holds whole (no damping), and matches enough that BM25's spread is
+    # above its floor: the lanes' scores alone give the fused scores.
     refused = fuse([(mid, lane.score) for mid, lane in vector], [(mid, lane.score) for mid, lane in keyword])
     assert [(r.id, r.score) for r in refused] == [(h.memory.id, pytest.approx(h.score)) for h in hybrid]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -25,6 +25,19 @@ if TYPE_CHECKING:
 
 #: (memory id, lane score), best first.
 Scored = tuple[int, float]
+
+
+class Coverage(NamedTuple):
+    """How much of a query's IDF-weighted terms memories match (``Backend.keyword_coverage``)."""
+
+    #: memory id → the share (0..1) of the query's weight its own terms match, capped at the
+    #: ``enough`` asked for (exact below it).
+    shares: dict[int, float]
+    #: the query's whole weight: the sum of its terms' IDF, Lucene's ln(1 + (N - n + 0.5) / (n + 0.5))
+    #: over the whole store (0.0 for a query without terms).
+    weight: float
+
+
 #: Embeds memories given as (id, text): for each its unit vectors, (windows, dim).
 EmbedFn = Callable[[Sequence[tuple[int, str]]], Sequence["FloatArray"]]
 #: Called with (done so far, total).
@@ -275,6 +288,12 @@ class Backend(Protocol):
         ``remem.core.phrases.words``), in id order: at least every filtered memory whose text holds
         them all (more, for the caller to check the texts). The words that surely are index terms
         (``analyzer.sure_terms``) select through the keyword index; with none, every filtered memory."""
+        ...
+
+    def keyword_coverage(self, text: str, memory_ids: Sequence[int], enough: float) -> Coverage:
+        """For each of the memories, the share (0..1) of the query's IDF-weighted terms its own terms
+        (not its context's) match — exact below ``enough``, ``enough`` at or above it — and the
+        query's whole weight (``Coverage``); an id the store does not hold gets 0."""
         ...
 
     def reembed(

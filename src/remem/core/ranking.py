@@ -2,12 +2,14 @@
 
 Hybrid search pools each lane's top ``depth`` and then lets *both* lanes score every pooled memory —
 the vector lane by its exact cosine, the keyword lane by BM25 (0 for a memory the query's words do
-not match). Each memory's fused score is a convex mix of the two lanes' standardised scores:
+not match; a match covering less than ``FULL_COVERAGE`` of the query's IDF-weighted terms counts in
+proportion). Each memory's fused score is a convex mix of the two lanes' standardised scores:
 ``VECTOR_WEIGHT`` × z(cosine) + (1 − ``VECTOR_WEIGHT``) × z(BM25), where z is (x − mean) / std over
-the pool — for BM25 over the matching memories only, a memory without a match counting as the
-weakest match, so that a lone match shared by chance stands out no more than the weakest one. A
-model blind across scripts does not read memories in another script than the query's: they get the
-pool's lowest cosine.
+the pool — the cosines' std at least ``COSINE_SPREAD_FLOOR``, BM25's at least ``KEYWORD_SPREAD_FLOOR``
+of the query's weight, so that in a small pool, or where few memories match, a small difference
+does not stand out as a large one would. Unlike rank fusion this keeps
+how far apart the scores are: a memory far ahead in one lane stays ahead. A model blind across
+scripts does not read memories in another script than the query's: they get the pool's lowest cosine.
 
 Word order (``phrases``): in hybrid and keyword modes a memory holding the whole query as a phrase
 outranks the others. Quoted phrases are required in every mode: a filter over the whole store, so the
@@ -28,24 +30,38 @@ from remem.types import Filters, Hit, Lane, Memory, ModelInfo, SearchMode
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
-    from remem.backends.base import Backend, Scored, VectorLane
+    from remem.backends.base import Backend, Coverage, Scored, VectorLane
     from remem.embedders.base import Embedder
 
-#: The vector lane's weight in the fused score (the keyword lane's is 1 − it). Measured on SciFact
-#: (hybrid nDCG@10), LoCoMo (evidence recall@10) and the memory-shaped set (hit@1), each split into
-#: tuning / held-out halves (seed 31), against the Reciprocal Rank Fusion used before (k 10, keyword
-#: matches gated at a fifth of the query's IDF weight, phrase bonus):
-#:   RRF:           SciFact 0.6782 / 0.7633 (all 0.7208), LoCoMo 0.7055 / 0.7192 (0.7124),
-#:                  memory set 1.000 / 0.818 (0.907); RRF k 5–30 moved these by ±0.004.
-#:   this rule 0.5: SciFact 0.6981 / 0.7827 (0.7404), LoCoMo 0.7193 / 0.7294 (0.7244),
-#:                  memory set 0.952 / 0.909 (0.930).
-#:   weight 0.6: SciFact 0.7413, LoCoMo 0.7123; weight 0.4: 0.7314 / 0.7175.
-#:   BM25 z over the whole pool instead of among the matches: 0.7435 / 0.7251 / 0.907, but a lone
-#:   chance match then stands far out (the CJK set lost more).
-#: Its cost: on remem's CJK set (bench/cjk.py, hybrid hit@1) the bundled model falls 0.14 → 0.07 and
-#: multilingual-e5-small 0.60 → 0.58 (distractors sharing characters with the query now count), and
-#: the memory set's hit@3 falls 0.98 → 0.95.
+#: The vector lane's weight in the fused score (the keyword lane's is 1 − it), with the two
+#: constants below chosen together. Measured with bench/fusion_lab.py on SciFact (hybrid nDCG@10),
+#: LoCoMo (evidence recall@10) and the memory-shaped set (hit@1), each split into tuning / held-out
+#: halves (seed 31), and the CJK set (bench/cjk.py, hit@1; bundled model, multilingual-e5-small)
+#: only reported, against the Reciprocal Rank Fusion used before (k 10, keyword matches below a
+#: fifth of the query's IDF weight dropped, a phrase bonus):
+#:   RRF:        SciFact 0.6782 / 0.7633 (all 0.7208), LoCoMo 0.7055 / 0.7192 (0.7124),
+#:               memory set 1.000 / 0.818 (0.907), CJK set 0.14 and 0.60.
+#:   this rule:  SciFact 0.7064 / 0.7769 (0.7417), LoCoMo 0.7148 / 0.7220 (0.7184),
+#:               memory set 0.952 / 0.864 (0.907), CJK set 0.14 and 0.60.
+#:   weight 0.45 / 0.55 (same floor and coverage): SciFact 0.7390 / 0.7408, LoCoMo 0.7153 / 0.7111.
 VECTOR_WEIGHT = 0.5
+#: A keyword match counts whole from this share of the query's IDF-weighted terms on, and in
+#: proportion below: one common word shared by chance ("flow", "server") must not outvote meaning,
+#: while a rare identifier carries most of a query's weight on its own. Dropping such matches instead
+#: (the gate RRF had) lost LoCoMo 0.7184 → 0.7018; counting them whole lost nothing on the three
+#: corpora but the CJK set (0.60 → 0.44 with e5): a query's character pairs shared by chance.
+FULL_COVERAGE = 0.2
+#: BM25's spread over the pool, in the z-score, is at least this share of the query's whole IDF
+#: weight: where only a few memories match, a weak match would otherwise stand out as far as a
+#: strong one (z is blind to scale). 0.06 / 0.08 / 0.1: SciFact 0.7412 / 0.7417 / 0.7396, LoCoMo
+#: 0.7166 / 0.7184 / 0.7140, CJK set (bundled) 0.09 / 0.14 / 0.14; no floor: CJK set (e5) 0.44.
+KEYWORD_SPREAD_FLOOR = 0.08
+#: The cosines' spread over the pool, in the z-score, is at least this: in a small pool (a narrow
+#: filter, a few memories) cosines 0.16 and 0.23 are the model's noise, not one lane's ±1 standard
+#: deviation outvoting a keyword match. SciFact and LoCoMo pools are wider (no change from 0 to
+#: 0.04); the memory set's "the bug from Tuesday" (two memories that day) needs it: 0.884 → 0.907
+#: hit@1. 0.05 and up lost the CJK set (e5) 0.60 → 0.58.
+COSINE_SPREAD_FLOOR = 0.04
 #: How deep each lane looks before fusion: at least this many, and at least 4 × the requested k.
 MIN_HYBRID_DEPTH = 100
 
@@ -145,40 +161,44 @@ def _lanes(scored: Sequence[Scored]) -> dict[int, Lane]:
     return {mid: lane for mid, (_, lane) in _ranked(scored)}
 
 
-def standardised(values: Sequence[float], among: Sequence[float] | None = None) -> list[float]:
-    """The z-scores of ``values``: (x − mean) / population std of ``among`` (default: the values);
-    a std of 0 counts as 1."""
-    among = values if among is None else among
-    mean = sum(among) / len(among)
-    spread = (sum((x - mean) ** 2 for x in among) / len(among)) ** 0.5
+def standardised(values: Sequence[float], floor: float = 0.0) -> list[float]:
+    """The z-scores of ``values``: (x − mean) / their population std, or ``floor`` where that is
+    larger; a spread of 0 counts as 1."""
+    mean = sum(values) / len(values)
+    spread = max((sum((x - mean) ** 2 for x in values) / len(values)) ** 0.5, floor)
     return [(x - mean) / (spread or 1.0) for x in values]
 
 
-def standardised_matches(bm25: Sequence[float]) -> list[float]:
-    """BM25 z-scores among the matches (score > 0); a non-match gets the weakest match's; all 0
-    when nothing matches."""
-    matched = [b for b in bm25 if b > 0]
-    if not matched:
-        return [0.0] * len(bm25)
-    lowest = min(standardised(matched))
-    return [z if b > 0 else lowest for b, z in zip(bm25, standardised(bm25, matched), strict=True)]
+def keyword_evidence(bm25: float, share: float) -> float:
+    """A match's BM25 as the fusion counts it: whole from FULL_COVERAGE of the query's term weight
+    on, in proportion below."""
+    return bm25 * min(1.0, share / FULL_COVERAGE)
 
 
 def fuse(
-    vector_ranked: Sequence[Scored], keyword_ranked: Sequence[Scored], unread: Collection[int] = ()
+    vector_ranked: Sequence[Scored],
+    keyword_ranked: Sequence[Scored],
+    unread: Collection[int] = (),
+    coverage: Coverage | None = None,
 ) -> list[Ranked]:
     """The z-score fusion of two best-first (id, score) lists over their union, best first
     (``best_first``; see the module docstring). A memory absent from the vector list, or ``unread``
-    by the model, gets the lowest cosine of the pool's read memories (and no cosine to break ties)."""
+    by the model, gets the lowest cosine of the pool's read memories (and no cosine to break ties).
+    ``coverage`` (of the keyword matches) damps weak matches and floors BM25's spread; without it
+    every match counts whole and the spread has no floor."""
     vector, keyword = _lanes(vector_ranked), _lanes(keyword_ranked)
     pool = sorted(vector.keys() | keyword.keys())
     if not pool:
         return []
     read = [vector[mid].score for mid in pool if mid in vector and mid not in unread]
-    floor = min(read, default=0.0)
-    cosines = [vector[mid].score if mid in vector and mid not in unread else floor for mid in pool]
-    bm25 = [keyword[mid].score if mid in keyword else 0.0 for mid in pool]
-    scores = zip(pool, standardised(cosines), standardised_matches(bm25), strict=True)
+    lowest = min(read, default=0.0)
+    cosines = [vector[mid].score if mid in vector and mid not in unread else lowest for mid in pool]
+    shares = coverage.shares if coverage else {}
+    bm25 = [
+        keyword_evidence(keyword[mid].score, shares.get(mid, 1.0)) if mid in keyword else 0.0 for mid in pool
+    ]
+    floor = KEYWORD_SPREAD_FLOOR * coverage.weight if coverage else 0.0
+    scores = zip(pool, standardised(cosines, COSINE_SPREAD_FLOOR), standardised(bm25, floor), strict=True)
     return best_first(
         [
             Ranked(mid, VECTOR_WEIGHT * c + (1 - VECTOR_WEIGHT) * b, vector.get(mid), keyword.get(mid))
@@ -237,7 +257,8 @@ def hybrid_rank(
     missing = [mid for mid, _ in by_vector if mid not in matched]
     if missing:
         by_keyword = by_keyword + backend.keyword_top(text, filters, len(missing), among=missing)
-    return fuse(by_vector, by_keyword, unread_by_model(by_vector, query, texts))
+    coverage = backend.keyword_coverage(text, [mid for mid, _ in by_keyword], FULL_COVERAGE)
+    return fuse(by_vector, by_keyword, unread_by_model(by_vector, query, texts), coverage)
 
 
 def rank(

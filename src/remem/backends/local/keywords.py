@@ -1,28 +1,32 @@
 """The local keyword lane above FTS5: counts kept per state of the keyword index, near-zero-IDF terms
-of big stores (``remem.backends.bounds``).
+of big stores (``remem.backends.bounds``), and how much of a query its matches cover.
 
 FTS5's ``bm25()`` scores every memory its MATCH selects: ≈0.7-0.9 µs each on a 1,000,000-memory
 store, so a query's cost follows how many memories hold its terms. What changes no ranking is not
 paid for again:
 
-- **Counts per state.** How many memories hold each term (for IDF) is counted once per
+- **Counts per state.** How many memories hold each term (for IDF and coverage) is counted once per
   state of the keyword index (``stamp``: FTS5's averages and structure records, which every write
   changes), not read again, or into Python, by every search.
 - **Near-zero-IDF terms** (FTS5 gives one that at least half the memories hold an IDF of 1e-6) held
   by more than ``bounds.COMMON_HOLDERS`` memories are left out of the ranking query when the query
   has other terms; memories holding only such terms rank after the others, by BM25 among the newest
   ``bounds.WINDOW`` of them (``bm25.py``).
+- **Coverage by bounds.** How much of the query's IDF weight a match covers is summed term by term,
+  rarest first; a memory is no longer looked up once its share surely reaches what the caller counts
+  as enough.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from remem.backends import bounds
 from remem.backends.analyzer import term_queries
-from remem.backends.base import Scored
+from remem.backends.base import Coverage, Scored
 from remem.backends.local import bm25, fts
 from remem.backends.local.transactions import snapshot
 from remem.backends.statecache import SnapshotCache
@@ -30,6 +34,8 @@ from remem.types import Filters
 
 #: Values kept per state of the keyword index (two counts a term: 2,048 terms).
 KEPT_COUNTS = 4_096
+#: A memory whose share is within this of ``enough`` is given its exact share (capped).
+MARGIN = 1e-9
 
 
 class KeywordCounts:
@@ -94,3 +100,40 @@ def search(
             skip = {mid for mid, _ in found}  # only common terms
             found += bm25.newest(conn, query.common, filters, limit - len(found), among, skip)
         return found
+
+
+def coverage(
+    conn: sqlite3.Connection, counts: KeywordCounts, text: str, ids: Sequence[int], enough: float
+) -> Coverage:
+    """For each of ``ids``, the share of the query's term weight its own terms (not its context's)
+    match, capped at ``enough``: IDF, Lucene's ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store,
+    so a rare term such as an identifier weighs far more than a common word; and that whole weight.
+
+    Terms are looked up rarest first, and only for the memories still below ``enough``: one whose
+    matched weight surely reaches it is not looked up again; the others get their exact share, summed
+    in the query's order (within MARGIN of ``enough``, the exact share decides)."""
+    with snapshot(conn):
+        stamp, total = counts.stamp(conn), fts.row_count(conn)
+        own = [f"terms : {term}" for term in term_queries(text)]
+        held = [counts.holders(conn, stamp, match) for match in own]
+        weights = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n in held]
+        whole = sum(weights)
+        got = dict.fromkeys(ids, 0.0)
+        matched: dict[int, list[int]] = {mid: [] for mid in ids}
+        open_ids = [mid for mid in got if whole and enough > MARGIN]
+        for place in sorted(range(len(own)), key=lambda i: (held[i], i)):
+            if not open_ids:
+                break
+            if held[place] >= total:  # a term every memory holds needs no look-up
+                holding: Collection[int] = fts.present(conn, open_ids)
+            else:
+                holding = fts.members(conn, own[place], held[place], open_ids)
+            for mid in holding:
+                got[mid] += weights[place]
+                matched[mid].append(place)
+            open_ids = [mid for mid in open_ids if got[mid] / whole < enough + MARGIN]
+    shares = {
+        mid: min(sum(weights[i] for i in sorted(places)) / (whole or 1.0), enough)
+        for mid, places in matched.items()
+    }
+    return Coverage({mid: shares[mid] for mid in ids}, whole)

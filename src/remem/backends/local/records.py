@@ -17,6 +17,7 @@ from remem.backends.shapes import stored_memory
 from remem.types import AddResult, Filters, Memory, NewMemory, text_sha256
 
 if TYPE_CHECKING:
+    from remem.backends.base import Coverage
     from remem.backends.local.connections import Connections
 
 _CHUNK = 500  # values per "IN (...)" list
@@ -365,6 +366,10 @@ class Records:
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
         """(id, text) of the filtered memories that may hold every one of ``words`` (see ``fts.holding``)."""
         return fts.holding(self.conn, words, filters)
+
+    def keyword_coverage(self, text: str, ids: Sequence[int], enough: float) -> Coverage:
+        """Each memory's share of the query's term weight, capped at ``enough`` (``keywords.coverage``)."""
+        return keywords.coverage(self.conn, self._keyword_counts, text, ids, enough)
 
     def get_many(self, ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (missing ids are absent from the result)."""

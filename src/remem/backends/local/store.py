@@ -30,7 +30,7 @@ from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_s
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
-    from remem.backends.base import EmbedFn, ProgressFn, Scored
+    from remem.backends.base import Coverage, EmbedFn, ProgressFn, Scored
     from remem.backends.links import Link
     from remem.backends.local.lanes import LocalVectorLane
     from remem.backends.local.staged import LocalStaging
@@ -334,6 +334,10 @@ class LocalBackend:
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
         """(id, text) of the filtered memories that may hold every one of ``words`` (``fts.holding``)."""
         return self.records.texts_holding(words, filters)
+
+    def keyword_coverage(self, text: str, memory_ids: Sequence[int], enough: float) -> Coverage:
+        """Each memory's share of the query's term weight, capped at ``enough`` (``keywords.coverage``)."""
+        return self.records.keyword_coverage(text, memory_ids, enough)
 
     def reembed(
         self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends import bounds
 from remem.backends.analyzer import CONTEXT_WEIGHT, analyze, looks_like_hash
-from remem.backends.base import Scored
+from remem.backends.base import Coverage, Scored
 from remem.backends.postgres import filtering
 
 if TYPE_CHECKING:
@@ -287,3 +287,22 @@ def _newest(
         ],
     )
     return [(int(mid), float(score)) for mid, score in cursor.fetchall()]
+
+
+def coverage(
+    cursor: psycopg.Cursor[Any], s: str, text: str, ids: Sequence[int], enough: float, session: Session
+) -> Coverage:
+    """For each id, the share (0..1) of the query's IDF weight that the memory's own terms match,
+    capped at ``enough``; and the query's whole weight (``Backend.keyword_coverage``)."""
+    weighted = weighted_terms(cursor, s, text, session)
+    terms, idf = weighted.terms, weighted.idf
+    if not terms or not ids:
+        return Coverage(dict.fromkeys(ids, 0.0), float(sum(idf)))
+    cursor.execute(
+        "SELECT m.id, (SELECT coalesce(sum(q.w), 0) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) "
+        f"WHERE m.terms @@ q.t) FROM {s}.memories m WHERE m.id = ANY(%s::bigint[])",
+        (tsqueries(terms, own=True), idf, list(ids)),
+    )
+    whole = float(sum(idf))
+    found = {int(mid): min(float(weight) / (whole or 1.0), enough) for mid, weight in cursor.fetchall()}
+    return Coverage({mid: found.get(mid, 0.0) for mid in ids}, whole)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from remem.arrays import FloatArray
-    from remem.backends.base import EmbedFn, ProgressFn, Scored
+    from remem.backends.base import Coverage, EmbedFn, ProgressFn, Scored
     from remem.backends.postgres.staged import PostgresStaging
     from remem.backends.shapes import TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
@@ -353,6 +353,11 @@ class PostgresBackend:
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
         """(id, text) of the filtered memories that may hold every one of ``words`` (``phrases.holding``)."""
         return phrases.holding(self.session, self.s, words, filters)
+
+    def keyword_coverage(self, text: str, memory_ids: Sequence[int], enough: float) -> Coverage:
+        """Each memory's share of the query's term weight, capped at ``enough`` (``keywords.coverage``)."""
+        with self.session.transaction() as cursor:
+            return keywords.coverage(cursor, self.s, text, memory_ids, enough, self.session)
 
     def reembed(
         self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool

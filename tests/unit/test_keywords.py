@@ -173,6 +173,12 @@ def _z(values: dict[int, float], floor: float = 0.0) -> dict[int, float]:
     return {mid: (v - mean) / spread for mid, v in values.items()}
 
 
+def _cosine_floor(cosines: dict[int, float]) -> float:
+    """The cosines' spread floor: a share of the pool's mean distance from 1."""
+    assert COSINE_SPREAD_FLOOR == 0.06
+    return COSINE_SPREAD_FLOOR * (1 - sum(cosines.values()) / len(cosines))
+
+
 def test_fusion_mixes_the_lanes_z_scores_over_the_pool() -> None:
     fused = fuse([(1, 0.9), (2, 0.8), (3, 0.7)], [(3, 12.0), (4, 5.0)])
     by_id = {r.id: r for r in fused}
@@ -202,7 +208,7 @@ def test_a_weak_match_counts_in_proportion_and_bm25s_spread_has_a_floor() -> Non
     by_id = {r.id: r for r in fuse(vector, keyword, coverage=coverage)}
     assert FULL_COVERAGE == 0.2 and KEYWORD_SPREAD_FLOOR == 0.08
     evidence = {1: 0.0, 2: 0.0, 3: 6.0, 4: 3.0}
-    cosine_z = _z(dict(vector), COSINE_SPREAD_FLOOR)
+    cosine_z = _z(dict(vector), _cosine_floor(dict(vector)))
     bm25_z = _z(evidence, KEYWORD_SPREAD_FLOOR * 10.0)
     assert _z(evidence)[3] == pytest.approx(bm25_z[3])  # spread 2.49 > the floor 0.8: it does not bind
     for mid, ranked in by_id.items():
@@ -213,7 +219,7 @@ def test_a_weak_match_counts_in_proportion_and_bm25s_spread_has_a_floor() -> Non
     lone = fuse(many, [(1, 2.0)], coverage=Coverage({1: 0.2}, weight=100.0))
     assert lone[0].id == 50  # the best cosine, not the lone weak match
     assert {r.id: r for r in lone}[1].score == pytest.approx(
-        0.5 * _z(dict(many), COSINE_SPREAD_FLOOR)[1] + 0.5 * (2.0 - 2.0 / 50) / 8.0
+        0.5 * _z(dict(many), _cosine_floor(dict(many)))[1] + 0.5 * (2.0 - 2.0 / 50) / 8.0
     )
 
 
@@ -226,7 +232,8 @@ def test_a_lone_strong_match_stands_out() -> None:
 
 
 def test_cosines_closer_than_their_floor_do_not_outvote_a_match() -> None:
-    # Two memories in a narrow filter: 0.23 vs 0.16 is noise; the one matching the query's word wins.
+    # Two memories in a narrow filter: 0.23 vs 0.16 is noise (spread 0.035, floor 0.06 x 0.805); the
+    # one matching the query's word wins.
     fused = fuse([(45, 0.23), (36, 0.16)], [(36, 3.4)], coverage=Coverage({36: 0.2}, weight=3.0))
     assert [r.id for r in fused] == [36, 45]
     assert fuse([(45, 0.23), (36, 0.16)], [(36, 3.4)])[0].id == 36
@@ -256,3 +263,16 @@ def test_whole_query_phrase_matches_go_first_each_group_in_its_order(mode: Searc
     ranked = [Ranked(mid, score, None, None) for mid, score in [(1, 0.9), (2, 0.5), (3, 0.4), (4, -1.0)]]
     assert [r.id for r in by_phrase(ranked, Query.of("main box"), texts, mode)] == [2, 4, 1, 3]
     assert [r.score for r in by_phrase(ranked, Query.of("main box"), texts, mode)] == [0.5, -1.0, 0.9, 0.4]
+
+
+def test_the_cosine_floor_follows_the_models_scale() -> None:
+    # A model whose cosines are squeezed near 0.85 (multilingual-e5-small): a spread of 0.01 is its
+    # whole range, and must not be held to the bundled model's scale.
+    squeezed = [(1, 0.87), (2, 0.86), (3, 0.85), (4, 0.84)]
+    fused = fuse(squeezed, [(4, 2.0), (3, 1.0)], coverage=Coverage({4: 0.2, 3: 0.2}, weight=10.0))
+    cosine_z = _z(dict(squeezed))  # the floor, 0.06 x 0.145, is below the spread 0.011: unheld
+    assert _cosine_floor(dict(squeezed)) < 0.0112
+    evidence_z = _z({1: 0.0, 2: 0.0, 3: 1.0, 4: 2.0}, KEYWORD_SPREAD_FLOOR * 10.0)
+    assert [r.score for r in fused] == pytest.approx(
+        sorted((0.5 * cosine_z[m] + 0.5 * evidence_z[m] for m in cosine_z), reverse=True)
+    )

@@ -5,10 +5,10 @@ the vector lane by its exact cosine, the keyword lane by BM25 (0 for a memory th
 not match; a match covering less than ``FULL_COVERAGE`` of the query's IDF-weighted terms counts in
 proportion). Each memory's fused score is a convex mix of the two lanes' standardised scores:
 ``VECTOR_WEIGHT`` × z(cosine) + (1 − ``VECTOR_WEIGHT``) × z(BM25), where z is (x − mean) / std over
-the pool — the cosines' std at least ``COSINE_SPREAD_FLOOR``, BM25's at least ``KEYWORD_SPREAD_FLOOR``
-of the query's weight, so that in a small pool, or where few memories match, a small difference
-does not stand out as a large one would. Unlike rank fusion this keeps
-how far apart the scores are: a memory far ahead in one lane stays ahead. A model blind across
+the pool — the cosines' std at least ``COSINE_SPREAD_FLOOR`` of their mean distance from 1, BM25's
+at least ``KEYWORD_SPREAD_FLOOR`` of the query's weight, so that in a small pool, or where few
+memories match, a small difference does not stand out as a large one would. Unlike rank fusion this
+keeps how far apart the scores are: a memory far ahead in one lane stays ahead. A model blind across
 scripts does not read memories in another script than the query's: they get the pool's lowest cosine.
 
 Word order (``phrases``): in hybrid and keyword modes a memory holding the whole query as a phrase
@@ -33,35 +33,38 @@ if TYPE_CHECKING:
     from remem.backends.base import Backend, Coverage, Scored, VectorLane
     from remem.embedders.base import Embedder
 
-#: The vector lane's weight in the fused score (the keyword lane's is 1 − it), with the two
-#: constants below chosen together. Measured with bench/fusion_lab.py on SciFact (hybrid nDCG@10),
-#: LoCoMo (evidence recall@10) and the memory-shaped set (hit@1), each split into tuning / held-out
-#: halves (seed 31), and the CJK set (bench/cjk.py, hit@1; bundled model, multilingual-e5-small)
-#: only reported, against the Reciprocal Rank Fusion used before (k 10, keyword matches below a
-#: fifth of the query's IDF weight dropped, a phrase bonus):
+#: The vector lane's weight in the fused score (the keyword lane's is 1 − it), chosen with the three
+#: constants below. Measured with bench/fusion_lab.py (whose re-fusion reproduces search exactly) on
+#: SciFact (hybrid nDCG@10), LoCoMo (evidence recall@10) and the memory-shaped set (hit@1), each
+#: split into tuning / held-out halves (seed 31), and on the CJK set (hit@1; bundled model /
+#: multilingual-e5-small), reported and never tuned on; against the Reciprocal Rank Fusion used
+#: before (k 10, matches below a fifth of the query's IDF weight dropped, a phrase bonus):
 #:   RRF:        SciFact 0.6782 / 0.7633 (all 0.7208), LoCoMo 0.7055 / 0.7192 (0.7124),
-#:               memory set 1.000 / 0.818 (0.907), CJK set 0.14 and 0.60.
-#:   this rule:  SciFact 0.7064 / 0.7769 (0.7417), LoCoMo 0.7148 / 0.7220 (0.7184),
-#:               memory set 0.952 / 0.864 (0.907), CJK set 0.14 and 0.60.
-#:   weight 0.45 / 0.55 (same floor and coverage): SciFact 0.7390 / 0.7408, LoCoMo 0.7153 / 0.7111.
+#:               memory set 1.00 / 0.82 (0.907), CJK set 0.14 / 0.60.
+#:   this rule:  SciFact 0.7064 / 0.7769 (0.7417), LoCoMo 0.7128 / 0.7229 (0.7179),
+#:               memory set 0.95 / 0.86 (0.907), CJK set 0.14 / 0.60.
+#:   weight 0.45: 0.7370, 0.7149, 0.907, CJK 0.14 / 0.58; 0.55: 0.7412, 0.7082, 0.884, 0.14 / 0.60.
 VECTOR_WEIGHT = 0.5
 #: A keyword match counts whole from this share of the query's IDF-weighted terms on, and in
 #: proportion below: one common word shared by chance ("flow", "server") must not outvote meaning,
-#: while a rare identifier carries most of a query's weight on its own. Dropping such matches instead
-#: (the gate RRF had) lost LoCoMo 0.7184 → 0.7018; counting them whole lost nothing on the three
-#: corpora but the CJK set (0.60 → 0.44 with e5): a query's character pairs shared by chance.
+#: while a rare identifier carries most of a query's weight on its own. Dropping weaker matches, as
+#: RRF did: LoCoMo 0.7018; counting every match whole: 0.7413, 0.7153, 0.907, CJK 0.12 / 0.56;
+#: 0.1: 0.7414, 0.7143, CJK 0.14 / 0.56; 0.3: 0.7322, 0.7124.
 FULL_COVERAGE = 0.2
 #: BM25's spread over the pool, in the z-score, is at least this share of the query's whole IDF
-#: weight: where only a few memories match, a weak match would otherwise stand out as far as a
-#: strong one (z is blind to scale). 0.06 / 0.08 / 0.1: SciFact 0.7412 / 0.7417 / 0.7396, LoCoMo
-#: 0.7166 / 0.7184 / 0.7140, CJK set (bundled) 0.09 / 0.14 / 0.14; no floor: CJK set (e5) 0.44.
+#: weight: where few memories match, a weak match would otherwise stand out as far as a strong one
+#: (a z-score is blind to scale). None: 0.7413, 0.7161, 0.907, CJK 0.07 / 0.44 (a query's character
+#: pairs shared by chance); 0.06: 0.7412, 0.7169, CJK 0.14 / 0.58; 0.1: 0.7396, 0.7076.
 KEYWORD_SPREAD_FLOOR = 0.08
-#: The cosines' spread over the pool, in the z-score, is at least this: in a small pool (a narrow
-#: filter, a few memories) cosines 0.16 and 0.23 are the model's noise, not one lane's ±1 standard
-#: deviation outvoting a keyword match. SciFact and LoCoMo pools are wider (no change from 0 to
-#: 0.04); the memory set's "the bug from Tuesday" (two memories that day) needs it: 0.884 → 0.907
-#: hit@1. 0.05 and up lost the CJK set (e5) 0.60 → 0.58.
-COSINE_SPREAD_FLOOR = 0.04
+#: The cosines' spread over the pool, in the z-score, is at least this share of the pool's mean
+#: cosine distance (1 − its mean cosine; relative, since models differ in scale: the bundled model's
+#: pools sit near 0.3, multilingual-e5-small's near 0.85). In a small pool (a narrow filter, a few
+#: memories) cosines 0.16 and 0.23 are the model's noise, not one lane's ±1 standard deviation
+#: outvoting a keyword match: the memory set's "the bug from Tuesday" (two memories that day) needs
+#: it (none: 0.884). SciFact and LoCoMo pools are wider: no change from 0.05 to 0.08 on any corpus
+#: with either model. An absolute 0.04 instead held e5's pools (spread ≈ 0.01) and lost SciFact with
+#: e5 0.7357 → 0.7139 and LoCoMo 0.7245 → 0.7045.
+COSINE_SPREAD_FLOOR = 0.06
 #: How deep each lane looks before fusion: at least this many, and at least 4 × the requested k.
 MIN_HYBRID_DEPTH = 100
 
@@ -198,7 +201,10 @@ def fuse(
         keyword_evidence(keyword[mid].score, shares.get(mid, 1.0)) if mid in keyword else 0.0 for mid in pool
     ]
     floor = KEYWORD_SPREAD_FLOOR * coverage.weight if coverage else 0.0
-    scores = zip(pool, standardised(cosines, COSINE_SPREAD_FLOOR), standardised(bm25, floor), strict=True)
+    distance = 1.0 - sum(cosines) / len(cosines)
+    scores = zip(
+        pool, standardised(cosines, COSINE_SPREAD_FLOOR * distance), standardised(bm25, floor), strict=True
+    )
     return best_first(
         [
             Ranked(mid, VECTOR_WEIGHT * c + (1 - VECTOR_WEIGHT) * b, vector.get(mid), keyword.get(mid))

@@ -158,9 +158,9 @@ def corpus_model(corpus: str, models_dir: Path | None) -> Any:
     """The embedder a corpus is dumped with: multilingual-e5-small for ``…-e5`` (from ``models_dir``),
     else the bundled model."""
     import remem
+    from remem.embedders.registry import BUNDLED_MODEL
 
-    e5 = corpus.endswith("-e5")
-    name = "multilingual-e5-small" if e5 else remem.embedders.registry.BUNDLED_MODEL.name
+    name = "multilingual-e5-small" if corpus.endswith("-e5") else BUNDLED_MODEL.name
     return remem.model_catalog(models_dir=models_dir).load(name, verify=True)
 
 

@@ -263,7 +263,8 @@ def hybrid_rank(
     missing = [mid for mid, _ in by_vector if mid not in matched]
     if missing:
         by_keyword = by_keyword + backend.keyword_top(text, filters, len(missing), among=missing)
-    coverage = backend.keyword_coverage(text, [mid for mid, _ in by_keyword], FULL_COVERAGE)
+    matches = [mid for mid, _ in by_keyword]
+    coverage = backend.keyword_coverage(text, matches, FULL_COVERAGE) if matches else None
     return fuse(by_vector, by_keyword, unread_by_model(by_vector, query, texts), coverage)
 
 

@@ -1,17 +1,18 @@
 """Fusion lab (issue #31): dump each hybrid query's candidate pool once, then try fusion rules offline.
 
-    PYTHONPATH=src python bench/fusion_lab.py dump --corpus scifact|locomo|memory
-        [--data DIR] [--lab /tmp/fusionlab]
+    PYTHONPATH=src python bench/fusion_lab.py dump --corpus scifact|locomo|memory|cjk[-e5]
+        [--data DIR] [--lab /tmp/fusionlab] [--models-dir DIR]
     PYTHONPATH=src python bench/fusion_lab.py eval [--lab /tmp/fusionlab] [--grid]
 
-``dump`` builds (or reuses) the corpus's store under ``--lab`` with the bundled model and runs every
-query through ``Memories.search`` in hybrid mode with the benchmark's own arguments (SciFact k=100,
-LoCoMo k=10 within the conversation with ``dates=False``, the memory-shaped set k=3). Around the real
+``dump`` builds (or reuses) the corpus's store under ``--lab`` with the bundled model (a corpus named
+``…-e5``: multilingual-e5-small, from ``--models-dir``) and runs every query through
+``Memories.search`` in hybrid mode with the benchmark's own arguments (SciFact k=100, LoCoMo k=10
+within the conversation with ``dates=False``, the memory-shaped set and the CJK set k=3). Around the real
 ``ranking.hybrid_rank`` it records, for each query, a pool twice as deep as hybrid's (each lane's
 top 2 × depth): per memory its best-window cosine and every window's cosine, its vector rank, its
 BM25 score and keyword rank (ungated), the share of the query's IDF weight it covers, whether it holds
-the query as a phrase, whether it is in the query's script; and the ranking search returned. One JSON
-file per corpus, ``<lab>/<corpus>.json``.
+the query as a phrase, whether it is in the query's script; the query's whole IDF weight; and the
+ranking search returned. One JSON file per corpus, ``<lab>/<corpus>.json``.
 
 ``eval`` re-fuses the dumps with the rule search used before issue #31 (``Rrf``: RRF_K=10, the
 coverage gate, phrase bonus) and with the rule it uses now (``Shipped``: ``ranking.fuse``'s z-scores
@@ -222,6 +223,21 @@ def dump_locomo(
     return records
 
 
+def ask_each(memories: Any, recorder: Recorder, queries: list[dict], ids: dict[str, int]) -> list[dict]:
+    """Search each query of a set whose answer is one memory (hybrid, k=3): its pool, kind, answer
+    and the returned memories."""
+    records = []
+    for number, query in enumerate(queries):
+        hits = memories.search(query["text"], k=3, mode="hybrid")
+        pool = recorder.take() or {}
+        records.append(
+            pool
+            | {"qid": number, "kind": query["kind"], "answer": ids[query["answer"]]}
+            | {"real": [h.memory.id for h in hits]}
+        )
+    return records
+
+
 def dump_memory(lab: Path, recorder: Recorder, corpus: str, models_dir: Path | None) -> list[dict]:
     """Every query of the memory-shaped set (a fresh store: its dates are relative to now)."""
     import shutil
@@ -233,21 +249,12 @@ def dump_memory(lab: Path, recorder: Recorder, corpus: str, models_dir: Path | N
     data = json.loads(memory_set.DEFAULT_SET.read_text())
     shutil.rmtree(lab / corpus, ignore_errors=True)
     now = datetime.now().astimezone()
-    records = []
     with remem.open(lab / corpus, embedder=corpus_model(corpus, models_dir)) as memories:
         ids = {
             m["key"]: memories.add(m["text"], created_at=memory_set.created_at(m.get("when"), now)).id
             for m in data["memories"]
         }
-        for number, query in enumerate(data["queries"]):
-            hits = memories.search(query["text"], k=3, mode="hybrid")
-            pool = recorder.take() or {}
-            records.append(
-                pool
-                | {"qid": number, "kind": query["kind"], "answer": ids[query["answer"]]}
-                | {"real": [h.memory.id for h in hits]}
-            )
-    return records
+        return ask_each(memories, recorder, data["queries"], ids)
 
 
 def dump_cjk(lab: Path, recorder: Recorder, corpus: str, models_dir: Path | None) -> list[dict]:
@@ -259,21 +266,10 @@ def dump_cjk(lab: Path, recorder: Recorder, corpus: str, models_dir: Path | None
     import remem
 
     data = json.loads(cjk.DEFAULT_SET.read_text())
-    model = "multilingual-e5-small" if corpus == "cjk-e5" else cjk.DEFAULT_MODEL
-    embedder = cjk.load_embedder(model, models_dir)
     shutil.rmtree(lab / corpus, ignore_errors=True)
-    records = []
-    with remem.open(lab / corpus, embedder=embedder) as memories:
+    with remem.open(lab / corpus, embedder=corpus_model(corpus, models_dir)) as memories:
         ids = {m["key"]: memories.add(m["text"]).id for m in data["memories"]}
-        for number, query in enumerate(data["queries"]):
-            hits = memories.search(query["text"], k=3, mode="hybrid")
-            pool = recorder.take() or {}
-            records.append(
-                pool
-                | {"qid": number, "kind": query["kind"], "answer": ids[query["answer"]]}
-                | {"real": [h.memory.id for h in hits]}
-            )
-    return records
+        return ask_each(memories, recorder, data["queries"], ids)
 
 
 def dump(corpus: str, data: Path | None, lab: Path, models_dir: Path | None = None) -> None:
@@ -747,7 +743,7 @@ def gain(result: dict[str, dict[str, float]], base: dict[str, dict[str, float]],
 def row(name: str, result: dict[str, dict[str, float]]) -> str:
     """One table row: tune / hold / all for each corpus, all for each side corpus dumped."""
     cells = [" / ".join(f"{result[c][p]:.4f}" for p in ("tune", "hold", "all")) for c in CORPORA]
-    cells += [f"{result[c]['all']:.2f}" for c in SIDE if c in result]
+    cells += [f"{result[c]['all']:.4f}" for c in SIDE if c in result]
     return f"| {name} | " + " | ".join(cells) + " |"
 
 

@@ -218,9 +218,8 @@ def unread_by_model(by_vector: list[Scored], query: Query, texts: Texts) -> set[
     """For a model blind across scripts, the pooled memories in another script than the query's."""
     if not query.blind_across_scripts:
         return set()
-    known = texts.of([mid for mid, _ in by_vector])
-    cjk = scripts.is_cjk(query.text)
-    return {mid for mid, _ in by_vector if scripts.is_cjk(known.get(mid, "")) != cjk}
+    ids = [mid for mid, _ in by_vector]
+    return scripts.in_other_script(ids, query.text, texts.of(ids))
 
 
 def fused_vector_lane(

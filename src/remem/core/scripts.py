@@ -52,12 +52,17 @@ def blind_across_scripts(languages: Sequence[str]) -> bool:
     return bool(languages) and not CJK_LANGUAGES.intersection(languages)
 
 
+def in_other_script(memory_ids: Iterable[int], query: str, texts: Mapping[int, str]) -> set[int]:
+    """Those of the memories whose text (from ``texts``; a missing one counts as empty) is in another
+    script than the query's (CJK or not, ``is_cjk``)."""
+    script = is_cjk(query)
+    return {mid for mid in memory_ids if is_cjk(texts.get(mid, "")) != script}
+
+
 def query_script_first(scored: Sequence[Scored], query: str, texts: Mapping[int, str]) -> list[Scored]:
     """The vector lane's list with the memories in the query's script first, each part in its order."""
-    script = is_cjk(query)
-    same_script = [is_cjk(texts.get(item[0], "")) == script for item in scored]
-    same = [item for item, same in zip(scored, same_script, strict=True) if same]
-    return same + [item for item, same in zip(scored, same_script, strict=True) if not same]
+    other = in_other_script((mid for mid, _ in scored), query, texts)
+    return [item for item in scored if item[0] not in other] + [item for item in scored if item[0] in other]
 
 
 def unread_query_note(model: str, languages: Sequence[str], query: str, *, vector_only: bool) -> str | None:

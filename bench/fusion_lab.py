@@ -127,6 +127,7 @@ def pool_of(backend: Any, lane: Any, query: Any, vector: Any, k: int, filters: A
         "phrase": [query.phrases.matches(texts.get(m, "")) for m in ids],
         "allowed": [query.phrases.allows(texts.get(m, "")) for m in ids],
         "script": [scripts.is_cjk(texts.get(m, "")) == cjk for m in ids],
+        "turns": {str(mid): list(turn) for mid, turn in backend.turn_times(ids).items()},
     } | term_stats(backend, query.text, ids)
 
 
@@ -544,6 +545,8 @@ class Shipped:
     full: float = 0.2
     keyword_floor: float = 0.08
     cosine_floor: float = 0.06
+    session_weight: float | None = None  # ``sessions``' lift (default: the shipped constants)
+    session_mates: int | None = None
 
     def __call__(self, pool: Pool, n: int) -> list[int]:
         """The ``n`` best memories of the pool by the fused score (phrase matches first)."""
@@ -563,7 +566,26 @@ class Shipped:
             weight = float(np.log1p(np.exp(np.asarray(pool.record.get("idf") or [0.0]))).sum())
         fused = self.alpha * _floored_z(cos, inside, self.cosine_floor * (1 - float(cos[inside].mean())))
         fused += (1 - self.alpha) * _floored_z(evidence, inside, self.keyword_floor * weight)
+        fused += self.session_lift(pool, inside, fused)
         return ranked_ids(pool, inside, fused + np.where(pool.phrase, 1e3, 0.0), n)
+
+    def session_lift(self, pool: Pool, inside: np.ndarray, fused: np.ndarray) -> np.ndarray:
+        """What each pooled memory's session mates add (``sessions.lifts``, as ``ranking`` calls it)."""
+        from remem.backends.base import TurnTime
+        from remem.core import sessions
+
+        turns = pool.record.get("turns") or {}
+        lift = np.zeros(len(pool.ids))
+        if len(turns) < 2:
+            return lift
+        place = {int(mid): i for i, mid in enumerate(pool.ids) if inside[i]}
+        times = {int(mid): TurnTime(*turn) for mid, turn in turns.items() if int(mid) in place}
+        weight = sessions.SESSION_WEIGHT if self.session_weight is None else self.session_weight
+        mates = sessions.SESSION_MATES if self.session_mates is None else self.session_mates
+        scores = {mid: float(fused[i]) for mid, i in place.items()}
+        for mid, value in sessions.lifts(scores, times, weight, mates).items():
+            lift[place[mid]] = value
+        return lift
 
 
 def _floored_z(x: np.ndarray, inside: np.ndarray, floor: float) -> np.ndarray:
@@ -695,7 +717,13 @@ def featured() -> dict[str, Rule]:
     """The rows of the report: the best of each direction, chosen on the tuning halves."""
     z = Convex(0.5, "z", gate=0.0)
     return {
-        "shipped: z, coverage 0.2, floors 0.08 / 0.06": Shipped(),
+        "shipped: z, coverage 0.2, floors 0.08 / 0.06, session lift 0.4 × 2 mates": Shipped(),
+        "shipped, no session lift (before)": Shipped(session_weight=0.0),
+        "shipped, session lift 0.2": Shipped(session_weight=0.2),
+        "shipped, session lift 0.3": Shipped(session_weight=0.3),
+        "shipped, session lift 0.5": Shipped(session_weight=0.5),
+        "shipped, session lift 0.4, 1 mate": Shipped(session_mates=1),
+        "shipped, session lift 0.4, 3 mates": Shipped(session_mates=3),
         "shipped, vector weight 0.45": Shipped(alpha=0.45),
         "shipped, vector weight 0.55": Shipped(alpha=0.55),
         "shipped, BM25 floor 0.06": Shipped(keyword_floor=0.06),

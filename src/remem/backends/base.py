@@ -38,6 +38,15 @@ class Coverage(NamedTuple):
     weight: float
 
 
+class TurnTime(NamedTuple):
+    """Where and when a memory of a conversation was made (``Backend.turn_times``)."""
+
+    user: str | None
+    conversation: str
+    #: UTC ISO 8601 with milliseconds and a trailing Z (``remem.times.utc_iso``).
+    created_at: str
+
+
 #: Embeds memories given as (id, text): for each its unit vectors, (windows, dim).
 EmbedFn = Callable[[Sequence[tuple[int, str]]], Sequence["FloatArray"]]
 #: Called with (done so far, total).
@@ -241,6 +250,11 @@ class Backend(Protocol):
     def texts(self, memory_ids: Sequence[int]) -> dict[int, str]:
         """The texts of the memories with these ids (missing ids are absent): what ranking reads of
         its candidates, without the rest of each memory."""
+        ...
+
+    def turn_times(self, memory_ids: Sequence[int]) -> dict[int, TurnTime]:
+        """For those of these memories that belong to a conversation: their user, conversation and
+        created_at (what ranking reads to find a turn's session); others and missing ids are absent."""
         ...
 
     def newest(self, filters: Filters, limit: int) -> list[Memory]:

@@ -10,6 +10,7 @@ at least ``KEYWORD_SPREAD_FLOOR`` of the query's weight, so that in a small pool
 memories match, a small difference does not stand out as a large one would. Unlike rank fusion this
 keeps how far apart the scores are: a memory far ahead in one lane stays ahead. A model blind across
 scripts does not read memories in another script than the query's: they get the pool's lowest cosine.
+The turns of a conversation then gain from their best session mates' scores (``sessions``).
 
 Word order (``phrases``): in hybrid and keyword modes a memory holding the whole query as a phrase
 outranks the others. Quoted phrases are required in every mode: a filter over the whole store, so the
@@ -23,7 +24,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from remem.core import phrases, scripts, snippets
+from remem.core import phrases, scripts, sessions, snippets
 from remem.errors import ConnectionLostError, ModelChangedError
 from remem.reports import SearchResult
 from remem.types import Filters, Hit, Lane, Memory, ModelInfo, SearchMode
@@ -264,7 +265,18 @@ def hybrid_rank(
         by_keyword = by_keyword + backend.keyword_top(text, filters, len(missing), among=missing)
     matches = [mid for mid, _ in by_keyword]
     coverage = backend.keyword_coverage(text, matches, FULL_COVERAGE) if matches else None
-    return fuse(by_vector, by_keyword, unread_by_model(by_vector, query, texts), coverage)
+    unread = unread_by_model(by_vector, query, texts)
+    return with_session_mates(backend, fuse(by_vector, by_keyword, unread, coverage), unread)
+
+
+def with_session_mates(backend: Backend, ranked: list[Ranked], unread: Collection[int] = ()) -> list[Ranked]:
+    """The fused pool with what each memory's session mates add to its score (``sessions``), best
+    first (``best_first``); unchanged when no pooled memory has mates."""
+    times = backend.turn_times([r.id for r in ranked]) if len(ranked) > 1 else {}
+    lifted = sessions.lifts({r.id: r.score for r in ranked}, times) if len(times) > 1 else {}
+    if not lifted:
+        return ranked
+    return best_first([replace(r, score=r.score + lifted.get(r.id, 0.0)) for r in ranked], unread)
 
 
 def rank(

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from remem.backends import links
+from remem.backends.base import TurnTime
 from remem.backends.local import filtering, fts, keywords
 from remem.backends.shapes import stored_memory
 from remem.types import AddResult, Filters, Memory, NewMemory, text_sha256
@@ -388,6 +389,18 @@ class Records:
         for chunk, marks in _chunks(ids):
             rows = self.conn.execute(f"SELECT m.id, m.text FROM memories m WHERE m.id IN ({marks})", chunk)
             found.update((int(mid), str(text)) for mid, text in rows)
+        return found
+
+    def turn_times(self, ids: Sequence[int]) -> dict[int, TurnTime]:
+        """User, conversation and created_at of those of these memories in a conversation."""
+        found: dict[int, TurnTime] = {}
+        for chunk, marks in _chunks(ids):
+            rows = self.conn.execute(
+                "SELECT m.id, m.user, m.conversation, m.created_at FROM memories m "
+                f"WHERE m.id IN ({marks}) AND m.conversation IS NOT NULL",
+                chunk,
+            )
+            found.update((int(mid), TurnTime(user, conversation, at)) for mid, user, conversation, at in rows)
         return found
 
     def newest(self, filters: Filters, limit: int) -> list[Memory]:

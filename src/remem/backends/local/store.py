@@ -30,7 +30,7 @@ from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_s
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
-    from remem.backends.base import Coverage, EmbedFn, ProgressFn, Scored
+    from remem.backends.base import Coverage, EmbedFn, ProgressFn, Scored, TurnTime
     from remem.backends.links import Link
     from remem.backends.local.lanes import LocalVectorLane
     from remem.backends.local.staged import LocalStaging
@@ -288,6 +288,10 @@ class LocalBackend:
     def texts(self, memory_ids: Sequence[int]) -> dict[int, str]:
         """The texts of the memories with these ids (missing ids are absent)."""
         return self.records.texts(memory_ids)
+
+    def turn_times(self, memory_ids: Sequence[int]) -> dict[int, TurnTime]:
+        """User, conversation and created_at of those of these memories in a conversation."""
+        return self.records.turn_times(memory_ids)
 
     def candidate_ids(self, filters: Filters) -> list[int]:
         """Ids of every memory the filters select, ascending."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends import links
 from remem.backends.analyzer import memory_terms
+from remem.backends.base import TurnTime
 from remem.backends.postgres import filtering, keywords
 from remem.backends.shapes import stored_memory
 from remem.errors import EditConflictError, InvalidInputError, MemoryNotFoundError
@@ -47,6 +48,16 @@ def texts(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> dict[int, 
     """The texts of the memories with these ids (missing ids are absent)."""
     cursor.execute(f"SELECT m.id, m.text FROM {s}.memories m WHERE m.id = ANY(%s::bigint[])", (list(ids),))
     return {int(mid): str(text) for mid, text in cursor.fetchall()}
+
+
+def turn_times(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> dict[int, TurnTime]:
+    """User, conversation and created_at of those of these memories in a conversation."""
+    cursor.execute(
+        f'SELECT m.id, m."user", m.conversation, m.created_at FROM {s}.memories m '
+        "WHERE m.id = ANY(%s::bigint[]) AND m.conversation IS NOT NULL",
+        (list(ids),),
+    )
+    return {int(mid): TurnTime(user, conversation, at) for mid, user, conversation, at in cursor.fetchall()}
 
 
 def select(

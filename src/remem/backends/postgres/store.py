@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from remem.arrays import FloatArray
-    from remem.backends.base import Coverage, EmbedFn, ProgressFn, Scored
+    from remem.backends.base import Coverage, EmbedFn, ProgressFn, Scored, TurnTime
     from remem.backends.postgres.staged import PostgresStaging
     from remem.backends.shapes import TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
@@ -276,6 +276,12 @@ class PostgresBackend:
         """The texts of the memories with these ids (missing ids are absent)."""
         with self.session.transaction() as cursor:
             return records.texts(cursor, self.s, memory_ids)
+
+    @read_again
+    def turn_times(self, memory_ids: Sequence[int]) -> dict[int, TurnTime]:
+        """User, conversation and created_at of those of these memories in a conversation."""
+        with self.session.transaction() as cursor:
+            return records.turn_times(cursor, self.s, memory_ids)
 
     @read_again
     def newest(self, filters: Filters, limit: int) -> list[Memory]:

@@ -1,0 +1,67 @@
+"""Session mates (``remem.core.sessions``): which pooled memories lift each other, and by how much."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from remem.backends.base import TurnTime
+from remem.core import sessions
+from remem.core.turns import CONTEXT_GAP
+from remem.times import utc_iso
+
+START = datetime(2024, 3, 1, 9, tzinfo=timezone.utc)
+
+
+def at(minutes: float, conversation: str = "chat", user: str | None = None) -> TurnTime:
+    """A turn of ``conversation`` made ``minutes`` after 2024-03-01 09:00 UTC."""
+    return TurnTime(user, conversation, utc_iso(START + timedelta(minutes=minutes)))
+
+
+def test_a_turn_gains_the_mean_of_its_two_best_mates() -> None:
+    scores = {1: 2.0, 2: 1.0, 3: -0.5, 4: 0.4}
+    times = {1: at(0), 2: at(1), 3: at(2), 4: at(3)}
+    lifted = sessions.lifts(scores, times)
+    weight = sessions.SESSION_WEIGHT
+    assert sessions.SESSION_MATES == 2
+    assert lifted[1] == pytest.approx(weight * (1.0 + 0.4) / 2)
+    assert lifted[2] == pytest.approx(weight * (2.0 + 0.4) / 2)
+    assert lifted[3] == pytest.approx(weight * (2.0 + 1.0) / 2)
+    assert lifted[4] == pytest.approx(weight * (2.0 + 1.0) / 2)
+
+
+def test_a_missing_mate_counts_as_the_pools_average() -> None:
+    lifted = sessions.lifts({1: 1.0, 2: 3.0}, {1: at(0), 2: at(5)})
+    assert lifted == {
+        1: pytest.approx(sessions.SESSION_WEIGHT * 3.0 / 2),
+        2: pytest.approx(sessions.SESSION_WEIGHT * 1.0 / 2),
+    }
+
+
+def test_mates_are_the_same_conversation_and_user_within_the_gap() -> None:
+    gap = CONTEXT_GAP.total_seconds() / 60
+    scores = dict.fromkeys(range(1, 8), 1.0)
+    times = {
+        1: at(0),
+        2: at(gap),  # exactly the gap after 1: a mate
+        3: at(gap * 2 + 1),  # more than the gap after 2: a session of its own
+        4: at(1, conversation="other"),  # another conversation at the same time
+        5: at(1, user="bob"),  # another user's turn of the same conversation
+        6: at(gap * 2 + 1, user="bob"),
+    }  # 7: not in a conversation (no TurnTime)
+    lifted = sessions.lifts(scores, times)
+    assert set(lifted) == {1, 2}
+    assert lifted[1] == lifted[2] == pytest.approx(sessions.SESSION_WEIGHT * 1.0 / 2)
+
+
+def test_only_pooled_memories_are_mates() -> None:
+    assert sessions.lifts({1: 1.0}, {1: at(0), 2: at(1)}) == {}
+    assert sessions.lifts({}, {1: at(0), 2: at(1)}) == {}
+
+
+def test_other_weights_and_mates() -> None:
+    scores = {1: 0.0, 2: 3.0, 3: 1.0}
+    times = {1: at(0), 2: at(1), 3: at(2)}
+    assert sessions.lifts(scores, times, weight=1.0, mates=1)[1] == pytest.approx(3.0)
+    assert sessions.lifts(scores, times, weight=0.5, mates=3)[1] == pytest.approx(0.5 * 4.0 / 3)

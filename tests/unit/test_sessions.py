@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -65,3 +66,48 @@ def test_other_weights_and_mates() -> None:
     times = {1: at(0), 2: at(1), 3: at(2)}
     assert sessions.lifts(scores, times, weight=1.0, mates=1)[1] == pytest.approx(3.0)
     assert sessions.lifts(scores, times, weight=0.5, mates=3)[1] == pytest.approx(0.5 * 4.0 / 3)
+
+
+def brute_force(
+    scores: dict[int, float], times: dict[int, TurnTime], weight: float, mates: int
+) -> dict[int, float]:
+    """``lifts`` by its definition: every pair of pooled turns looked at."""
+    gap = CONTEXT_GAP.total_seconds()
+
+    def moment(mid: int) -> float:
+        return datetime.fromisoformat(times[mid].created_at.replace("Z", "+00:00")).timestamp()
+
+    lifted = {}
+    for mid in (m for m in times if m in scores):
+        near = [
+            scores[other]
+            for other in times
+            if other != mid
+            and other in scores
+            and times[other][:2] == times[mid][:2]
+            and abs(moment(other) - moment(mid)) <= gap
+        ]
+        if near:
+            lifted[mid] = weight * sum(sorted(near, reverse=True)[:mates]) / mates
+    return lifted
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_sliding_window_gives_what_every_pair_would(seed: int) -> None:
+    """Random pools: a few conversations and users, turns spread over hours, tied times and scores."""
+    rng = random.Random(seed)
+    size = rng.randint(2, 120)
+    times = {
+        mid: at(
+            rng.choice([rng.uniform(0, 400), rng.randint(0, 8) * 30]),
+            rng.choice("ab"),
+            rng.choice([None, "u"]),
+        )
+        for mid in range(size)
+    }
+    scores = {mid: rng.choice([rng.gauss(0, 1), 0.5]) for mid in range(size) if rng.random() < 0.9}
+    for weight, mates in ((0.4, 2), (1.0, 1), (0.3, 3)):
+        got = sessions.lifts(scores, times, weight, mates)
+        assert got.keys() == brute_force(scores, times, weight, mates).keys()
+        for mid, value in brute_force(scores, times, weight, mates).items():
+            assert got[mid] == pytest.approx(value, abs=1e-12)

@@ -12,7 +12,6 @@ gain nothing, so a store without conversations ranks exactly as before.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Mapping
 from datetime import datetime
@@ -53,16 +52,41 @@ def lifts(
         if mid in scores:
             moment = datetime.fromisoformat(turn.created_at.replace("Z", "+00:00")).timestamp()
             sessions[(turn.user, turn.conversation)].append((moment, mid))
-    gap = CONTEXT_GAP.total_seconds()
     lifted: dict[int, float] = {}
     for turns in sessions.values():
-        if len(turns) < 2:
-            continue
-        turns.sort()
-        moments = [moment for moment, _ in turns]
-        for moment, mid in turns:
-            near = turns[bisect_left(moments, moment - gap) : bisect_right(moments, moment + gap)]
-            best = heapq.nlargest(mates, (scores[other] for _, other in near if other != mid))
-            if best:
-                lifted[mid] = weight * sum(best) / mates
+        if len(turns) > 1:
+            turns.sort()
+            lifted.update(_best_mates(turns, scores, weight, mates))
+    return lifted
+
+
+def _best_mates(
+    turns: list[tuple[float, int]], scores: Mapping[int, float], weight: float, mates: int
+) -> dict[int, float]:
+    """``lifts`` of one conversation's pooled turns, sorted by time: a window of ±CONTEXT_GAP slides
+    over them with a heap of the scores in it (an entry that fell behind the window is dropped for
+    good), so each turn costs a few heap operations, not a pass over its window."""
+    gap = CONTEXT_GAP.total_seconds()
+    heap: list[tuple[float, int]] = []  # (-score, place in turns)
+    lifted: dict[int, float] = {}
+    ahead, behind = 0, 0
+    for place, (moment, mid) in enumerate(turns):
+        while ahead < len(turns) and turns[ahead][0] <= moment + gap:
+            heapq.heappush(heap, (-scores[turns[ahead][1]], ahead))
+            ahead += 1
+        while turns[behind][0] < moment - gap:
+            behind += 1
+        taken: list[tuple[float, int]] = []
+        best: list[float] = []
+        while heap and len(best) < mates:
+            entry = heapq.heappop(heap)
+            if entry[1] < behind:
+                continue
+            taken.append(entry)
+            if entry[1] != place:
+                best.append(-entry[0])
+        for entry in taken:
+            heapq.heappush(heap, entry)
+        if best:
+            lifted[mid] = weight * sum(best) / mates
     return lifted

@@ -11,13 +11,15 @@ within the conversation with ``dates=False``, the memory-shaped set and the CJK 
 ``ranking.hybrid_rank`` it records, for each query, a pool twice as deep as hybrid's (each lane's
 top 2 × depth): per memory its best-window cosine and every window's cosine, its vector rank, its
 BM25 score and keyword rank (ungated), the share of the query's IDF weight it covers, whether it holds
-the query as a phrase, whether it is in the query's script; the query's whole IDF weight; and the
-ranking search returned. One JSON file per corpus, ``<lab>/<corpus>.json``.
+the query as a phrase, whether it is in the query's script, its conversation, user and created_at if
+it has a conversation; the query's whole IDF weight; and the ranking search returned. One JSON file
+per corpus, ``<lab>/<corpus>.json``.
 
 ``eval`` re-fuses the dumps with the rule search used before issue #31 (``Rrf``: RRF_K=10, the
 coverage gate, phrase bonus) and with the rule it uses now (``Shipped``: ``ranking.fuse``'s z-scores
-with weak matches counted in proportion and floored spreads), and checks that one of them reproduces
-the rankings the dump recorded (a dump made before the change reproduces the first). It then scores
+with weak matches counted in proportion and floored spreads, then ``sessions``' lift of a
+conversation's turns by their session mates), and checks that one of them reproduces the rankings
+the dump recorded (a dump made before the change reproduces the first). It then scores
 every variant on a tuning half and a held-out half of each corpus (seed 31: SciFact and the memory
 set split by query, LoCoMo by conversation) and prints one table: SciFact nDCG@10, LoCoMo evidence
 recall@10, memory-set hit@1, and, never tuned on, the CJK set's hit@1 (``cjk``: bundled model;
@@ -539,7 +541,8 @@ class Shipped:
     """``ranking.fuse`` since issue #31: alpha · z(cosine) + (1 − alpha) · z(BM25 · min(1, share /
     full)) over the pool, the cosines' spread at least ``cosine_floor`` × (1 − their mean), BM25's at least
     ``keyword_floor`` × the query's whole IDF weight (Lucene's, of the terms' holders in memories'
-    own text, as the coverage weighs terms)."""
+    own text, as the coverage weighs terms); then each turn of a conversation lifted by its session
+    mates (``sessions.lifts``, ``session_weight`` × the mean of its best ``session_mates``)."""
 
     alpha: float = 0.5
     full: float = 0.2

@@ -722,11 +722,8 @@ def featured() -> dict[str, Rule]:
     return {
         "shipped: z, coverage 0.2, floors 0.08 / 0.06, session lift 0.4 × 2 mates": Shipped(),
         "shipped, no session lift (before)": Shipped(session_weight=0.0),
-        "shipped, session lift 0.2": Shipped(session_weight=0.2),
-        "shipped, session lift 0.3": Shipped(session_weight=0.3),
-        "shipped, session lift 0.5": Shipped(session_weight=0.5),
-        "shipped, session lift 0.4, 1 mate": Shipped(session_mates=1),
-        "shipped, session lift 0.4, 3 mates": Shipped(session_mates=3),
+        **{f"shipped, session lift {w}": Shipped(session_weight=w) for w in (0.2, 0.3, 0.5)},
+        **{f"shipped, session lift 0.4, {m} mate(s)": Shipped(session_mates=m) for m in (1, 3)},
         "shipped, vector weight 0.45": Shipped(alpha=0.45),
         "shipped, vector weight 0.55": Shipped(alpha=0.55),
         "shipped, BM25 floor 0.06": Shipped(keyword_floor=0.06),

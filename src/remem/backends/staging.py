@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends.shapes import windows_of
 from remem.errors import StoreError
+from remem.times import from_utc_iso
 from remem.types import ModelInfo, NewMemory
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ def run_gone(location: str) -> StoreError:
 
 def since(moment: str, now: datetime | None = None) -> timedelta:
     """How long ago ``moment`` (UTC ISO 8601, as a run records it) was."""
-    then = datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    then = from_utc_iso(moment)
     return (now or datetime.now(timezone.utc)) - then
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Mapping
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from remem.core.turns import CONTEXT_GAP
+from remem.times import from_utc_iso
 
 if TYPE_CHECKING:
     from remem.backends.base import TurnTime
@@ -50,7 +50,7 @@ def lifts(
     sessions: dict[tuple[str | None, str], list[tuple[float, int]]] = defaultdict(list)
     for mid, turn in times.items():
         if mid in scores:
-            moment = datetime.fromisoformat(turn.created_at.replace("Z", "+00:00")).timestamp()
+            moment = from_utc_iso(turn.created_at).timestamp()
             sessions[(turn.user, turn.conversation)].append((moment, mid))
     lifted: dict[int, float] = {}
     for turns in sessions.values():

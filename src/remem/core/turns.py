@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, NamedTuple
 
-from remem.times import utc_iso
+from remem.times import from_utc_iso, utc_iso
 from remem.types import Filters
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def _moment(created_at: str) -> datetime:
     """A stored created_at as a datetime (now for a memory about to be added without one)."""
     if created_at == _NOW:
         return datetime.now(timezone.utc)
-    return datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    return from_utc_iso(created_at)
 
 
 def _sorted(turns: Iterable[Turn]) -> list[Turn]:

@@ -1,15 +1,20 @@
 """Conversation memory on LoCoMo: evidence recall@10 and hit@10 per question category and mode.
 
     python bench/locomo.py [--data ../shared/bench/locomo] [--store DIR|URL] [--modes vector,keyword,hybrid]
+                           [--no-dates]
 
 The protocol of the data's README, through the public API as a Python user would run it: every turn
 is one memory — text = the turn's text (plus `` [shares a photo: CAPTION]`` when it has a caption),
 role = the speaker, conversation = the file's name, created_at = the session's date-time plus one
 second per turn, meta ``dia_id`` — added with ``Memories.add_many`` (the bundled model, or whatever
 model the store chooses). Each question of categories 1–4 with evidence is searched within its
-conversation (``conversation=`` filter), top 10, with ``dates=False`` (the questions' time words are
-about the conversation's own dates, not today's). Evidence recall@10 is the share of a question's
-evidence turns in its top 10, averaged; hit@10 that at least one is there.
+conversation (``conversation=`` filter), top 10, its time words read as a search reads them: a
+written date ("on 16 November, 2023") or a month and year ("in May 2023") restricts the search to
+it; words relative to today ("last week", "in October") name a window the conversations (2022–2023)
+have no turn in, so the search falls back to all time with the rest of the question. ``--no-dates``
+searches with ``dates=False`` instead, as this bench did before written dates were read.
+Evidence recall@10 is the share of a question's evidence turns in its top 10, averaged; hit@10 that
+at least one is there.
 
 The data is not part of the repository (evaluation only): pass its folder with ``--data``.
 """
@@ -73,7 +78,9 @@ def ingest(memories: remem.Memories, data: dict[str, dict[str, Any]]) -> float:
     return time.perf_counter() - started
 
 
-def evaluate(memories: remem.Memories, data: dict[str, dict[str, Any]], mode: SearchMode) -> dict[str, Any]:
+def evaluate(
+    memories: remem.Memories, data: dict[str, dict[str, Any]], mode: SearchMode, dates: bool = True
+) -> dict[str, Any]:
     """Recall@10 and hit@10 per category (and overall) of one mode, and seconds per question."""
     recall: dict[str, list[float]] = defaultdict(list)
     started, asked = time.perf_counter(), 0
@@ -83,7 +90,7 @@ def evaluate(memories: remem.Memories, data: dict[str, dict[str, Any]], mode: Se
             evidence = set(qa.get("evidence") or [])
             if category is None or not evidence:
                 continue
-            hits = memories.search(str(qa["question"]), k=K, mode=mode, conversation=name, dates=False)
+            hits = memories.search(str(qa["question"]), k=K, mode=mode, conversation=name, dates=dates)
             found = {hit.memory.meta.get("dia_id") for hit in hits}
             share = len(found & evidence) / len(evidence)
             for key in (category, "all"):
@@ -102,6 +109,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/bench/locomo"))
     parser.add_argument("--store", help="keep the store here, a directory or a postgresql:// URL")
     parser.add_argument("--modes", default="vector,keyword,hybrid")
+    parser.add_argument("--no-dates", action="store_true", help="do not read the questions' time words")
     args = parser.parse_args()
     data = load(args.data)
     if not data:
@@ -111,9 +119,11 @@ def main() -> None:
         remem.open(args.store or Path(scratch) / "store") as memories,
     ):
         seconds = ingest(memories, data)
-        results = {mode: evaluate(memories, data, SearchMode(mode)) for mode in args.modes.split(",")}
+        modes = [SearchMode(mode) for mode in args.modes.split(",")]
+        results = {mode.value: evaluate(memories, data, mode, not args.no_dates) for mode in modes}
         model = memories.model
-    print(f"model: {model.name if model else '?'}; ingest {seconds:.1f} s (0 when reused)\n")
+    print(f"model: {model.name if model else '?'}; ingest {seconds:.1f} s (0 when reused)", end="")
+    print("; time words not read\n" if args.no_dates else "\n")
     columns = [*CATEGORIES.values(), "all"]
     print("| mode | " + " | ".join(f"{c} R@10 / hit@10" for c in columns) + " | ms/question |")
     print("|---|" + "---:|" * (len(columns) + 1))

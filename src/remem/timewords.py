@@ -10,6 +10,10 @@ A small grammar, in the user's local time zone (weeks start on Monday):
   or ``a``/``one`` … ``ten``;
 - ``in/during <month> [year]``: the most recent such month (``May`` only capitalised: ``may`` is a verb);
 - ISO dates, ``2026-11-24`` (that day), optionally after ``on``/``from``;
+- written dates, ``16 November, 2023``, ``November 16th 2023``, ``16 Nov 2023``, ``the 3rd of
+  March`` (that day), optionally after ``on``/``from``; a month in full or abbreviated, in lower
+  case only after ``on``/``from``/``since`` or before a year; without a year, the most recent such
+  day (today included);
 - ``since`` before any of these: from its start until now.
 
 Words that only look temporal do not trigger: plurals ("Thursdays at 10am"), a month without
@@ -39,6 +43,17 @@ MAX_AGO = 3660
 _DAY = "|".join(WEEKDAYS)
 _MONTH = "|".join(MONTHS)
 _NUMBER = r"\d{1,4}|" + "|".join(NUMBERS)
+#: A month written in a date: in full or abbreviated ("Nov", "Nov."; "Sept" too).
+_MONTH_WORD = "|".join([*MONTHS, *(m[:3] for m in MONTHS), "sept"])
+_DAY_OF_MONTH = r"(?P<dom>[0-3]?\d)(?P<nth>st|nd|rd|th)?"
+_WRITTEN_YEAR = r"(?:,?\s+(?P<year>\d{4})\b)?"
+#: A written date's start: "since", "on"/"from", a weekday ("Monday, 16 November 2023": the date
+#: names the day, the weekday is not read on its own).
+_WRITTEN_START = r"(?P<since>since\s+)?(?P<on>(?:from|on)\s+)?(?:(?:" + _DAY + r"),?\s+)?"
+#: "16 November", "the 3rd of March"; "November 16th", "Nov. 16" (not a time: "March 3 pm").
+_DAY_MONTH = rf"(?:the\s+)?(?<![-./:\d]){_DAY_OF_MONTH}\s+(?P<of>of\s+)?(?P<month>{_MONTH_WORD})\b\.?"
+_DAY_MONTH += r"(?!['’-])"
+_MONTH_DAY = rf"(?P<month>{_MONTH_WORD})\.?\s+{_DAY_OF_MONTH}\b(?![-:./]\d|\s*(?:am|pm|%)\b)"
 _PATTERNS = (
     r"(?P<since>since\s+)?(?:(?:from|on)\s+)?(?P<rel>today|yesterday)\b(?!-)",
     r"(?P<since>since\s+)?(?:(?:from|during|in)\s+)?(?P<which>this|last)\s+(?P<unit>week|month)\b(?!-)",
@@ -47,8 +62,10 @@ _PATTERNS = (
     r"(?P<since>since\s+)?(?:in|during)\s+(?:early\s+|late\s+)?(?P<month>" + _MONTH + r")\b"
     r"(?!['’-])(?:\s+(?P<year>\d{4})\b)?",
     r"(?P<since>since\s+)?(?:(?:from|on)\s+)?(?<![-./:])(?P<iso>\d{4}-\d{2}-\d{2})\b(?![-:T\d]|\.\w)",
+    _WRITTEN_START + _DAY_MONTH + _WRITTEN_YEAR,
+    _WRITTEN_START + _MONTH_DAY + _WRITTEN_YEAR,
 )
-_GROUPS = ("since", "rel", "which", "unit", "day", "n", "month", "year", "iso")
+_GROUPS = ("since", "rel", "which", "unit", "day", "n", "month", "year", "iso", "dom", "nth", "of", "on")
 _COMPILED = tuple(re.compile(r"\b" + p, re.IGNORECASE) for p in _PATTERNS)
 #: On the reversed query: the gap, then the word before a position (reversed).
 _WORD_BACKWARDS = re.compile(r"\W*(\w+)")
@@ -148,6 +165,26 @@ def _in_month(today: date, groups: dict[str, str]) -> _Days | None:
     return _month(year, month) if 1 <= year <= 9999 else None
 
 
+def _written(today: date, groups: dict[str, str]) -> _Days | None:
+    """``16 November, 2023``, ``Nov 16th``: that day (without a year, the most recent one). A month
+    in lower case counts only after on/from/since or before a year ("3 march", "may 2" are verbs),
+    and "N of <month>" only with an ordinal ("the 3rd of March", not "page 12 of March")."""
+    word = groups["month"]
+    if word.islower() and not (groups["on"] or groups["since"] or groups["year"]):
+        return None
+    if groups["of"] and not groups["nth"]:
+        return None
+    month = next(number for number, name in enumerate(MONTHS, 1) if name.startswith(word.lower()[:3]))
+    year = int(groups["year"]) if groups["year"] else today.year
+    try:
+        day = date(year, month, int(groups["dom"]))
+        if not groups["year"] and day > today:
+            day = date(year - 1, month, int(groups["dom"]))
+    except ValueError:
+        return None
+    return _Days(day, day)
+
+
 def _iso(today: date, groups: dict[str, str]) -> _Days | None:
     try:
         day = date.fromisoformat(groups["iso"])
@@ -165,6 +202,8 @@ def _days(today: date, groups: dict[str, str]) -> _Days | None:
         resolve = _weekday
     elif groups["n"]:
         resolve = _ago
+    elif groups["dom"]:
+        resolve = _written
     elif groups["month"]:
         resolve = _in_month
     else:

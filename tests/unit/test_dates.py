@@ -49,6 +49,23 @@ NOW = datetime(2026, 11, 30, 23, 30, tzinfo=TOKYO)
         ("outage on 2026-11-24", "on 2026-11-24", "outage", "2026-11-24"),
         ("What broke on 2026-11-24?", "on 2026-11-24", "What broke?", "2026-11-24"),
         ("YESTERDAY deploy", "YESTERDAY", "deploy", "2026-11-29"),
+        # written dates: day first or month first, a comma or not, an ordinal, an abbreviation
+        (
+            "What did Tim say about his injury on 16 November, 2023?",
+            "on 16 November, 2023",
+            "What did Tim say about his injury?",
+            "2023-11-16",
+        ),
+        ("outage on November 16, 2023", "on November 16, 2023", "outage", "2023-11-16"),
+        ("Nov 16th 2023 deploy", "Nov 16th 2023", "deploy", "2023-11-16"),
+        ("Dec. 25, 2024 party", "Dec. 25, 2024", "party", "2024-12-25"),
+        ("Sept 9 2025 notes", "Sept 9 2025", "notes", "2025-09-09"),
+        ("offsite on the 3rd of March", "on the 3rd of March", "offsite", "2026-03-03"),
+        ("what we chose on 2 march", "on 2 march", "what we chose", "2026-03-02"),  # lower case after "on"
+        ("retro 30 November", "30 November", "retro", "2026-11-30"),  # without a year: today counts
+        ("retro December 1", "December 1", "retro", "2025-12-01"),  # ... else the most recent one
+        ("changes since 1 Nov 2026", "since 1 Nov 2026", "changes", "since 2026-11-01"),
+        ("call on Monday, 16 November 2026", "on Monday, 16 November 2026", "call", "2026-11-16"),
     ],
 )
 def test_time_words_become_a_local_window(query: str, phrase: str, rest: str, label: str) -> None:
@@ -87,6 +104,13 @@ def test_a_window_is_whole_local_days_and_since_is_open_ended() -> None:
         "mondays",
         "weekday weekend monthly",
         "5000 days ago",  # beyond any store
+        "I march 3 times a week",  # a month in lower case without on/from/since or a year
+        "we may 2 of them",
+        "page 12 of March report",  # "N of <month>" only with an ordinal
+        "meet at March 3 pm",  # a time, not a day
+        "on 31 February 2023",  # no such day
+        "1234 Nov 2020",
+        "version 2.16 November build",
         "",
     ],
 )

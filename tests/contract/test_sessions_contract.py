@@ -10,7 +10,7 @@ import pytest
 
 from remem import Memories
 from remem.backends.base import TurnTime
-from remem.core import ranking
+from remem.core import sessions
 from remem.core.opening import model_catalog
 from remem.testing import FAKE_MODEL, FakeEmbedder, fake_vector
 from remem.times import utc_iso
@@ -37,8 +37,8 @@ def test_turn_times_name_the_memories_of_conversations(backend: Backend) -> None
     ids = [result.id for result in backend.add_many(memories, windows, FAKE_MODEL)]
     missing = max(ids) + 100
     assert backend.turn_times([*ids, missing]) == {
-        ids[0]: TurnTime(None, "chat", when(0)),
-        ids[1]: TurnTime("bob", "chat", when(0, 2)),
+        ids[0]: TurnTime(None, "chat", when(0), "gina"),
+        ids[1]: TurnTime("bob", "chat", when(0, 2), None),
     }
     assert backend.turn_times([]) == {}
     assert backend.turn_times([ids[2]]) == {}
@@ -80,7 +80,7 @@ def test_a_turn_is_lifted_by_its_session_mates(
     answer, later = TURNS[1][2], TURNS[4][2]
     lifted = hybrid_order(memories)
     with monkeypatch.context() as patch:
-        patch.setattr(ranking, "with_session_mates", lambda backend, ranked, unread=(): ranked)
+        patch.setattr(sessions, "lifts", lambda scores, times: {})
         plain = hybrid_order(memories)
     assert plain.index(later) < plain.index(answer)
     if conversation is None:

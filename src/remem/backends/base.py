@@ -39,12 +39,14 @@ class Coverage(NamedTuple):
 
 
 class TurnTime(NamedTuple):
-    """Where and when a memory of a conversation was made (``Backend.turn_times``)."""
+    """Where, when and by whom a memory of a conversation was made (``Backend.turn_times``)."""
 
     user: str | None
     conversation: str
     #: UTC ISO 8601 with milliseconds and a trailing Z (``remem.times.utc_iso``).
     created_at: str
+    #: Who said it (the memory's role), if given.
+    role: str | None = None
 
 
 #: Embeds memories given as (id, text): for each its unit vectors, (windows, dim).
@@ -253,8 +255,9 @@ class Backend(Protocol):
         ...
 
     def turn_times(self, memory_ids: Sequence[int]) -> dict[int, TurnTime]:
-        """For those of these memories that belong to a conversation: their user, conversation and
-        created_at (what ranking reads to find a turn's session); others and missing ids are absent."""
+        """For those of these memories that belong to a conversation: their user, conversation,
+        created_at and role (what ranking reads to find a turn's session and speaker); others and
+        missing ids are absent."""
         ...
 
     def newest(self, filters: Filters, limit: int) -> list[Memory]:

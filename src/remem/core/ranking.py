@@ -10,7 +10,9 @@ at least ``KEYWORD_SPREAD_FLOOR`` of the query's weight, so that in a small pool
 memories match, a small difference does not stand out as a large one would. Unlike rank fusion this
 keeps how far apart the scores are: a memory far ahead in one lane stays ahead. A model blind across
 scripts does not read memories in another script than the query's: they get the pool's lowest cosine.
-The turns of a conversation then gain from their best session mates' scores (``sessions``).
+The turns of a conversation then gain from their best session mates' scores (``sessions``), and a
+query naming one of their speakers is read by the vector lane without the name, that speaker's
+turns gaining after fusion (``speakers``).
 
 Word order (``phrases``): in hybrid and keyword modes a memory holding the whole query as a phrase
 outranks the others. Quoted phrases are required in every mode: a filter over the whole store, so the
@@ -20,18 +22,18 @@ query's script first (``scripts``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from remem.core import phrases, scripts, sessions, snippets
+from remem.core import phrases, scripts, sessions, snippets, speakers
 from remem.errors import ConnectionLostError, ModelChangedError
 from remem.reports import SearchResult
 from remem.types import Filters, Hit, Lane, Memory, ModelInfo, SearchMode
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
-    from remem.backends.base import Backend, Coverage, Scored, VectorLane
+    from remem.backends.base import Backend, Coverage, Scored, TurnTime, VectorLane
     from remem.embedders.base import Embedder
 
 #: The vector lane's weight in the fused score (the keyword lane's is 1 − it), chosen with the three
@@ -252,9 +254,12 @@ def hybrid_rank(
     filters: Filters,
     texts: Texts,
     among: Sequence[int] | None = None,
+    embed_query: Callable[[str], FloatArray] | None = None,
 ) -> list[Ranked]:
-    """Both lanes over the same filtered memories (only ``among`` if given), pooled and fused (see
-    the module docstring)."""
+    """Both lanes over the same filtered memories (only ``among`` if given), pooled and fused, then
+    the turns of a conversation lifted by their session mates and named speakers (see the module
+    docstring); ``embed_query`` embeds the query without the speakers it names (without it, the
+    vector keeps them)."""
     depth = max(MIN_HYBRID_DEPTH, 4 * k)
     text = query.text
     by_keyword = backend.keyword_top(text, filters, depth, among)
@@ -267,17 +272,34 @@ def hybrid_rank(
     matches = [mid for mid, _ in by_keyword]
     coverage = backend.keyword_coverage(text, matches, FULL_COVERAGE) if matches else None
     unread = unread_by_model(by_vector, query, texts)
-    return with_session_mates(backend, fuse(by_vector, by_keyword, unread, coverage), unread)
+    times = backend.turn_times([mid for mid, _ in by_vector]) if len(by_vector) > 1 else {}
+    names = speakers.named(text, times)
+    rest = speakers.without(text, names) if names and embed_query else ""
+    if rest and embed_query:
+        by_vector = _rescored(lane, embed_query(rest), by_vector, query, texts)
+    ranked = fuse(by_vector, by_keyword, unread, coverage)
+    return best_first(_lifted(ranked, times, names), unread) if times else ranked
 
 
-def with_session_mates(backend: Backend, ranked: list[Ranked], unread: Collection[int] = ()) -> list[Ranked]:
-    """The fused pool with what each memory's session mates add to its score (``sessions``), best
-    first (``best_first``); unchanged when no pooled memory has mates."""
-    times = backend.turn_times([r.id for r in ranked]) if len(ranked) > 1 else {}
+def _rescored(
+    lane: VectorLane, vector: FloatArray, pool: list[Scored], query: Query, texts: Texts
+) -> list[Scored]:
+    """The vector lane over the same pool with another query vector; for a model blind across
+    scripts, the query's script first."""
+    scored = lane.cosines(vector, [mid for mid, _ in pool])
+    if query.blind_across_scripts:
+        scored = scripts.query_script_first(scored, query.text, texts.of([mid for mid, _ in scored]))
+    return scored
+
+
+def _lifted(ranked: list[Ranked], times: Mapping[int, TurnTime], names: Collection[str]) -> list[Ranked]:
+    """The fused pool with what each turn's session mates add to its score (``sessions``), then its
+    speaker if the query names them (``speakers``)."""
     lifted = sessions.lifts({r.id: r.score for r in ranked}, times) if len(times) > 1 else {}
-    if not lifted:
+    named = speakers.lifts(times, names) if names else {}
+    if not lifted and not named:
         return ranked
-    return best_first([replace(r, score=r.score + lifted.get(r.id, 0.0)) for r in ranked], unread)
+    return [replace(r, score=r.score + lifted.get(r.id, 0.0) + named.get(r.id, 0.0)) for r in ranked]
 
 
 def rank(
@@ -288,10 +310,12 @@ def rank(
     k: int,
     filters: Filters,
     mode: SearchMode,
+    embed_query: Callable[[str], FloatArray] | None = None,
 ) -> list[Ranked]:
     """The best memories for a query in the given mode, best first, at least ``k`` where there are
     (hybrid: the pool), word order applied (see the module docstring); with required phrases, the
-    lanes rank only the memories holding them."""
+    lanes rank only the memories holding them. ``embed_query`` embeds another text as a query (for
+    hybrid search's named speakers)."""
     texts = Texts(backend)
     held = phrases.holders(backend, query.phrases, filters)
     if held is not None and not held:
@@ -307,7 +331,7 @@ def rank(
     elif lane is None or vector is None:
         raise ValueError(f"{mode.value} search needs the vector lane and a query vector")
     elif mode is SearchMode.HYBRID:
-        ranked = hybrid_rank(backend, lane, query, vector, k, filters, texts, among)
+        ranked = hybrid_rank(backend, lane, query, vector, k, filters, texts, among, embed_query)
     else:
         by_vector = _vector_top(lane, vector, k, filters, query, texts, among)
         ranked = [Ranked(mid, s, found, None) for mid, (s, found) in _ranked(by_vector)]
@@ -325,12 +349,14 @@ def run_search(
     min_score: float | None = None,
     embedded_with: ModelInfo | None = None,
     languages: Sequence[str] = (),
+    embed_query: Callable[[str], FloatArray] | None = None,
 ) -> SearchResult:
     """Rank, apply ``min_score`` (a cosine; not for keyword mode), cut to ``k``, fetch the memories.
 
     A store without vectors finds nothing outside keyword mode. With ``embedded_with``, raises
     ModelChangedError if the store no longer uses that model (a re-embed was swapped in meanwhile).
-    ``languages`` are those the query's model declares (see ``scripts``).
+    ``languages`` are those the query's model declares (see ``scripts``); ``embed_query`` embeds
+    another text with the query's model (hybrid search embeds the query without the speakers it names).
     """
     if min_score is not None and mode is SearchMode.KEYWORD:
         raise ValueError("min_score is a cosine; keyword search has none")
@@ -340,7 +366,7 @@ def run_search(
             if backend.model is None:
                 return SearchResult()
             lane = backend.vector_lane(embedded_with)
-        ranked = rank(backend, lane, Query.of(text, languages), vector, k, filters, mode)
+        ranked = rank(backend, lane, Query.of(text, languages), vector, k, filters, mode, embed_query)
         below = []
         if min_score is not None:
             below = [r.vector.score for r in ranked if r.vector is not None and r.vector.score < min_score]
@@ -392,7 +418,7 @@ def search_with_retry(
     if mode is not SearchMode.KEYWORD and backend.model is None:
         return SearchResult()
     for attempt in range(2):
-        vector, stamp, languages = None, None, ()
+        vector, stamp, languages, embed_query = None, None, (), None
         notes: tuple[str, ...] = ()
         if mode is not SearchMode.KEYWORD:  # keyword search never loads the model
             model = embedder()
@@ -400,6 +426,7 @@ def search_with_retry(
             vector, stamp, dropped = embedded.vectors[0], model.info, embedded.dropped_tokens[0]
             languages = getattr(model, "languages", ())
             notes = _query_notes(model.info.name, languages, text, dropped, mode)
+            embed_query = _query_embedder(model)
         try:
             found = run_search(
                 backend,
@@ -411,6 +438,7 @@ def search_with_retry(
                 min_score=min_score,
                 embedded_with=stamp,
                 languages=languages,
+                embed_query=embed_query,
             )
             return replace(found, notes=notes)
         except ConnectionLostError:  # a read changes nothing: once more, on a new connection
@@ -421,3 +449,8 @@ def search_with_retry(
                 raise
             reload_model()
     raise AssertionError("unreachable")
+
+
+def _query_embedder(model: Embedder) -> Callable[[str], FloatArray]:
+    """Embeds one more text as a query with ``model``."""
+    return lambda text: model.embed_queries([text]).vectors[0]

@@ -392,15 +392,15 @@ class Records:
         return found
 
     def turn_times(self, ids: Sequence[int]) -> dict[int, TurnTime]:
-        """User, conversation and created_at of those of these memories in a conversation."""
+        """User, conversation, created_at and role of those of these memories in a conversation."""
         found: dict[int, TurnTime] = {}
         for chunk, marks in _chunks(ids):
             rows = self.conn.execute(
-                "SELECT m.id, m.user, m.conversation, m.created_at FROM memories m "
+                "SELECT m.id, m.user, m.conversation, m.created_at, m.role FROM memories m "
                 f"WHERE m.id IN ({marks}) AND m.conversation IS NOT NULL",
                 chunk,
             )
-            found.update((int(mid), TurnTime(user, conversation, at)) for mid, user, conversation, at in rows)
+            found.update((int(mid), TurnTime(*turn)) for mid, *turn in rows)
         return found
 
     def newest(self, filters: Filters, limit: int) -> list[Memory]:

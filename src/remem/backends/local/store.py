@@ -290,7 +290,7 @@ class LocalBackend:
         return self.records.texts(memory_ids)
 
     def turn_times(self, memory_ids: Sequence[int]) -> dict[int, TurnTime]:
-        """User, conversation and created_at of those of these memories in a conversation."""
+        """User, conversation, created_at and role of those of these memories in a conversation."""
         return self.records.turn_times(memory_ids)
 
     def candidate_ids(self, filters: Filters) -> list[int]:

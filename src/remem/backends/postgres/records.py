@@ -51,13 +51,13 @@ def texts(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> dict[int, 
 
 
 def turn_times(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> dict[int, TurnTime]:
-    """User, conversation and created_at of those of these memories in a conversation."""
+    """User, conversation, created_at and role of those of these memories in a conversation."""
     cursor.execute(
-        f'SELECT m.id, m."user", m.conversation, m.created_at FROM {s}.memories m '
+        f'SELECT m.id, m."user", m.conversation, m.created_at, m.role FROM {s}.memories m '
         "WHERE m.id = ANY(%s::bigint[]) AND m.conversation IS NOT NULL",
         (list(ids),),
     )
-    return {int(mid): TurnTime(user, conversation, at) for mid, user, conversation, at in cursor.fetchall()}
+    return {int(mid): TurnTime(*turn) for mid, *turn in cursor.fetchall()}
 
 
 def select(

@@ -279,7 +279,7 @@ class PostgresBackend:
 
     @read_again
     def turn_times(self, memory_ids: Sequence[int]) -> dict[int, TurnTime]:
-        """User, conversation and created_at of those of these memories in a conversation."""
+        """User, conversation, created_at and role of those of these memories in a conversation."""
         with self.session.transaction() as cursor:
             return records.turn_times(cursor, self.s, memory_ids)
 

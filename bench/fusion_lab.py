@@ -7,13 +7,14 @@
 ``dump`` builds (or reuses) the corpus's store under ``--lab`` with the bundled model (a corpus named
 ``…-e5``: multilingual-e5-small, from ``--models-dir``) and runs every query through
 ``Memories.search`` in hybrid mode with the benchmark's own arguments (SciFact k=100, LoCoMo k=10
-within the conversation with ``dates=False``, the memory-shaped set and the CJK set k=3). Around the real
-``ranking.hybrid_rank`` it records, for each query, a pool twice as deep as hybrid's (each lane's
-top 2 × depth): per memory its best-window cosine and every window's cosine, its vector rank, its
-BM25 score and keyword rank (ungated), the share of the query's IDF weight it covers, whether it holds
-the query as a phrase, whether it is in the query's script, its conversation, user and created_at if
-it has a conversation; the query's whole IDF weight; and the ranking search returned. One JSON file
-per corpus, ``<lab>/<corpus>.json``.
+within the conversation with ``dates=False``, the memory-shaped set and the CJK set k=3). Around the
+real ``ranking.hybrid_rank`` it records, for each query, a pool twice as deep as hybrid's (each
+lane's top 2 × depth, the vector lane's by the vector the search embedded): per memory its
+best-window cosine and every window's cosine, its vector rank, its BM25 score and keyword rank
+(ungated), the share of the query's IDF weight it covers, whether it holds the query as a phrase,
+whether it is in the query's script, its conversation, user, created_at and role if it has a
+conversation; the query's whole IDF weight and the speakers it names (whom its vector was embedded
+without); and the ranking search returned. One JSON file per corpus, ``<lab>/<corpus>.json``.
 
 ``eval`` re-fuses the dumps with the rule search used before issue #31 (``Rrf``: RRF_K=10, the
 coverage gate, phrase bonus) and with the rule it uses now (``Shipped``: ``ranking.fuse``'s z-scores
@@ -99,25 +100,16 @@ def window_cosines(backend: Any, vector: Any, ids: Sequence[int]) -> dict[int, l
     }
 
 
-def pool_of(
-    backend: Any,
-    lane: Any,
-    query: Any,
-    vector: Any,
-    k: int,
-    filters: Any,
-    among: Any,
-    embed_query: Any = None,
-) -> dict:
+def pool_of(backend: Any, lane: Any, query: Any, vector: Any, k: int, filters: Any, among: Any) -> dict:
     """The deep pool of one hybrid query (see the module docstring)."""
-    from remem.core import ranking, scripts
+    from remem.core import ranking, scripts, speakers
 
     depth = 2 * max(ranking.MIN_HYBRID_DEPTH, 4 * k)
     by_keyword = backend.keyword_top(query.text, filters, depth, among)
+    named = speakers.named(query.text, backend.turn_times([mid for mid, _ in by_keyword[: depth // 2]]))
     by_vector = ranking._cosine_top(lane, vector, depth, filters, among)
     ids = list(dict.fromkeys([mid for mid, _ in by_vector] + [mid for mid, _ in by_keyword]))
     cosines = dict(lane.cosines(vector, ids))
-    times = backend.turn_times(ids)
     bm25 = dict(backend.keyword_top(query.text, filters, len(ids), among=ids))
     shares, weight = coverage_shares(backend, query.text, ids)
     windows = window_cosines(backend, vector, ids)
@@ -125,40 +117,23 @@ def pool_of(
     vrank = {mid: place for place, (mid, _) in enumerate(by_vector, start=1)}
     krank = {mid: place for place, (mid, _) in enumerate(by_keyword, start=1)}
     cjk = scripts.is_cjk(query.text)
-    return (
-        {
-            "query": query.text,
-            "depth": depth // 2,
-            "weight": weight,
-            "blind": query.blind_across_scripts,
-            "ids": ids,
-            "cos": [cosines[m] for m in ids],
-            "windows": [windows.get(m, [cosines[m]]) for m in ids],
-            "vrank": [vrank.get(m, 0) for m in ids],
-            "bm25": [bm25.get(m, float("nan")) for m in ids],
-            "krank": [krank.get(m, 0) for m in ids],
-            "share": [shares[m] for m in ids],
-            "phrase": [query.phrases.matches(texts.get(m, "")) for m in ids],
-            "allowed": [query.phrases.allows(texts.get(m, "")) for m in ids],
-            "script": [scripts.is_cjk(texts.get(m, "")) == cjk for m in ids],
-            "turns": {str(mid): list(turn) for mid, turn in times.items()},
-        }
-        | named_speakers(lane, query.text, ids, times, embed_query)
-        | term_stats(backend, query.text, ids)
-    )
-
-
-def named_speakers(lane: Any, text: str, ids: Sequence[int], times: dict, embed_query: Any) -> dict:
-    """The speakers the query names among the pooled turns (``speakers.named``) and every pooled
-    memory's cosine to the query without them (none when it names none)."""
-    from remem.core import speakers
-
-    names = speakers.named(text, times)
-    rest = speakers.without(text, names) if names and embed_query else ""
-    if not rest:
-        return {}
-    cosines = dict(lane.cosines(embed_query(rest), ids))
-    return {"speakers": sorted(names), "speaker_cos": [cosines[m] for m in ids]}
+    return {
+        "depth": depth // 2,
+        "weight": weight,
+        "blind": query.blind_across_scripts,
+        "ids": ids,
+        "cos": [cosines[m] for m in ids],
+        "windows": [windows.get(m, [cosines[m]]) for m in ids],
+        "vrank": [vrank.get(m, 0) for m in ids],
+        "bm25": [bm25.get(m, float("nan")) for m in ids],
+        "krank": [krank.get(m, 0) for m in ids],
+        "share": [shares[m] for m in ids],
+        "phrase": [query.phrases.matches(texts.get(m, "")) for m in ids],
+        "allowed": [query.phrases.allows(texts.get(m, "")) for m in ids],
+        "script": [scripts.is_cjk(texts.get(m, "")) == cjk for m in ids],
+        "turns": {str(mid): list(turn) for mid, turn in backend.turn_times(ids).items()},
+        "speakers": sorted(named),
+    } | term_stats(backend, query.text, ids)
 
 
 class Recorder:
@@ -171,11 +146,17 @@ class Recorder:
         self.pools: list[dict] = []
         original = ranking.hybrid_rank
 
-        def wrapper(backend, lane, query, vector, k, filters, texts, among=None, embed_query=None):  # type: ignore[no-untyped-def]
+        def wrapper(backend, lane, query, embed, k, filters, texts, among=None):  # type: ignore[no-untyped-def]
+            vectors = []
+
+            def embedding(text):  # type: ignore[no-untyped-def]
+                vectors.append(embed(text))
+                return vectors[-1]
+
             started = time.perf_counter()
-            ranked = original(backend, lane, query, vector, k, filters, texts, among, embed_query)
+            ranked = original(backend, lane, query, embedding, k, filters, texts, among)
             seconds = time.perf_counter() - started
-            pool = pool_of(backend, lane, query, vector, k, filters, among, embed_query)
+            pool = pool_of(backend, lane, query, vectors[-1], k, filters, among)
             self.pools.append(pool | {"ms": seconds * 1000})
             return ranked
 
@@ -570,7 +551,8 @@ class Shipped:
     full)) over the pool, the cosines' spread at least ``cosine_floor`` × (1 − their mean), BM25's at least
     ``keyword_floor`` × the query's whole IDF weight (Lucene's, of the terms' holders in memories'
     own text, as the coverage weighs terms); then each turn of a conversation lifted by its session
-    mates (``sessions.lifts``, ``session_weight`` × the mean of its best ``session_mates``)."""
+    mates (``sessions.lifts``, ``session_weight`` × the mean of its best ``session_mates``), and the
+    turns of the speakers the query names by ``speaker_weight`` (``speakers.lifts``)."""
 
     alpha: float = 0.5
     full: float = 0.2
@@ -578,8 +560,7 @@ class Shipped:
     cosine_floor: float = 0.06
     session_weight: float | None = None  # ``sessions``' lift (default: the shipped constants)
     session_mates: int | None = None
-    speaker_weight: float | None = None  # ``speakers``' lift (default: the shipped constant; 0: none)
-    speaker_vector: bool = True  # the vector lane scores the pool without the names the query names
+    speaker_weight: float | None = None  # ``speakers``' lift (default: the shipped constant)
 
     def __call__(self, pool: Pool, n: int) -> list[int]:
         """The ``n`` best memories of the pool by the fused score (phrase matches first)."""
@@ -587,9 +568,6 @@ class Shipped:
         inside = cut.inside
         if not inside.any():
             return []
-        times, names = self.speakers(pool, inside)
-        if names and self.speaker_vector and pool.record.get("speakers") == sorted(names):
-            pool = _with(pool, cos=np.asarray(pool.record["speaker_cos"], dtype=float))
         cos = pool.cos
         if pool.blind:
             read = inside & pool.script
@@ -603,30 +581,22 @@ class Shipped:
         fused = self.alpha * _floored_z(cos, inside, self.cosine_floor * (1 - float(cos[inside].mean())))
         fused += (1 - self.alpha) * _floored_z(evidence, inside, self.keyword_floor * weight)
         fused += self.session_lift(pool, inside, fused)
-        fused += self.speaker_lift(pool, times, names)
+        fused += self.speaker_lift(pool, inside)
         return ranked_ids(pool, inside, fused + np.where(pool.phrase, 1e3, 0.0), n)
 
-    def speakers(self, pool: Pool, inside: np.ndarray) -> tuple[dict, frozenset[str]]:
-        """The pooled turns (id → TurnTime) and the speakers the query names among them."""
+    def speaker_lift(self, pool: Pool, inside: np.ndarray) -> np.ndarray:
+        """What the turns of the speakers the query names add (``speakers.lifts``, as ``ranking``
+        adds it; the dump's cosines are already those of the query without them)."""
         from remem.backends.base import TurnTime
         from remem.core import speakers
 
-        members = {int(mid) for i, mid in enumerate(pool.ids) if inside[i]}
-        turns = pool.record.get("turns") or {}
-        times = {int(mid): TurnTime(*turn) for mid, turn in turns.items() if int(mid) in members}
-        text = pool.record.get("query", "")
-        return times, (speakers.named(text, times) if len(times) > 1 else frozenset())
-
-    def speaker_lift(self, pool: Pool, times: dict, names: frozenset[str]) -> np.ndarray:
-        """What a named speaker's turns add (``speakers.lifts``, as ``ranking`` adds it)."""
-        from remem.core import speakers
-
         lift = np.zeros(len(pool.ids))
-        if not names:
-            return lift
-        place = {int(mid): i for i, mid in enumerate(pool.ids)}
+        names = pool.record.get("speakers") or []
+        turns = pool.record.get("turns") or {}
+        place = {int(mid): i for i, mid in enumerate(pool.ids) if inside[i]}
+        times = {int(mid): TurnTime(*turn) for mid, turn in turns.items() if int(mid) in place}
         weight = speakers.SPEAKER_WEIGHT if self.speaker_weight is None else self.speaker_weight
-        for mid in speakers.lifts(times, names):
+        for mid in speakers.lifts(times, names) if len(times) > 1 else {}:
             lift[place[mid]] = weight
         return lift
 

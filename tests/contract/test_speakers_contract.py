@@ -27,13 +27,13 @@ TURNS = [
     ("Gina", "The weather was cold"),
 ]
 QUERY = "What did Gina want her customers to feel in her store?"
+START = datetime(2024, 5, 8, 13, 56, tzinfo=timezone.utc)
 
 
 def store(
     backend: Backend, roles: dict[str, str] | None = None, conversation: str | None = "chat"
 ) -> Memories:
     """The turns in a store over ``backend``, their roles renamed by ``roles``."""
-    start = datetime(2024, 5, 8, 13, 56, tzinfo=timezone.utc)
     memories = Memories(backend, model_catalog(environ={}), FakeEmbedder())
     memories.add_many(
         [
@@ -41,7 +41,7 @@ def store(
                 text,
                 conversation=conversation,
                 role=(roles or {}).get(role, role),
-                created_at=utc_iso(start + timedelta(days=day)),
+                created_at=utc_iso(START + timedelta(days=day)),
             )
             for day, (role, text) in enumerate(TURNS)
         ]
@@ -55,7 +55,7 @@ def order(memories: Memories, query: str = QUERY) -> list[str]:
 
 
 def plain_order(memories: Memories, monkeypatch: pytest.MonkeyPatch, query: str = QUERY) -> list[str]:
-    """``order`` as if no speaker were ever named."""
+    """``order`` as if the query named no speaker."""
     with monkeypatch.context() as patch:
         patch.setattr(speakers, "named", lambda text, times: frozenset())
         return order(memories, query)
@@ -66,8 +66,7 @@ def test_a_named_speakers_answer_outranks_a_turn_that_names_them(
 ) -> None:
     memories = store(backend)
     greeting, answer = TURNS[0][1], TURNS[1][1]
-    plain = plain_order(memories, monkeypatch)
-    assert plain[0] == greeting
+    assert plain_order(memories, monkeypatch)[0] == greeting
     named = order(memories)
     assert named[0] == answer
     assert named.index(TURNS[3][1]) < named.index(TURNS[2][1])  # Gina's turns before Jon's
@@ -75,6 +74,8 @@ def test_a_named_speakers_answer_outranks_a_turn_that_names_them(
     alone = memories.search("What did want her customers to feel in her store?", k=4, mode="vector")
     assert hit.vector is not None
     assert hit.vector.score == pytest.approx(next(h.score for h in alone if h.memory.text == answer))
+    vector = memories.search(QUERY, k=4, mode="vector")  # vector search keeps the name
+    assert vector[0].memory.text == greeting
 
 
 @pytest.mark.parametrize(
@@ -82,7 +83,6 @@ def test_a_named_speakers_answer_outranks_a_turn_that_names_them(
     [
         ({"Gina": "user", "Jon": "assistant"}, "chat", QUERY.replace("Gina", "user")),  # not names
         ({}, "chat", QUERY.replace("Gina", "gina")),  # not as written
-        ({}, "chat", QUERY.replace("her customers", "Jon's customers")),  # every speaker named
         ({}, None, QUERY),  # not turns of a conversation
     ],
 )
@@ -95,3 +95,22 @@ def test_no_speaker_named_ranks_as_before(
 ) -> None:
     memories = store(backend, roles, conversation)
     assert order(memories, query) == plain_order(memories, monkeypatch, query)
+
+
+def test_naming_every_speaker_takes_their_names_out_of_the_vector_only(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memories = store(backend)
+    query = "What did Gina and Jon want in the store?"
+    result = memories.search(query, k=len(TURNS), mode="hybrid")
+    alone = {
+        h.memory.id: h.score for h in memories.search("What did and want in the store?", k=4, mode="vector")
+    }
+    assert all(
+        hit.vector is not None and hit.vector.score == pytest.approx(alone[hit.memory.id]) for hit in result
+    )
+    with monkeypatch.context() as patch:  # no turn gains: the same scores as without any gain
+        patch.setattr(speakers, "SPEAKER_WEIGHT", 100.0)
+        assert [h.score for h in memories.search(query, k=len(TURNS), mode="hybrid")] == [
+            h.score for h in result
+        ]

@@ -10,9 +10,8 @@ at least ``KEYWORD_SPREAD_FLOOR`` of the query's weight, so that in a small pool
 memories match, a small difference does not stand out as a large one would. Unlike rank fusion this
 keeps how far apart the scores are: a memory far ahead in one lane stays ahead. A model blind across
 scripts does not read memories in another script than the query's: they get the pool's lowest cosine.
-The turns of a conversation then gain from their best session mates' scores (``sessions``), and a
-query naming one of their speakers is read by the vector lane without the name, that speaker's
-turns gaining after fusion (``speakers``).
+The turns of a conversation then gain from their best session mates' scores (``sessions``); the
+speakers a query names are left out of its vector, and their turns gain after fusion (``speakers``).
 
 Word order (``phrases``): in hybrid and keyword modes a memory holding the whole query as a phrase
 outranks the others. Quoted phrases are required in every mode: a filter over the whole store, so the
@@ -34,7 +33,10 @@ from remem.types import Filters, Hit, Lane, Memory, ModelInfo, SearchMode
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
     from remem.backends.base import Backend, Coverage, Scored, TurnTime, VectorLane
-    from remem.embedders.base import Embedder
+    from remem.embedders.base import Embedder, Embeddings
+
+    #: Embeds a text as a query (the model of the search).
+    QueryEmbedder = Callable[[str], FloatArray]
 
 #: The vector lane's weight in the fused score (the keyword lane's is 1 − it), chosen with the three
 #: constants below. Measured with bench/fusion_lab.py (whose re-fusion reproduces search exactly) on
@@ -100,12 +102,14 @@ class Texts:
 
 @dataclass(frozen=True)
 class Query:
-    """A query's text and what ranks it besides the lanes: its phrases, and whether the model's
-    vector lane is blind across scripts."""
+    """A query's text and what ranks it besides the lanes: its phrases, whether the model's vector
+    lane is blind across scripts, and the speakers it names."""
 
     text: str
     phrases: phrases.Phrases
     blind_across_scripts: bool = False
+    #: The speakers it names (``speakers``; hybrid search embeds it without them).
+    speakers: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, text: str, languages: Sequence[str] = ()) -> Query:
@@ -249,54 +253,40 @@ def hybrid_rank(
     backend: Backend,
     lane: VectorLane,
     query: Query,
-    vector: FloatArray,
+    embed: QueryEmbedder,
     k: int,
     filters: Filters,
     texts: Texts,
     among: Sequence[int] | None = None,
-    embed_query: Callable[[str], FloatArray] | None = None,
 ) -> list[Ranked]:
     """Both lanes over the same filtered memories (only ``among`` if given), pooled and fused, then
-    the turns of a conversation lifted by their session mates and named speakers (see the module
-    docstring); ``embed_query`` embeds the query without the speakers it names (without it, the
-    vector keeps them)."""
+    the turns of a conversation lifted by their session mates and the speakers the query names (see
+    the module docstring). ``embed`` embeds the query, without those speakers."""
     depth = max(MIN_HYBRID_DEPTH, 4 * k)
     text = query.text
     by_keyword = backend.keyword_top(text, filters, depth, among)
+    times = backend.turn_times([mid for mid, _ in by_keyword]) if by_keyword else {}
+    query = replace(query, speakers=speakers.named(text, times))
+    vector = embed(speakers.without(text, query.speakers) or text)
     top = _cosine_top(lane, vector, depth, filters, among)
     by_vector = fused_vector_lane(lane, vector, top, by_keyword, query, texts)
     matched = {mid for mid, _ in by_keyword}
     missing = [mid for mid, _ in by_vector if mid not in matched]
     if missing:
         by_keyword = by_keyword + backend.keyword_top(text, filters, len(missing), among=missing)
+        times |= backend.turn_times(missing)
     matches = [mid for mid, _ in by_keyword]
     coverage = backend.keyword_coverage(text, matches, FULL_COVERAGE) if matches else None
     unread = unread_by_model(by_vector, query, texts)
-    times = backend.turn_times([mid for mid, _ in by_vector]) if len(by_vector) > 1 else {}
-    names = speakers.named(text, times)
-    rest = speakers.without(text, names) if names and embed_query else ""
-    if rest and embed_query:
-        by_vector = _rescored(lane, embed_query(rest), by_vector, query, texts)
     ranked = fuse(by_vector, by_keyword, unread, coverage)
-    return best_first(_lifted(ranked, times, names), unread) if times else ranked
-
-
-def _rescored(
-    lane: VectorLane, vector: FloatArray, pool: list[Scored], query: Query, texts: Texts
-) -> list[Scored]:
-    """The vector lane over the same pool with another query vector; for a model blind across
-    scripts, the query's script first."""
-    scored = lane.cosines(vector, [mid for mid, _ in pool])
-    if query.blind_across_scripts:
-        scored = scripts.query_script_first(scored, query.text, texts.of([mid for mid, _ in scored]))
-    return scored
+    return best_first(_lifted(ranked, times, query.speakers), unread) if len(times) > 1 else ranked
 
 
 def _lifted(ranked: list[Ranked], times: Mapping[int, TurnTime], names: Collection[str]) -> list[Ranked]:
     """The fused pool with what each turn's session mates add to its score (``sessions``), then its
     speaker if the query names them (``speakers``)."""
     lifted = sessions.lifts({r.id: r.score for r in ranked}, times) if len(times) > 1 else {}
-    named = speakers.lifts(times, names) if names else {}
+    named = speakers.lifts(times, names)
     if not lifted and not named:
         return ranked
     return [replace(r, score=r.score + lifted.get(r.id, 0.0) + named.get(r.id, 0.0)) for r in ranked]
@@ -306,16 +296,14 @@ def rank(
     backend: Backend,
     lane: VectorLane | None,
     query: Query,
-    vector: FloatArray | None,
+    embed: QueryEmbedder | None,
     k: int,
     filters: Filters,
     mode: SearchMode,
-    embed_query: Callable[[str], FloatArray] | None = None,
 ) -> list[Ranked]:
     """The best memories for a query in the given mode, best first, at least ``k`` where there are
     (hybrid: the pool), word order applied (see the module docstring); with required phrases, the
-    lanes rank only the memories holding them. ``embed_query`` embeds another text as a query (for
-    hybrid search's named speakers)."""
+    lanes rank only the memories holding them."""
     texts = Texts(backend)
     held = phrases.holders(backend, query.phrases, filters)
     if held is not None and not held:
@@ -328,12 +316,12 @@ def rank(
             Ranked(mid, s, None, found)
             for mid, (s, found) in _ranked(backend.keyword_top(query.text, filters, depth, among))
         ]
-    elif lane is None or vector is None:
-        raise ValueError(f"{mode.value} search needs the vector lane and a query vector")
+    elif lane is None or embed is None:
+        raise ValueError(f"{mode.value} search needs the vector lane and a query embedder")
     elif mode is SearchMode.HYBRID:
-        ranked = hybrid_rank(backend, lane, query, vector, k, filters, texts, among, embed_query)
+        ranked = hybrid_rank(backend, lane, query, embed, k, filters, texts, among)
     else:
-        by_vector = _vector_top(lane, vector, k, filters, query, texts, among)
+        by_vector = _vector_top(lane, embed(query.text), k, filters, query, texts, among)
         ranked = [Ranked(mid, s, found, None) for mid, (s, found) in _ranked(by_vector)]
     return by_phrase(ranked, query, texts, mode)
 
@@ -341,7 +329,7 @@ def rank(
 def run_search(
     backend: Backend,
     text: str,
-    vector: FloatArray | None,
+    embed: QueryEmbedder | FloatArray | None,
     k: int,
     filters: Filters,
     *,
@@ -349,14 +337,14 @@ def run_search(
     min_score: float | None = None,
     embedded_with: ModelInfo | None = None,
     languages: Sequence[str] = (),
-    embed_query: Callable[[str], FloatArray] | None = None,
 ) -> SearchResult:
     """Rank, apply ``min_score`` (a cosine; not for keyword mode), cut to ``k``, fetch the memories.
 
     A store without vectors finds nothing outside keyword mode. With ``embedded_with``, raises
     ModelChangedError if the store no longer uses that model (a re-embed was swapped in meanwhile).
-    ``languages`` are those the query's model declares (see ``scripts``); ``embed_query`` embeds
-    another text with the query's model (hybrid search embeds the query without the speakers it names).
+    ``embed`` embeds the query (``text``, or hybrid search's text without the speakers it names) as
+    ``embedded_with``, or is the query's vector (then always the whole query's); ``languages`` are
+    those the query's model declares (see ``scripts``).
     """
     if min_score is not None and mode is SearchMode.KEYWORD:
         raise ValueError("min_score is a cosine; keyword search has none")
@@ -366,7 +354,8 @@ def run_search(
             if backend.model is None:
                 return SearchResult()
             lane = backend.vector_lane(embedded_with)
-        ranked = rank(backend, lane, Query.of(text, languages), vector, k, filters, mode, embed_query)
+        embedding = embed if embed is None or callable(embed) else _always(embed)
+        ranked = rank(backend, lane, Query.of(text, languages), embedding, k, filters, mode)
         below = []
         if min_score is not None:
             below = [r.vector.score for r in ranked if r.vector is not None and r.vector.score < min_score]
@@ -374,6 +363,11 @@ def run_search(
         ranked = ranked[:k]
         memories = backend.get_many([r.id for r in ranked])
     return SearchResult(_hits(ranked, memories, text), len(below), max(below) if below else None)
+
+
+def _always(vector: FloatArray) -> QueryEmbedder:
+    """An embedder that gives ``vector`` for any text."""
+    return lambda _text: vector
 
 
 def _hits(ranked: list[Ranked], memories: dict[int, Memory], text: str) -> list[Hit]:
@@ -402,6 +396,25 @@ def _query_notes(
     return (*([cut] if dropped else []), *([unread] if unread else []))
 
 
+@dataclass
+class QueryEmbedding:
+    """Embeds a search's query with its model, keeping the last embedding (for the query's notes)."""
+
+    model: Embedder
+    last: Embeddings | None = None
+
+    @property
+    def languages(self) -> Sequence[str]:
+        """The languages the model declares (none: any)."""
+        return tuple(getattr(self.model, "languages", ()))
+
+    def __call__(self, text: str) -> FloatArray:
+        """``text``'s query vector."""
+        self.last = self.model.embed_queries([text])
+        vector: FloatArray = self.last.vectors[0]
+        return vector
+
+
 def search_with_retry(
     backend: Backend,
     embedder: Callable[[], Embedder],
@@ -418,28 +431,23 @@ def search_with_retry(
     if mode is not SearchMode.KEYWORD and backend.model is None:
         return SearchResult()
     for attempt in range(2):
-        vector, stamp, languages, embed_query = None, None, (), None
-        notes: tuple[str, ...] = ()
-        if mode is not SearchMode.KEYWORD:  # keyword search never loads the model
-            model = embedder()
-            embedded = model.embed_queries([text])
-            vector, stamp, dropped = embedded.vectors[0], model.info, embedded.dropped_tokens[0]
-            languages = getattr(model, "languages", ())
-            notes = _query_notes(model.info.name, languages, text, dropped, mode)
-            embed_query = _query_embedder(model)
+        embed = None if mode is SearchMode.KEYWORD else QueryEmbedding(embedder())  # keyword: no model
         try:
             found = run_search(
                 backend,
                 text,
-                vector,
+                embed,
                 k,
                 filters,
                 mode=mode,
                 min_score=min_score,
-                embedded_with=stamp,
-                languages=languages,
-                embed_query=embed_query,
+                embedded_with=None if embed is None else embed.model.info,
+                languages=() if embed is None else embed.languages,
             )
+            if embed is None:
+                return found
+            dropped = embed.last.dropped_tokens[0] if embed.last else 0
+            notes = _query_notes(embed.model.info.name, embed.languages, text, dropped, mode)
             return replace(found, notes=notes)
         except ConnectionLostError:  # a read changes nothing: once more, on a new connection
             if attempt:
@@ -449,8 +457,3 @@ def search_with_retry(
                 raise
             reload_model()
     raise AssertionError("unreachable")
-
-
-def _query_embedder(model: Embedder) -> Callable[[str], FloatArray]:
-    """Embeds one more text as a query with ``model``."""
-    return lambda text: model.embed_queries([text]).vectors[0]

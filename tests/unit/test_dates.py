@@ -50,12 +50,7 @@ NOW = datetime(2026, 11, 30, 23, 30, tzinfo=TOKYO)
         ("What broke on 2026-11-24?", "on 2026-11-24", "What broke?", "2026-11-24"),
         ("YESTERDAY deploy", "YESTERDAY", "deploy", "2026-11-29"),
         # written dates: day first or month first, a comma or not, an ordinal, an abbreviation
-        (
-            "What did Tim say about his injury on 16 November, 2023?",
-            "on 16 November, 2023",
-            "What did Tim say about his injury?",
-            "2023-11-16",
-        ),
+        ("What did Tim say on 16 November, 2023?", "on 16 November, 2023", "What did Tim say?", "2023-11-16"),
         ("outage on November 16, 2023", "on November 16, 2023", "outage", "2023-11-16"),
         ("Nov 16th 2023 deploy", "Nov 16th 2023", "deploy", "2023-11-16"),
         ("Dec. 25, 2024 party", "Dec. 25, 2024", "party", "2024-12-25"),

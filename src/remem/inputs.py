@@ -172,7 +172,7 @@ def parse_when(value: str | datetime | None, name: str, now: datetime) -> dateti
     """
     hint = (
         "an ISO date/time (2026-11-29, 2026-11-29T14:00), an age (30m, 12h, 7d) nor a time word "
-        "(yesterday, last week, monday)"
+        "(yesterday, last week, monday, 16 november 2023)"
     )
     return _moment_of(value, name, now, later=False, hint=hint)
 

@@ -27,7 +27,7 @@ ERRORS = [
     (
         ["list", "--until", "soon"],
         "--until 'soon' is neither an ISO date/time (2026-11-29, 2026-11-29T14:00), an age (30m, 12h, 7d) "
-        "nor a time word (yesterday, last week, monday)",
+        "nor a time word (yesterday, last week, monday, 16 november 2023)",
     ),
     (["list", "--user", " "], "--user must not be empty"),
     (["list", "--role", "a\nb"], "--role 'a\\nb' must not contain control characters (newlines, tabs…)"),

@@ -587,14 +587,11 @@ class Shipped:
     def speaker_lift(self, pool: Pool, inside: np.ndarray) -> np.ndarray:
         """What the turns of the speakers the query names add (``speakers.lifts``, as ``ranking``
         adds it; the dump's cosines are already those of the query without them)."""
-        from remem.backends.base import TurnTime
         from remem.core import speakers
 
         lift = np.zeros(len(pool.ids))
         names = pool.record.get("speakers") or []
-        turns = pool.record.get("turns") or {}
-        place = {int(mid): i for i, mid in enumerate(pool.ids) if inside[i]}
-        times = {int(mid): TurnTime(*turn) for mid, turn in turns.items() if int(mid) in place}
+        place, times = pooled_turns(pool, inside)
         weight = speakers.SPEAKER_WEIGHT if self.speaker_weight is None else self.speaker_weight
         for mid in speakers.lifts(times, names) if len(times) > 1 else {}:
             lift[place[mid]] = weight
@@ -602,21 +599,28 @@ class Shipped:
 
     def session_lift(self, pool: Pool, inside: np.ndarray, fused: np.ndarray) -> np.ndarray:
         """What each pooled memory's session mates add (``sessions.lifts``, as ``ranking`` calls it)."""
-        from remem.backends.base import TurnTime
         from remem.core import sessions
 
-        turns = pool.record.get("turns") or {}
         lift = np.zeros(len(pool.ids))
-        if len(turns) < 2:
+        place, times = pooled_turns(pool, inside)
+        if len(times) < 2:
             return lift
-        place = {int(mid): i for i, mid in enumerate(pool.ids) if inside[i]}
-        times = {int(mid): TurnTime(*turn) for mid, turn in turns.items() if int(mid) in place}
         weight = sessions.SESSION_WEIGHT if self.session_weight is None else self.session_weight
         mates = sessions.SESSION_MATES if self.session_mates is None else self.session_mates
         scores = {mid: float(fused[i]) for mid, i in place.items()}
         for mid, value in sessions.lifts(scores, times, weight, mates).items():
             lift[place[mid]] = value
         return lift
+
+
+def pooled_turns(pool: Pool, inside: np.ndarray) -> tuple[dict[int, int], dict[int, Any]]:
+    """The pool's members (id → place in the pool) and those of them in a conversation (id →
+    ``TurnTime``, as ``Backend.turn_times`` gave them to search)."""
+    from remem.backends.base import TurnTime
+
+    place = {int(mid): i for i, mid in enumerate(pool.ids) if inside[i]}
+    turns = pool.record.get("turns") or {}
+    return place, {int(mid): TurnTime(*turn) for mid, turn in turns.items() if int(mid) in place}
 
 
 def _floored_z(x: np.ndarray, inside: np.ndarray, floor: float) -> np.ndarray:

@@ -19,7 +19,7 @@ from remem.types import Filters
 if TYPE_CHECKING:
     from remem.backends.base import Backend
 
-__all__ = ["LOCAL", "read_dates", "within_dates"]
+__all__ = ["LOCAL", "read_dates", "tidied", "within_dates"]
 
 
 def read_dates(query: str, now: datetime) -> DateReading | None:
@@ -35,9 +35,14 @@ def read_dates(query: str, now: datetime) -> DateReading | None:
 
 def _rest(query: str, match: re.Match[str]) -> str:
     """The query without the expression, spaces tidied; '' when no word is left."""
-    rest = (query[: match.start()] + " " + query[match.end() :]).strip()
-    rest = re.sub(r"\s+([?!.,;:])", r"\1", re.sub(r"\s+", " ", rest))
-    rest = re.sub(r"^['’]s\b\s*", "", rest)  # "last week's incidents" → "incidents"
+    rest = tidied(query[: match.start()] + " " + query[match.end() :])
+    return tidied(re.sub(r"^['’]s\b\s*", "", rest))  # "last week's incidents" → "incidents"
+
+
+def tidied(rest: str) -> str:
+    """What is left of a query once words are taken out of it: runs of spaces as one, none before
+    punctuation, none at the ends; '' when no word is left."""
+    rest = re.sub(r"\s+([?!.,;:])", r"\1", re.sub(r"\s+", " ", rest)).strip()
     return rest if re.search(r"\w", rest) else ""
 
 

@@ -27,6 +27,8 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from remem.core.dates import tidied
+
 if TYPE_CHECKING:
     from remem.backends.base import TurnTime
 
@@ -81,9 +83,7 @@ def without(query: str, names: Iterable[str]) -> str:
     text = query
     for name in sorted(names, key=len, reverse=True):
         text = _name(name).sub(" ", text)
-    text = re.sub(r"\s+([?!.,;:])", r"\1", re.sub(r"\s+", " ", text)).strip()
-    text = re.sub(r"[,;:]+(?=[?!.]|$)", "", text)  # "open, Gina?" → "open?"
-    return text if re.search(r"\w", text) else ""
+    return tidied(re.sub(r"[,;:]+(?=\s*[?!.]|\s*$)", "", tidied(text)))  # "open, Gina?" → "open?"
 
 
 def lifts(times: Mapping[int, TurnTime], names: Collection[str]) -> dict[int, float]:

@@ -13,8 +13,8 @@ embedder=...)`` on a temporary store, or on ``--store DIR`` or ``--store postgre
 store that already holds the corpus is reused without ingesting again). Every corpus document
 (``title + " " + text``, as MTEB embeds it) is added with ``Memories.add_many``
 (``meta={"beir_id": _id}``), which embeds it with the model's ``embed_documents`` (every window
-of a long document, as remem stores it; with ``--truncate`` only its first window, the MTEB
-protocol behind the published figures). Each test query is answered
+of a long document, as remem stores it; with ``--truncate`` only its first window, at the model's
+whole window, ``max_tokens``: the MTEB protocol behind the published figures). Each test query is answered
 by ``Memories.search`` in the chosen mode (top 100, no filters), which embeds it with
 ``embed_queries`` (the model's query prefix); hits are mapped back to BEIR ids through their meta.
 nDCG@10, Recall@10 and Recall@100 of remem's rankings are computed as pytrec_eval computes them for
@@ -27,7 +27,9 @@ The data is not part of the repository (CC BY-NC 4.0, evaluation only): pass its
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
+import dataclasses
 import json
 import math
 import sys
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from remem import DocumentEmbeddings, Embedder, Embeddings, Memories, ModelInfo, SearchMode
+    from remem.embedders.runner import OnnxEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "scifact"
@@ -136,8 +139,9 @@ class TimedEmbedder:
     """An ``Embedder`` around the model's: adds the seconds each call takes, and with ``truncate``
     stores each document as its first window only (MTEB embeds a document cut to the model window).
 
-    The first window is the one ``embed_documents`` makes: [CLS], the first ``max_tokens - 2`` tokens,
-    [SEP]: the text cut to the window. ``info`` is the model's: the vectors are the model's vectors.
+    The first window is the one ``embed_documents`` makes at the model's whole window (``mteb_windows``):
+    [CLS], the first ``max_tokens - 2`` tokens, [SEP]: the text cut to the window. ``info`` is the
+    model's: the vectors are the model's vectors.
     """
 
     def __init__(self, inner: Embedder, *, truncate: bool = False) -> None:
@@ -169,6 +173,14 @@ class TimedEmbedder:
         embedded = self.inner.embed_queries(texts)
         self.query_seconds += time.perf_counter() - started
         return embedded
+
+
+def mteb_windows(model: OnnxEmbedder) -> OnnxEmbedder:
+    """``model`` windowing stored texts at its whole window (``max_tokens``), as MTEB cuts a document,
+    not at the length it was trained on (``ModelSpec.document_window``: 128 for the bundled model)."""
+    cut = copy.copy(model)
+    cut.spec = dataclasses.replace(model.spec, document_tokens=0)
+    return cut
 
 
 @dataclass
@@ -337,7 +349,7 @@ def main() -> None:
     try:
         # The model is found and verified through the catalog the CLI uses (same defaults).
         model = remem.model_catalog().load(args.model, verify=True)
-        embedder = TimedEmbedder(model, truncate=args.truncate)
+        embedder = TimedEmbedder(mteb_windows(model) if args.truncate else model, truncate=args.truncate)
         with tempfile.TemporaryDirectory(prefix="remem-beir-") as tmp:
             directory = args.store or Path(tmp) / "store"
             with remem.open(directory, embedder=embedder) as memories:

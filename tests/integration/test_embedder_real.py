@@ -75,8 +75,8 @@ def test_a_long_document_is_embedded_window_by_window(embedder: OnnxEmbedder) ->
         f"Fact {i}: the {i}th server in rack {i % 7} runs service number {i}." for i in range(60)
     )
     ids = embedder._token_ids([long_text])[0]
-    windows = split_windows(ids, BUNDLED_MODEL.max_tokens)
-    assert len(windows) >= 3
+    windows = split_windows(ids, BUNDLED_MODEL.document_window)
+    assert len(windows) >= 3 and max(len(window) for window in windows) == 128  # the training length
     embedded = embedder.embed_documents(["short one", long_text])
     assert [len(rows) for rows in embedded.windows] == [1, len(windows)]
     for window, vector in zip(windows, embedded.windows[1], strict=True):
@@ -86,6 +86,17 @@ def test_a_long_document_is_embedded_window_by_window(embedder: OnnxEmbedder) ->
             None, {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
         )
         np.testing.assert_allclose(vector, l2_normalize(hidden.mean(axis=1))[0], atol=1e-4)
+
+
+def test_a_stored_text_is_read_in_windows_of_the_training_length_and_a_query_whole(
+    embedder: OnnxEmbedder,
+) -> None:
+    text = " ".join(f"Fact {i}: rack {i % 7} runs service {i}." for i in range(22))
+    ids = embedder._token_ids([text])[0]
+    assert BUNDLED_MODEL.document_window == 128 < len(ids) < BUNDLED_MODEL.max_tokens == 256
+    windows = split_windows(ids, 128)
+    assert len(embedder.embed_documents([text]).windows[0]) == len(windows) >= 2
+    assert embedder.embed_queries([text]).dropped_tokens == (0,)
 
 
 def test_batching_and_padding_do_not_change_vectors(embedder: OnnxEmbedder) -> None:
@@ -121,7 +132,8 @@ def test_bge_recipe_windows_are_512_tokens(embedder: OnnxEmbedder) -> None:
     bge_style = OnnxEmbedder(_bge_recipe(), embedder.files)
     text = "word " * 1200
     embedded = bge_style.embed_documents([text])
-    assert len(embedded.windows[0]) == len(split_windows(bge_style._token_ids([text])[0], 512)) == 3
+    windows = split_windows(bge_style._token_ids([text])[0], 512)
+    assert len(embedded.windows[0]) == len(windows) == 4  # each shares half of the one before
     query_tokens = bge_style.count_tokens(BGE_QUERY_PREFIX + text)
     assert bge_style.embed_queries([text]).dropped_tokens == (query_tokens - 512,)  # queries are cut
 

@@ -62,11 +62,13 @@ def _rows() -> dict[str, dict[str, object]]:
 def test_list_shows_every_model_and_what_is_installed(hub: HubServer) -> None:
     rows = _rows()
     assert rows["all-minilm-l6-v2"]["state"] == "bundled"
+    assert (rows["all-minilm-l6-v2"]["document_tokens"], rows["all-minilm-l6-v2"]["max_tokens"]) == (128, 256)
     assert rows["bge-small-en-v1.5"] | {"size_bytes": 0} == {
         "name": "bge-small-en-v1.5",
         "dim": 384,
         "pooling": "cls",
         "max_tokens": 512,
+        "document_tokens": 512,
         "size_bytes": 0,
         "state": "not installed",
         "store": False,
@@ -79,7 +81,7 @@ def test_list_shows_every_model_and_what_is_installed(hub: HubServer) -> None:
     assert rows["multilingual-e5-small"]["state"] == "not installed"
     table = run_cli(["model", "list"]).stdout
     assert "bge-small-en-v1.5      384  cls" in table and "not installed" in table
-    assert "LANGUAGES" in table and "  en  " in table
+    assert "LANGUAGES" in table and "  en  " in table and "  128/256  " in table
     assert hub.requests == []  # listing never touches the network
 
 

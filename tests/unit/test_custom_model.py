@@ -44,6 +44,13 @@ def test_a_complete_description_becomes_a_spec_with_hashed_files(tmp_path: Path)
 def test_defaults_name_window_and_prefix(tmp_path: Path) -> None:
     spec, _ = load_model_dir(_model_dir(tmp_path, {"dim": 8, "pooling": "mean"}, name="small-one"))
     assert (spec.name, spec.max_tokens, spec.query_prefix, spec.languages) == ("small-one", 512, "", ())
+    assert spec.document_window == 512
+
+
+def test_a_model_may_window_stored_texts_shorter_than_queries(tmp_path: Path) -> None:
+    description = {"dim": 8, "pooling": "mean", "max_tokens": 256, "document_tokens": 128}
+    spec, _ = load_model_dir(_model_dir(tmp_path, description))
+    assert (spec.max_tokens, spec.document_window) == (256, 128)
 
 
 def test_a_model_may_declare_its_languages(tmp_path: Path) -> None:
@@ -61,6 +68,8 @@ def test_a_model_may_declare_its_languages(tmp_path: Path) -> None:
         ({"dim": True, "pooling": "cls"}, "dim must be an integer"),
         ({"dim": 384, "pooling": "max"}, "pooling must be one of"),
         ({"dim": 384, "pooling": "cls", "max_tokens": 2}, "max_tokens must be an integer"),
+        ({"dim": 384, "pooling": "cls", "max_tokens": 256, "document_tokens": 512}, "from 8 to 256"),
+        ({"dim": 384, "pooling": "cls", "document_tokens": 4}, "document_tokens must be an integer"),
         ({"dim": 384, "pooling": "cls", "query_prefix": 3}, "query_prefix must be a string"),
         ({"dim": 384, "pooling": "cls", "normalize": True}, "unknown fields"),
         ({"dim": 384, "pooling": "cls", "languages": "en"}, "languages must be a list"),

@@ -52,9 +52,10 @@ def test_consecutive_windows_overlap_by_at_least_the_fraction(length: int, size:
         assert before + size - after >= overlap  # shared tokens
 
 
-def test_a_512_token_model_splits_a_1200_token_text_into_three_windows() -> None:
+def test_a_512_token_model_splits_a_1200_token_text_into_four_windows_half_shared() -> None:
     windows = split_windows(_ids(1200), 512)
-    assert [len(w) for w in windows] == [512, 512, 512]
+    assert [len(w) for w in windows] == [512, 512, 512, 512]
+    assert [w[1] - 1000 for w in windows] == [0, 255, 510, 690]  # the last one ends at the text's end
     assert windows[1][1] == 1000 + 510 - int(510 * OVERLAP_FRACTION)
 
 

@@ -41,7 +41,7 @@ def _table(rows: Any, width: int | None) -> str:
             row["name"],
             str(row["dim"]),
             row["pooling"],
-            str(row["max_tokens"]),
+            _window(row["document_tokens"], row["max_tokens"]),
             f"{row['size_bytes'] / 1e6:.0f} MB",
             ",".join(row["languages"]) or "?",
             row["state"],
@@ -51,11 +51,17 @@ def _table(rows: Any, width: int | None) -> str:
     return render.table(["", "NAME", "DIM", "POOLING", "WINDOW", "SIZE", "LANGUAGES", "STATE"], cells, width)
 
 
+def _window(stored: int, query: int) -> str:
+    """A model's window: one number, or a stored text's windows / a query's where they differ."""
+    return str(query) if stored == query else f"{stored}/{query}"
+
+
 @model_app.command("list")
 def list_models(json_out: opt.JsonOption = False, store: opt.StoreOption = None) -> None:
     """Every model remem knows: dimensions, pooling, window, size, languages, whether installed.
 
-    A * marks the model the store uses.
+    A * marks the model the store uses. WINDOW is the longest text the model reads at once, in
+    tokens; "128/256": stored texts are read in windows of 128, queries up to 256.
     """
     with open_memories(store, create=False, if_missing="silent") as memories:
         recorded = None if memories is None or memories.model is None else memories.model.name

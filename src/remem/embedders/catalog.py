@@ -189,8 +189,9 @@ class ModelCatalog:
         return f"{spec.name} files verified (sha256)"
 
     def describe(self, store_model: str | None = None) -> list[dict[str, Any]]:
-        """Every model known here as JSON-ready rows: name, dim, pooling, max_tokens, size_bytes,
-        state (bundled / installed / not installed; your own), whether ``store_model``."""
+        """Every model known here as JSON-ready rows: name, dim, pooling, max_tokens (a query's
+        window), document_tokens (a stored text's windows), size_bytes, state (bundled / installed /
+        not installed; your own), whether ``store_model``."""
         described = [(spec, self._state(spec)) for spec in known_models()]
         own = self.own_model()
         if own is not None:
@@ -201,6 +202,7 @@ class ModelCatalog:
                 "dim": spec.dim,
                 "pooling": spec.pooling.value,
                 "max_tokens": spec.max_tokens,
+                "document_tokens": spec.document_window,
                 "size_bytes": spec.size,
                 "state": state,
                 "store": spec.name == store_model,

@@ -6,6 +6,8 @@ The description, ``remem-model.json``, says what the files cannot::
      "query_prefix": "Represent this sentence for searching relevant passages: "}
 
 ``name`` defaults to the directory's name, ``max_tokens`` to 512 and ``query_prefix`` to "".
+``document_tokens`` (optional, at most ``max_tokens``) is the longest window a stored text is cut
+into, for a model trained on shorter texts than it accepts; by default ``max_tokens``.
 Any BERT-family encoder exported to ONNX with ``input_ids`` and ``attention_mask`` inputs and a
 (batch, tokens, dim) first output works. Its files are hashed each time it is loaded, so a store
 notices when they change.
@@ -22,7 +24,7 @@ from remem.embedders.spec import ModelFile, ModelFiles, ModelSpec, Pooling, file
 from remem.errors import EmbedderError
 
 DESCRIPTION_FILE = "remem-model.json"
-_FIELDS = {"name", "dim", "pooling", "max_tokens", "query_prefix", "license", "languages"}
+_FIELDS = {"name", "dim", "pooling", "max_tokens", "document_tokens", "query_prefix", "license", "languages"}
 
 
 def load_model_dir(directory: Path) -> tuple[ModelSpec, ModelFiles]:
@@ -32,11 +34,13 @@ def load_model_dir(directory: Path) -> tuple[ModelSpec, ModelFiles]:
         if not path.is_file():
             raise EmbedderError(f"model directory {directory} has no {path.name}")
     fields = _read_description(directory / DESCRIPTION_FILE)
+    max_tokens = _int(fields, "max_tokens", 512, 8, 65536)
     spec = ModelSpec(
         name=_name(fields, directory),
         dim=_int(fields, "dim", None, 1, 65536),
         pooling=_pooling(fields),
-        max_tokens=_int(fields, "max_tokens", 512, 8, 65536),
+        max_tokens=max_tokens,
+        document_tokens=_int(fields, "document_tokens", max_tokens, 8, max_tokens),
         model=ModelFile(sha256=file_sha256(files.model), size=files.model.stat().st_size),
         tokenizer=ModelFile(sha256=file_sha256(files.tokenizer), size=files.tokenizer.stat().st_size),
         license=_str(fields, "license", "unknown"),

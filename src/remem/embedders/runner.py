@@ -152,10 +152,11 @@ class OnnxEmbedder:
         return DocumentEmbeddings(tuple(vectors[a:b] for a, b in itertools.pairwise(bounds)))
 
     def _document_windows(self, ids: list[int]) -> list[list[int]]:
-        """A stored text's windows, each ``[CLS] prefix … [SEP]`` (the same ids as the tokenizer gives
-        for the prefix and the window's text together: tests/integration/test_multilingual.py)."""
+        """A stored text's windows of at most ``ModelSpec.document_window`` tokens, each ``[CLS] prefix
+        … [SEP]`` (the same ids as the tokenizer gives for the prefix and the window's text together:
+        tests/integration/test_multilingual.py)."""
         prefix = self._document_prefix_ids()
-        windows = split_windows(ids, self.spec.max_tokens - len(prefix))
+        windows = split_windows(ids, self.spec.document_window - len(prefix))
         return [[window[0], *prefix, *window[1:]] for window in windows] if prefix else windows
 
     def _document_prefix_ids(self) -> list[int]:

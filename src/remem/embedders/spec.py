@@ -33,7 +33,9 @@ class ModelSpec:
 
     ``query_prefix`` is prepended to search queries only, never to stored documents;
     ``document_prefix`` to every window of a stored text (e5's ``passage: ``), never to queries.
-    ``max_tokens`` is the model window including the [CLS] and [SEP] tokens.
+    ``max_tokens`` is the model window including the [CLS] and [SEP] tokens: a query is cut there.
+    ``document_tokens`` > 0 is the longest window a stored text is cut into, where the model was
+    trained on shorter texts than it accepts (``document_window``); 0: ``max_tokens``.
     ``repo`` and ``revision`` name the Hugging Face repository and commit the files are pulled
     from; both are empty for a model that is not downloaded (bundled, or a user's own).
     ``languages`` are the ISO 639-1 codes of the languages it was trained for ("multilingual" for
@@ -70,6 +72,12 @@ class ModelSpec:
     package: str = ""
     source_file: ModelFile | None = None
     similar_cosine: float = 0.0
+    document_tokens: int = 0
+
+    @property
+    def document_window(self) -> int:
+        """The longest window of a stored text, [CLS] and [SEP] included (never above ``max_tokens``)."""
+        return min(self.document_tokens or self.max_tokens, self.max_tokens)
 
     @property
     def model_sha256(self) -> str:

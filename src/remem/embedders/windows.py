@@ -1,16 +1,22 @@
 """Splitting a long text's tokens into overlapping model windows, as small pure functions.
 
 A text longer than the model window is covered by several windows, each ``[CLS] … [SEP]`` and at
-most ``window`` tokens long; consecutive windows share a quarter of their content tokens, so a
-sentence cut at one window's edge is whole in the next. Every token is in at least one window.
+most ``window`` tokens long; consecutive windows share half their content tokens, so a sentence cut
+at one window's edge is whole in the next, and every token past the first half-window is in two.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-#: The fraction of a window's content tokens that the next window repeats.
-OVERLAP_FRACTION = 0.25
+#: The fraction of a window's content tokens that the next window repeats. A long memory scores as
+#: its best window, so a passage should sit well inside some window. Measured with the bundled
+#: model's vector lane (same embedder; 0.25 before): SciFact nDCG@10 (5,183 abstracts, 128-token
+#: windows) 0.6829 → 0.6899, hybrid 0.7446 → 0.7481; LoCoMo's 272 sessions stored whole (one
+#: memory each, ~690 tokens), the session holding a question's evidence within its conversation,
+#: MRR: 128-token windows 0.6005 → 0.6071, 256-token windows 0.5982 → 0.6050. Windows per
+#: SciFact abstract: 3.7 → 4.8 (1.9 at 256 tokens and 0.25).
+OVERLAP_FRACTION = 0.5
 
 
 def window_starts(length: int, size: int, overlap: int) -> list[int]:

@@ -213,7 +213,9 @@ def remem_engines(embedder: Any, upstream: Path) -> list[Engine]:
 
 
 def windows_engine(embedder: Any) -> Engine:
-    """remem's store path: every window embedded; each text's first window is compared."""
+    """remem's store path: every window embedded; each text's first window is compared (for the
+    bundled model a 128-token window, the length it was trained on: a text longer than that is
+    compared by its first 128 tokens with the others' first 256)."""
     return Engine(
         "remem as shipped, embed_documents (all windows)",
         lambda t: np.vstack([rows[:1] for rows in embedder.embed_documents(t).windows]),

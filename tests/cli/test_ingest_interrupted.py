@@ -58,6 +58,18 @@ def test_an_ingest_killed_after_its_move_is_complete(
     assert not (store_dir / STAGING_FILE).exists()
 
 
+def test_an_ingest_killed_before_its_index_is_written_leaves_a_whole_store_on_the_next_run(
+    store_dir: Path, ingest_input: tuple[Path, list[str]]
+) -> None:
+    path, expected = ingest_input
+    store = str(store_dir)
+    killed = child(store, path, where="remem.backends.local.streamed:write_exact")  # after the commit
+    assert killed.code == -9 and texts_of(store) == expected
+    again = child(store, path)
+    assert (again.code, again.embedded) == (0, 0)
+    complete(store, expected)  # doctor: the vector index is level with the database again
+
+
 def test_an_import_killed_during_its_move_resumes_without_embedding(store_dir: Path, tmp_path: Path) -> None:
     import_killed_in_its_move_resumes(str(store_dir), STAGING, tmp_path)
 

@@ -140,7 +140,9 @@ class _Ingest:
         self.staging.end_input(self.run, self.read)
         followers = self._conversations() if self.waiting else []
         moved = Moved()
-        if self.fresh:
+        if self.fresh or self.resumed:  # resumed with nothing new: the run before may have been
+            # killed between its move's commit and the store's derived files (the local vector
+            # index); an empty move writes them level with the database again
             moved = self.staging.move(self.run, self._embedder_now().info, self.digest.value())
         result = BulkResult(added=moved.added, duplicates=moved.raced + self._duplicates())
         result.reused_vectors, result.resumed = moved.carried, self.resumed

@@ -27,7 +27,6 @@ The data is not part of the repository (CC BY-NC 4.0, evaluation only): pass its
 from __future__ import annotations
 
 import argparse
-import copy
 import csv
 import dataclasses
 import json
@@ -178,9 +177,10 @@ class TimedEmbedder:
 def mteb_windows(model: OnnxEmbedder) -> OnnxEmbedder:
     """``model`` windowing stored texts at its whole window (``max_tokens``), as MTEB cuts a document,
     not at the length it was trained on (``ModelSpec.document_window``: 128 for the bundled model)."""
-    cut = copy.copy(model)
-    cut.spec = dataclasses.replace(model.spec, document_tokens=0)
-    return cut
+    from remem.embedders.runner import OnnxEmbedder
+
+    whole = dataclasses.replace(model.spec, document_tokens=0)
+    return OnnxEmbedder.of(whole, model.files, sha256=model.sha256)
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from mcp_types import ErrorData, JSONRPCError
 
 from remem.mcp.stdio import problem
 
@@ -42,6 +43,16 @@ UNANSWERED_BY_THE_SDK = [
     ),
     ('{"jsonrpc":"1.0","id":"fifteen","method":"ping"}', (INVALID_REQUEST, "fifteen")),
     ("hello", (PARSE_ERROR, None)),
+    # issue 46, finding 7: an id (or a method, or a key) holding a lone surrogate; echoing the id ended
+    # the server (the writer cannot encode it)
+    ('{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', (PARSE_ERROR, None)),
+    ('{"jsonrpc":"2.0","id":"a\\udfff","method":"tools/list"}', (PARSE_ERROR, None)),
+    ('{"jsonrpc":"2.0","id":16,"method":"\\ud800"}', (PARSE_ERROR, 16)),
+    ('{"jsonrpc":"2.0","id":17,"method":"ping","params":{"\\udc00":[{"\\ud800":1}]}}', (PARSE_ERROR, 17)),
+    ('{"jsonrpc":"2.0","id":1e400,"method":"ping"}', (INVALID_REQUEST, None)),
+    ('{"jsonrpc":"2.0","id":{"a":[1,{"b":null}]},"method":"ping"}', (INVALID_REQUEST, None)),
+    ('{"jsonrpc":"2.0","id":["\\ud800"],"method":{"x":[[]]}}', (PARSE_ERROR, None)),
+    ('{"jsonrpc":"2.0","id":"' + "i" * 100_000 + '","method":[1]}', (INVALID_REQUEST, "i" * 100_000)),
 ]
 
 
@@ -61,9 +72,10 @@ class Stdio:
         for line in self.process.stdout:
             self.replies.put(json.loads(line))
 
-    def send(self, line: str) -> None:
+    def send(self, line: str | bytes) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write(line.encode("utf-8", "surrogatepass") + b"\n")
+        raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+        self.process.stdin.write(raw + b"\n")
         self.process.stdin.flush()
 
     def reply(self) -> dict[str, Any]:
@@ -102,7 +114,56 @@ def test_every_line_gets_an_answer_over_stdio(stdio: Stdio) -> None:
     assert stdio.replies.empty()
 
 
+#: Lines the SDK reads itself (bytes that are not UTF-8 read as U+FFFD), and the answer's id.
+ANSWERED_BY_THE_SDK = [
+    (b'{"jsonrpc":"2.0","id":"\xff\xfe","method":"ping"}', "\ufffd\ufffd"),
+    (b'{"jsonrpc":"2.0","id":"\xed\xa0\x80","method":"ping"}', "\ufffd\ufffd\ufffd"),  # a surrogate's bytes
+    (b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % 10**30, 10**30),
+    (b'{"jsonrpc":"2.0","id":-9223372036854775809,"method":"ping"}', -9223372036854775809),
+]
+
+
+def test_bytes_that_are_not_utf8_and_huge_ids_are_answered_and_it_goes_on(stdio: Stdio) -> None:
+    for number, (line, request_id) in enumerate(ANSWERED_BY_THE_SDK, start=300):
+        stdio.send(line)
+        stdio.send(json.dumps({"jsonrpc": "2.0", "id": number, "method": "ping"}))
+        assert stdio.reply()["id"] == request_id, line
+        assert stdio.reply() == {"jsonrpc": "2.0", "id": number, "result": {}}
+    stdio.send(b"\xff\xfe\x00 not json \xc3")
+    assert stdio.reply()["error"]["code"] == PARSE_ERROR
+    stdio.send(json.dumps({"jsonrpc": "2.0", "id": 400, "method": "tools/list"}))
+    assert len(stdio.reply()["result"]["tools"]) == 4
+    assert stdio.process.poll() is None
+
+
 @given(st.text())
 def test_the_check_of_a_line_never_fails(line: str) -> None:
     found = problem(line)
     assert found is None or found.code in (PARSE_ERROR, INVALID_REQUEST)
+
+
+#: Text with lone surrogates among other characters (``st.text()`` leaves them out).
+_HOSTILE_TEXT = st.text(max_size=8) | st.builds(
+    "{}{}{}".format, st.text(max_size=3), st.characters(categories=["Cs"]), st.text(max_size=3)
+)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _HOSTILE_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_HOSTILE_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    st.fixed_dictionaries(
+        {"jsonrpc": st.sampled_from(["2.0", "1.0"]), "id": _HOSTILE_TEXT | _JSON, "method": _JSON},
+        optional={"params": _JSON},
+    )
+)
+def test_the_answer_to_any_message_can_be_written(message: dict[str, Any]) -> None:
+    """Whatever the shape, the error that answers it encodes as UTF-8 (the writer's need: an id with a
+    lone surrogate, echoed back, ended the server — issue 46, finding 7)."""
+    found = problem(json.dumps(message))
+    if found is not None:
+        answer = ErrorData(code=found.code, message=found.message)
+        error = JSONRPCError(jsonrpc="2.0", id=found.id, error=answer)
+        error.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8")

@@ -6,8 +6,9 @@ parser takes, a batch array, a wrong field — and reads a request whose id is n
 integer (``1.5``, ``true``, ``null``) as a notification, which gets no reply either: the client
 waits forever. This reader checks each line first: it passes every message the SDK reads as it is
 meant unchanged, and answers the others itself with a JSON-RPC error (-32700 parse error, -32600
-invalid request; the request's id when there is one to read, else null), written by the SDK's own
-writer so that frames never interleave. Blank lines are skipped.
+invalid request; the request's id when there is one to read and write back, else null: an id holding
+a lone surrogate cannot be written as UTF-8, and echoing it ended the server), written by the SDK's
+own writer so that frames never interleave. Blank lines are skipped.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def _refused(line: str, error: ValidationError) -> Problem:
     if isinstance(value, list):
         return Problem(None, INVALID_REQUEST, "Invalid Request: batches are not supported; send one per line")
     asked = value.get("id") if isinstance(value, dict) and "method" in value else None
-    request_id = asked if isinstance(asked, str) or type(asked) is int else None
+    writable = type(asked) is int or (isinstance(asked, str) and not _lone_surrogate(asked))
+    request_id = asked if writable else None
     unparsed = [detail["msg"] for detail in error.errors() if detail["type"] == "json_invalid"]
     if unparsed:  # Python reads it, the SDK's parser does not (NaN, nesting deeper than it takes…)
         why = "a string holds a lone surrogate" if _lone_surrogate(value) else unparsed[0]

@@ -5,14 +5,14 @@ when one of these commands runs."""
 import os
 import signal
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from remem.commands import options as opt
 from remem.commands.common import EXIT_INTERRUPTED, invocation, missing_store, note
 from remem.errors import StoreNotFoundError
-from remem.mcp import serve, serve_http
+from remem.mcp import MAX_CONNECTIONS, REQUEST_TIMEOUT, serve, serve_http
 
 #: A server's concurrency comes from its requests, so each search runs its vector products on one
 #: thread: with OpenBLAS's own threads (2 here) the server spent 85 ms of CPU per search of 10,000
@@ -92,6 +92,10 @@ def serve_command(
     tls_key: Annotated[
         Path | None, typer.Option("--tls-key", metavar="FILE", help="The certificate's private key (PEM).")
     ] = None,
+    tls_key_password_file: Annotated[
+        Path | None,
+        typer.Option("--tls-key-password-file", metavar="FILE", help="A file with the key's passphrase."),
+    ] = None,
     insecure_http: Annotated[
         bool,
         typer.Option(
@@ -99,6 +103,24 @@ def serve_command(
             help="Serve plain HTTP on an address other machines reach (a TLS proxy in front).",
         ),
     ] = False,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections",
+            min=1,
+            metavar="N",
+            help="Connections served at once; more get 503 at once (kept below ulimit -n).",
+        ),
+    ] = MAX_CONNECTIONS,
+    request_timeout: Annotated[
+        float,
+        typer.Option(
+            "--request-timeout",
+            min=0.001,
+            metavar="SECONDS",
+            help="A request must arrive whole (headers and body) in this time, or gets 408.",
+        ),
+    ] = REQUEST_TIMEOUT,
     store: opt.StoreOption = None,
 ) -> None:
     """Serve memories to a team's assistants over MCP (Streamable HTTP at /mcp; GET /healthz).
@@ -110,24 +132,21 @@ def serve_command(
     for name, value in SERVER_THREADS.items():
         os.environ.setdefault(name, value)
     try:
-        stopped_by = _serve_http(store, host, port, tls_cert, tls_key, insecure_http)
+        listening = {"host": host, "port": port, "insecure_http": insecure_http}
+        tls = {"tls_cert": tls_cert, "tls_key": tls_key, "tls_key_password_file": tls_key_password_file}
+        limits = {"max_connections": max_connections, "request_timeout": request_timeout}
+        stopped_by = _serve_http(store, **listening, **tls, **limits)
     except StoreNotFoundError as exc:  # not created: a token is needed first, and a typo must not make one
         raise StoreNotFoundError(missing_store(exc, store, "token add", "--user NAME")) from None
     if stopped_by == signal.SIGINT:
         raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def _serve_http(
-    store: str | None, host: str, port: int, tls_cert: Path | None, tls_key: Path | None, insecure_http: bool
-) -> int | None:
+def _serve_http(store: str | None, **options: Any) -> int | None:
     settings = invocation()
     return serve_http(
         store,
-        host=host,
-        port=port,
-        tls_cert=tls_cert,
-        tls_key=tls_key,
-        insecure_http=insecure_http,
+        **options,
         model_dir=settings.model_dir,
         embedder=settings.embedder,
         note=note,

@@ -21,6 +21,10 @@ from remem.errors import RememError
 if TYPE_CHECKING:
     import remem
 
+#: ``remem serve``'s bounds (``connections``): how many connections it serves at once, and how long
+#: (seconds) a request may take to arrive, headers and body.
+MAX_CONNECTIONS, REQUEST_TIMEOUT = 500, 10.0
+
 MISSING_SDK = (
     "remem mcp needs the MCP SDK, the mcp extra: pip install 'remem[mcp]' "
     "(from a checkout: pip install '.[mcp]')"
@@ -79,20 +83,27 @@ def serve_http(
     tls_cert: Path | None = None,
     tls_key: Path | None = None,
     insecure_http: bool = False,
+    tls_key_password_file: Path | None = None,
+    max_connections: int = MAX_CONNECTIONS,
+    request_timeout: float = REQUEST_TIMEOUT,
     model_dir: Path | None = None,
     embedder: remem.Embedder | None = None,
     note: Callable[[str], None] = lambda message: None,
 ) -> int | None:
     """Serve the store over Streamable HTTP (``remem.mcp.http``) until SIGTERM or SIGINT, every
-    call pinned by its bearer token; the signal that stopped it. InvalidInputError for an unsafe
-    or incomplete address set-up, the store's own errors when it cannot be opened (a missing one is
+    call pinned by its bearer token, at most ``max_connections`` at once, each request arriving
+    whole within ``request_timeout`` seconds (``remem.mcp.connections``);
+    the signal that stopped it. InvalidInputError for an unsafe or incomplete address set-up or
+    limit, the store's own errors when it cannot be opened (a missing one is
     not created: ``remem token add`` creates it, with the token its clients need)."""
     require_sdk("remem serve")
+    from remem.mcp.connections import Limits  # noqa: PLC0415
     from remem.mcp.http import HttpServer, Listener  # noqa: PLC0415
     from remem.mcp.server import build_server  # noqa: PLC0415
 
-    listener = Listener(host, port, tls_cert, tls_key, insecure_http)
+    listener = Listener(host, port, tls_cert, tls_key, insecure_http, tls_key_password_file)
+    limits = Limits(max_connections, request_timeout)
     server = build_server(
         store, model_dir=model_dir, embedder=embedder, note=note, create=False, name="remem serve"
     )
-    return HttpServer(server, listener, note=note).serve()
+    return HttpServer(server, listener, limits=limits, note=note).serve()

@@ -7,8 +7,9 @@ servers of one PostgreSQL store, and a restarted server serves it on). In front 
 no token, a wrong one and a revoked one — and one with a token is served within that token's pin
 (``Scope.of_token``). Tokens are read from the store on every request (``Tokens.verify``: every stored
 hash compared, in constant time), so a token revoked by any process is refused on its next request.
-``GET /healthz`` says whether the server is up and its model loaded; it needs no token and says
-nothing about the memories. The token never reaches a log.
+``GET /healthz`` says whether the server is up, its store readable (503 with the reason when it is
+not) and its model loaded; it needs no token and says nothing about the memories. The token never
+reaches a log. Connections are bounded and timed (``connections``).
 
 The SDK, starlette and uvicorn are imported here (the ``mcp`` extra), only when a server runs.
 """
@@ -23,7 +24,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 import remem
 from remem.errors import InvalidInputError, RememError, StoreError
+from remem.mcp.connections import Limits, Survive, guarded
 
 if TYPE_CHECKING:
     from remem.mcp.server import RememServer
@@ -49,6 +51,8 @@ MCP_PATH, HEALTH_PATH = "/mcp", "/healthz"
 GRACEFUL_SECONDS = 30.0
 #: The answer to a request without a token the store knows: the same, whatever was wrong.
 UNAUTHORIZED = {"error": "unauthorized"}
+#: How many connections at once, and how long a request may take to arrive, unless told.
+DEFAULT_LIMITS = Limits()
 #: How to make the first token.
 ADD_A_TOKEN = "remem token add --user NAME"
 
@@ -107,6 +111,11 @@ def build_app(server: RememServer) -> ASGIApp:
     server.token_required = True
 
     async def health(request: Request) -> Response:
+        try:
+            await anyio.to_thread.run_sync(lambda: service.run(lambda memories: memories.tokens.list()))
+        except StoreError as exc:
+            down = {"status": "unavailable", "reason": " ".join(str(exc).split())}
+            return JSONResponse({**down, "version": remem.__version__}, status_code=503)
         return JSONResponse({"status": "ok", "model": _model_state(server), "version": remem.__version__})
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(health)
@@ -141,6 +150,7 @@ class Listener:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     insecure_http: bool = False
+    tls_key_password_file: Path | None = field(default=None, repr=False)
 
     @property
     def loopback(self) -> bool:
@@ -226,13 +236,20 @@ class HttpServer:
     serving (``serve``) until ``stop()``, SIGTERM or SIGINT."""
 
     def __init__(
-        self, server: RememServer, listener: Listener, *, note: Callable[[str], None] = lambda message: None
+        self,
+        server: RememServer,
+        listener: Listener,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        note: Callable[[str], None] = lambda message: None,
     ) -> None:
         """Open the store of ``server`` (its errors raise before anything listens) and bind
-        ``listener``'s address; say on ``note`` where it listens (``remem serve: http://…/mcp``), and
+        ``listener``'s address, to serve within ``limits`` (``max_connections`` lowered below the
+        descriptor limit); say on ``note`` where it listens (``remem serve: http://…/mcp``), and
         when the store has no token. InvalidInputError for an unsafe or incomplete set-up."""
         warning = listener.check()
-        _check_tls(listener)
+        limits.check()
+        password = _check_tls(listener)
         location, tokens = server.service.run(lambda memories: (memories.location, memories.tokens.list()))
         self.socket = listener.bind()
         #: The URL of the MCP endpoint (with the port the system gave when ``listener.port`` was 0).
@@ -246,9 +263,12 @@ class HttpServer:
             server_header=False,
             ssl_certfile=listener.tls_cert,
             ssl_keyfile=listener.tls_key,
+            ssl_keyfile_password=password,
+            http=guarded(limits.fit(note)),
         )
         self._uvicorn = _Server(config)
         self._server = server
+        self._note = note
         if warning:
             note(f"remem serve: {warning}")
         plural = "token" if len(tokens) == 1 else "tokens"
@@ -261,26 +281,56 @@ class HttpServer:
         SIGTERM and SIGINT stop it gracefully: the requests under way are answered, new connections
         refused, then the store is closed."""
         self._server.answered.set()  # warm up at once: a server is started ahead of its clients
-        asyncio.run(self._uvicorn.serve(sockets=[self.socket]))
+        asyncio.run(self._serve())
         return self._uvicorn.stopped_by
+
+    async def _serve(self) -> None:
+        asyncio.get_running_loop().set_exception_handler(Survive(self._note))
+        await self._uvicorn.serve(sockets=[self.socket])
 
     def stop(self) -> None:
         """Stop serving, as SIGTERM does (from any thread)."""
         self._uvicorn.should_exit = True
 
 
-def _check_tls(listener: Listener) -> None:
-    """InvalidInputError, in one line, when the listener's certificate and key do not load together."""
+def _check_tls(listener: Listener) -> str | None:
+    """The passphrase of the TLS key (read from ``tls_key_password_file``), or None; InvalidInputError,
+    in one line, when the certificate and key do not load together. Never prompts: OpenSSL asks
+    ``ask`` instead of the terminal, and only for an encrypted key."""
     if listener.tls_cert is None or listener.tls_key is None:
-        return
+        return None
+    password = _read_password(listener.tls_key_password_file)
+    asked: list[bool] = []
+
+    def ask() -> bytes:
+        asked.append(True)
+        return b"" if password is None else password.encode()
+
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     try:
-        context.load_cert_chain(str(listener.tls_cert), str(listener.tls_key))
+        context.load_cert_chain(str(listener.tls_cert), str(listener.tls_key), password=ask)
     except ssl.SSLError:  # OpenSSL's reasons ("[SSL] PEM lib (_ssl.c:3905)") say nothing actionable
         reason = "they are not a PEM certificate and its PEM private key"
+        if asked and password is None:
+            reason = "the key is encrypted: pass its passphrase in a file with tls_key_password_file"
+        elif asked:
+            reason = "the passphrase does not open the key"
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
     else:
-        return
+        return password
     message = f"cannot load the TLS certificate and key: {reason}"
-    raise InvalidInputError(message, parameter="tls_cert", mentions=("tls_key",)) from None
+    mentions = ("tls_cert", "tls_key_password_file")
+    raise InvalidInputError(message, parameter="tls_key", mentions=mentions) from None
+
+
+def _read_password(path: Path | None) -> str | None:
+    """The passphrase in ``path`` (its first line), or None without one."""
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8").splitlines()[0] if path.stat().st_size else ""
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+        message = f"cannot read tls_key_password_file: {reason}"
+        raise InvalidInputError(message, parameter="tls_key_password_file") from None

@@ -155,14 +155,15 @@ class Served:
 
 
 @contextmanager
-def serve_process(store: Path | str, *args: str, port: int = 0) -> Iterator[Served]:
-    """`remem serve --store STORE --port PORT ARGS` as a real process, once it says its URL; killed
-    afterwards if it still runs."""
+def serve_process(store: Path | str, *args: str, port: int = 0, **popen: Any) -> Iterator[Served]:
+    """`remem serve --store STORE --port PORT ARGS` as a real process (``popen``: more arguments of
+    ``subprocess.Popen``, e.g. ``preexec_fn``), once it says its URL; killed afterwards if it still runs."""
     process = subprocess.Popen(
         [sys.executable, "-m", "remem", "serve", "--store", str(store), "--port", str(port), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        **popen,
     )
     served = Served(process)
     try:

@@ -31,6 +31,8 @@ from remem.mcp import MAX_CONNECTIONS, REQUEST_TIMEOUT
 
 #: Descriptors kept for the rest of the server (the store, the model's files, the listening socket).
 DESCRIPTOR_RESERVE = 64
+#: How long a refused connection is kept for its client to read the 503 and close (seconds).
+REFUSED_SECONDS = 1.0
 #: How often, at most, running out of descriptors is said (seconds).
 SAY_EVERY_SECONDS = 10.0
 #: The errors of an ``accept`` that asyncio retries a second later.
@@ -96,13 +98,21 @@ class Guarded(H11Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """Serve the connection, or answer 503 and close it when there are already too many."""
         if len(self.connections) >= self.limits.max_connections:
-            self._refused = True
-            assert isinstance(transport, asyncio.Transport)
-            transport.write(BUSY)
-            transport.close()
+            self._refuse(transport)
             return
         super().connection_made(transport)  # type: ignore[arg-type]
         self._arm()
+
+    def _refuse(self, transport: asyncio.BaseTransport) -> None:
+        """Answer 503 and end the connection: the client's request is read (and dropped) until it
+        closes its side or ``REFUSED_SECONDS`` pass, as closing with its bytes unread would reset the
+        connection and lose the answer."""
+        assert isinstance(transport, asyncio.Transport)
+        self._refused, self.transport = True, transport
+        transport.write(BUSY)
+        if transport.can_write_eof():
+            transport.write_eof()
+        self._deadline = self.loop.call_later(REFUSED_SECONDS, transport.close)
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Forget the connection (a refused one was never counted)."""
@@ -112,6 +122,8 @@ class Guarded(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         """Read on; the clock starts with a request's first byte and stops once it is whole."""
+        if self._refused:
+            return
         if self._deadline is None and self.conn.their_state is h11.IDLE:
             self._arm()
         super().data_received(data)

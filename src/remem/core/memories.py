@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.core import arguments
 from remem.core.context import ContextItem, Merge, merge
-from remem.errors import MemoryNotFoundError, StoreClosedError
+from remem.errors import MemoryNotFoundError, ModelMismatchError, StoreClosedError
 from remem.inputs import MAX_TEXT_CHARS
 from remem.later import Later
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import remem.reports as reports  # noqa: PLR0402 - `from remem import` is the public API (no layer may)
     from remem.backends.base import Backend, ProgressFn
     from remem.core import bulk, growth, scripts, staged, superseding, turns, upkeep
@@ -114,6 +116,20 @@ class Memories(AbstractContextManager["Memories"]):
         with self._loading:
             self._embedder, self._checked = self._given, False
 
+    def _with_the_stores_model(self, write: Callable[[Embedder], AddResult]) -> tuple[Embedder, AddResult]:
+        """``write(embedder)`` and the embedder it used; when the store's model changed since the
+        embedder was chosen (another process ran ``remem reindex --model``: ModelMismatchError,
+        nothing written), once more with the model chosen again. A long-lived process carries on."""
+        embedder = self.embedder()
+        try:
+            return embedder, write(embedder)
+        except ModelMismatchError:
+            if self._given is not None or self.backend.model in (None, embedder.info):
+                raise  # a model the caller gave, or a mismatch the store did not change into
+            self._reload_model()
+            embedder = self.embedder()
+            return embedder, write(embedder)
+
     # --- adding ----------------------------------------------------------------------------------
 
     def add(
@@ -162,8 +178,9 @@ class Memories(AbstractContextManager["Memories"]):
                     turns.refresh(self.backend, self.embedder(), [waiting.id])  # now it gets its vectors
                 return waiting
             new_store = self.backend.model is None
-            embedder = self.embedder()
-            added = bulk.add_one(self.backend, embedder, memory, progress)
+            embedder, added = self._with_the_stores_model(
+                lambda e: bulk.add_one(self.backend, e, memory, progress)
+            )
         if added.duplicate:
             return added
         if new_store:

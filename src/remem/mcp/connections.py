@@ -7,7 +7,7 @@ server. Here every connection is a ``Guarded`` one: a request must arrive whole 
 within ``Limits.request_timeout`` of its first byte (or of the connection, for the first), else the
 server answers 408 and closes it; beyond ``Limits.max_connections`` a new connection gets a 503 at
 once and is closed (a client tries again); ``fit`` keeps that bound below the descriptor limit
-(``ulimit -n``). ``survive`` is the event loop's error handler: a failed ``accept`` for want of
+(``ulimit -n``). ``Survive`` is the event loop's error handler: a failed ``accept`` for want of
 descriptors (a TLS handshake not finished holds one too) is said once in a while, and asyncio tries
 accepting again a second later; the server goes on.
 """

@@ -265,6 +265,7 @@ class HttpServer:
             ssl_keyfile=listener.tls_key,
             ssl_keyfile_password=password,
             http=guarded(limits.fit(note)),
+            ws="none",  # remem serves no WebSocket (an upgraded connection would stay on the request clock)
         )
         self._uvicorn = _Server(config)
         self._server = server

@@ -7,7 +7,7 @@ heavy: the SDK is imported by ``serve`` and ``remem.mcp.server`` only. ``server`
 ``schemas``), ``scope`` is the pin of a caller (``--user``/``--conversation``, or a token's),
 ``service`` shares one ``Memories`` between the calls and warms the model up, ``paging`` is
 memory_list's cursor, ``stdio`` reads stdin in front of the SDK's transport so that every line gets
-an answer, and ``http`` is ``remem serve``.
+an answer, and ``http`` is ``remem serve`` (its connections bounded and timed by ``connections``).
 """
 
 from __future__ import annotations

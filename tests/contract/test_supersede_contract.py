@@ -200,23 +200,6 @@ def test_a_duplicate_forgotten_before_its_supersede_is_written_is_stored_with_it
     assert [h.memory.id for h in memories.search(NEW, k=1, mode="vector")] == [added.id]
 
 
-def test_a_duplicate_older_than_the_memory_it_would_supersede_is_refused(memories: Memories) -> None:
-    """Linking ``first`` (older) as the replacement of ``second`` would point a link back in
-    time, and close a loop when ``first`` is the memory ``second`` replaced: both hidden for good."""
-    first = memories.add(OLD).id
-    second = memories.add(NEW, supersedes=first).id
-    with pytest.raises(InvalidInputError, match="older"):
-        memories.add(OLD, supersedes=second)  # going back to the first fact
-    assert memories.get(second).superseded_by is None
-    third = memories.add(OTHER).id
-    with pytest.raises(InvalidInputError, match="older"):
-        memories.add(NEW, supersedes=third)  # a current older duplicate: refused too
-    assert memories.get(third).superseded_by is None
-    memories.forget([second])  # the way back: forgetting the correction
-    assert memories.get(first).superseded_by is None
-    assert [m.id for m in memories.list()] == [third, first]
-
-
 def test_the_links_an_import_writes_are_all_or_none_and_need_both_memories(
     memories: Memories, backend: Backend
 ) -> None:

@@ -57,7 +57,12 @@ def chain(memories: Memories, *ports: int, **fields: Any) -> list[int]:
 def test_a_fact_that_changed_back_is_current_again(memories: Memories) -> None:
     first, second = chain(memories, 5432, 5433)
     again = memories.add(PORT.format(5432))
-    assert (again.id, again.duplicate, again.current_again, again.superseded) == (first, True, True, (second,))
+    assert (again.id, again.duplicate, again.current_again, again.superseded) == (
+        first,
+        True,
+        True,
+        (second,),
+    )
     assert links_of(memories) == {first: None, second: first}
     for path, found in found_by(memories).items():
         assert found == {first}, path
@@ -149,7 +154,7 @@ def test_an_expired_and_superseded_memory_added_again_is_current(memories: Memor
 
 def test_a_link_that_would_close_a_loop_is_refused(memories: Memories, backend: Backend) -> None:
     """The rule that replaced "only an older one": a memory never supersedes one its chain leads to."""
-    first, second, third = chain(memories, 5432, 5433, 5434)
+    first, _, third = chain(memories, 5432, 5433, 5434)
     before = links_of(memories)
     with pytest.raises(InvalidInputError, match="loop"):
         backend.supersede([Link(third, first, None, None, PAST)])

@@ -20,7 +20,7 @@ from remem.commands.common import (
     stdin,
     warn,
 )
-from remem.errors import InvalidInputError
+from remem.errors import InvalidInputError, RememError
 from remem.inputs import (
     MAX_TEXT_CHARS,
     clean_name,
@@ -147,7 +147,11 @@ def _add_one(
             supersedes=m.supersedes,
             expires_at=m.expires_at,
         )
-        return result, memories.get_many([similar.id for similar in result.similar])
+        try:  # the memory is stored: a failed read of the similar ones only leaves them unnamed
+            return result, memories.get_many([similar.id for similar in result.similar])
+        except RememError as exc:
+            warn(f"Memory {result.id} is stored; the similar memories could not be read: {exc}")
+            return result, {}
 
 
 def _print_added(
@@ -157,10 +161,13 @@ def _print_added(
     if json_out:
         shown = [{"id": s.id, "score": s.score} for s in result.similar]
         record = {"id": result.id, "duplicate": result.duplicate, "supersedes": supersedes}
-        typer.echo(render.json_line({**record, "similar": shown}))
+        again = {"current_again": result.current_again, "superseded": list(result.superseded)}
+        typer.echo(render.json_line({**record, **again, "similar": shown}))
     else:
         typer.echo(str(result.id))
-    if result.duplicate:
+    if result.current_again:
+        note(f"Memory {result.id} is current again{_superseding(result.superseded)}.")
+    elif result.duplicate:
         now = f"; it supersedes memory {supersedes} now" if supersedes is not None else ""
         note(f"Already stored as memory {result.id}; not added again{now}.")
     elif supersedes is not None:
@@ -172,6 +179,14 @@ def _print_added(
                 f'Similar to memory {found.id} ({found.score:.2f}): "{quoted}"; '
                 f"to replace it: remem add --supersedes {found.id} …"
             )
+
+
+def _superseding(ids: tuple[int, ...]) -> str:
+    """``, superseding memory 2`` (or memories 2 and 5); nothing for none."""
+    if not ids:
+        return ""
+    named = " and ".join([", ".join(map(str, ids[:-1])), str(ids[-1])] if len(ids) > 1 else [str(ids[0])])
+    return f", superseding memor{'ies' if len(ids) > 1 else 'y'} {named}"
 
 
 def _named_file(text: list[str] | None) -> str | None:

@@ -168,6 +168,20 @@ def test_an_expired_memory_added_again_with_expires_is_current_and_kept(store_di
     assert _ids(run_cli(["export"], store_dir).stdout) == [1]
 
 
+def test_importing_part_of_a_chain_links_it_into_the_store_s_chain(chain: Path, tmp_path: Path) -> None:
+    """`remem import` of OLD ← NEW into a store that holds NEW, superseded there by a later fact:
+    OLD is linked to NEW, not brought back beside the later fact."""
+    exported = run_cli(["export"], chain).stdout
+    target = tmp_path / "target"
+    assert run_cli(["add", NEW], target).code == 0
+    assert run_cli(["add", "--supersedes", "1", "We run Postgres 18 in production"], target).code == 0
+    imported = run_cli(["import", "-"], target, stdin=exported.encode())
+    assert imported.code == 0 and "not kept" not in imported.stderr
+    assert _ids(run_cli(["list", "--json"], target).stdout) == [2]
+    records = {r["text"]: r for r in map(json.loads, run_cli(["export"], target).stdout.splitlines())}
+    assert records[OLD]["superseded_by"] == 1 and records[NEW]["superseded_by"] == 2
+
+
 def test_stats_and_doctor_count_them_and_doctor_finds_a_broken_link(chain: Path) -> None:
     assert run_cli(["add", "--jsonl", "-"], chain, stdin=EXPIRED).code == 0
     stats = json.loads(run_cli(["stats", "--json"], chain).stdout)

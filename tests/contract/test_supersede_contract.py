@@ -378,6 +378,47 @@ def test_an_import_that_contradicts_a_stored_link_keeps_the_store_s_and_says_so(
     assert any("not kept" in note for note in target.notes)
 
 
+def test_importing_part_of_a_chain_never_brings_a_retired_fact_back(
+    open_backend: Callable[..., Backend],
+) -> None:
+    """v1 ← v2 ← v3 imported into a store that holds v2 and v3, v3 superseded there by v4: v1 is
+    linked to the store's v2 (an id older than its own), not left current beside v4."""
+    source = _memories(open_backend())
+    _chain(source, 3)
+    exported = list(source.export())
+    target = _memories(open_backend("target"))
+    _, _, _, v4 = _chain(target, 4)
+    target.forget([target.list(include_superseded=True)[-1].id])  # the store holds v2 → v3 → v4
+    target.import_(exported)
+    stored = {m.text: m for m in target.iter(include_superseded=True)}
+    assert stored[OLD].superseded_by == stored[NEW].id < stored[OLD].id
+    assert [m.id for m in target.list()] == [v4]
+    for path, found in found_by(target).items():
+        assert found == {v4}, path
+    assert not any("not kept" in note for note in target.notes)
+
+
+def test_an_import_keeps_a_link_to_a_memory_current_again_unless_the_store_retired_it(
+    open_backend: Callable[..., Backend],
+) -> None:
+    """A memory current again supersedes a later one: its export names it before the memory it
+    retired (a link back in the file). A fresh store keeps the link; a store whose own chain retired
+    that memory keeps its chain (the link would close a loop) and says so."""
+    source = _memories(open_backend())
+    old, new = _chain(source, 2)
+    assert source.add(OLD).current_again
+    exported = list(source.export())
+    assert [(r["id"], r["superseded_by"]) for r in exported] == [(old, None), (new, old)]
+    fresh = _memories(open_backend("fresh"))
+    fresh.import_(exported)
+    assert _links(fresh) == {old: None, new: old}
+    retired = _memories(open_backend("retired"))
+    mine_old, mine_new = _chain(retired, 2)
+    retired.import_(exported)
+    assert _links(retired) == {mine_old: mine_new, mine_new: None}
+    assert any("1 supersede links of the import were not kept" in note for note in retired.notes)
+
+
 # --- a store of the schema before ----------------------------------------------------------------
 
 #: What the migration to memories that change added (local schema 6, PostgreSQL schema 8).

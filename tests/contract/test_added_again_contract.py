@@ -159,3 +159,15 @@ def test_a_link_that_would_close_a_loop_is_refused(memories: Memories, backend: 
     with pytest.raises(InvalidInputError, match="loop"):
         backend.supersede([Link(third, first, None, None, PAST)])
     assert links_of(memories) == before
+
+
+def test_a_batch_leaves_a_retired_memory_retired_and_says_so(memories: Memories) -> None:
+    """add_many is all or nothing and reports duplicates; one of a retired memory is named in a note."""
+    first, second = chain(memories, 5432, 5433)
+    result = memories.add_many([PORT.format(5432), PORT.format(5433), "the replica listens on port 6432"])
+    assert result.duplicates == [first, second] and len(result.added) == 1
+    assert links_of(memories)[first] == second
+    assert memories.notes[-1] == (
+        "1 duplicate is a memory superseded or expired, left so by a batch: `remem add TEXT` makes one "
+        "current again"
+    )

@@ -211,10 +211,15 @@ class Memories(AbstractContextManager["Memories"]):
         ``memories`` is read once, as a stream; more than a few thousand go through the store's
         staging area (``remem.core.staged``): an interrupted add leaves no memory, and the same add
         run again resumes it. ``progress(done, total)`` is called as memories are embedded
-        (``total`` at least ``expected`` when a stream of that length is staged)."""
+        (``total`` at least ``expected`` when a stream of that length is staged). A duplicate of a
+        retired (superseded or expired) memory stays retired, with a note naming how many (``add``
+        makes one current again)."""
         expected = arguments.sized(memories, expected)
         entries = arguments.memories_to_add(memories, self.max_text_chars)
-        return self.add_entries(entries, progress=progress, expected=expected)
+        result = self.add_entries(entries, progress=progress, expected=expected)
+        with afterwards(self.notes, "counting the retired memories among the duplicates"):
+            self.notes.extend(superseding.retired_note(self.backend, result.duplicates))
+        return result
 
     def add_entries(
         self, entries: Iterable[Entry], *, progress: ProgressFn | None = None, expected: int | None = None

@@ -26,7 +26,7 @@ cosines are squeezed together (unrelated memories score about 0.85), so it names
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from remem.backends.links import Link
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 #: A stored memory this similar (cosine of best windows) to an added one is named in its result.
 SIMILAR_THRESHOLD = 0.69
+#: How many duplicates of a batch are read at a time to count the retired ones.
+RETIRED_CHUNK = 1_000
 #: At most this many similar memories are named.
 MAX_SIMILAR = 3
 #: How many of the vector lane's best are looked at (the added memory itself among them; memories of
@@ -95,6 +97,19 @@ def add_again(backend: Backend, memory: NewMemory, existing: int) -> AddResult |
     asked = () if memory.supersedes is None else (memory.supersedes,)
     superseded = tuple(sorted({*plan.supersedes, *asked}))
     return AddResult(id=existing, duplicate=True, current_again=plan.retired, superseded=superseded)
+
+
+def retired_note(backend: Backend, duplicates: Sequence[int]) -> list[str]:
+    """A note when some of a batch's ``duplicates`` (stored ids) are retired memories: a batch
+    leaves them so (the same text added alone makes one current again); [] when none is."""
+    now, retired = utc_now_iso(), 0
+    for start in range(0, len(duplicates), RETIRED_CHUNK):
+        found = backend.get_many(duplicates[start : start + RETIRED_CHUNK]).values()
+        retired += sum(m.superseded_by is not None or (m.expires_at or "~") <= now for m in found)
+    if not retired:
+        return []
+    which = "1 duplicate is a memory" if retired == 1 else f"{retired:,} duplicates are memories"
+    return [f"{which} superseded or expired, left so by a batch: `remem add TEXT` makes one current again"]
 
 
 def history(backend: Backend, memory: Memory) -> list[Memory]:

@@ -78,6 +78,11 @@ def similar(backend: Backend, embedder: Embedder, memory: NewMemory, new_id: int
     return tuple(sorted(same, key=lambda s: (-s.score, s.id))[:MAX_SIMILAR])
 
 
+def retired(memory: Memory, now: str) -> bool:
+    """Whether ``memory`` is out of every read unless included: superseded, or expired at ``now``."""
+    return memory.superseded_by is not None or memory.expired(now)
+
+
 def add_again(backend: Backend, memory: NewMemory, existing: int) -> AddResult | None:
     """``memory``'s text added again, stored already as ``existing``: a current memory is a duplicate
     (nothing written, unless ``supersedes`` asks for a link); a retired one (superseded, or expired)
@@ -88,8 +93,7 @@ def add_again(backend: Backend, memory: NewMemory, existing: int) -> AddResult |
         stored = backend.get_many([existing]).get(existing)
         if stored is None:
             return None
-        expired = stored.expires_at is not None and stored.expires_at <= now
-        if stored.superseded_by is None and not expired:
+        if not retired(stored, now):
             return AddResult(id=existing, duplicate=True)
     plan = backend.revive(existing, memory.supersedes, memory.expires_at, now)
     if plan is None:
@@ -102,13 +106,13 @@ def add_again(backend: Backend, memory: NewMemory, existing: int) -> AddResult |
 def retired_note(backend: Backend, duplicates: Sequence[int]) -> list[str]:
     """A note when some of a batch's ``duplicates`` (stored ids) are retired memories: a batch
     leaves them so (the same text added alone makes one current again); [] when none is."""
-    now, retired = utc_now_iso(), 0
+    now, count = utc_now_iso(), 0
     for start in range(0, len(duplicates), RETIRED_CHUNK):
         found = backend.get_many(duplicates[start : start + RETIRED_CHUNK]).values()
-        retired += sum(m.superseded_by is not None or (m.expires_at or "~") <= now for m in found)
-    if not retired:
+        count += sum(retired(memory, now) for memory in found)
+    if not count:
         return []
-    which = "1 duplicate is a memory" if retired == 1 else f"{retired:,} duplicates are memories"
+    which = "1 duplicate is a memory" if count == 1 else f"{count:,} duplicates are memories"
     return [f"{which} superseded or expired, left so by a batch: `remem add TEXT` makes one current again"]
 
 

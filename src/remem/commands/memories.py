@@ -95,7 +95,8 @@ def add(
     """Store a memory and print its id; or many at once with --lines / --jsonl.
 
     The same text in the same user/conversation is stored once: adding it again prints the
-    existing id (and says so on stderr) without loading the model. A stored memory that says nearly
+    existing id (and says so on stderr) without loading the model; if that memory was superseded or
+    expired, it is current again (with this --expires). A stored memory that says nearly
     the same is named on stderr (--json: "similar"); add the text again with --supersedes ID if it
     replaces that one. A batch (--lines, --jsonl) is one transaction: all of it is added, or
     nothing; the options give every memory of it their values.

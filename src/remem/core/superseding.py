@@ -137,17 +137,23 @@ def history(backend: Backend, memory: Memory) -> list[Memory]:
 
 #: What an import finds a memory by: its text's hash, user and conversation.
 Key = tuple[str, "str | None", "str | None"]
+#: How many of an import's last entries are remembered (by key) for a link back to one of them.
+RECENT_KEYS = 100_000
 
 
 class ImportLinks:
-    """The supersede links of an import, collected as its entries stream past (the key of each
-    entry with an id is kept, not its text: a link may name a memory read before or after it).
-    Links whose new memory is not in the import are counted, not kept."""
+    """The supersede links of an import, collected as its entries stream past, by what finds each
+    memory in the store (its text's hash, user and conversation), never its text. A link's new
+    memory is most often read after its old one (an export lists memories by id); one current
+    again is read before the later memory it superseded: the keys of the last ``RECENT_KEYS``
+    entries are kept for those (memory stays bounded). Links whose new memory is not found in the
+    import are counted, not kept."""
 
     def __init__(self) -> None:
         """Nothing collected yet."""
-        self._keys: dict[int, Key] = {}  # the export's id → what finds the memory in this store
-        self._links: list[tuple[Key, int, str | None]] = []  # old memory, new memory's export id, when
+        self._waiting: dict[int, list[tuple[Key, str | None]]] = {}  # new memory's export id → links
+        self._recent: dict[int, Key] = {}  # export id → key of the last RECENT_KEYS entries read
+        self._pairs: list[tuple[Key, Key, str | None]] = []  # old, new, when
 
     def watch(self, entries: Iterable[Entry]) -> Iterator[Entry]:
         """The entries, unchanged, noting the links they carry."""
@@ -155,9 +161,15 @@ class ImportLinks:
             memory = entry.memory
             key = (text_sha256(memory.text), memory.user, memory.conversation)
             if memory.id is not None:
-                self._keys[memory.id] = key
-            if entry.superseded_by is not None:
-                self._links.append((key, entry.superseded_by, entry.superseded_at))
+                self._pairs.extend((old, key, at) for old, at in self._waiting.pop(memory.id, []))
+                self._recent[memory.id] = key
+                if len(self._recent) > RECENT_KEYS:
+                    del self._recent[next(iter(self._recent))]
+            by = entry.superseded_by
+            if by is not None and by in self._recent:  # a memory read before: one current again
+                self._pairs.append((key, self._recent[by], entry.superseded_at))
+            elif by is not None:
+                self._waiting.setdefault(by, []).append((key, entry.superseded_at))
             yield entry
 
     def apply(self, backend: Backend) -> list[str]:
@@ -165,12 +177,12 @@ class ImportLinks:
         whatever ids they were given); notes on links that could not be kept. A link the store's
         own links refuse (the old memory superseded otherwise, or a loop: the store's chain retired
         the new memory) is not written, so an import never makes current what the store retired."""
-        notes = []
-        pairs = [(old, self._keys[new], at) for old, new, at in self._links if new in self._keys]
-        if len(pairs) < len(self._links):
+        notes, pairs = [], self._pairs
+        if self._waiting:
+            unlinked = sum(map(len, self._waiting.values()))
             notes.append(
-                f"{len(self._links) - len(pairs)} imported memories were superseded by memories not in "
-                "the import; they were imported as current"
+                f"{unlinked} imported memories were superseded by memories not in the import; "
+                "they were imported as current"
             )
         if not pairs:
             return notes

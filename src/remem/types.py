@@ -287,11 +287,16 @@ class Similar:
 class AddResult:
     """The id a text is stored under, and whether it was already there (then nothing was added);
     ``similar``: stored memories of the same user (and conversation) that say nearly the same, best
-    first — candidates for ``supersedes`` (``Memories.add`` fills it; empty for a duplicate)."""
+    first — candidates for ``supersedes`` (``Memories.add`` fills it; empty for a duplicate).
+    ``current_again``: the text's memory was retired (superseded, or expired) and this add made it
+    current again; ``superseded``: the memories it supersedes by this add (the one asked for with
+    ``supersedes``; for a memory current again, the head of the chain that had replaced it)."""
 
     id: int
     duplicate: bool
     similar: tuple[Similar, ...] = ()
+    current_again: bool = False
+    superseded: tuple[int, ...] = ()
 
 
 #: Field order of every JSON record of a memory (search adds ``score`` after ``id``).

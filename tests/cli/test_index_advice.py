@@ -60,6 +60,8 @@ def test_json_stdout_stays_clean_and_quiet_silences_it(store_dir: Path) -> None:
         "id": SIZE,
         "duplicate": False,
         "supersedes": None,
+        "current_again": False,
+        "superseded": [],
         "similar": [],
     }
     quiet = run_cli(["--quiet", "stats"], store_dir)

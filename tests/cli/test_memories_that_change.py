@@ -127,6 +127,61 @@ def test_an_expired_memory_is_left_out_and_forget_expired_deletes_it(store_dir: 
     assert (again.code, again.stdout, again.stderr) == (0, "", "No memory has expired.\n")
 
 
+def test_a_fact_that_changed_back_is_current_again(chain: Path) -> None:
+    """OLD, superseded by NEW, then OLD again: memory 1 is current again (it supersedes 2), where
+    `add` used to say "Already stored" while every search found only NEW."""
+    again = run_cli(["add", OLD], chain)
+    assert (again.code, again.stdout, again.stderr) == (
+        0,
+        "1\n",
+        "Memory 1 is current again, superseding memory 2.\n",
+    )
+    for mode in ("keyword", "vector", "hybrid"):
+        assert _ids(run_cli(["search", "--json", "--mode", mode, "postgres"], chain).stdout) == [1], mode
+    assert json.loads(run_cli(["show", "--json", "2"], chain).stdout)["superseded_by"] == 1
+    same = run_cli(["add", "--json", OLD], chain)  # current now: a duplicate as ever
+    record = json.loads(same.stdout)
+    assert (record["duplicate"], record["current_again"], record["superseded"]) == (True, False, [])
+    assert same.stderr == "Already stored as memory 1; not added again.\n"
+    back = run_cli(["add", "--supersedes", "1", NEW], chain)  # and it may change again
+    assert (back.code, back.stdout, back.stderr) == (
+        0,
+        "2\n",
+        "Memory 2 is current again, superseding memory 1.\n",
+    )
+
+
+def test_the_old_text_with_supersedes_brings_it_back(chain: Path) -> None:
+    again = run_cli(["add", "--json", "--supersedes", "2", OLD], chain)
+    record = json.loads(again.stdout)
+    assert (again.code, record["id"], record["current_again"], record["superseded"]) == (0, 1, True, [2])
+    assert again.stderr == "Memory 1 is current again, superseding memory 2.\n"
+    assert _ids(run_cli(["list", "--json"], chain).stdout) == [1]
+
+
+def test_an_expired_memory_added_again_with_expires_is_current_and_kept(store_dir: Path) -> None:
+    assert run_cli(["add", "--jsonl", "-"], store_dir, stdin=EXPIRED).code == 0
+    again = run_cli(["add", "--expires", "7d", "The 2019 offsite is in Lisbon"], store_dir)
+    assert (again.code, again.stdout, again.stderr) == (0, "1\n", "Memory 1 is current again.\n")
+    assert _ids(run_cli(["search", "--json", "--mode", "keyword", "offsite"], store_dir).stdout) == [1]
+    assert run_cli(["forget", "--expired"], store_dir).stderr == "No memory has expired.\n"
+    assert _ids(run_cli(["export"], store_dir).stdout) == [1]
+
+
+def test_importing_part_of_a_chain_links_it_into_the_store_s_chain(chain: Path, tmp_path: Path) -> None:
+    """`remem import` of OLD ← NEW into a store that holds NEW, superseded there by a later fact:
+    OLD is linked to NEW, not brought back beside the later fact."""
+    exported = run_cli(["export"], chain).stdout
+    target = tmp_path / "target"
+    assert run_cli(["add", NEW], target).code == 0
+    assert run_cli(["add", "--supersedes", "1", "We run Postgres 18 in production"], target).code == 0
+    imported = run_cli(["import", "-"], target, stdin=exported.encode())
+    assert imported.code == 0 and "not kept" not in imported.stderr
+    assert _ids(run_cli(["list", "--json"], target).stdout) == [2]
+    records = {r["text"]: r for r in map(json.loads, run_cli(["export"], target).stdout.splitlines())}
+    assert records[OLD]["superseded_by"] == 1 and records[NEW]["superseded_by"] == 2
+
+
 def test_stats_and_doctor_count_them_and_doctor_finds_a_broken_link(chain: Path) -> None:
     assert run_cli(["add", "--jsonl", "-"], chain, stdin=EXPIRED).code == 0
     stats = json.loads(run_cli(["stats", "--json"], chain).stdout)

@@ -200,23 +200,6 @@ def test_a_duplicate_forgotten_before_its_supersede_is_written_is_stored_with_it
     assert [h.memory.id for h in memories.search(NEW, k=1, mode="vector")] == [added.id]
 
 
-def test_a_duplicate_older_than_the_memory_it_would_supersede_is_refused(memories: Memories) -> None:
-    """Linking ``first`` (older) as the replacement of ``second`` would point a link back in
-    time, and close a loop when ``first`` is the memory ``second`` replaced: both hidden for good."""
-    first = memories.add(OLD).id
-    second = memories.add(NEW, supersedes=first).id
-    with pytest.raises(InvalidInputError, match="older"):
-        memories.add(OLD, supersedes=second)  # going back to the first fact
-    assert memories.get(second).superseded_by is None
-    third = memories.add(OTHER).id
-    with pytest.raises(InvalidInputError, match="older"):
-        memories.add(NEW, supersedes=third)  # a current older duplicate: refused too
-    assert memories.get(third).superseded_by is None
-    memories.forget([second])  # the way back: forgetting the correction
-    assert memories.get(first).superseded_by is None
-    assert [m.id for m in memories.list()] == [third, first]
-
-
 def test_the_links_an_import_writes_are_all_or_none_and_need_both_memories(
     memories: Memories, backend: Backend
 ) -> None:
@@ -393,6 +376,47 @@ def test_an_import_that_contradicts_a_stored_link_keeps_the_store_s_and_says_so(
     stored = {m.text: m for m in target.iter(include_superseded=True)}
     assert stored[OLD].superseded_by == mine and stored[NEW].superseded_by is None
     assert any("not kept" in note for note in target.notes)
+
+
+def test_importing_part_of_a_chain_never_brings_a_retired_fact_back(
+    open_backend: Callable[..., Backend],
+) -> None:
+    """v1 ← v2 ← v3 imported into a store that holds v2 and v3, v3 superseded there by v4: v1 is
+    linked to the store's v2 (an id older than its own), not left current beside v4."""
+    source = _memories(open_backend())
+    _chain(source, 3)
+    exported = list(source.export())
+    target = _memories(open_backend("target"))
+    _, _, _, v4 = _chain(target, 4)
+    target.forget([target.list(include_superseded=True)[-1].id])  # the store holds v2 → v3 → v4
+    target.import_(exported)
+    stored = {m.text: m for m in target.iter(include_superseded=True)}
+    assert stored[OLD].superseded_by == stored[NEW].id < stored[OLD].id
+    assert [m.id for m in target.list()] == [v4]
+    for path, found in found_by(target).items():
+        assert found == {v4}, path
+    assert not any("not kept" in note for note in target.notes)
+
+
+def test_an_import_keeps_a_link_to_a_memory_current_again_unless_the_store_retired_it(
+    open_backend: Callable[..., Backend],
+) -> None:
+    """A memory current again supersedes a later one: its export names it before the memory it
+    retired (a link back in the file). A fresh store keeps the link; a store whose own chain retired
+    that memory keeps its chain (the link would close a loop) and says so."""
+    source = _memories(open_backend())
+    old, new = _chain(source, 2)
+    assert source.add(OLD).current_again
+    exported = list(source.export())
+    assert [(r["id"], r["superseded_by"]) for r in exported] == [(old, None), (new, old)]
+    fresh = _memories(open_backend("fresh"))
+    fresh.import_(exported)
+    assert _links(fresh) == {old: None, new: old}
+    retired = _memories(open_backend("retired"))
+    mine_old, mine_new = _chain(retired, 2)
+    retired.import_(exported)
+    assert _links(retired) == {mine_old: mine_new, mine_new: None}
+    assert any("1 supersede links of the import were not kept" in note for note in retired.notes)
 
 
 # --- a store of the schema before ----------------------------------------------------------------

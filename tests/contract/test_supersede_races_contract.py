@@ -38,6 +38,7 @@ RACES = {
     "supersede alike": ("resupersede T", "resupersede T"),
     "forget the middle": ("supersede T", "forget M"),
     "forget two links": ("forget M", "forget T"),
+    "bring back": ("bring W", "supersede T"),
 }
 
 
@@ -68,6 +69,8 @@ def _act(memories: Memories, action: str, part: str, number: int, chain: dict[st
         return _outcome(lambda: memories.add(f"the correction {number}", supersedes=target).id)
     if verb == "forget":
         return _outcome(lambda: [m.id for m in memories.forget([target]).forgotten])
+    if verb == "bring":  # the first fact again: current again, superseding whatever is current now
+        return _outcome(lambda: memories.add(f"round {number} memory, version 0").id)
     return _outcome(lambda: memories.edit(target, f"{part}'s edit in round {number}").text)
 
 
@@ -92,7 +95,7 @@ def _setup(memories: Memories, race: str) -> list[dict[str, int]]:
     ``forget``, which needs no M), by their ids."""
     chains = []
     for number in range(ROUNDS):
-        versions = 3 if number % 2 or race in ("forget the middle", "forget two links") else 2
+        versions = 3 if number % 2 or race in ("forget the middle", "forget two links", "bring back") else 2
         if race == "forget" and number % 4 == 0:
             versions = 1
         ids: list[int] = []
@@ -130,16 +133,21 @@ def _race(location: str, race: str, chains: list[dict[str, int]]) -> dict[str, l
 
 
 def assert_consistent(stored: dict[int, Memory]) -> None:
-    """Every link of the store as the rules leave it: to a newer memory that exists, of the same
-    user and conversation, with its time; no memory superseded by two chains' ends; no loop."""
+    """Every link of the store as the rules leave it: to a memory that exists, of the same user
+    and conversation, with its time; no loop (every chain ends in a current memory)."""
     for memory in stored.values():
         if memory.superseded_by is None:
             assert memory.superseded_at is None, memory
             continue
         newer = stored.get(memory.superseded_by)
         assert newer is not None, f"memory {memory.id} is superseded by missing memory {memory.superseded_by}"
-        assert newer.id > memory.id and memory.superseded_at is not None, memory
+        assert memory.superseded_at is not None, memory
         assert (newer.user, newer.conversation) == (memory.user, memory.conversation)
+        seen, after = {memory.id}, memory.superseded_by
+        while after is not None:
+            assert after not in seen, f"a loop through memory {after}"
+            seen.add(after)
+            after = stored[after].superseded_by
 
 
 @pytest.mark.parametrize("race", list(RACES))
@@ -162,11 +170,11 @@ def test_racing_links_ends_as_the_rules_allow(
         zip(chains, outcomes["first"], outcomes["second"], strict=True)
     ):
         outcome = {"first": first, "second": second}
-        seen = _Round(number, chain, stored, by_text)
+        seen = _Round(number, chain, stored, by_text, race)
         for part, action in zip(("first", "second"), RACES[race], strict=True):
             seen.check(part, action, outcome[part])
         orders.add(seen.check_together(race, first, second))
-    if race in ("forget", "supersede"):  # both orders happened (else the processes did not race)
+    if race in ("forget", "supersede", "bring back"):  # both orders happened (else they did not race)
         assert len(orders) == 2, (orders, took)
     checks, _ = after.backend.doctor(repair=False)
     assert all(check.ok for check in checks), [c for c in checks if not c.ok]
@@ -176,9 +184,16 @@ class _Round:
     """What one round left in the store, checked against what each process was told."""
 
     def __init__(
-        self, number: int, chain: dict[str, int], stored: dict[int, Memory], by_text: dict[str, int]
+        self,
+        number: int,
+        chain: dict[str, int],
+        stored: dict[int, Memory],
+        by_text: dict[str, int],
+        race: str,
     ) -> None:
         self.number, self.chain, self.stored, self.by_text = number, chain, stored, by_text
+        #: What a correction that was done may be superseded by afterwards: W, brought back.
+        self.later = {None, chain["W"]} if race == "bring back" else {None}
 
     def check(self, part: str, action: str, outcome: tuple[str, Any]) -> None:
         """One process's action as it said it went: done and kept, or refused and nothing stored."""
@@ -190,13 +205,15 @@ class _Round:
         elif verb == "supersede":
             mine = self.by_text.get(f"{part}'s correction {self.number}")
             if outcome[0] == "ok":
-                assert mine == outcome[1] and self.stored[mine].superseded_by is None
+                assert mine == outcome[1] and self.stored[mine].superseded_by in self.later
                 assert target not in self.stored or self.stored[target].superseded_by == mine
             else:
                 assert mine is None, (self.number, outcome)  # a refused add stored nothing
                 assert outcome[0] in ("MemoryNotFoundError", "InvalidInputError"), outcome
         elif verb == "forget":
             assert outcome == ("ok", [target]) and target not in self.stored
+        elif verb == "bring":
+            assert outcome == ("ok", target) and self.stored[target].superseded_by is None, outcome
         else:
             assert outcome == ("ok", f"{part}'s edit in round {self.number}"), outcome
             assert self.stored[target].text == outcome[1]  # no edit lost
@@ -207,6 +224,16 @@ class _Round:
         chain, stored = self.chain, self.stored
         if race == "forget":  # the supersede came first (it stands, its predecessor links to it) or not
             return self._forget_order(first)
+        if race == "bring back":  # W current again, superseding T or the correction that came first
+            if second[0] == "ok":
+                assert (stored[chain["T"]].superseded_by, stored[second[1]].superseded_by) == (
+                    second[1],
+                    first[1],
+                )
+                return "corrected, then brought back"
+            assert f"already superseded by memory {chain['W']}" in second[1], second
+            assert stored[chain["T"]].superseded_by == chain["W"]
+            return "brought back first"
         if race == "supersede":
             assert sorted([first[0], second[0]]) == ["InvalidInputError", "ok"], (first, second)
             winner, loser = (first, second) if first[0] == "ok" else (second, first)

@@ -135,7 +135,14 @@ def test_readding_is_free_and_reports_the_existing_id(store_dir: Path) -> None:
     assert run_cli(["add", LOGIN], store_dir).stdout == "1\n"
     assert run_cli(["add", POSTGRES], store_dir).stdout == "2\n"
     again = run_cli(["add", "--json", "-"], store_dir, stdin=POSTGRES + "\n")
-    assert json.loads(again.stdout) == {"id": 2, "duplicate": True, "supersedes": None, "similar": []}
+    assert json.loads(again.stdout) == {
+        "id": 2,
+        "duplicate": True,
+        "supersedes": None,
+        "current_again": False,
+        "superseded": [],
+        "similar": [],
+    }
     assert "Already stored as memory 2" in again.stderr
     other_user = run_cli(["add", "--user", "carol", POSTGRES], store_dir)
     assert (other_user.code, other_user.stdout) == (0, "3\n")

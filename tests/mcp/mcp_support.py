@@ -15,7 +15,15 @@ from remem.mcp.server import RememServer, build_server
 from remem.testing import FakeEmbedder
 
 #: ``memory_add``'s result for the first memory of a store, stored before the model loaded.
-FIRST_STORED_PENDING = {"id": 1, "duplicate": False, "embedded": False, "supersedes": None, "similar": []}
+FIRST_STORED_PENDING = {
+    "id": 1,
+    "duplicate": False,
+    "embedded": False,
+    "supersedes": None,
+    "current_again": False,
+    "superseded": [],
+    "similar": [],
+}
 
 
 def server(store: Path, **options: Any) -> RememServer:

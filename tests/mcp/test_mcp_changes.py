@@ -156,3 +156,51 @@ def test_over_streamable_http_with_pinned_tokens_a_user_supersedes_only_their_ow
             assert [mem.text for mem in m.list(user="bob")] == []
 
     anyio.run(scenario)
+
+
+def test_a_fact_that_changed_back_is_current_again_through_memory_add(either_store: Path | str) -> None:
+    """The fact changed (5432 → 5433) and back: memory_add with the first text again makes memory 1
+    current (it supersedes 2), where it used to say duplicate while every search found only 5433."""
+    app = server(either_store)
+    first, second = (f"The primary database listens on port {port}" for port in (5432, 5433))
+
+    async def scenario() -> None:
+        async with Client(app) as client:
+            await warm(app)
+            await call(client, "memory_add", {"text": first})
+            await call(client, "memory_add", {"text": second, "supersedes": 1})
+            again = await call(client, "memory_add", {"text": first})
+            assert (again["id"], again["duplicate"], again["current_again"], again["superseded"]) == (
+                1,
+                True,
+                True,
+                [2],
+            )
+            for mode in ("keyword", "vector", "hybrid"):
+                found = await call(client, "memory_search", {"query": "primary database port", "mode": mode})
+                assert [hit["id"] for hit in found["hits"]] == [1], mode
+            same = await call(client, "memory_add", {"text": first})
+            assert (same["duplicate"], same["current_again"], same["superseded"]) == (True, False, [])
+
+    run(scenario)
+
+
+def test_an_expired_memory_added_again_through_memory_add_is_current_with_its_new_expiry(
+    store_dir: Path,
+) -> None:
+    with memories(store_dir) as store:
+        store.add_many([remem.NewMemory("The offsite is in Lisbon", expires_at="2020-01-01")])
+    app = server(store_dir)
+
+    async def scenario() -> None:
+        async with Client(app) as client:
+            await warm(app)
+            again = await call(client, "memory_add", {"text": "The offsite is in Lisbon", "expires": "7d"})
+            assert (again["id"], again["current_again"]) == (1, True)
+            found = await call(client, "memory_search", {"query": "offsite", "mode": "keyword"})
+            assert [hit["id"] for hit in found["hits"]] == [1]
+            assert found["hits"][0]["expires_at"] > found["hits"][0]["created_at"]
+
+    run(scenario)
+    with memories(store_dir) as store:
+        assert store.forget_expired().forgotten == ()

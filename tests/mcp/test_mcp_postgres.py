@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from mcp_support import FIRST_STORED_PENDING, call, fail, memories, run, server, warm
 
+from lost_connections import lost_after, own_database
 from remem.mcp import service
 
 pytest.importorskip("psycopg")
@@ -206,3 +207,27 @@ def test_a_server_started_while_the_database_is_down_serves_it_with_the_model_on
         run(scenario)
     finally:
         door.close()
+
+
+@pytest.mark.slow
+def test_memory_add_whose_connection_is_lost_after_the_commit_says_stored(
+    postgres_base: str, tmp_path: Path
+) -> None:
+    """The similar-memory look-up after memory_add's COMMIT finds the server gone: the tool still
+    returns the stored id (it used to fail with "cannot connect", as if nothing were stored)."""
+    with own_database(postgres_base, tmp_path) as url:
+        app = server(url)  # type: ignore[arg-type]
+
+        async def scenario() -> None:
+            async with Client(app) as client:
+                await warm(app)
+                await call(client, "memory_add", {"text": "The deploy key rotates every 90 days"})
+                backend = app.service.run(lambda m: m.backend)
+                with lost_after(backend, "add_many", url) as committed:
+                    added = await call(client, "memory_add", {"text": "The deploy key rotates every 60 days"})
+                assert committed == ["add_many"]
+                assert (added["id"], added["duplicate"], added["embedded"]) == (2, False, True)
+
+        run(scenario)
+        with memories(url) as again:  # type: ignore[arg-type]
+            assert again.get(2).text == "The deploy key rotates every 60 days"

@@ -20,6 +20,9 @@ from remem import Embeddings, NewMemory
 from remem.mcp.server import build_server
 from remem.testing import FakeEmbedder
 
+#: What memory_add says of a memory that was not retired before it.
+NOT_AGAIN: dict[str, Any] = {"current_again": False, "superseded": []}
+
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_every_tool(store_dir: Path, mode: Any) -> None:
@@ -30,9 +33,23 @@ def test_every_tool(store_dir: Path, mode: Any) -> None:
             await warm(app)
             first = {"text": "Postgres 16 runs on the main box", "tags": ["ops", "db"], "conversation": "c1"}
             added = await call(client, "memory_add", {**first, "meta": {"host": "main"}, "role": "user"})
-            assert added == {"id": 1, "duplicate": False, "embedded": True, "supersedes": None, "similar": []}
+            assert added == {
+                "id": 1,
+                "duplicate": False,
+                "embedded": True,
+                "supersedes": None,
+                **NOT_AGAIN,
+                "similar": [],
+            }
             again = await call(client, "memory_add", first)
-            assert again == {"id": 1, "duplicate": True, "embedded": False, "supersedes": None, "similar": []}
+            assert again == {
+                "id": 1,
+                "duplicate": True,
+                "embedded": False,
+                "supersedes": None,
+                **NOT_AGAIN,
+                "similar": [],
+            }
             await call(client, "memory_add", {"text": "The login sequence uses short-lived JWTs."})
 
             found = await call(client, "memory_search", {"query": "postgres main box", "k": 1})

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from datetime import timedelta
 
     from remem.arrays import FloatArray
-    from remem.backends.links import Link
+    from remem.backends.links import Link, Revival
     from remem.backends.shapes import IndexState, TokenRecord
     from remem.backends.staging import Moved, StagedRow, StagedRun
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
@@ -167,6 +167,11 @@ class Backend(Protocol):
         one statement (on PostgreSQL one round trip) per memory."""
         ...
 
+    def find_keys(self, keys: Sequence[tuple[str, str | None, str | None]]) -> list[int | None]:
+        """For each (text's sha256, user, conversation), in order, the id of the memory stored with
+        it, if any (``find_duplicates`` by what a memory is found by, without its text)."""
+        ...
+
     def add_many(
         self,
         memories: Sequence[NewMemory],
@@ -238,6 +243,16 @@ class Backend(Protocol):
         ``links.needs_link`` allows, each new memory still stored (``links.check_new_stored``).
         ``add_many``/``add_pending`` write the link a memory's ``supersedes`` asks for in their own
         transaction."""
+        ...
+
+    def revive(
+        self, memory_id: int, supersedes: int | None, expires_at: str | None, at: str
+    ) -> Revival | None:
+        """Make a stored memory current again (its text was added again) in one transaction, as
+        ``links.revival`` plans at ``at`` (now): a retired one gets its link cleared and
+        ``expires_at``, and supersedes the head of the chain that had replaced it; ``supersedes``
+        links as an add's would. Returns the plan written; None (nothing written) when there is no
+        such memory; MemoryNotFoundError or InvalidInputError (nothing written) for a refused link."""
         ...
 
     def snapshot(self) -> AbstractContextManager[None]:

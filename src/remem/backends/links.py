@@ -1,17 +1,22 @@
-"""Memories that change, the same on both back-ends: what a supersede may link, and how a forget
-keeps the links of the memories it leaves consistent.
+"""Memories that change, the same on both back-ends: what a supersede may link, how a re-added
+retired memory becomes current again, and how a forget keeps the links of the memories it leaves
+consistent.
 
-A superseded memory names the memory that replaced it (``superseded_by``, always a later id: ids
-only grow) and when (``superseded_at``); a memory may replace several. The rules:
+A superseded memory names the memory that replaced it (``superseded_by``) and when
+(``superseded_at``); a memory may replace several. The rules:
 
 - a memory supersedes only one of the same user and the same conversation (a memory pinned to a
   user cannot retire another user's, nor a shared one);
-- a memory supersedes only an older one: the same text added again with ``supersedes`` links the
-  memory that holds it, refused when that one is older than the memory it would supersede (the link
-  would point back in time, and close a loop when it is the memory that was superseded);
+- a link never closes a loop: a memory cannot supersede one that its own chain leads back to (the
+  memory that replaced it, or a later one), which would hide both for good;
 - a memory superseded once stays so: superseding it again (by another memory) is refused, naming
   the memory that replaced it, so two assistants correcting the same fact at once cannot both win
   (adding the same supersede again, by the same text, is not an error);
+- the same text added again while its memory is retired (superseded, or expired) makes that memory
+  current again (``revival``): its own link is cleared, it takes the expiry the add gives (none
+  without one), and it supersedes the current head of the chain that had replaced it (and the
+  memory the add names in ``supersedes``), so the fact that changed back is the one found, with its
+  history intact (a revived memory may thus supersede a later one);
 - forgetting a memory splices its chain: those it superseded point to the first memory after it
   that is not forgotten, or become current again when there is none (forgetting a correction brings
   back the fact it corrected).
@@ -19,7 +24,7 @@ only grow) and when (``superseded_at``); a memory may replace several. The rules
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from remem.errors import InvalidInputError, MemoryNotFoundError
@@ -34,6 +39,11 @@ class Target:
     user: str | None
     conversation: str | None
     superseded_by: int | None
+    expires_at: str | None = None
+
+    def retired(self, now: str) -> bool:
+        """Whether it is out of every read unless included: superseded, or expired at ``now``."""
+        return self.superseded_by is not None or (self.expires_at is not None and self.expires_at <= now)
 
 
 @dataclass(frozen=True)
@@ -54,11 +64,15 @@ class Link:
         return cls(memory.supersedes, new_id, memory.user, memory.conversation, memory.created_at or at)
 
 
-def needs_link(link: Link, target: Target | None) -> bool:
+#: Reads a memory's ``Target`` inside the writing transaction (None if there is none).
+Read = Callable[[int], "Target | None"]
+
+
+def needs_link(link: Link, target: Target | None, leads_back: bool = False) -> bool:
     """Whether ``link`` may be written over ``target`` (its old memory as stored, None if there is
-    none): True when it is to be written, False when it is there already; MemoryNotFoundError when
-    there is no such memory, InvalidInputError when the rules (the module docstring) refuse it.
-    Nothing is written either way."""
+    none; ``leads_back``: the new memory's chain reaches it, ``loops``): True when it is to be
+    written, False when it is there already; MemoryNotFoundError when there is no such memory,
+    InvalidInputError when the rules (the module docstring) refuse it. Nothing is written either way."""
     new_id = link.new
     if target is None:
         raise MemoryNotFoundError([link.old])
@@ -73,14 +87,14 @@ def needs_link(link: Link, target: Target | None) -> bool:
             "supersedes only one of its own user and conversation",
             parameter="supersedes",
         )
-    if new_id < target.id:
-        raise InvalidInputError(
-            f"supersedes: memory {new_id} holds this same text and is older than memory {target.id}; "
-            "a memory supersedes only an older one",
-            parameter="supersedes",
-        )
     if target.superseded_by == new_id:
         return False
+    if leads_back:
+        raise InvalidInputError(
+            f"supersedes: memory {new_id} holds this same text and was itself replaced, through its "
+            f"chain, by memory {target.id}; a link cannot close a loop",
+            parameter="supersedes",
+        )
     if target.superseded_by is not None:
         raise InvalidInputError(
             f"supersedes: memory {target.id} was already superseded by memory {target.superseded_by}; "
@@ -88,6 +102,54 @@ def needs_link(link: Link, target: Target | None) -> bool:
             parameter="supersedes",
         )
     return True
+
+
+def loops(link: Link, read: Read) -> bool:
+    """Whether the chain after ``link``'s new memory (``superseded_by`` after ``superseded_by``, as
+    ``read`` finds them) reaches its old one: writing the link would close a loop."""
+    seen: set[int] = set()
+    after: int | None = link.new
+    while after is not None and after not in seen:
+        if after == link.old:
+            return True
+        seen.add(after)
+        found = read(after)
+        after = None if found is None else found.superseded_by
+    return False
+
+
+@dataclass(frozen=True)
+class Revival:
+    """What making a stored memory current again writes: whether it was retired (then its own link
+    is cleared and it takes the add's expiry) and the memories it is to supersede (ascending)."""
+
+    id: int
+    retired: bool
+    supersedes: tuple[int, ...]
+
+
+def revival(memory: Target, read: Read, supersedes: int | None, at: str) -> Revival:
+    """What the same text added again writes over its stored ``memory`` (read inside the writing
+    transaction, as ``read`` reads the others; ``at``: now). A retired memory (``Target.retired``)
+    is to supersede the current head of the chain that had replaced it; with ``supersedes``, the
+    memory named too, as ``needs_link`` allows once the memory's own link is cleared (it raises
+    what that refuses). Nothing is written here."""
+    retired = memory.retired(at)
+    olds: set[int] = set()
+    head, seen = memory.superseded_by, {memory.id}
+    while head is not None and head not in seen:  # forward to the memory that is current now
+        seen.add(head)
+        found = read(head)
+        if found is None:
+            break
+        if found.superseded_by is None:
+            olds.add(found.id)
+        head = found.superseded_by
+    if supersedes is not None:
+        link = Link(supersedes, memory.id, memory.user, memory.conversation, at)
+        if needs_link(link, read(supersedes)):
+            olds.add(supersedes)
+    return Revival(memory.id, retired, tuple(sorted(olds)))
 
 
 def check_new_stored(link: Link, found: bool) -> None:

@@ -20,7 +20,7 @@ from remem.commands.common import (
     stdin,
     warn,
 )
-from remem.errors import InvalidInputError
+from remem.errors import InvalidInputError, RememError
 from remem.inputs import (
     MAX_TEXT_CHARS,
     clean_name,
@@ -95,7 +95,8 @@ def add(
     """Store a memory and print its id; or many at once with --lines / --jsonl.
 
     The same text in the same user/conversation is stored once: adding it again prints the
-    existing id (and says so on stderr) without loading the model. A stored memory that says nearly
+    existing id (and says so on stderr) without loading the model; if that memory was superseded or
+    expired, it is current again (with this --expires). A stored memory that says nearly
     the same is named on stderr (--json: "similar"); add the text again with --supersedes ID if it
     replaces that one. A batch (--lines, --jsonl) is one transaction: all of it is added, or
     nothing; the options give every memory of it their values.
@@ -147,7 +148,11 @@ def _add_one(
             supersedes=m.supersedes,
             expires_at=m.expires_at,
         )
-        return result, memories.get_many([similar.id for similar in result.similar])
+        try:  # the memory is stored: a failed read of the similar ones only leaves them unnamed
+            return result, memories.get_many([similar.id for similar in result.similar])
+        except RememError as exc:
+            warn(f"Memory {result.id} is stored; the similar memories could not be read: {exc}")
+            return result, {}
 
 
 def _print_added(
@@ -157,10 +162,13 @@ def _print_added(
     if json_out:
         shown = [{"id": s.id, "score": s.score} for s in result.similar]
         record = {"id": result.id, "duplicate": result.duplicate, "supersedes": supersedes}
-        typer.echo(render.json_line({**record, "similar": shown}))
+        again = {"current_again": result.current_again, "superseded": list(result.superseded)}
+        typer.echo(render.json_line({**record, **again, "similar": shown}))
     else:
         typer.echo(str(result.id))
-    if result.duplicate:
+    if result.current_again:
+        note(f"Memory {result.id} is current again{_superseding(result.superseded)}.")
+    elif result.duplicate:
         now = f"; it supersedes memory {supersedes} now" if supersedes is not None else ""
         note(f"Already stored as memory {result.id}; not added again{now}.")
     elif supersedes is not None:
@@ -172,6 +180,14 @@ def _print_added(
                 f'Similar to memory {found.id} ({found.score:.2f}): "{quoted}"; '
                 f"to replace it: remem add --supersedes {found.id} …"
             )
+
+
+def _superseding(ids: tuple[int, ...]) -> str:
+    """``, superseding memory 2`` (or memories 2 and 5); nothing for none."""
+    if not ids:
+        return ""
+    named = " and ".join([", ".join(map(str, ids[:-1])), str(ids[-1])] if len(ids) > 1 else [str(ids[0])])
+    return f", superseding memor{'ies' if len(ids) > 1 else 'y'} {named}"
 
 
 def _named_file(text: list[str] | None) -> str | None:

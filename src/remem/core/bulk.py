@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.core import arguments, turns
+from remem.core.afterwards import afterwards
 from remem.errors import InvalidInputError
 from remem.reports import BulkResult
 from remem.types import text_sha256
@@ -23,17 +24,22 @@ if TYPE_CHECKING:
 EMBED_CHUNK = 256
 
 
-def split_duplicates(backend: Backend, entries: Sequence[Entry]) -> tuple[list[Entry], list[Entry]]:
-    """(entries to store, duplicates of a stored memory or of an earlier entry)."""
-    fresh, duplicates, seen = [], [], set()
+def split_duplicates(
+    backend: Backend, entries: Sequence[Entry]
+) -> tuple[list[Entry], list[tuple[int | None, int]]]:
+    """(entries to store, and for each duplicate: the id of the stored memory it repeats, or None
+    and the row among the entries to store of the earlier entry it repeats)."""
+    fresh: list[Entry] = []
+    duplicates: list[tuple[int | None, int]] = []
+    seen: dict[tuple[str, str, str], int] = {}
     stored = backend.find_duplicates([entry.memory for entry in entries])
     for entry, existing in zip(entries, stored, strict=True):
         memory = entry.memory
         key = (text_sha256(memory.text), memory.user or "", memory.conversation or "")
-        if key in seen or existing is not None:
-            duplicates.append(entry)
+        if existing is not None or key in seen:
+            duplicates.append((existing, seen.get(key, -1)))
         else:
-            seen.add(key)
+            seen[key] = len(fresh)
             fresh.append(entry)
     return fresh, duplicates
 
@@ -50,27 +56,43 @@ def embed_documents(
     return embedder.embed_documents(texts)
 
 
+#: What ``refreshed`` names when it was left undone.
+REFRESH_STEP = "giving the turns after it their new context (`remem reindex` does it)"
+
+
+def refreshed(
+    backend: Backend, embedder: Callable[[], Embedder | None], ids: Sequence[int], notes: list[str]
+) -> None:
+    """After an add committed: the stored turns it came before (``ids``) get their contexts, and
+    their vectors when ``embedder()`` gives one; an error becomes a note (``afterwards``)."""
+    if ids:
+        with afterwards(notes, REFRESH_STEP):
+            turns.refresh(backend, embedder(), ids)
+
+
 def add_one(
-    backend: Backend, embedder: Embedder, memory: NewMemory, progress: ProgressFn | None
+    backend: Backend, embedder: Embedder, memory: NewMemory, progress: ProgressFn | None, notes: list[str]
 ) -> AddResult:
     """Embed one memory's document and store it (a duplicate added meanwhile comes back as one);
-    the stored turns it comes before are re-embedded."""
+    the stored turns it comes before are re-embedded (``refreshed``)."""
     (doc,), followers = turns.for_new(backend, [memory])
     vectors = embed_documents(embedder, [doc.document], progress).windows[0]
     added = backend.add_many([memory], [vectors], embedder.info, [doc.context])[0]
     if not added.duplicate:
-        turns.refresh(backend, embedder, followers)
+        refreshed(backend, lambda: embedder, followers, notes)
     return added
 
 
-def add_waiting(backend: Backend, embedder: Callable[[], Embedder], memory: NewMemory) -> AddResult:
+def add_waiting(
+    backend: Backend, embedder: Callable[[], Embedder], memory: NewMemory, notes: list[str]
+) -> AddResult:
     """Store one memory (with its context) to be embedded later; the stored turns it comes before
     get their contexts, and their vectors when the store has a model (``embedder`` is called, and
-    the model loaded, only then)."""
+    the model loaded, only then; ``refreshed``)."""
     (doc,), followers = turns.for_new(backend, [memory])
     added = backend.add_pending([memory], [doc.context])[0]
-    if followers and not added.duplicate:
-        turns.refresh(backend, embedder() if backend.model is not None else None, followers)
+    if not added.duplicate:
+        refreshed(backend, lambda: embedder() if backend.model is not None else None, followers, notes)
     return added
 
 
@@ -89,15 +111,18 @@ def store_entries(
     embedder: Callable[[], Embedder],
     entries: Sequence[Entry],
     progress: ProgressFn | None = None,
+    notes: list[str] | None = None,
 ) -> BulkResult:
     """Store entries in one transaction (see the module docstring); ``embedder`` is called only
-    when something needs embedding or checking."""
+    when something needs embedding or checking. Nothing after the commit reads the store for the
+    result; the turns refreshed after it are ``refreshed`` (a failure: a note in ``notes``)."""
     import numpy as np  # noqa: PLC0415 - keeps numpy off the startup path
 
     from remem.arrays import unit_rows  # noqa: PLC0415
 
     result = BulkResult()
     fresh, duplicates = split_duplicates(backend, entries)
+    added: list[AddResult] = []
     if fresh:
         model = embedder()
         stamp = model.info
@@ -119,8 +144,8 @@ def store_entries(
         )
         result.added = [r.id for r in added if not r.duplicate]
         result.duplicates = [r.id for r in added if r.duplicate]  # added by another process meanwhile
-        turns.refresh(backend, model, followers)
-    result.duplicates += [found or -1 for found in backend.find_duplicates([e.memory for e in duplicates])]
+        refreshed(backend, lambda: model, followers, [] if notes is None else notes)
+    result.duplicates += [added[row].id if found is None else found for found, row in duplicates]
     return result
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.core import arguments
+from remem.core.afterwards import afterwards
 from remem.core.context import ContextItem, Merge, merge
 from remem.errors import MemoryNotFoundError, ModelMismatchError, StoreClosedError
 from remem.inputs import MAX_TEXT_CHARS
@@ -147,14 +148,17 @@ class Memories(AbstractContextManager["Memories"]):
         supersedes: int | None = None,
         expires_at: str | datetime | None = None,
     ) -> AddResult:
-        """Store one memory; the same text in the same user/conversation is stored once (the
-        existing id comes back with ``duplicate=True``, and no model is loaded).
+        """Store one memory; the same text in the same user/conversation is stored once: added again
+        while its memory is current, the existing id comes back with ``duplicate=True`` (no model is
+        loaded); while it is retired (superseded, or expired), that memory is made current again
+        (``current_again``): it takes this ``expires_at`` (none without one) and supersedes the
+        memory that had replaced it (``superseded``), its history kept (``core.superseding``).
 
         ``supersedes``: the id of a memory of the same user and conversation that this one replaces,
         in the same transaction (``remem.backends.links``: MemoryNotFoundError, or InvalidInputError
-        if it is another's, superseded already, or newer than this text's stored memory; nothing is
-        stored then); it stays, with ``superseded_by``, out of searches, lists and contexts unless
-        they include it.
+        if it is another's, superseded already, or a loop — its chain leads back to this text's
+        memory; nothing is stored then); it stays, with ``superseded_by``, out of searches, lists and
+        contexts unless they include it.
         ``expires_at`` (``30d``, an ISO date/time, a datetime; still to come): from then on it is
         left out as well (``forget_expired`` deletes it). An embedded memory's ``similar`` names stored
         memories of its user (and conversation) that say nearly the same (``core.superseding``). With
@@ -162,30 +166,36 @@ class Memories(AbstractContextManager["Memories"]):
         search after ``embed_pending`` (or ``remem reindex``). A turn of a conversation is embedded
         with its context (``turns``); added before stored turns, it re-embeds the (at most two)
         after it — then the model is loaded even with ``embed=False``. ``progress(windows done,
-        windows)`` is called as a long text's windows are embedded."""
+        windows)`` is called as a long text's windows are embedded. Once the memory is stored no
+        error comes back: what follows the commit (the similar look-up, the turns after it) is left
+        undone with a note in ``notes`` when it fails (``core.afterwards``)."""
         embed, progress = checks.flag(embed, "embed"), checks.callback(progress)
         fields = (user, conversation, role, tags, meta, created_at)
         memory = arguments.new_memory(
             text, *fields, limit=self.max_text_chars, supersedes=supersedes, expires_at=expires_at
         )
         existing = self.backend.find_duplicate(memory)
-        if existing is not None and memory.supersedes is None:
-            return AddResult(id=existing, duplicate=True)
+        again = None if existing is None else superseding.add_again(self.backend, memory, existing)
+        if again is not None:
+            return again
+        asked = () if memory.supersedes is None else (memory.supersedes,)
         with growth.watching(self.backend, self.notes):
-            if not embed or existing is not None:  # a duplicate that supersedes: the link, nothing embedded
-                waiting = bulk.add_waiting(self.backend, self.embedder, memory)
-                if embed and not waiting.duplicate:  # its duplicate was forgotten meanwhile: stored
-                    turns.refresh(self.backend, self.embedder(), [waiting.id])  # now it gets its vectors
-                return waiting
+            if not embed:
+                return replace(
+                    bulk.add_waiting(self.backend, self.embedder, memory, self.notes), superseded=asked
+                )
             new_store = self.backend.model is None
             embedder, added = self._with_the_stores_model(
-                lambda e: bulk.add_one(self.backend, e, memory, progress)
+                lambda e: bulk.add_one(self.backend, e, memory, progress, self.notes)
             )
+            added = replace(added, superseded=asked)
         if added.duplicate:
             return added
         if new_store:
             self.notes.extend(self._first_memories_tips([memory.text]))
-        return replace(added, similar=superseding.similar(self.backend, embedder, memory, added.id))
+        with afterwards(self.notes, "the look-up of similar memories"):
+            added = replace(added, similar=superseding.similar(self.backend, embedder, memory, added.id))
+        return added
 
     def pending_count(self) -> int:
         """How many memories wait for their vectors (added with ``embed=False``)."""
@@ -217,10 +227,15 @@ class Memories(AbstractContextManager["Memories"]):
         ``memories`` is read once, as a stream; more than a few thousand go through the store's
         staging area (``remem.core.staged``): an interrupted add leaves no memory, and the same add
         run again resumes it. ``progress(done, total)`` is called as memories are embedded
-        (``total`` at least ``expected`` when a stream of that length is staged)."""
+        (``total`` at least ``expected`` when a stream of that length is staged). A duplicate of a
+        retired (superseded or expired) memory stays retired, with a note naming how many (``add``
+        makes one current again)."""
         expected = arguments.sized(memories, expected)
         entries = arguments.memories_to_add(memories, self.max_text_chars)
-        return self.add_entries(entries, progress=progress, expected=expected)
+        result = self.add_entries(entries, progress=progress, expected=expected)
+        with afterwards(self.notes, "counting the retired memories among the duplicates"):
+            self.notes.extend(superseding.retired_note(self.backend, result.duplicates))
+        return result
 
     def add_entries(
         self, entries: Iterable[Entry], *, progress: ProgressFn | None = None, expected: int | None = None
@@ -236,7 +251,9 @@ class Memories(AbstractContextManager["Memories"]):
             result, notes = staged.ingest(
                 self.backend, self.embedder, first.watch(carried.watch(entries)), progress, expected
             )
-        self.notes.extend(notes + carried.apply(self.backend))
+        self.notes.extend(notes)
+        with afterwards(self.notes, "writing the supersede links the import carries (import it again)"):
+            self.notes.extend(carried.apply(self.backend))
         if new_store and result.added:
             self.notes.extend(self._first_memories_tips(first.texts))
         return result

@@ -70,7 +70,8 @@ def ingest(
     stream = iter(entries)
     head = list(islice(stream, STAGE_BATCH + 1))
     if len(head) <= STAGE_BATCH:
-        return bulk.store_entries(backend, embedder, head, progress), []
+        notes: list[str] = []  # what was left undone after the commit (``bulk.store_entries``)
+        return bulk.store_entries(backend, embedder, head, progress, notes), notes
     run = _Ingest(backend, embedder, progress, expected or 0)
     try:
         return run.ingest(chain(head, stream)), run.notes

@@ -1,6 +1,7 @@
-"""Memories that change, in the core: "a similar memory exists" after an add, a memory's history
-(the chain of memories that superseded one another), expired memories, and the supersede links an
-import carries (the rules of a link are ``remem.backends.links``).
+"""Memories that change, in the core: "a similar memory exists" after an add, the same text added
+again (current, it is a duplicate; retired, it is current again), a memory's history (the chain of
+memories that superseded one another), expired memories, and the supersede links an import carries
+(the rules of a link are ``remem.backends.links``).
 
 **The similar-memory notice.** After a memory is added and embedded, its vectors are compared with
 the store once (the vector lane's top, no extra model call): stored memories of the same user (and
@@ -25,13 +26,13 @@ cosines are squeezed together (unrelated memories score about 0.85), so it names
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from remem.backends.links import Link
 from remem.core import turns
-from remem.errors import RememError
-from remem.types import Filters, Memory, NewMemory, Similar, utc_now_iso
+from remem.errors import InvalidInputError
+from remem.types import AddResult, Filters, Memory, NewMemory, Similar, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
     from remem.backends.base import Backend
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
 #: A stored memory this similar (cosine of best windows) to an added one is named in its result.
 SIMILAR_THRESHOLD = 0.69
+#: How many duplicates of a batch are read at a time to count the retired ones.
+RETIRED_CHUNK = 1_000
 #: At most this many similar memories are named.
 MAX_SIMILAR = 3
 #: How many of the vector lane's best are looked at (the added memory itself among them; memories of
@@ -75,6 +78,44 @@ def similar(backend: Backend, embedder: Embedder, memory: NewMemory, new_id: int
     return tuple(sorted(same, key=lambda s: (-s.score, s.id))[:MAX_SIMILAR])
 
 
+def retired(memory: Memory, now: str) -> bool:
+    """Whether ``memory`` is out of every read unless included: superseded, or expired at ``now``."""
+    return memory.superseded_by is not None or memory.expired(now)
+
+
+def add_again(backend: Backend, memory: NewMemory, existing: int) -> AddResult | None:
+    """``memory``'s text added again, stored already as ``existing``: a current memory is a duplicate
+    (nothing written, unless ``supersedes`` asks for a link); a retired one (superseded, or expired)
+    is made current again (``Backend.revive``: it takes ``memory``'s expiry and supersedes what had
+    replaced it). None when ``existing`` was forgotten meanwhile: the text is to be stored anew."""
+    now = utc_now_iso()
+    if memory.supersedes is None:
+        stored = backend.get_many([existing]).get(existing)
+        if stored is None:
+            return None
+        if not retired(stored, now):
+            return AddResult(id=existing, duplicate=True)
+    plan = backend.revive(existing, memory.supersedes, memory.expires_at, now)
+    if plan is None:
+        return None
+    asked = () if memory.supersedes is None else (memory.supersedes,)
+    superseded = tuple(sorted({*plan.supersedes, *asked}))
+    return AddResult(id=existing, duplicate=True, current_again=plan.retired, superseded=superseded)
+
+
+def retired_note(backend: Backend, duplicates: Sequence[int]) -> list[str]:
+    """A note when some of a batch's ``duplicates`` (stored ids) are retired memories: a batch
+    leaves them so (the same text added alone makes one current again); [] when none is."""
+    now, count = utc_now_iso(), 0
+    for start in range(0, len(duplicates), RETIRED_CHUNK):
+        found = backend.get_many(duplicates[start : start + RETIRED_CHUNK]).values()
+        count += sum(retired(memory, now) for memory in found)
+    if not count:
+        return []
+    which = "1 duplicate is a memory" if count == 1 else f"{count:,} duplicates are memories"
+    return [f"{which} superseded or expired, left so by a batch: `remem add TEXT` makes one current again"]
+
+
 def history(backend: Backend, memory: Memory) -> list[Memory]:
     """Every memory of ``memory``'s chain, oldest first: those it superseded (and they theirs),
     itself, and those that superseded it in turn."""
@@ -94,53 +135,72 @@ def history(backend: Backend, memory: Memory) -> list[Memory]:
     return [chain[mid] for mid in sorted(chain)]
 
 
+#: What an import finds a memory by: its text's hash, user and conversation.
+Key = tuple[str, "str | None", "str | None"]
+#: How many of an import's last entries are remembered (by key) for a link back to one of them.
+RECENT_KEYS = 100_000
+
+
 class ImportLinks:
-    """The supersede links of an import, collected as its entries stream past: an export lists
-    memories by id and a memory is always superseded by a later one, so each link's old memory is
-    read before its new one. Links whose new memory is not in the import are counted, not kept."""
+    """The supersede links of an import, collected as its entries stream past, by what finds each
+    memory in the store (its text's hash, user and conversation), never its text. A link's new
+    memory is most often read after its old one (an export lists memories by id); one current
+    again is read before the later memory it superseded: the keys of the last ``RECENT_KEYS``
+    entries are kept for those (memory stays bounded). Links whose new memory is not found in the
+    import are counted, not kept."""
 
     def __init__(self) -> None:
         """Nothing collected yet."""
-        self._waiting: dict[int, list[tuple[NewMemory, str | None]]] = {}  # one may replace several
-        self._pairs: list[tuple[NewMemory, NewMemory, str | None]] = []
+        self._waiting: dict[int, list[tuple[Key, str | None]]] = {}  # new memory's export id → links
+        self._recent: dict[int, Key] = {}  # export id → key of the last RECENT_KEYS entries read
+        self._pairs: list[tuple[Key, Key, str | None]] = []  # old, new, when
 
     def watch(self, entries: Iterable[Entry]) -> Iterator[Entry]:
         """The entries, unchanged, noting the links they carry."""
         for entry in entries:
             memory = entry.memory
-            if memory.id is not None and memory.id in self._waiting:
-                self._pairs.extend((old, memory, at) for old, at in self._waiting.pop(memory.id))
-            if entry.superseded_by is not None:
-                self._waiting.setdefault(entry.superseded_by, []).append((memory, entry.superseded_at))
+            key = (text_sha256(memory.text), memory.user, memory.conversation)
+            if memory.id is not None:
+                self._pairs.extend((old, key, at) for old, at in self._waiting.pop(memory.id, []))
+                self._recent[memory.id] = key
+                if len(self._recent) > RECENT_KEYS:
+                    del self._recent[next(iter(self._recent))]
+            by = entry.superseded_by
+            if by is not None and by in self._recent:  # a memory read before: one current again
+                self._pairs.append((key, self._recent[by], entry.superseded_at))
+            elif by is not None:
+                self._waiting.setdefault(by, []).append((key, entry.superseded_at))
             yield entry
 
     def apply(self, backend: Backend) -> list[str]:
         """Write the links between the memories as stored (found by text, user and conversation,
-        whatever ids they were given); notes on links that could not be kept."""
-        notes = []
+        whatever ids they were given); notes on links that could not be kept. A link the store's
+        own links refuse (the old memory superseded otherwise, or a loop: the store's chain retired
+        the new memory) is not written, so an import never makes current what the store retired."""
+        notes, pairs = [], self._pairs
         if self._waiting:
             unlinked = sum(map(len, self._waiting.values()))
             notes.append(
                 f"{unlinked} imported memories were superseded by memories not in the import; "
                 "they were imported as current"
             )
-        if not self._pairs:
+        if not pairs:
             return notes
-        olds = backend.find_duplicates([old for old, _, _ in self._pairs])
-        news = backend.find_duplicates([new for _, new, _ in self._pairs])
+        olds = backend.find_keys([old for old, _, _ in pairs])
+        news = backend.find_keys([new for _, new, _ in pairs])
         wanted = [
-            Link(old_id, new_id, new.user, new.conversation, at or utc_now_iso())
-            for (_, new, at), old_id, new_id in zip(self._pairs, olds, news, strict=True)
+            Link(old_id, new_id, new[1], new[2], at or utc_now_iso())
+            for (_, new, at), old_id, new_id in zip(pairs, olds, news, strict=True)
             if old_id is not None and new_id is not None
         ]
         try:
             backend.supersede(wanted)
-        except RememError:  # one the store refuses (superseded otherwise already): the others, one by one
+        except InvalidInputError:  # one the store refuses (superseded otherwise, a loop): one by one
             refused = 0
             for link in wanted:
                 try:
                     backend.supersede([link])
-                except RememError:
+                except InvalidInputError:
                     refused += 1
             notes.append(
                 f"{refused} supersede links of the import were not kept: "

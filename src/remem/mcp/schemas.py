@@ -268,12 +268,22 @@ class AddOut(BaseModel):
     """Where a memory was stored."""
 
     id: int
-    duplicate: bool = Field(description="The same text was stored already (this id); nothing was added.")
+    duplicate: bool = Field(description="The same text was stored already (this id); nothing new was added.")
     embedded: bool = Field(
         description="Stored with vectors now; false while the model loads (found by keyword now, "
         "by meaning once it is loaded) or for a duplicate."
     )
     supersedes: int | None = Field(default=None, description="The memory it replaces (as asked).")
+    current_again: bool = Field(
+        default=False,
+        description="The text's memory was superseded or expired, and is current again (with this call's "
+        "expiry): found by every search from now on.",
+    )
+    superseded: list[int] = Field(
+        default_factory=list,
+        description="The memories this call retired: the one in supersedes and, for a memory current "
+        "again, the one that had replaced it.",
+    )
     similar: list[SimilarOut] = Field(
         default_factory=list,
         description="Stored memories of this user and conversation that say nearly the same, best first "

@@ -47,8 +47,9 @@ def memory_add(
     supersedes: Supersedes = None,
     expires: Expires = None,
 ) -> AddOut:
-    """Remember a text (a fact, decision or preference worth keeping); the same text is kept once.
-    If it updates a stored memory, pass that one's id as supersedes (see similar in the result)."""
+    """Remember a text (a fact, decision or preference worth keeping); the same text is kept once,
+    and is current again if it was superseded or expired. If it updates a stored memory, pass that
+    one's id as supersedes (see similar)."""
 
     expires_at = expiry_iso(expires, "expires")  # named as this tool names it
 
@@ -72,6 +73,8 @@ def memory_add(
             duplicate=result.duplicate,
             embedded=embed and not result.duplicate,
             supersedes=supersedes,
+            current_again=result.current_again,
+            superseded=list(result.superseded),
             similar=[SimilarOut(id=similar.id, score=similar.score) for similar in result.similar],
         )
 

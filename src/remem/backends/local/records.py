@@ -133,17 +133,40 @@ class Records:
         caller's transaction, as ``links.needs_link`` allows (it raises, and the caller's
         transaction is rolled back, for one it refuses)."""
         for link in wanted:
-            row = self.conn.execute(
-                "SELECT id, user, conversation, superseded_by FROM memories WHERE id = ?", (link.old,)
-            ).fetchone()
-            target = None if row is None else links.Target(int(row[0]), row[1], row[2], row[3])
-            if links.needs_link(link, target):
-                found = self.conn.execute("SELECT 1 FROM memories WHERE id = ?", (link.new,)).fetchone()
-                links.check_new_stored(link, found is not None)
+            if links.needs_link(link, self.target(link.old), links.loops(link, self.target)):
+                links.check_new_stored(link, self.target(link.new) is not None)
                 self.conn.execute(
                     "UPDATE memories SET superseded_by = ?, superseded_at = ? WHERE id = ?",
                     (link.new, link.at, link.old),
                 )
+
+    def target(self, memory_id: int) -> links.Target | None:
+        """What a supersede reads of a memory (None if there is none)."""
+        row = self.conn.execute(
+            "SELECT id, user, conversation, superseded_by, expires_at FROM memories WHERE id = ?",
+            (memory_id,),
+        ).fetchone()
+        return None if row is None else links.Target(int(row[0]), row[1], row[2], row[3], row[4])
+
+    def revive(
+        self, memory_id: int, supersedes: int | None, expires_at: str | None, at: str
+    ) -> links.Revival | None:
+        """Make a stored memory current again inside the caller's transaction, as ``links.revival``
+        plans (it raises what it refuses); None when there is no such memory."""
+        memory = self.target(memory_id)
+        if memory is None:
+            return None
+        plan = links.revival(memory, self.target, supersedes, at)
+        if plan.retired:
+            self.conn.execute(
+                "UPDATE memories SET superseded_by = NULL, superseded_at = NULL, expires_at = ? WHERE id = ?",
+                (expires_at, memory_id),
+            )
+        self.conn.executemany(
+            "UPDATE memories SET superseded_by = ?, superseded_at = ? WHERE id = ?",
+            [(memory_id, at, old) for old in plan.supersedes],
+        )
+        return plan
 
     def insert(
         self, memory: NewMemory, vectors: Sequence[bytes], created_at: str, context: str = ""

@@ -31,7 +31,7 @@ from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_s
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
     from remem.backends.base import Coverage, EmbedFn, ProgressFn, Scored, TurnTime
-    from remem.backends.links import Link
+    from remem.backends.links import Link, Revival
     from remem.backends.local.lanes import LocalVectorLane
     from remem.backends.local.staged import LocalStaging
     from remem.backends.local.vectors import VectorIndex
@@ -108,6 +108,10 @@ class LocalBackend:
         """For each memory, in order, ``find_duplicate``'s answer (a batch of hashes a statement)."""
         return self.records.find_duplicates([(text_sha256(m.text), m.user, m.conversation) for m in memories])
 
+    def find_keys(self, keys: Sequence[tuple[str, str | None, str | None]]) -> list[int | None]:
+        """For each (text hash, user, conversation), the id stored with it, if any."""
+        return self.records.find_duplicates(keys)
+
     def add(self, memory: NewMemory, vectors: FloatArray, model: ModelInfo) -> AddResult:
         """Store one memory with its unit vector(s) (see ``add_many``)."""
         return self.add_many([memory], [vectors], model)[0]
@@ -182,6 +186,13 @@ class LocalBackend:
         """Write supersede links in one transaction (``links``; all or none)."""
         with self.writing(None) as (_, records):
             records.supersede(wanted)
+
+    def revive(
+        self, memory_id: int, supersedes: int | None, expires_at: str | None, at: str
+    ) -> Revival | None:
+        """Make a stored memory current again in one transaction (``Records.revive``)."""
+        with self.writing(None) as (_, records):
+            return records.revive(memory_id, supersedes, expires_at, at)
 
     @contextlib.contextmanager
     def writing(

@@ -77,18 +77,25 @@ def find_duplicate(cursor: psycopg.Cursor[Any], s: str, item: NewMemory) -> int 
 def find_duplicates(cursor: psycopg.Cursor[Any], s: str, items: Sequence[NewMemory]) -> list[int | None]:
     """For each item, in order, ``find_duplicate``'s answer: one statement (the unique index probed
     once per item) instead of a round trip each."""
+    return find_keys(cursor, s, [(text_sha256(item.text), item.user, item.conversation) for item in items])
+
+
+def find_keys(
+    cursor: psycopg.Cursor[Any], s: str, keys: Sequence[tuple[str, str | None, str | None]]
+) -> list[int | None]:
+    """For each (text's sha256, user, conversation), in order, the id stored with it, if any."""
     cursor.execute(
         "SELECT q.n, m.id FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS q(sha, u, c, n) "
         f"JOIN {s}.memories m ON {dedup_key(s)} = "
         f"(q.sha, {s}.name_key(coalesce(q.u, '')), {s}.name_key(coalesce(q.c, '')))",
         (
-            [text_sha256(item.text) for item in items],
-            [item.user for item in items],
-            [item.conversation for item in items],
+            [sha for sha, _, _ in keys],
+            [user for _, user, _ in keys],
+            [conversation for _, _, conversation in keys],
         ),
     )
     found = {int(n): int(mid) for n, mid in cursor.fetchall()}
-    return [found.get(n) for n in range(1, len(items) + 1)]
+    return [found.get(n) for n in range(1, len(keys) + 1)]
 
 
 def terms_sql(s: str) -> str:
@@ -174,23 +181,64 @@ def lock_links(cursor: psycopg.Cursor[Any], s: str) -> None:
 def supersede(cursor: psycopg.Cursor[Any], s: str, wanted: Sequence[links.Link]) -> None:
     """Write each link inside the caller's transaction, as ``links.needs_link`` allows (it raises
     for one it refuses); the old memory's row is locked first, so a forget or another supersede of
-    it waits for this transaction, or this one finds it gone or superseded. The new memory must be
-    stored (``links.check_new_stored``): an add's is its own insert; an import's were found before,
-    and it holds ``lock_links``, so a forget of one waits or has finished."""
+    it waits for this transaction, or this one finds it gone or superseded, and so are the rows of
+    the new memory's chain that ``links.loops`` reads (an add's new memory is its own insert: one
+    row). The new memory must be stored (``links.check_new_stored``): an add's is its own insert;
+    an import's were found before, and it holds ``lock_links``, so a forget of one waits or has
+    finished."""
+    read = reader(cursor, s)
     for link in wanted:
-        cursor.execute(
-            f'SELECT id, "user", conversation, superseded_by FROM {s}.memories WHERE id = %s FOR UPDATE',
-            (link.old,),
-        )
-        row = cursor.fetchone()
-        target = None if row is None else links.Target(int(row[0]), row[1], row[2], row[3])
-        if links.needs_link(link, target):
-            cursor.execute(f"SELECT 1 FROM {s}.memories WHERE id = %s", (link.new,))
-            links.check_new_stored(link, cursor.fetchone() is not None)
+        if links.needs_link(link, read(link.old), links.loops(link, read)):
+            links.check_new_stored(link, read(link.new) is not None)
             cursor.execute(
                 f"UPDATE {s}.memories SET superseded_by = %s, superseded_at = %s WHERE id = %s",
                 (link.new, link.at, link.old),
             )
+
+
+def reader(cursor: psycopg.Cursor[Any], s: str) -> links.Read:
+    """Reads a memory's ``links.Target`` inside the caller's transaction, its row locked."""
+
+    def read(memory_id: int) -> links.Target | None:
+        cursor.execute(
+            f'SELECT id, "user", conversation, superseded_by, expires_at FROM {s}.memories WHERE id = %s '
+            "FOR UPDATE",
+            (memory_id,),
+        )
+        row = cursor.fetchone()
+        return None if row is None else links.Target(int(row[0]), row[1], row[2], row[3], row[4])
+
+    return read
+
+
+def revive(
+    cursor: psycopg.Cursor[Any],
+    s: str,
+    memory_id: int,
+    supersedes: int | None,
+    expires_at: str | None,
+    at: str,
+) -> links.Revival | None:
+    """Make a stored memory current again inside the caller's transaction (which holds
+    ``lock_links``), as ``links.revival`` plans (it raises what it refuses), every row it reads
+    locked; None when there is no such memory."""
+    read = reader(cursor, s)
+    memory = read(memory_id)
+    if memory is None:
+        return None
+    plan = links.revival(memory, read, supersedes, at)
+    if plan.retired:
+        cursor.execute(
+            f"UPDATE {s}.memories SET superseded_by = NULL, superseded_at = NULL, expires_at = %s "
+            "WHERE id = %s",
+            (expires_at, memory_id),
+        )
+    if plan.supersedes:
+        cursor.execute(
+            f"UPDATE {s}.memories SET superseded_by = %s, superseded_at = %s WHERE id = ANY(%s::bigint[])",
+            (memory_id, at, list(plan.supersedes)),
+        )
+    return plan
 
 
 def splice(cursor: psycopg.Cursor[Any], s: str, ids: Sequence[int]) -> None:

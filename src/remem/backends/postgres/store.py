@@ -120,6 +120,15 @@ class PostgresBackend:
                 found += records.find_duplicates(cursor, self.s, memories[start : start + LOOKUP_CHUNK])
         return found
 
+    @read_again
+    def find_keys(self, keys: Sequence[tuple[str, str | None, str | None]]) -> list[int | None]:
+        """For each (text hash, user, conversation), the id stored with it: ``LOOKUP_CHUNK`` a round trip."""
+        found: list[int | None] = []
+        with self.session.transaction() as cursor:
+            for start in range(0, len(keys), LOOKUP_CHUNK):
+                found += records.find_keys(cursor, self.s, keys[start : start + LOOKUP_CHUNK])
+        return found
+
     def insert_many(
         self,
         cursor: psycopg.Cursor[Any],
@@ -247,6 +256,15 @@ class PostgresBackend:
         with self.access.writing(None) as cursor:
             records.lock_links(cursor, self.s)
             records.supersede(cursor, self.s, wanted)
+
+    def revive(
+        self, memory_id: int, supersedes: int | None, expires_at: str | None, at: str
+    ) -> links.Revival | None:
+        """Make a stored memory current again in one transaction, one such transaction or forget at
+        a time (``records.revive``, ``records.lock_links``)."""
+        with self.access.writing(None) as cursor:
+            records.lock_links(cursor, self.s)
+            return records.revive(cursor, self.s, memory_id, supersedes, expires_at, at)
 
     def add_token(self, record: TokenRecord) -> bool:
         """Store a bearer token's record; False (nothing stored) when its name is taken."""

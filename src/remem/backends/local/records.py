@@ -403,11 +403,18 @@ class Records:
             found.update((int(mid), TurnTime(*turn)) for mid, *turn in rows)
         return found
 
-    def newest(self, filters: Filters, limit: int) -> list[Memory]:
-        """Up to ``limit`` memories the filters select, newest first (ties: higher id first)."""
-        where, params = filtering.where(filters)
-        order = "ORDER BY m.created_at DESC, m.id DESC"
-        sql = f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where} {order} LIMIT ?"
+    def newest(self, filters: Filters, limit: int, after: tuple[str, int] | None = None) -> list[Memory]:
+        """Up to ``limit`` memories the filters select, newest first (ties: higher id first), past
+        ``after`` (created_at, id) when given; every page read through an index in the list's
+        order, as cheap at any depth and for any position (see ``filtering.newest_branches``)."""
+        order = "ORDER BY m.created_at DESC, m.id DESC LIMIT ?"
+        branches = filtering.newest_branches(filters, after)
+        selects = [f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where} {order}" for where, _ in branches]
+        params = [value for _, branch in branches for value in (*branch, limit)]
+        if len(selects) == 1:
+            return [_memory(row) for row in self.conn.execute(selects[0], params)]
+        union = " UNION ALL ".join(f"SELECT * FROM ({select})" for select in selects)
+        sql = f"{union} ORDER BY created_at DESC, id DESC LIMIT ?"
         return [_memory(row) for row in self.conn.execute(sql, [*params, limit])]
 
     def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:

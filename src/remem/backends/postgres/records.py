@@ -69,6 +69,27 @@ def select(
     return [memory(row) for row in cursor.fetchall()]
 
 
+def newest(
+    cursor: psycopg.Cursor[Any], s: str, filters: Filters, limit: int, after: tuple[str, int] | None
+) -> list[Memory]:
+    """Up to ``limit`` filtered memories, newest first (ties: higher id first), past ``after``
+    (created_at, id) when given: those as old with a lower id, then the older ones — two scans of an
+    index on (…, created_at, id) in the list's order. As one row comparison the planner would take
+    it for a few rows (it estimates ``created_at <``) and read every row past the position of a
+    user's, then sort them."""
+    order = "ORDER BY m.created_at DESC, m.id DESC LIMIT %s"
+    if after is None:
+        return select(cursor, s, filters, order, [limit])
+    condition, params = filtering.where(filters, s)
+    rows = f"SELECT {COLUMNS} FROM {s}.memories m WHERE {condition} AND m.created_at"
+    ties, older = f"{rows} = %s AND m.id < %s {order}", f"{rows} < %s {order}"
+    cursor.execute(
+        f"({ties}) UNION ALL ({older}) ORDER BY created_at DESC, id DESC LIMIT %s",
+        [*params, *after, limit, *params, after[0], limit, limit],
+    )
+    return [memory(row) for row in cursor.fetchall()]
+
+
 def find_duplicate(cursor: psycopg.Cursor[Any], s: str, item: NewMemory) -> int | None:
     """The id of a memory with the same text in the same user and conversation, if any."""
     return find_duplicates(cursor, s, [item])[0]

@@ -126,11 +126,26 @@ _LIST_BY_NAME = (
 )
 
 
+_TOKEN_EXPIRY = (
+    # A bearer token may stop working at a time (`remem token add --expires`): NULL is never.
+    "ALTER TABLE tokens ADD COLUMN expires_at TEXT",
+)
+
+
 #: A migration is SQL statements or a function of the connection; it runs inside a transaction.
 Migration = tuple[str, ...] | Callable[[sqlite3.Connection], None]
 
 #: Migration n brings a database from schema version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Migration, ...] = (_V1, _v2_keyword_index, _V3, _v4_turn_context, _V5, _V6, _LIST_BY_NAME)
+MIGRATIONS: tuple[Migration, ...] = (
+    _V1,
+    _v2_keyword_index,
+    _V3,
+    _v4_turn_context,
+    _V5,
+    _V6,
+    _LIST_BY_NAME,
+    _TOKEN_EXPIRY,
+)
 LATEST_VERSION = len(MIGRATIONS)
 
 

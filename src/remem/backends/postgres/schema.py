@@ -191,8 +191,13 @@ _LIST_BY_NAME = (
     "CREATE INDEX memories_conversation ON {s}.memories (conversation_key, created_at, id)",
 )
 
+_TOKEN_EXPIRY = (
+    # A bearer token may stop working at a time (`remem token add --expires`): NULL is never.
+    "ALTER TABLE {s}.tokens ADD COLUMN expires_at text",
+)
+
 #: Migration n brings a schema from version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _LIST_BY_NAME)
+MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _LIST_BY_NAME, _TOKEN_EXPIRY)
 LATEST_VERSION = len(MIGRATIONS)
 
 

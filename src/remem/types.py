@@ -359,16 +359,14 @@ class Token:
 
     def __post_init__(self) -> None:
         _set(self, "name", token_name(checks.string(self.name, "name")))
-        if (
-            checks.optional_string(self.expires_at, "expires_at") is not None
-            and self.expires_at <= self.created_at
-        ):
-            raise InvalidInputError(
-                "expires_at has passed: a token expires at a time still to come", parameter="expires_at"
-            )
         for name in ("user", "conversation"):
             _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), name, name))
         checks.flag(self.read_only, "read_only"), checks.flag(self.private, "private")
+        expires_at = checks.optional_string(self.expires_at, "expires_at")
+        if expires_at is not None and expires_at <= checks.string(self.created_at, "created_at"):
+            raise InvalidInputError(
+                "expires_at has passed: a token expires at a time still to come", parameter="expires_at"
+            )
         checks.string(self.created_at, "created_at")
         if self.private and self.user is None:
             raise InvalidInputError(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from remem.types import Filters, utc_now_iso
@@ -65,23 +64,6 @@ def where(
         params.append(filters.until)
     hidden, hidden_params = hiding(filters, memory_id)
     return (" AND ".join(clauses + hidden) or "1"), params + hidden_params
-
-
-def newest_branches(filters: Filters, after: tuple[str, int] | None) -> list[tuple[str, list[Any]]]:
-    """Conditions (with their parameters) whose union is what ``filters`` select past the list
-    position ``after`` — (created_at, id): older, or as old with a lower id — each one an index on
-    (created_at, id) or (user, created_at, id) serves in the list's order: the user's own and the
-    shared memories apart, the ties of ``after`` apart from the older ones. As one condition (an OR,
-    a row value) SQLite would read every selected row (every tie) and sort them."""
-    users: list[tuple[str, list[Any]]] = [("", [])]
-    if filters.user is not None and filters.shared:
-        users = [("m.user = ? AND ", [filters.user]), ("m.user IS NULL AND ", [])]
-        filters = replace(filters, user=None, shared=False)
-    places: list[tuple[str, list[Any]]] = [("", [])]
-    if after is not None:
-        places = [("m.created_at = ? AND m.id < ? AND ", list(after)), ("m.created_at < ? AND ", [after[0]])]
-    condition, params = where(filters)
-    return [(user + place + condition, [*by, *at, *params]) for user, by in users for place, at in places]
 
 
 def hiding(filters: Filters, memory_id: str) -> tuple[list[str], list[Any]]:

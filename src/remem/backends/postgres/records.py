@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.backends import links
+from remem.backends import links, listing
 from remem.backends.analyzer import memory_terms
 from remem.backends.base import TurnTime
 from remem.backends.postgres import filtering, keywords
@@ -73,20 +73,11 @@ def newest(
     cursor: psycopg.Cursor[Any], s: str, filters: Filters, limit: int, after: tuple[str, int] | None
 ) -> list[Memory]:
     """Up to ``limit`` filtered memories, newest first (ties: higher id first), past ``after``
-    (created_at, id) when given: those as old with a lower id, then the older ones — two scans of an
-    index on (…, created_at, id) in the list's order. As one row comparison the planner would take
-    it for a few rows (it estimates ``created_at <``) and read every row past the position of a
-    user's, then sort them."""
-    order = "ORDER BY m.created_at DESC, m.id DESC LIMIT %s"
-    if after is None:
-        return select(cursor, s, filters, order, [limit])
-    condition, params = filtering.where(filters, s)
-    rows = f"SELECT {COLUMNS} FROM {s}.memories m WHERE {condition} AND m.created_at"
-    ties, older = f"{rows} = %s AND m.id < %s {order}", f"{rows} < %s {order}"
-    cursor.execute(
-        f"({ties}) UNION ALL ({older}) ORDER BY created_at DESC, id DESC LIMIT %s",
-        [*params, *after, limit, *params, after[0], limit, limit],
-    )
+    (created_at, id) when given: the union of ``remem.backends.listing``'s branches, each an ordered
+    index scan that stops after ``limit`` rows."""
+    dialect = listing.Dialect("%s", "m.user_key IS NULL", lambda chosen: filtering.where(chosen, s))
+    sql, params = listing.page_query(f"SELECT {COLUMNS} FROM {s}.memories m", filters, after, limit, dialect)
+    cursor.execute(sql, params)
     return [memory(row) for row in cursor.fetchall()]
 
 

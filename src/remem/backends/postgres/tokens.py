@@ -17,8 +17,7 @@ def add(access: StoreAccess, record: TokenRecord) -> bool:
     """Insert a token's record in one transaction; False (nothing written) when its name is taken."""
     with access.writing(None) as cursor:
         cursor.execute(
-            f"INSERT INTO {access.s}.tokens ({_COLUMNS}) VALUES ({_MARKS}) "
-            "ON CONFLICT (name) DO NOTHING",
+            f"INSERT INTO {access.s}.tokens ({_COLUMNS}) VALUES ({_MARKS}) ON CONFLICT (name) DO NOTHING",
             record.row(),
         )
         return cursor.rowcount == 1

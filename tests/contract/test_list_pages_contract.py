@@ -16,6 +16,7 @@ import pytest
 from remem.backends.local.store import LocalBackend
 from remem.core.memories import Memories
 from remem.embedders.catalog import ModelCatalog
+from remem.errors import InvalidInputError
 from remem.testing import FakeEmbedder
 from remem.types import Filters, Memory, NewMemory
 
@@ -141,3 +142,12 @@ def test_a_page_past_a_made_up_position_reads_only_its_rows(
     # About a page a branch (a third of the batch is alice's, a third the team's), never the 500 to
     # 750 memories past the position.
     assert read <= 6 * 21, shown
+
+
+def test_a_bad_position_is_refused(memories: Memories) -> None:
+    for bad in ((BATCH, 0), (BATCH, 2**63), ("2026\x00", 5)):
+        with pytest.raises(InvalidInputError, match="after must be a memory's"):
+            memories.list(after=bad)
+    for wrong in ([BATCH, 5], (BATCH,), (BATCH, "5"), (5, 5), (BATCH, True)):
+        with pytest.raises(TypeError):
+            memories.list(after=wrong)  # type: ignore[arg-type]

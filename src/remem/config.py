@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from remem.errors import InvalidInputError
+
 APP_NAME = "remem"
 #: Environment variable that overrides the default store directory.
 HOME_ENV = "REMEM_HOME"
@@ -50,12 +52,26 @@ def is_store_url(value: str) -> bool:
     return value.strip().lower().startswith(("postgresql://", "postgres://"))
 
 
+def looks_like_store_url(value: str) -> bool:
+    """True when ``value`` starts as a PostgreSQL URL does (``postgresql:`` or ``postgres:``)."""
+    return value.strip().lower().startswith(("postgresql:", "postgres:"))
+
+
 def resolve_store(option: str | Path | None, environ: Mapping[str, str]) -> str | Path:
     """Pick the store: the --store option, else $REMEM_HOME, else the user data dir. A PostgreSQL
-    URL comes back as the string; a directory as an absolute path (``~`` expanded)."""
+    URL comes back as the string; a directory as an absolute path (``~`` expanded). A string that
+    starts as a PostgreSQL URL but has no ``://`` (``postgres:/x``) is an InvalidInputError, not a
+    directory of that name (a ``Path``, or ``./postgres:x``, names one)."""
     chosen = option if option is not None else environ.get(HOME_ENV, "").strip() or None
     if isinstance(chosen, str) and is_store_url(chosen):
         return chosen.strip()
+    if isinstance(chosen, str) and looks_like_store_url(chosen):
+        scheme = chosen.strip().partition(":")[0]
+        raise InvalidInputError(
+            f"store {scheme}:… is not a PostgreSQL URL: one looks like "
+            "postgresql://[user[:password]@][host][:port]/[database][?schema=NAME] "
+            "(for a directory of that name, write ./ before it)"
+        )
     return resolve_store_dir(None if chosen is None else Path(chosen), environ)
 
 

@@ -347,7 +347,8 @@ class Token:
     ``name`` is unique in the store (the label a revocation takes); ``user`` the user every call made
     with it is pinned to (None: an admin token, which sees every user's memories); ``conversation``
     the pinned conversation, if any; ``read_only``: no add, edit or forget; ``private``: with a user,
-    its own memories only, not the shared (user-less) ones; ``created_at`` UTC ISO 8601. Cleaned as
+    its own memories only, not the shared (user-less) ones; ``created_at`` UTC ISO 8601;
+    ``expires_at`` (UTC ISO 8601, after ``created_at``) when it stops working, None: never. Cleaned as
     it is made: names stripped; a token name never empty, without whitespace or unprintable
     characters, at most 64 characters; ``private`` needs a user. A wrong type is a TypeError naming
     the field, a bad value an InvalidInputError.
@@ -359,12 +360,18 @@ class Token:
     read_only: bool
     private: bool
     created_at: str
+    expires_at: str | None = None
 
     def __post_init__(self) -> None:
         _set(self, "name", token_name(checks.string(self.name, "name")))
         for name in ("user", "conversation"):
             _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), name, name))
         checks.flag(self.read_only, "read_only"), checks.flag(self.private, "private")
+        expires_at = checks.optional_string(self.expires_at, "expires_at")
+        if expires_at is not None and expires_at <= checks.string(self.created_at, "created_at"):
+            raise InvalidInputError(
+                "expires_at has passed: a token expires at a time still to come", parameter="expires_at"
+            )
         checks.string(self.created_at, "created_at")
         if self.private and self.user is None:
             raise InvalidInputError(
@@ -377,6 +384,11 @@ class Token:
     def admin(self) -> bool:
         """True for a token pinned to no user: it sees (and may change) every user's memories."""
         return self.user is None
+
+    def expired(self, now: str | None = None) -> bool:
+        """True once ``expires_at`` is at or before ``now`` (UTC ISO 8601; default: the current time):
+        the token no longer works."""
+        return self.expires_at is not None and self.expires_at <= (now or utc_now_iso())
 
 
 def token_name(value: str) -> str:

@@ -58,6 +58,7 @@ def test_add_with_every_option_and_json(store_dir: Path) -> None:
         "conversation": "c1",
         "read_only": True,
         "private": True,
+        "expires_at": None,
     }
     assert done.stderr.splitlines()[0] == (
         'Token "bob-ci" for user bob: only their own memories in conversation c1, read-only.'
@@ -114,8 +115,9 @@ def test_list_shows_every_token_but_never_a_secret_or_its_hash(store_dir: Path) 
     as_json = run_cli(["token", "list", "--json"], store_dir)
     assert (table.code, as_json.code) == (0, 0)
     rows = [line.split() for line in table.stdout.splitlines()]
-    assert rows[0] == ["NAME", "USER", "CONVERSATION", "ACCESS", "SEES", "CREATED"]
-    assert [row[:-2] for row in rows[1:]] == [
+    assert rows[0] == ["NAME", "USER", "CONVERSATION", "ACCESS", "SEES", "CREATED", "EXPIRES"]
+    assert all(row[-1] == "never" for row in rows[1:])
+    assert [row[:-3] for row in rows[1:]] == [
         ["admin", "admin", "read-only", "everything"],
         ["alice", "alice", "read-write", "own", "+", "shared"],
         ["bob", "bob", "c1", "read-write", "own", "only"],
@@ -157,3 +159,60 @@ def test_export_carries_no_token(store_dir: Path) -> None:
     exported = run_cli(["export", "--with-vectors"], store_dir).stdout
     assert len(exported.splitlines()) == 1
     assert secret not in exported and hashlib.sha256(secret.encode()).hexdigest() not in exported
+
+
+def test_add_with_expires_lists_and_enforces_it(store_dir: Path) -> None:
+    """Issue 46, finding 9g: `token add --expires` (as memories' --expires), shown by `token list`."""
+    done = run_cli(["token", "add", "--user", "alice", "--expires", "2999-01-01T12:00", "--json"], store_dir)
+    assert done.code == 0, done.stderr
+    assert json.loads(done.stdout)["expires_at"] == "2999-01-01T12:00:00.000Z"
+    assert done.stderr.splitlines()[0] == (
+        'Token "alice" for user alice: their memories and the shared ones, read-write, '
+        "until 2999-01-01 12:00 UTC."
+    )
+    secret = add(store_dir, "--user", "bob", "--expires", "30d")
+    token = verified(store_dir, secret)
+    assert token is not None and token.expires_at is not None and not token.expired()
+    listed = [
+        json.loads(line) for line in run_cli(["token", "list", "--json"], store_dir).stdout.splitlines()
+    ]
+    assert [(t["name"], t["expires_at"]) for t in listed] == [
+        ("alice", "2999-01-01T12:00:00.000Z"),
+        ("bob", token.expires_at),
+    ]
+    table = run_cli(["token", "list"], store_dir).stdout.splitlines()
+    assert table[1].endswith("2999-01-01 12:00") and table[0].split()[-1] == "EXPIRES"
+
+
+def test_an_expired_token_is_listed_as_expired(store_dir: Path) -> None:
+    from remem.backends.shapes import TokenRecord
+    from remem.core.tokens import secret_hash
+
+    add(store_dir, "--user", "alice")
+    with remem.open(store_dir, create=False, embedder=FakeEmbedder()) as memories:
+        old = remem.Token(
+            "old", "bob", None, False, False, "2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z"
+        )
+        memories.backend.add_token(TokenRecord.made(old, secret_hash("remem_old")))
+    rows = run_cli(["token", "list"], store_dir).stdout.splitlines()
+    assert rows[2].split()[-3:] == ["expired", "2026-01-02", "00:00"] and rows[1].split()[-1] == "never"
+    assert verified(store_dir, "remem_old") is None
+
+
+@pytest.mark.parametrize(
+    ("expires", "message"),
+    [
+        (
+            "2020-01-01",
+            "--expires has passed: a token expires at a time still to come",
+        ),
+        ("soon", "--expires 'soon' is neither a time from now (30m, 12h, 30d, 2w) nor an ISO date/time"),
+    ],
+)
+def test_a_bad_or_past_expires_is_one_line_and_stores_no_token(
+    store_dir: Path, expires: str, message: str
+) -> None:
+    done = run_cli(["token", "add", "--user", "alice", "--expires", expires], store_dir)
+    assert done.code == 2 and done.stdout == "" and done.stderr.startswith(f"Error: {message}")
+    assert len(done.stderr.splitlines()) == 1
+    assert not store_dir.exists()  # checked before a store is made

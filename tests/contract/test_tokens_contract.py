@@ -238,3 +238,60 @@ def test_a_store_made_before_tokens_gets_their_table_when_opened(
     secret, token = upgraded.tokens.add(user="alice")
     assert upgraded.tokens.verify(secret) == token
     assert [m.text for m in upgraded.list(user="alice")] == ["kept across the upgrade"]
+
+
+# --- tokens that expire (issue 46, finding 9g) -------------------------------------------------------
+
+
+def test_a_token_with_an_expiry_works_until_then_and_is_listed_with_it(memories: Memories) -> None:
+    secret, token = memories.tokens.add(user="alice", expires_at="30d")
+    later, forever = (
+        memories.tokens.add(user="bob", expires_at="2999-01-01"),
+        memories.tokens.add(user="carol"),
+    )
+    assert token.expires_at is not None and token.expires_at > token.created_at
+    assert later[1].expires_at == "2999-01-01T00:00:00.000Z" and forever[1].expires_at is None
+    assert [t.expires_at for t in memories.tokens.list()] == [
+        token.expires_at,
+        "2999-01-01T00:00:00.000Z",
+        None,
+    ]
+    assert memories.tokens.verify(secret) == token and not token.expired()
+    assert token.expired(now="3000-01-01T00:00:00.000Z")
+
+
+def test_an_expired_token_verifies_to_none_as_a_revoked_one(memories: Memories) -> None:
+    """A token past its expiry (written as the store keeps it: a record with that time) is refused
+    at its next verify, on every back-end; the one beside it still works."""
+    from remem.backends.shapes import TokenRecord
+    from remem.core.tokens import secret_hash
+
+    kept, kept_token = memories.tokens.add(user="alice")
+    old = Token("old", "alice", None, False, False, "2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z")
+    memories.backend.add_token(TokenRecord.made(old, secret_hash("remem_old")))
+    assert memories.tokens.list() == [kept_token, old] and old.expired()
+    assert memories.tokens.verify("remem_old") is None
+    assert memories.tokens.verify(kept) == kept_token
+    assert memories.tokens.revoke("old") == old
+
+
+@pytest.mark.parametrize(
+    ("expires_at", "message"),
+    [
+        (
+            "2020-01-01",
+            "expires_at has passed: a token expires at a time still to come",
+        ),
+        ("soon", "expires_at 'soon' is neither a time from now"),
+        ("0s", "has passed"),
+    ],
+)
+def test_a_bad_or_past_expiry_is_refused_and_nothing_is_stored(
+    memories: Memories, expires_at: str, message: str
+) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        memories.tokens.add(user="alice", expires_at=expires_at)
+    assert message in str(refused.value) and refused.value.parameter == "expires_at"
+    assert memories.tokens.list() == []
+    with pytest.raises(TypeError):
+        memories.tokens.add(user="alice", expires_at=30)  # type: ignore[arg-type]

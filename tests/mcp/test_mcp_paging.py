@@ -70,19 +70,16 @@ def test_any_string_is_a_position_or_the_cursor_error(small_store: remem.Memorie
         assert str(exc) == NOT_A_CURSOR
         return
     shown, following = paging.page(small_store, remem.Filters(), 2, cursor)  # and a page starts there
-    assert all(position.before(memory) for memory in shown)
+    assert all((memory.created_at, memory.id) < (position.created_at, position.id) for memory in shown)
     assert following is None or paging.Position.decode(following).created_at
 
 
 @given(
     moment=st.datetimes(timezones=st.just(timezone.utc)),
     memory_id=st.integers(min_value=1, max_value=2**63 - 1),
-    ties=st.integers(min_value=0, max_value=paging.MAX_TIES),
 )
-def test_every_cursor_of_memory_list_reads_back_as_itself(
-    moment: datetime, memory_id: int, ties: int
-) -> None:
-    position = paging.Position(utc_iso(moment), memory_id, ties)
+def test_every_cursor_of_memory_list_reads_back_as_itself(moment: datetime, memory_id: int) -> None:
+    position = paging.Position(utc_iso(moment), memory_id)
     assert paging.Position.decode(position.encode()) == position
 
 
@@ -95,7 +92,9 @@ def test_a_forged_cursor_is_the_cursor_error_through_the_client(store_dir: Path)
         b'["x",1,0]',
         b'["\\ud800",1,0]',
         b'["2026-01-01",1.5,0]',
-        b'["2026-01-01",1]',
+        b'["2026-01-01"]',
+        b'["2026-01-01",1,0,0]',
+        b'["2026-01-01",1,-1]',
     ]
 
     async def scenario() -> None:
@@ -104,5 +103,32 @@ def test_a_forged_cursor_is_the_cursor_error_through_the_client(store_dir: Path)
                 assert await fail(client, "memory_list", {"cursor": _b64(raw)}) == NOT_A_CURSOR, raw
             end_of_time = _b64(b'["9999-12-31T23:59:59.999-05:00",9,0]')  # a position (then overflowed)
             assert len((await call(client, "memory_list", {"cursor": end_of_time}))["memories"]) == 1
+
+    run(scenario)
+
+
+def test_memory_list_pages_through_a_bulk_batch_of_one_created_at(store_dir: Path) -> None:
+    """Issue 46, finding 5: a bulk ingest's batch shares one created_at; memory_list lists each of
+    its memories once, newest first (the higher id first), and a cursor made up for that time and
+    id 1 is the end of the list, read at once."""
+    batch = "2026-05-01T12:00:00.000Z"
+    with memories(store_dir) as other:
+        other.add_many([NewMemory(f"batch {n}", created_at=batch) for n in range(230)])
+        expected = [m.id for m in sorted(other.iter(), key=lambda m: m.id, reverse=True)]
+    app = server(store_dir)
+
+    async def scenario() -> None:
+        async with Client(app) as client:
+            listed, cursor = [], None
+            while True:
+                arguments = {"limit": 17} if cursor is None else {"limit": 17, "cursor": cursor}
+                page = await call(client, "memory_list", arguments)
+                listed += [m["id"] for m in page["memories"]]
+                if (cursor := page["next_cursor"]) is None:
+                    break
+            assert listed == expected
+            forged = _json_cursor([batch, 1])
+            nothing = {"memories": [], "next_cursor": None}
+            assert await call(client, "memory_list", {"cursor": forged}) == nothing
 
     run(scenario)

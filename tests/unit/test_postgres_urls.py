@@ -113,3 +113,21 @@ def test_a_bad_url_is_one_line_without_the_password(url: str, message: str) -> N
         parse(url)
     assert message in str(refused.value) and "\n" not in str(refused.value)
     assert "s3cr" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("query", "repeated"),
+    [
+        ("schema=a&schema=b", "schema="),
+        ("password=s3cret&password=s3cret2", "password="),
+        ("sslmode=disable&ssl=true", "sslmode="),
+        ("connect_timeout=5&application_name=x&connect_timeout=9", "connect_timeout="),
+    ],
+)
+def test_a_parameter_given_twice_is_refused(query: str, repeated: str) -> None:
+    """Issue 46, finding 9f: ``?schema=a&schema=b`` silently took b."""
+    with pytest.raises(InvalidInputError) as refused:
+        parse(f"postgresql://u:s3cret@h/db?{query}")
+    message = str(refused.value)
+    assert f"gives {repeated} more than once" in message and "\n" not in message
+    assert "s3cr" not in message

@@ -275,8 +275,10 @@ class Backend(Protocol):
         missing ids are absent."""
         ...
 
-    def newest(self, filters: Filters, limit: int) -> list[Memory]:
-        """Up to ``limit`` filtered memories, newest first (ties: higher id first)."""
+    def newest(self, filters: Filters, limit: int, after: tuple[str, int] | None = None) -> list[Memory]:
+        """Up to ``limit`` filtered memories, newest first (ties: higher id first); with ``after``
+        (created_at, id), only those past it in that order (older, or as old with a lower id), read
+        through an index so that a page costs the same at any depth."""
         ...
 
     def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:

@@ -94,7 +94,7 @@ def contexts_of(contexts: Sequence[str] | None, memories: Sequence[object]) -> S
 
 
 #: The columns of a stored token, the fields of ``TokenRecord`` in their order.
-TOKEN_COLUMNS = ("name", "hash", "user", "conversation", "read_only", "private", "created_at")
+TOKEN_COLUMNS = ("name", "hash", "user", "conversation", "read_only", "private", "created_at", "expires_at")
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,7 @@ class TokenRecord:
     read_only: bool
     private: bool
     created_at: str
+    expires_at: str | None = None
 
     @classmethod
     def made(cls, token: Token, digest: str) -> TokenRecord:
@@ -133,17 +134,25 @@ class TokenRecord:
             token.read_only,
             token.private,
             token.created_at,
+            token.expires_at,
         )
 
     @classmethod
     def of(cls, row: Sequence[Any]) -> TokenRecord:
         """The record of a row of ``TOKEN_COLUMNS`` read back (booleans as the back-end keeps them)."""
-        name, digest, user, conversation, read_only, private, created_at = row
+        name, digest, user, conversation, read_only, private, created_at, expires_at = row
         return cls(
-            str(name), str(digest), user, conversation, bool(read_only), bool(private), str(created_at)
+            str(name),
+            str(digest),
+            user,
+            conversation,
+            bool(read_only),
+            bool(private),
+            str(created_at),
+            None if expires_at is None else str(expires_at),
         )
 
-    def row(self) -> tuple[str, str, str | None, str | None, bool, bool, str]:
+    def row(self) -> tuple[str, str, str | None, str | None, bool, bool, str, str | None]:
         """The values of ``TOKEN_COLUMNS`` to insert."""
         return (
             self.name,
@@ -153,10 +162,19 @@ class TokenRecord:
             self.read_only,
             self.private,
             self.created_at,
+            self.expires_at,
         )
 
     @property
     def token(self) -> Token:
         """The stored token (made, and checked, at each read: a server's calls read every record and
         need one token)."""
-        return Token(self.name, self.user, self.conversation, self.read_only, self.private, self.created_at)
+        return Token(
+            self.name,
+            self.user,
+            self.conversation,
+            self.read_only,
+            self.private,
+            self.created_at,
+            self.expires_at,
+        )

@@ -6,6 +6,7 @@ A token's secret is printed once, by `add`, alone on stdout; the store keeps onl
 
 from collections.abc import Sequence
 from dataclasses import asdict
+from datetime import datetime, timezone
 from typing import Annotated, Any
 
 import typer
@@ -15,6 +16,7 @@ from remem import render
 from remem.commands import options as opt
 from remem.commands.common import note, open_memories, print_results
 from remem.errors import InvalidInputError
+from remem.inputs import parse_expiry
 
 token_app = typer.Typer(
     name="token",
@@ -52,11 +54,24 @@ def _table(tokens: Sequence[remem.Token], width: int | None) -> str:
             render.visible(t.conversation or ""),
             _access(t),
             _sees(t),
-            t.created_at[:16].replace("T", " "),
+            _moment(t.created_at),
+            _expires(t),
         ]
         for t in tokens
     ]
-    return render.table(["NAME", "USER", "CONVERSATION", "ACCESS", "SEES", "CREATED"], rows, width)
+    return render.table(["NAME", "USER", "CONVERSATION", "ACCESS", "SEES", "CREATED", "EXPIRES"], rows, width)
+
+
+def _moment(iso: str) -> str:
+    """A stored UTC time to the minute, as the table shows it."""
+    return iso[:16].replace("T", " ")
+
+
+def _expires(token: remem.Token) -> str:
+    """When a token stops working: ``never``, the time, or ``expired`` with the time."""
+    if token.expires_at is None:
+        return "never"
+    return ("expired " if token.expired() else "") + _moment(token.expires_at)
 
 
 def _summary(token: remem.Token) -> str:
@@ -67,7 +82,8 @@ def _summary(token: remem.Token) -> str:
         whose = "only their own memories" if token.private else "their memories and the shared ones"
         scope = f"for user {render.visible(token.user)}: {whose}"
     where = "" if token.conversation is None else f" in conversation {render.visible(token.conversation)}"
-    return f'Token "{token.name}" {scope}{where}, {_access(token)}.'
+    until = "" if token.expires_at is None else f", until {_moment(token.expires_at)} UTC"
+    return f'Token "{token.name}" {scope}{where}, {_access(token)}{until}.'
 
 
 @token_app.command()
@@ -93,6 +109,15 @@ def add(
     private: Annotated[
         bool, typer.Option("--private", help="With --user: its own memories only, not the shared ones.")
     ] = False,
+    expires: Annotated[
+        str | None,
+        typer.Option(
+            "--expires",
+            metavar="WHEN",
+            help="It stops working at WHEN: 30m, 12h, 30d, 2w from now, or an ISO date/time (UTC "
+            "without an offset) [default: never].",
+        ),
+    ] = None,
     json_out: Annotated[
         bool, typer.Option("--json", help='Print one JSON object: "token" and the token\'s fields.')
     ] = False,
@@ -112,11 +137,19 @@ def add(
             "(a token that sees every user's memories)"
         )
     # Every value checked as a Token checks it, before a store is made for a bad one.
-    remem.Token(name or "unnamed", user, conversation, read_only, private, created_at="")
+    now = datetime.now(timezone.utc)
+    expiry = parse_expiry(expires, "expires_at", now)
+    ends = None if expiry is None else expiry.isoformat()
+    remem.Token(name or "unnamed", user, conversation, read_only, private, now.isoformat(), ends)
     with open_memories(store, create=True) as memories:
         assert memories is not None  # create=True: a store, or an error
         secret, token = memories.tokens.add(
-            user=user, name=name, conversation=conversation, read_only=read_only, private=private
+            user=user,
+            name=name,
+            conversation=conversation,
+            read_only=read_only,
+            private=private,
+            expires_at=expires,
         )
     typer.echo(render.json_line({"token": secret, **token_record(token)}) if json_out else secret)
     holder = "its holder" if token.user is None else render.visible(token.user)
@@ -128,7 +161,8 @@ def add(
 
 @token_app.command("list")
 def list_tokens(json_out: opt.JsonOption = False, store: opt.StoreOption = None) -> None:
-    """The store's tokens by name: user (or admin), conversation, access, what they see, created.
+    """The store's tokens by name: user (or admin), conversation, access, what they see, created,
+    when they expire (an expired one is refused, as a revoked one; revoke it to remove it).
 
     Never a token itself: the store keeps only hashes.
     """

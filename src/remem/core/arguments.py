@@ -133,6 +133,19 @@ def filters(where: Filters | None, keywords: Mapping[str, Any]) -> Filters:
     return where if where is not None else Filters.of(**given)
 
 
+def position(after: tuple[str, int] | None) -> tuple[str, int] | None:
+    """``after`` checked: None, or a list position (created_at, id) — a string and an int — where
+    any string compares as text (a created_at no memory has still names a place in the list)."""
+    if after is None:
+        return None
+    if not isinstance(after, tuple) or len(after) != 2:
+        raise TypeError("after must be a (created_at, id) tuple or None")
+    created_at, memory_id = checks.string(after[0], "after[0]"), checks.integer(after[1], "after[1]")
+    if not 1 <= memory_id <= MAX_STORED_ID or "\x00" in created_at:
+        raise InvalidInputError("after must be a memory's (created_at, id)", parameter="after")
+    return created_at, memory_id
+
+
 def entries_within(entries: Iterable[Entry], limit: int) -> Iterator[Entry]:
     """The entries with their texts checked (``checked``), as they are read; InvalidInputError
     naming the line of the first bad one, TypeError for what is not an Entry (at once when

@@ -318,10 +318,18 @@ class Memories(AbstractContextManager["Memories"]):
         return replace(found, dates=read, notes=(*found.notes, *([read.note()] if read else [])))
 
     def list(
-        self, *, limit: int = DEFAULT_LIST_LIMIT, where: Filters | None = None, **filters: Any
+        self,
+        *,
+        limit: int = DEFAULT_LIST_LIMIT,
+        where: Filters | None = None,
+        after: tuple[str, int] | None = None,
+        **filters: Any,
     ) -> list[Memory]:
-        """Up to ``limit`` memories the filters select, newest first."""
-        return self.backend.newest(arguments.filters(where, filters), arguments.count(limit, "limit"))
+        """Up to ``limit`` memories the filters select, newest first (as old: the higher id first);
+        with ``after`` — a (created_at, id) such as the last memory of a page — only those past it
+        in that order: the next page, which costs the same at any depth."""
+        chosen, limit = arguments.filters(where, filters), arguments.count(limit, "limit")
+        return self.backend.newest(chosen, limit, arguments.position(after))
 
     def get(self, memory_id: int) -> Memory:
         """One memory; MemoryNotFoundError if there is none (TypeError if ``memory_id`` is no int)."""

@@ -14,11 +14,14 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.backends.shapes import TokenRecord
 from remem.errors import InvalidInputError, TokenNotFoundError
+from remem.inputs import parse_expiry
+from remem.times import utc_iso
 from remem.types import TOKEN_NAME_CHARS, Token, utc_now_iso
 
 if TYPE_CHECKING:
@@ -57,19 +60,23 @@ class Tokens:
         conversation: str | None = None,
         read_only: bool = False,
         private: bool = False,
+        expires_at: str | datetime | None = None,
     ) -> tuple[str, Token]:
         """A new token: (the secret, shown once and never stored; the stored Token). ``user=None``
         is an admin token (every user's memories). ``name`` defaults to the user's name (``alice``,
         then ``alice-2``, ``alice-3``… when taken; whitespace in it becomes ``-``), ``admin`` for an
-        admin token (then ``admin-2``…). A name already taken is an InvalidInputError
-        (``parameter="name"``), as is a bad name or ``private`` without a user."""
+        admin token (then ``admin-2``…). ``expires_at``: when it stops working (``30d``, ``12h``…
+        from now, an ISO 8601 date/time, a datetime; None: never), a time still to come. A name
+        already taken is an InvalidInputError (``parameter="name"``), as is a bad name, a bad or
+        past ``expires_at`` or ``private`` without a user."""
         for argument, label in ((user, "user"), (name, "name"), (conversation, "conversation")):
             checks.optional_string(argument, label)
+        expiry = _expiry(checks.optional_moment(expires_at, "expires_at"))
         secret = SECRET_PREFIX + secrets.token_urlsafe(SECRET_BYTES)
         digest, created_at = secret_hash(secret), utc_now_iso()
         fields = (conversation, checks.flag(read_only, "read_only"), checks.flag(private, "private"))
         if name is not None:
-            token = Token(name, user, *fields, created_at)
+            token = Token(name, user, *fields, created_at, expiry)
             if not self._backend().add_token(TokenRecord.made(token, digest)):
                 raise InvalidInputError(
                     f'name "{token.name}" is taken by another token; '
@@ -77,11 +84,11 @@ class Tokens:
                     parameter="name",
                 )
             return secret, token
-        base = Token(ADMIN_NAME, user, *fields, created_at)  # checks the fields before any name is made
+        base = Token(ADMIN_NAME, user, *fields, created_at, expiry)  # checks the fields before a name is made
         stem = ADMIN_NAME if base.user is None else _name_from(base.user)
         while True:  # a name another process takes meanwhile is skipped: the next one is tried
             taken = {record.name for record in self._backend().token_records()}
-            token = Token(_free_name(stem, taken), user, *fields, created_at)
+            token = Token(_free_name(stem, taken), user, *fields, created_at, expiry)
             if self._backend().add_token(TokenRecord.made(token, digest)):
                 return secret, token
 
@@ -100,10 +107,11 @@ class Tokens:
         return found
 
     def verify(self, secret: str) -> Token | None:
-        """The token whose secret this is, or None. The store is read at every call (a revocation by
-        another process counts at once). The time taken does not depend on which stored token
-        matches or whether one does: the sha256 of ``secret`` is compared with every stored hash by
-        ``hmac.compare_digest``, with no early exit and no lookup keyed by the presented value.
+        """The token whose secret this is, or None — None too once it has expired (as for a revoked
+        one). The store is read at every call (a revocation by another process counts at once). The
+        time taken does not depend on which stored token matches or whether one does: the sha256 of
+        ``secret`` is compared with every stored hash by ``hmac.compare_digest``, with no early exit
+        and no lookup keyed by the presented value.
         Never raises for a malformed secret: anything but a stored token's secret is None."""
         if not isinstance(secret, str):
             return None
@@ -116,7 +124,16 @@ class Tokens:
         # One Token is made whether one matched or not (the match, else the first), so a miss takes
         # as long as a hit.
         token = (matched or records[0]).token if records else None
-        return token if matched is not None else None
+        expired = token is not None and token.expired()
+        return token if matched is not None and not expired else None
+
+
+def _expiry(value: str | datetime | None) -> str | None:
+    """When a new token stops working (``parse_expiry``), as UTC ISO 8601 (None: never);
+    InvalidInputError (``parameter="expires_at"``) for a value that is no time. One already past is
+    refused by the Token made with it."""
+    moment = parse_expiry(value, "expires_at", datetime.now(timezone.utc))
+    return None if moment is None else utc_iso(moment)
 
 
 def _name_from(user: str) -> str:

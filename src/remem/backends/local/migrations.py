@@ -115,11 +115,37 @@ _V6 = (
 )
 
 
+_LIST_BY_NAME = (
+    # memory_list's pages of one user's (and the shared) or one conversation's memories, newest
+    # first: the name's index in the list's order, so a page past a cursor reads only its own rows
+    # at any depth (remem.backends.local.filtering.newest_branches).
+    "DROP INDEX memories_user",
+    "CREATE INDEX memories_user ON memories (user, created_at, id)",
+    "DROP INDEX memories_conversation",
+    "CREATE INDEX memories_conversation ON memories (conversation, created_at, id)",
+)
+
+
+_TOKEN_EXPIRY = (
+    # A bearer token may stop working at a time (`remem token add --expires`): NULL is never.
+    "ALTER TABLE tokens ADD COLUMN expires_at TEXT",
+)
+
+
 #: A migration is SQL statements or a function of the connection; it runs inside a transaction.
 Migration = tuple[str, ...] | Callable[[sqlite3.Connection], None]
 
 #: Migration n brings a database from schema version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Migration, ...] = (_V1, _v2_keyword_index, _V3, _v4_turn_context, _V5, _V6)
+MIGRATIONS: tuple[Migration, ...] = (
+    _V1,
+    _v2_keyword_index,
+    _V3,
+    _v4_turn_context,
+    _V5,
+    _V6,
+    _LIST_BY_NAME,
+    _TOKEN_EXPIRY,
+)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from remem.backends import links
+from remem.backends import links, listing
 from remem.backends.base import TurnTime
 from remem.backends.local import filtering, fts, keywords
 from remem.backends.shapes import stored_memory
@@ -28,6 +28,10 @@ _MEMORY_COLUMNS = """m.id, m.text, m.sha256, m.created_at, m.user, m.conversatio
     (SELECT json_group_array(tag) FROM
         (SELECT tag FROM memory_tags t WHERE t.memory_id = m.id ORDER BY tag)) AS tags, m.updated_at,
     m.superseded_by, m.superseded_at, m.expires_at"""
+
+
+#: How a list page's branches are written for SQLite (``remem.backends.listing``).
+_DIALECT = listing.Dialect("?", "m.user IS NULL", filtering.where)
 
 
 def _memory(row: sqlite3.Row | tuple[Any, ...]) -> Memory:
@@ -426,12 +430,13 @@ class Records:
             found.update((int(mid), TurnTime(*turn)) for mid, *turn in rows)
         return found
 
-    def newest(self, filters: Filters, limit: int) -> list[Memory]:
-        """Up to ``limit`` memories the filters select, newest first (ties: higher id first)."""
-        where, params = filtering.where(filters)
-        order = "ORDER BY m.created_at DESC, m.id DESC"
-        sql = f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where} {order} LIMIT ?"
-        return [_memory(row) for row in self.conn.execute(sql, [*params, limit])]
+    def newest(self, filters: Filters, limit: int, after: tuple[str, int] | None = None) -> list[Memory]:
+        """Up to ``limit`` memories the filters select, newest first (ties: higher id first), past
+        ``after`` (created_at, id) when given; every page read through an index in the list's
+        order, as cheap at any depth and for any position (``remem.backends.listing``)."""
+        source = f"SELECT {_MEMORY_COLUMNS} FROM memories m"
+        sql, params = listing.page_query(source, filters, after, limit, _DIALECT)
+        return [_memory(row) for row in self.conn.execute(sql, params)]
 
     def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:
         """Every memory the filters select, in id order, streamed."""

@@ -394,9 +394,9 @@ class LocalBackend:
 
         return doctor.diagnose(self.home, repair)
 
-    def newest(self, filters: Filters, limit: int) -> list[Memory]:
-        """Up to ``limit`` memories the filters select, newest first."""
-        return self.records.newest(filters, limit)
+    def newest(self, filters: Filters, limit: int, after: tuple[str, int] | None = None) -> list[Memory]:
+        """Up to ``limit`` memories the filters select, newest first, past ``after`` when given."""
+        return self.records.newest(filters, limit, after)
 
     def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:
         """Every memory (the filters select), in id order."""

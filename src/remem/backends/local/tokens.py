@@ -11,13 +11,14 @@ if TYPE_CHECKING:
     from remem.backends.local.records import Records
 
 _COLUMNS = ", ".join(TOKEN_COLUMNS)
+_MARKS = ", ".join("?" * len(TOKEN_COLUMNS))
 
 
 def add(records: Records, record: TokenRecord) -> bool:
     """Insert a token's record in one transaction; False (nothing written) when its name is taken."""
     with atomic(records.conn) as conn:
         cursor = conn.execute(
-            f"INSERT INTO tokens ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
+            f"INSERT INTO tokens ({_COLUMNS}) VALUES ({_MARKS}) ON CONFLICT (name) DO NOTHING",
             record.row(),
         )
         return cursor.rowcount == 1

@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.backends import links
+from remem.backends import links, listing
 from remem.backends.analyzer import memory_terms
 from remem.backends.base import TurnTime
 from remem.backends.postgres import filtering, keywords
@@ -66,6 +66,18 @@ def select(
     """The filtered memories, with ``tail`` (ORDER BY, LIMIT; its parameters last) appended."""
     condition, where_params = filtering.where(filters, s)
     cursor.execute(f"SELECT {COLUMNS} FROM {s}.memories m WHERE {condition} {tail}", [*where_params, *params])
+    return [memory(row) for row in cursor.fetchall()]
+
+
+def newest(
+    cursor: psycopg.Cursor[Any], s: str, filters: Filters, limit: int, after: tuple[str, int] | None
+) -> list[Memory]:
+    """Up to ``limit`` filtered memories, newest first (ties: higher id first), past ``after``
+    (created_at, id) when given: the union of ``remem.backends.listing``'s branches, each an ordered
+    index scan that stops after ``limit`` rows."""
+    dialect = listing.Dialect("%s", "m.user_key IS NULL", lambda chosen: filtering.where(chosen, s))
+    sql, params = listing.page_query(f"SELECT {COLUMNS} FROM {s}.memories m", filters, after, limit, dialect)
+    cursor.execute(sql, params)
     return [memory(row) for row in cursor.fetchall()]
 
 

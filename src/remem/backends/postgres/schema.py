@@ -182,8 +182,22 @@ _V8 = (
     "CREATE INDEX memories_expires ON {s}.memories (expires_at) WHERE expires_at IS NOT NULL",
 )
 
+_LIST_BY_NAME = (
+    # memory_list's pages of one user's or one conversation's memories, newest first: the key's
+    # index in the list's order, so a page past a cursor reads only its own rows at any depth.
+    "DROP INDEX {s}.memories_user",
+    "CREATE INDEX memories_user ON {s}.memories (user_key, created_at, id)",
+    "DROP INDEX {s}.memories_conversation",
+    "CREATE INDEX memories_conversation ON {s}.memories (conversation_key, created_at, id)",
+)
+
+_TOKEN_EXPIRY = (
+    # A bearer token may stop working at a time (`remem token add --expires`): NULL is never.
+    "ALTER TABLE {s}.tokens ADD COLUMN expires_at text",
+)
+
 #: Migration n brings a schema from version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _LIST_BY_NAME, _TOKEN_EXPIRY)
 LATEST_VERSION = len(MIGRATIONS)
 
 

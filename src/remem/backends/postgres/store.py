@@ -302,12 +302,11 @@ class PostgresBackend:
             return records.turn_times(cursor, self.s, memory_ids)
 
     @read_again
-    def newest(self, filters: Filters, limit: int) -> list[Memory]:
-        """Up to ``limit`` filtered memories, newest first (ties: higher id first)."""
+    def newest(self, filters: Filters, limit: int, after: tuple[str, int] | None = None) -> list[Memory]:
+        """Up to ``limit`` filtered memories, newest first (ties: higher id first), past ``after``
+        (created_at, id) when given: a row comparison the index on (created_at, id) serves."""
         with self.session.transaction() as cursor:
-            return records.select(
-                cursor, self.s, filters, "ORDER BY m.created_at DESC, m.id DESC LIMIT %s", [limit]
-            )
+            return records.newest(cursor, self.s, filters, limit, after)
 
     def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:
         """Every filtered memory in id order, streamed a page at a time (each page its own

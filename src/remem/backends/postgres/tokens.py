@@ -10,14 +10,14 @@ if TYPE_CHECKING:
     from remem.backends.postgres.access import StoreAccess
 
 _COLUMNS = ", ".join(f'"{column}"' for column in TOKEN_COLUMNS)
+_MARKS = ", ".join(["%s"] * len(TOKEN_COLUMNS))
 
 
 def add(access: StoreAccess, record: TokenRecord) -> bool:
     """Insert a token's record in one transaction; False (nothing written) when its name is taken."""
     with access.writing(None) as cursor:
         cursor.execute(
-            f"INSERT INTO {access.s}.tokens ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (name) DO NOTHING",
+            f"INSERT INTO {access.s}.tokens ({_COLUMNS}) VALUES ({_MARKS}) ON CONFLICT (name) DO NOTHING",
             record.row(),
         )
         return cursor.rowcount == 1

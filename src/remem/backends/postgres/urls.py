@@ -117,6 +117,12 @@ def _params(query: str) -> list[tuple[str, str, str]]:
         key, _, value = pair.partition("=")
         value = _decoded(value, key)
         params.append(("sslmode", "require", pair) if (key, value) == ("ssl", "true") else (key, value, pair))
+    keys = [key for key, _, _ in params]
+    repeated = next((key for key in keys if keys.count(key) > 1), None)
+    if repeated is not None:  # which one would win is no one's guess: say so, show no value
+        raise InvalidInputError(
+            f"the PostgreSQL URL gives {repeated}= more than once: give each parameter once"
+        )
     return params
 
 
@@ -148,10 +154,10 @@ def parse(url: str, schema: str | None = None) -> StoreUrl:
     """Split a store URL into libpq's keywords (without remem's ``schema`` parameter), the schema
     (``schema`` argument, else ``?schema=``, else ``remem``) and the address without its password.
 
-    InvalidInputError for a URL that is not one, a ``connect_timeout`` that is not a whole number,
-    or a schema name that is not a plain identifier (letters, digits, ``_``; at most 63
-    characters; in double quotes to keep capitals) or is PostgreSQL's own (``pg_…``,
-    ``information_schema``).
+    InvalidInputError for a URL that is not one, one giving a parameter twice, a
+    ``connect_timeout`` that is not a whole number, or a schema name that is not a plain
+    identifier (letters, digits, ``_``; at most 63 characters; in double quotes to keep capitals)
+    or is PostgreSQL's own (``pg_…``, ``information_schema``).
     """
     scheme, separator, rest = url.strip().partition("://")
     if not separator or scheme.lower() not in SCHEMES:

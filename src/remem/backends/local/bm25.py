@@ -56,28 +56,43 @@ def newest(
     limit: int,
     among: Sequence[int] | None,
     skip: set[int],
+    mean: float | None = None,
 ) -> list[Scored]:
     """The BM25 top ``limit`` (memory id, score) over ``terms`` (all near-zero-IDF) among the newest
     ``bounds.WINDOW`` filtered memories holding any of them (those of them in ``among`` if given), leaving out
-    ``skip``. The window does not depend on ``among``: a memory has the same score in every call."""
+    ``skip``. The window does not depend on ``among``: a memory has the same score in every call.
+    ``mean``: the tokens per row BM25 counts with (default: the whole table's)."""
     wanted = None if among is None else set(among)
     ids = [
         mid
         for mid in _newest_ids(conn, " OR ".join(terms), filters)
         if mid not in skip and (wanted is None or mid in wanted)
     ]
+    return scored(conn, terms, ids, [FLOOR_IDF] * len(terms), mean, limit)
+
+
+def scored(
+    conn: sqlite3.Connection,
+    terms: Sequence[str],
+    ids: list[int],
+    idfs: Sequence[float],
+    mean: float | None,
+    limit: int,
+) -> list[Scored]:
+    """The BM25 top ``limit`` (memory id, score; best first, ties by id) of the memories ``ids``
+    (each holding some of ``terms``) with these IDFs and ``mean`` tokens per row (default: the
+    whole table's), as ``bm25()`` would score them with those statistics."""
     if not ids:
         return []
     rows, columns = fts.averages(conn)
-    mean = max(sum(columns), 1) / max(rows, 1)
+    mean = max(sum(columns), 1) / max(rows, 1) if mean is None else mean
     context = len(columns) > 1 and columns[1] > 0  # no memory has a context: no instance there
     per_term = [instances(conn, term, ids, context) for term in terms]
-    idfs = [FLOOR_IDF] * len(terms)
-    scored = []
+    found = []
     for mid, size in per_term[0][1].items() if len(terms) == 1 else _sizes(conn, ids).items():
-        found = [instances.get(mid, (0, 0)) for instances, _ in per_term]
-        scored.append((mid, score(found, idfs, size, mean)))
-    return sorted(scored, key=lambda pair: (-pair[1], pair[0]))[:limit]
+        counted = [held.get(mid, (0, 0)) for held, _ in per_term]
+        found.append((mid, score(counted, idfs, size, mean)))
+    return sorted(found, key=lambda pair: (-pair[1], pair[0]))[:limit]
 
 
 def _newest_ids(conn: sqlite3.Connection, match: str, filters: Filters) -> list[int]:

@@ -50,7 +50,9 @@ def _shown(found: SearchResult) -> list[tuple[int, float, object, object]]:
     return [(hit.memory.id, hit.score, hit.keyword, hit.vector) for hit in found]
 
 
-def _searches(store: Memories, **how: object) -> dict[tuple[str, str], list[tuple[int, float, object, object]]]:
+def _searches(
+    store: Memories, **how: object
+) -> dict[tuple[str, str], list[tuple[int, float, object, object]]]:
     return {
         (query, mode): _shown(store.search(query, k=10, mode=mode, dates=False, **how))  # type: ignore[arg-type]
         for query in QUERIES
@@ -75,7 +77,9 @@ def test_other_users_memories_never_move_a_scoped_search(backend: Backend, tmp_p
     for conversation in ("c1", "c2"):
         pinned = Filters.of(user="alice", conversation=conversation, shared=True)
         before = _searches(store, scope=pinned)
-        store.add_many([NewMemory(f"alice zebra giraffe elsewhere {conversation}", user="alice", conversation="c7")])
+        store.add_many(
+            [NewMemory(f"alice zebra giraffe elsewhere {conversation}", user="alice", conversation="c7")]
+        )
         assert _searches(store, scope=pinned) == before
 
 
@@ -101,7 +105,9 @@ def test_a_scope_bounds_what_a_search_finds(backend: Backend, tmp_path: Path) ->
         store.search("zebra", scope=Filters.of(user="alice", tags=["ops"]))
 
 
-def test_every_back_end_searches_the_same_first_terms_of_a_long_query(backend: Backend, tmp_path: Path) -> None:
+def test_every_back_end_searches_the_same_first_terms_of_a_long_query(
+    backend: Backend, tmp_path: Path
+) -> None:
     words = [f"term{n:03d}" for n in range(3 * MAX_QUERY_TERMS)]
     assert analyze(" ".join(words)) == words
     store = Memories(backend, ModelCatalog(tmp_path / "models"), embedder=FakeEmbedder())

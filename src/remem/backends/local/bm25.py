@@ -123,7 +123,7 @@ def instances(
     found, sizes = {}, {}
     for mid, own, other, size in rows:
         found[int(mid)] = ((own or "").count(_MARK), (other or "").count(_MARK))
-        sizes[int(mid)] = sum(fts.varints(bytes(size)))
+        sizes[int(mid)] = fts.tokens(bytes(size))
     return found, sizes
 
 
@@ -133,4 +133,4 @@ def _sizes(conn: sqlite3.Connection, ids: list[int]) -> dict[int, int]:
         "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
         (json.dumps(ids),),
     )
-    return {int(mid): sum(fts.varints(bytes(blob))) for mid, blob in rows}
+    return {int(mid): fts.tokens(bytes(blob)) for mid, blob in rows}

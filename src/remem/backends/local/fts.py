@@ -159,8 +159,8 @@ def count(conn: sqlite3.Connection, match: str, scope: Filters | None = None) ->
         sql, params = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", [match]
     else:
         where, scoped = filtering.where(scope, per_row=True, memory_id="memories_fts.rowid")
-        sql = (
-            "SELECT count(*) FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
+        sql = (  # CROSS JOIN: the doclist walked, each holder's row looked up (not a MATCH per row)
+            "SELECT count(*) FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid "
             f"WHERE memories_fts MATCH ? AND {where}"
         )
         params = [match, *scoped]
@@ -174,8 +174,13 @@ def scoped_averages(conn: sqlite3.Connection, scope: Filters) -> tuple[int, int]
     rows = conn.execute(
         f"SELECT d.sz FROM memories_fts_docsize d JOIN memories m ON m.id = d.id WHERE {where}", params
     ).fetchall()
-    sizes = (bytes(row[0] or b"") for row in rows)  # a row under 128 tokens a column: a byte each
-    return len(rows), sum(sum(size) if max(size, default=0) < 0x80 else sum(varints(size)) for size in sizes)
+    return len(rows), sum(tokens(bytes(row[0] or b"")) for row in rows)
+
+
+def tokens(docsize: bytes) -> int:
+    """A row's tokens in all columns, from its ``docsize`` record (a varint per column; a column
+    under 128 tokens is one byte: the sum of the bytes)."""
+    return sum(docsize) if max(docsize, default=0) < 0x80 else sum(varints(docsize))
 
 
 def holders(
@@ -187,8 +192,8 @@ def holders(
     if among is not None:  # the unary + as in ``search``: one pass over the matches
         where += " AND +memories_fts.rowid IN (SELECT value FROM json_each(?))"
         params = [*params, json.dumps(list(among))]
-    joined = " JOIN memories m ON m.id = memories_fts.rowid" if filtering.needs_memory_row(filters) else ""
-    rows = conn.execute(
+    joined = " CROSS JOIN memories m ON m.id = memories_fts.rowid" if filtering.needs_memory_row(filters) else ""
+    rows = conn.execute(  # CROSS JOIN: the doclist walked, not a MATCH per memory row
         f"SELECT memories_fts.rowid FROM memories_fts{joined} WHERE memories_fts MATCH ? AND {where} "
         "ORDER BY memories_fts.rowid",
         [match, *params],

@@ -117,6 +117,7 @@ def search(
         return []
     with snapshot(conn):
         stamp = counts.stamp(conn)
+        scope = _narrower(conn, counts, stamp, scope)
         query = plan(conn, counts, stamp, text, scope)
         mean = None if scope is None else counts.size(conn, stamp, scope)[1]
         if not query.scored:
@@ -129,6 +130,14 @@ def search(
             skip = {mid for mid, _ in found}  # only common terms
             found += bm25.newest(conn, query.common, filters, limit - len(found), among, skip, mean)
         return found
+
+
+def _narrower(
+    conn: sqlite3.Connection, counts: KeywordCounts, stamp: bytes, scope: Filters | None
+) -> Filters | None:
+    """``scope``, or None when it sees every memory (its statistics are the whole store's: FTS5's
+    ``bm25()`` ranks as it would, at its cost)."""
+    return None if scope is None or counts.size(conn, stamp, scope)[0] >= fts.row_count(conn) else scope
 
 
 def _scoped(
@@ -167,6 +176,7 @@ def coverage(
     in the query's order (within MARGIN of ``enough``, the exact share decides)."""
     with snapshot(conn):
         stamp = counts.stamp(conn)
+        scope = _narrower(conn, counts, stamp, scope)
         total = fts.row_count(conn) if scope is None else counts.size(conn, stamp, scope)[0]
         own = [f"terms : {term}" for term in term_queries(text)]
         held = [counts.holders(conn, stamp, match, scope) for match in own]

@@ -5,6 +5,7 @@ its scores; and every back-end searches the same first ``MAX_QUERY_TERMS`` terms
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,10 +84,14 @@ def test_other_users_memories_never_move_a_scoped_search(backend: Backend, tmp_p
         assert _searches(store, scope=pinned) == before
 
 
-def test_a_scope_over_every_memory_scores_as_the_whole_store(backend: Backend, tmp_path: Path) -> None:
-    store = _store(backend, tmp_path)  # only alice's and the team's: her scope is the whole store
-    for (query, mode), hits in _searches(store, scope=ALICE).items():
-        whole = _shown(store.search(query, k=10, mode=mode, dates=False))
+def test_a_scope_scores_as_a_store_of_its_memories_alone(
+    open_backend: Callable[..., Backend], tmp_path: Path
+) -> None:
+    alone = _store(open_backend("alone"), tmp_path)  # only alice's and the team's memories
+    shared = _store(open_backend("shared"), tmp_path)  # the same ids, then bob's and carol's
+    shared.add_many(BOBS)
+    for (query, mode), hits in _searches(shared, scope=ALICE).items():
+        whole = _shown(alone.search(query, k=10, mode=mode, dates=False))
         assert [hit[0] for hit in hits] == [hit[0] for hit in whole], (query, mode)
         assert [hit[1] for hit in hits] == pytest.approx([hit[1] for hit in whole], rel=1e-9), (query, mode)
 

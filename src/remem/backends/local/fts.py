@@ -192,7 +192,8 @@ def holders(
     if among is not None:  # the unary + as in ``search``: one pass over the matches
         where += " AND +memories_fts.rowid IN (SELECT value FROM json_each(?))"
         params = [*params, json.dumps(list(among))]
-    joined = " CROSS JOIN memories m ON m.id = memories_fts.rowid" if filtering.needs_memory_row(filters) else ""
+    row = filtering.needs_memory_row(filters)
+    joined = " CROSS JOIN memories m ON m.id = memories_fts.rowid" if row else ""
     rows = conn.execute(  # CROSS JOIN: the doclist walked, not a MATCH per memory row
         f"SELECT memories_fts.rowid FROM memories_fts{joined} WHERE memories_fts MATCH ? AND {where} "
         "ORDER BY memories_fts.rowid",

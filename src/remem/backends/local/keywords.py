@@ -155,7 +155,8 @@ def _scoped(
     rows, mean = counts.size(conn, stamp, scope)
     idfs = [bm25.idf(rows, counts.holders(conn, stamp, term, scope)) for term in terms]
     ids = fts.holders(conn, " OR ".join(terms), filters, among)
-    return bm25.scored(conn, terms, ids, idfs, mean, limit)
+    held = [counts.holders(conn, stamp, term) for term in terms]  # for bm25.counted
+    return bm25.scored(conn, terms, ids, idfs, mean, limit, held)
 
 
 def coverage(

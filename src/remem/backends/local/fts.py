@@ -167,6 +167,12 @@ def count(conn: sqlite3.Connection, match: str, scope: Filters | None = None) ->
     return int(conn.execute(sql, params).fetchone()[0])
 
 
+def scoped_rows(conn: sqlite3.Connection, scope: Filters) -> int:
+    """How many memories ``scope`` selects (every memory is a row of the keyword table)."""
+    where, params = filtering.where(scope)
+    return int(conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0])
+
+
 def scoped_averages(conn: sqlite3.Connection, scope: Filters) -> tuple[int, int]:
     """``averages`` of the memories ``scope`` selects: how many are in the keyword table, and their
     tokens in all columns (from each one's ``docsize`` record)."""

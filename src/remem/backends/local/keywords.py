@@ -63,9 +63,16 @@ class KeywordCounts:
         counted once per ``stamp``."""
         return self._cache.get(stamp, (match, scope), lambda: fts.count(conn, match, scope))
 
+    def rows(self, conn: sqlite3.Connection, stamp: bytes, scope: Filters | None) -> int:
+        """How many memories (of ``scope``'s, if given) the keyword table holds; a scope's counted
+        once per ``stamp`` (an index count, not ``size``'s read of every length)."""
+        if scope is None:
+            return fts.row_count(conn)
+        return self._cache.get(stamp, ("rows", scope), lambda: fts.scoped_rows(conn, scope))
+
     def size(self, conn: sqlite3.Connection, stamp: bytes, scope: Filters | None) -> tuple[int, float]:
-        """How many memories (of ``scope``'s, if given) the keyword table holds and their mean length
-        in tokens, as FTS5's BM25 counts it; a scope's counted once per ``stamp``."""
+        """``rows`` and their mean length in tokens, as FTS5's BM25 counts it; a scope's counted once
+        per ``stamp``."""
         if scope is None:
             rows, columns = fts.averages(conn)
             tokens = sum(columns)
@@ -89,7 +96,7 @@ def plan(
     """The plan of ``text``'s terms (see the module docstring), with the statistics of ``scope``'s
     memories if given; both lists empty without terms."""
     terms = term_queries(text)
-    rows = fts.row_count(conn) if scope is None else counts.size(conn, stamp, scope)[0]
+    rows = counts.rows(conn, stamp, scope)
     common = []
     for term in terms:
         if term.endswith("*") or rows <= bounds.COMMON_HOLDERS:  # never a hash prefix, nor in a small store
@@ -137,7 +144,7 @@ def _narrower(
 ) -> Filters | None:
     """``scope``, or None when it sees every memory (its statistics are the whole store's: FTS5's
     ``bm25()`` ranks as it would, at its cost)."""
-    return None if scope is None or counts.size(conn, stamp, scope)[0] >= fts.row_count(conn) else scope
+    return None if scope is None or counts.rows(conn, stamp, scope) >= fts.row_count(conn) else scope
 
 
 def _scoped(
@@ -178,7 +185,7 @@ def coverage(
     with snapshot(conn):
         stamp = counts.stamp(conn)
         scope = _narrower(conn, counts, stamp, scope)
-        total = fts.row_count(conn) if scope is None else counts.size(conn, stamp, scope)[0]
+        total = counts.rows(conn, stamp, scope)
         own = [f"terms : {term}" for term in term_queries(text)]
         held = [counts.holders(conn, stamp, match, scope) for match in own]
         weights = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n in held]

@@ -152,14 +152,26 @@ def quoted_term(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+#: The most distinct terms a query contributes to the keyword lane, on every back-end: the first
+#: this many in the query's order; the rest are not searched (a pasted 10,000-character CJK text
+#: is ~10,000 bigrams, each a count and a doclist to walk). No query of SciFact (27 at most), LoCoMo
+#: (15) or the memory-shaped set comes near it.
+MAX_QUERY_TERMS = 64
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct terms a query searches for (``analyze``), in order, at most ``MAX_QUERY_TERMS``."""
+    return list(dict.fromkeys(analyze(text)))[:MAX_QUERY_TERMS]
+
+
 def term_queries(text: str) -> list[str]:
-    """One FTS5 expression per distinct query term: a quoted string (``"`` doubled), ``*`` for hashes.
+    """One FTS5 expression per query term (``query_terms``): a quoted string (``"`` doubled), ``*``
+    for hashes.
 
     Quoting makes ``"``, ``*``, ``-``, ``:``, ``NEAR``, ``AND``, parentheses in user text plain
     characters; hash-like hex terms become prefix queries.
     """
-    terms = dict.fromkeys(analyze(text))
-    return [quoted_term(term) + ("*" if looks_like_hash(term) else "") for term in terms]
+    return [quoted_term(term) + ("*" if looks_like_hash(term) else "") for term in query_terms(text)]
 
 
 def fts_query(text: str) -> str | None:

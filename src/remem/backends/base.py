@@ -311,10 +311,20 @@ class Backend(Protocol):
         ...
 
     def keyword_top(
-        self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
+        self,
+        text: str,
+        filters: Filters,
+        k: int,
+        among: Sequence[int] | None = None,
+        scope: Filters | None = None,
     ) -> list[Scored]:
         """Keyword top ``k`` by BM25 (or a BM25-like score): (memory id, score; higher is better)
-        among the filtered memories (only ``among`` if given); [] when the text has no terms."""
+        among the filtered memories (only ``among`` if given); [] when the text has no terms; at most
+        ``analyzer.MAX_QUERY_TERMS`` of the query's terms count. Every statistic the score counts (the
+        number of memories, each term's holders, the mean length, which terms are near-zero-IDF) is
+        that of the whole store, or with ``scope`` (selecting only by user, shared and conversation,
+        and holding every filtered memory) of the memories it selects, superseded and expired ones
+        included: nothing else about the store shows in a score."""
         ...
 
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
@@ -324,10 +334,13 @@ class Backend(Protocol):
         (``analyzer.sure_terms``) select through the keyword index; with none, every filtered memory."""
         ...
 
-    def keyword_coverage(self, text: str, memory_ids: Sequence[int], enough: float) -> Coverage:
+    def keyword_coverage(
+        self, text: str, memory_ids: Sequence[int], enough: float, scope: Filters | None = None
+    ) -> Coverage:
         """For each of the memories, the share (0..1) of the query's IDF-weighted terms its own terms
         (not its context's) match — exact below ``enough``, ``enough`` at or above it — and the
-        query's whole weight (``Coverage``); an id the store does not hold gets 0."""
+        query's whole weight (``Coverage``), IDF counted as ``keyword_top`` counts it (over ``scope``'s
+        memories if given); an id the store does not hold gets 0."""
         ...
 
     def reembed(

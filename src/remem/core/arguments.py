@@ -146,6 +146,28 @@ def position(after: tuple[str, int] | None) -> tuple[str, int] | None:
     return created_at, memory_id
 
 
+def scoped(chosen: Filters, scope: Filters | None) -> Filters:
+    """The filters ``chosen`` inside ``scope`` (a search's, ``Memories.search``): its user (with the
+    shared memories only where both allow them) and conversation in force. InvalidInputError for a
+    scope that selects by anything else, or filters naming another user or conversation."""
+    if scope is None:
+        return chosen
+    checks.instance(scope, Filters, "scope", "a Filters (Filters.of(user=..., shared=...)) or None")
+    if replace(scope, user=None, conversation=None, shared=False).everything() != Filters().everything():
+        raise InvalidInputError("a scope selects by user, shared and conversation only", parameter="scope")
+    for name in ("user", "conversation"):
+        pinned, asked = getattr(scope, name), getattr(chosen, name)
+        if pinned is not None and asked is not None and asked != pinned:
+            raise InvalidInputError(f"the {name} filter lies outside the search's scope", parameter=name)
+    shared = chosen.shared if scope.user is None else scope.shared and (chosen.user is None or chosen.shared)
+    return replace(
+        chosen,
+        user=scope.user or chosen.user,
+        conversation=scope.conversation or chosen.conversation,
+        shared=shared,
+    )
+
+
 def entries_within(entries: Iterable[Entry], limit: int) -> Iterator[Entry]:
     """The entries with their texts checked (``checked``), as they are read; InvalidInputError
     naming the line of the first bad one, TypeError for what is not an Entry (at once when

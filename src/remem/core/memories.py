@@ -293,6 +293,7 @@ class Memories(AbstractContextManager["Memories"]):
         min_score: float | None = None,
         where: Filters | None = None,
         dates: bool = True,
+        scope: Filters | None = None,
         **filters: Any,
     ) -> SearchResult:
         """The ``k`` best memories for ``query`` among those the filters select, best first.
@@ -302,6 +303,12 @@ class Memories(AbstractContextManager["Memories"]):
         Filters: ``where=Filters(...)`` or the keywords of ``Filters.of`` (user, tags, since…).
         Time words ("from Tuesday", "last week") become a created_at window in local time unless
         ``dates=False`` or since/until are given; ``result.dates`` says how they were read.
+
+        ``scope``: the memories the caller may see, for a caller who must learn nothing about the
+        others (a server's pinned user: ``Filters.of(user="alice", shared=True)``, and/or a
+        conversation; nothing else). The search finds only memories inside it, whatever the filters
+        say, and every statistic its scores count (how many memories there are and hold each word,
+        their mean length) is that of the scope's memories alone; without it, of the whole store.
         """
         from remem.core import ranking  # noqa: PLC0415 - lazy: `list` and `add` never rank
         from remem.core.dates import within_dates  # noqa: PLC0415
@@ -310,10 +317,11 @@ class Memories(AbstractContextManager["Memories"]):
         mode = arguments.choice(SearchMode, mode, "mode")
         threshold = arguments.min_score(min_score, mode)
         chosen, k = arguments.filters(where, filters), arguments.count(k, "k", minimum=1)
+        chosen = arguments.scoped(chosen, scope)
         dates = checks.flag(dates, "dates")
         text, chosen, read = within_dates(self.backend, text, chosen) if dates else (text, chosen, None)
         found = ranking.search_with_retry(
-            self.backend, self.embedder, self._reload_model, text, k, chosen, mode, threshold
+            self.backend, self.embedder, self._reload_model, text, k, chosen, mode, threshold, scope
         )
         return replace(found, dates=read, notes=(*found.notes, *([read.note()] if read else [])))
 

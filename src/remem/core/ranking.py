@@ -110,11 +110,14 @@ class Query:
     blind_across_scripts: bool = False
     #: The speakers it names (``speakers``; hybrid search embeds it without them).
     speakers: frozenset[str] = frozenset()
+    #: The memories whose statistics the keyword lane counts (``Memories.search``'s scope; None:
+    #: the whole store's).
+    scope: Filters | None = None
 
     @classmethod
-    def of(cls, text: str, languages: Sequence[str] = ()) -> Query:
-        """The query ``text`` for a model declaring ``languages``."""
-        return cls(text, phrases.of_query(text), scripts.blind_across_scripts(languages))
+    def of(cls, text: str, languages: Sequence[str] = (), scope: Filters | None = None) -> Query:
+        """The query ``text`` for a model declaring ``languages``, its statistics ``scope``'s."""
+        return cls(text, phrases.of_query(text), scripts.blind_across_scripts(languages), scope=scope)
 
 
 def by_phrase(ranked: list[Ranked], query: Query, texts: Texts, mode: SearchMode) -> list[Ranked]:
@@ -264,7 +267,7 @@ def hybrid_rank(
     the module docstring). ``embed`` embeds the query, without those speakers."""
     depth = max(MIN_HYBRID_DEPTH, 4 * k)
     text = query.text
-    by_keyword = backend.keyword_top(text, filters, depth, among)
+    by_keyword = backend.keyword_top(text, filters, depth, among, query.scope)
     times = backend.turn_times([mid for mid, _ in by_keyword]) if by_keyword else {}
     query = replace(query, speakers=speakers.named(text, times))
     vector = embed(speakers.without(text, query.speakers) or text)
@@ -273,10 +276,10 @@ def hybrid_rank(
     matched = {mid for mid, _ in by_keyword}
     missing = [mid for mid, _ in by_vector if mid not in matched]
     if missing:
-        by_keyword = by_keyword + backend.keyword_top(text, filters, len(missing), among=missing)
+        by_keyword = by_keyword + backend.keyword_top(text, filters, len(missing), missing, query.scope)
         times |= backend.turn_times(missing)
     matches = [mid for mid, _ in by_keyword]
-    coverage = backend.keyword_coverage(text, matches, FULL_COVERAGE) if matches else None
+    coverage = backend.keyword_coverage(text, matches, FULL_COVERAGE, query.scope) if matches else None
     unread = unread_by_model(by_vector, query, texts)
     ranked = fuse(by_vector, by_keyword, unread, coverage)
     return best_first(_lifted(ranked, times, query.speakers), unread) if len(times) > 1 else ranked
@@ -314,7 +317,9 @@ def rank(
         depth = max(MIN_HYBRID_DEPTH, 4 * k) if query.phrases else k
         ranked = [
             Ranked(mid, s, None, found)
-            for mid, (s, found) in _ranked(backend.keyword_top(query.text, filters, depth, among))
+            for mid, (s, found) in _ranked(
+                backend.keyword_top(query.text, filters, depth, among, query.scope)
+            )
         ]
     elif lane is None or embed is None:
         raise ValueError(f"{mode.value} search needs the vector lane and a query embedder")
@@ -337,6 +342,7 @@ def run_search(
     min_score: float | None = None,
     embedded_with: ModelInfo | None = None,
     languages: Sequence[str] = (),
+    scope: Filters | None = None,
 ) -> SearchResult:
     """Rank, apply ``min_score`` (a cosine; not for keyword mode), cut to ``k``, fetch the memories.
 
@@ -344,7 +350,8 @@ def run_search(
     ModelChangedError if the store no longer uses that model (a re-embed was swapped in meanwhile).
     ``embed`` embeds the query (``text``, or hybrid search's text without the speakers it names) as
     ``embedded_with``, or is the query's vector (then always the whole query's); ``languages`` are
-    those the query's model declares (see ``scripts``).
+    those the query's model declares (see ``scripts``); the keyword lane counts the statistics of
+    ``scope``'s memories (which hold every filtered one), or the whole store's.
     """
     if min_score is not None and mode is SearchMode.KEYWORD:
         raise ValueError("min_score is a cosine; keyword search has none")
@@ -355,7 +362,7 @@ def run_search(
                 return SearchResult()
             lane = backend.vector_lane(embedded_with)
         embedding = embed if embed is None or callable(embed) else _always(embed)
-        ranked = rank(backend, lane, Query.of(text, languages), embedding, k, filters, mode)
+        ranked = rank(backend, lane, Query.of(text, languages, scope), embedding, k, filters, mode)
         below = []
         if min_score is not None:
             below = [r.vector.score for r in ranked if r.vector is not None and r.vector.score < min_score]
@@ -424,10 +431,12 @@ def search_with_retry(
     filters: Filters,
     mode: SearchMode,
     min_score: float | None,
+    scope: Filters | None = None,
 ) -> SearchResult:
-    """Embed the query (not in keyword mode) and search; once more, with the model chosen again,
-    if a re-embed swapped the store's model meanwhile, or the connection was lost midway. A store
-    without vectors finds nothing outside keyword mode, without choosing or loading a model."""
+    """Embed the query (not in keyword mode) and search (``run_search``, with ``scope``); once more,
+    with the model chosen again, if a re-embed swapped the store's model meanwhile, or the connection
+    was lost midway. A store without vectors finds nothing outside keyword mode, without choosing or
+    loading a model."""
     if mode is not SearchMode.KEYWORD and backend.model is None:
         return SearchResult()
     for attempt in range(2):
@@ -443,6 +452,7 @@ def search_with_retry(
                 min_score=min_score,
                 embedded_with=None if embed is None else embed.model.info,
                 languages=() if embed is None else embed.languages,
+                scope=scope,
             )
             if embed is None:
                 return found

@@ -65,7 +65,7 @@ def memory_search(
     if mode != "keyword":
         service.wait_for_model()  # right after the start: the first searches wait for the model
     result, used, note = service.run(
-        lambda memories: _search(service, memories, query, k, mode, min_score, where, dates)
+        lambda memories: _search(service, memories, query, k, mode, min_score, where, dates, scope)
     )
     hits = [HitOut.of(hit) for hit in result]
     read = None if result.dates is None else DatesOut(**result.dates.record())
@@ -81,14 +81,19 @@ def _search(
     mode: str,
     min_score: float | None,
     where: remem.Filters,
-    dates: bool = True,
+    dates: bool,
+    scope: Scope,
 ) -> tuple[remem.SearchResult, str, str | None]:
-    """The search, on the keyword lane alone while the model loads (then with a note saying so)."""
+    """The search inside the caller's pin (its scores count only what the caller sees:
+    ``Scope.seen``), on the keyword lane alone while the model loads (then with a note saying so)."""
+    seen = scope.seen
     if mode == "keyword" or service.ready:
-        found = memories.search(query, k=k, mode=mode, min_score=min_score, where=where, dates=dates)
+        found = memories.search(
+            query, k=k, mode=mode, min_score=min_score, where=where, dates=dates, scope=seen
+        )
         return found, mode, None
     note = service.waiting_note + ("; min_score not applied" if min_score is not None else "")
-    return memories.search(query, k=k, mode="keyword", where=where, dates=dates), "keyword", note
+    return memories.search(query, k=k, mode="keyword", where=where, dates=dates, scope=seen), "keyword", note
 
 
 def including(where: remem.Filters, superseded: bool, expired: bool) -> remem.Filters:
@@ -147,7 +152,7 @@ def memory_context(
         found: list[remem.Memory] = []
         note = None
         if similar and query is not None:
-            hits, _, note = _search(service, memories, query, similar, "hybrid", None, where, dates)
+            hits, _, note = _search(service, memories, query, similar, "hybrid", None, where, dates, scope)
             found, notes[:] = [hit.memory for hit in hits], hits.notes_saying(DATES_OFF)
         first: dict[int, remem.ContextItem] = {}  # as `remem context --merge append`: each memory once
         for source, chosen in (("recent", newest), ("similar", found)):

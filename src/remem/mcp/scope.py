@@ -3,7 +3,9 @@
 ``remem mcp --user U --conversation C`` pins every call of its server; on ``remem serve`` every call
 is pinned by the bearer token it came with (``Scope.of_token``). A pinned field is a hard filter:
 searches and lists add it whatever the arguments say, get, edit and forget treat the memories of
-others as missing, and add stores the pinned values. The tools do not even offer the pinned arguments.
+others as missing, and add stores the pinned values. A search passes the pin as its ``scope``, so
+that its scores count only the memories the caller sees (``Scope.seen``). The tools do not even
+offer the pinned arguments.
 
 Memories without a user are the team's shared memories: a caller pinned to a user sees them too
 (unless ``private``), but writes, edits and forgets only its own; an unpinned caller (an admin) sees
@@ -83,6 +85,16 @@ class Scope:
             until=until,
             shared=pinned_user and not (self.private or writing),
         )
+
+    @property
+    def seen(self) -> Filters | None:
+        """What the caller may see, as a search's ``scope`` (``Memories.search``): the pinned user's
+        memories and, unless ``private``, the shared ones; the pinned conversation's. None when
+        nothing is pinned (an admin sees the whole store, and its statistics)."""
+        if self.user is None and self.conversation is None:
+            return None
+        shared = self.user is not None and not self.private
+        return Filters.of(user=self.user, conversation=self.conversation, shared=shared)
 
     def sees(self, memory: Memory) -> bool:
         """Whether ``memory`` lies inside the pin: the user's own or a shared one (unless private)."""

@@ -152,12 +152,60 @@ def _varint(data: bytes) -> tuple[int, int]:
     raise ValueError("a truncated varint in a record of the keyword table")
 
 
-def count(conn: sqlite3.Connection, match: str) -> int:
+def count(conn: sqlite3.Connection, match: str, scope: Filters | None = None) -> int:
     """How many memories the FTS5 expression ``match`` selects (one pass over its doclists in SQLite,
-    ≈25-60 ns a posting)."""
-    return int(
-        conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (match,)).fetchone()[0]
+    ≈25-60 ns a posting), of those ``scope`` selects if given (each holder's row looked up)."""
+    if scope is None:
+        sql, params = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", [match]
+    else:
+        where, scoped = filtering.where(scope, per_row=True, memory_id="memories_fts.rowid")
+        sql = (  # CROSS JOIN: the doclist walked, each holder's row looked up (not a MATCH per row)
+            "SELECT count(*) FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {where}"
+        )
+        params = [match, *scoped]
+    return int(conn.execute(sql, params).fetchone()[0])
+
+
+def scoped_rows(conn: sqlite3.Connection, scope: Filters) -> int:
+    """How many memories ``scope`` selects (every memory is a row of the keyword table)."""
+    where, params = filtering.where(scope)
+    return int(conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0])
+
+
+def scoped_averages(conn: sqlite3.Connection, scope: Filters) -> tuple[int, int]:
+    """``averages`` of the memories ``scope`` selects: how many are in the keyword table, and their
+    tokens in all columns (from each one's ``docsize`` record)."""
+    where, params = filtering.where(scope)
+    rows = conn.execute(
+        f"SELECT d.sz FROM memories_fts_docsize d JOIN memories m ON m.id = d.id WHERE {where}", params
+    ).fetchall()
+    return len(rows), sum(tokens(bytes(row[0] or b"")) for row in rows)
+
+
+def tokens(docsize: bytes) -> int:
+    """A row's tokens in all columns, from its ``docsize`` record (a varint per column; a column
+    under 128 tokens is one byte: the sum of the bytes)."""
+    return sum(docsize) if max(docsize, default=0) < 0x80 else sum(varints(docsize))
+
+
+def holders(
+    conn: sqlite3.Connection, match: str, filters: Filters, among: Sequence[int] | None = None
+) -> list[int]:
+    """The ids of every filtered memory (only ``among`` if given) the FTS5 expression ``match``
+    selects, in id order."""
+    where, params = filtering.where(filters, per_row=True, memory_id="memories_fts.rowid")
+    if among is not None:  # the unary + as in ``search``: one pass over the matches
+        where += " AND +memories_fts.rowid IN (SELECT value FROM json_each(?))"
+        params = [*params, json.dumps(list(among))]
+    row = filtering.needs_memory_row(filters)
+    joined = " CROSS JOIN memories m ON m.id = memories_fts.rowid" if row else ""
+    rows = conn.execute(  # CROSS JOIN: the doclist walked, not a MATCH per memory row
+        f"SELECT memories_fts.rowid FROM memories_fts{joined} WHERE memories_fts MATCH ? AND {where} "
+        "ORDER BY memories_fts.rowid",
+        [match, *params],
     )
+    return [int(r[0]) for r in rows]
 
 
 #: Which of some memories an expression selects is found by walking its doclists and checking each

@@ -12,6 +12,10 @@ paid for again:
   by more than ``bounds.COMMON_HOLDERS`` memories are left out of the ranking query when the query
   has other terms; memories holding only such terms rank after the others, by BM25 among the newest
   ``bounds.WINDOW`` of them (``bm25.py``).
+- **Scoped statistics.** With a ``scope`` (the memories a caller may see, ``Memories.search``),
+  N, each term's holders and the mean length are those of the scope's memories (counted once per
+  state and scope), and every match is scored by ``bm25.scored`` in Python with them: FTS5's
+  ``bm25()`` knows only the whole table's, and would tell a caller about memories it may not see.
 - **Coverage by bounds.** How much of the query's IDF weight a match covers is summed term by term,
   rarest first; a memory is no longer looked up once its share surely reaches what the caller counts
   as enough.
@@ -52,9 +56,29 @@ class KeywordCounts:
         rows = conn.execute("SELECT block FROM memories_fts_data WHERE id IN (1, 10) ORDER BY id").fetchall()
         return b"\0".join(bytes(row[0] or b"") for row in rows)
 
-    def holders(self, conn: sqlite3.Connection, stamp: bytes, match: str) -> int:
-        """How many memories the FTS5 expression ``match`` selects, counted once per ``stamp``."""
-        return self._cache.get(stamp, match, lambda: fts.count(conn, match))
+    def holders(
+        self, conn: sqlite3.Connection, stamp: bytes, match: str, scope: Filters | None = None
+    ) -> int:
+        """How many memories (of ``scope``'s, if given) the FTS5 expression ``match`` selects,
+        counted once per ``stamp``."""
+        return self._cache.get(stamp, (match, scope), lambda: fts.count(conn, match, scope))
+
+    def rows(self, conn: sqlite3.Connection, stamp: bytes, scope: Filters | None) -> int:
+        """How many memories (of ``scope``'s, if given) the keyword table holds; a scope's counted
+        once per ``stamp`` (an index count, not ``size``'s read of every length)."""
+        if scope is None:
+            return fts.row_count(conn)
+        return self._cache.get(stamp, ("rows", scope), lambda: fts.scoped_rows(conn, scope))
+
+    def size(self, conn: sqlite3.Connection, stamp: bytes, scope: Filters | None) -> tuple[int, float]:
+        """``rows`` and their mean length in tokens, as FTS5's BM25 counts it; a scope's counted once
+        per ``stamp``."""
+        if scope is None:
+            rows, columns = fts.averages(conn)
+            tokens = sum(columns)
+        else:
+            rows, tokens = self._cache.get(stamp, ("size", scope), lambda: fts.scoped_averages(conn, scope))
+        return rows, max(tokens, 1) / max(rows, 1)
 
 
 @dataclass(frozen=True)
@@ -66,15 +90,18 @@ class Plan:
     common: list[str]
 
 
-def plan(conn: sqlite3.Connection, counts: KeywordCounts, stamp: bytes, text: str) -> Plan:
-    """The plan of ``text``'s terms (see the module docstring); both lists empty without terms."""
+def plan(
+    conn: sqlite3.Connection, counts: KeywordCounts, stamp: bytes, text: str, scope: Filters | None = None
+) -> Plan:
+    """The plan of ``text``'s terms (see the module docstring), with the statistics of ``scope``'s
+    memories if given; both lists empty without terms."""
     terms = term_queries(text)
-    rows = fts.row_count(conn)
+    rows = counts.rows(conn, stamp, scope)
     common = []
     for term in terms:
         if term.endswith("*") or rows <= bounds.COMMON_HOLDERS:  # never a hash prefix, nor in a small store
             continue
-        held = counts.holders(conn, stamp, term)
+        held = counts.holders(conn, stamp, term, scope)
         if bounds.near_zero(bm25.idf(rows, held), held):
             common.append(term)
     return Plan([t for t in terms if t not in common], common)
@@ -87,35 +114,80 @@ def search(
     filters: Filters,
     limit: int,
     among: Sequence[int] | None = None,
+    scope: Filters | None = None,
 ) -> list[Scored]:
     """BM25 top ``limit`` (memory id, score; higher is better) among the filtered memories (only
     ``among`` if given), best first; [] when the text has no terms. Exact BM25 unless the query has
-    near-zero-IDF terms on a big store (the module docstring)."""
+    near-zero-IDF terms on a big store (the module docstring). With ``scope`` (which must hold every
+    filtered memory), its memories' statistics alone rank them."""
     if among is not None and not among:
         return []
     with snapshot(conn):
-        query = plan(conn, counts, counts.stamp(conn), text)
-        found = fts.search(conn, " OR ".join(query.scored), filters, limit, among) if query.scored else []
+        stamp = counts.stamp(conn)
+        scope = _narrower(conn, counts, stamp, scope)
+        query = plan(conn, counts, stamp, text, scope)
+        mean = None if scope is None else counts.size(conn, stamp, scope)[1]
+        if not query.scored:
+            found = []
+        elif scope is None:
+            found = fts.search(conn, " OR ".join(query.scored), filters, limit, among)
+        else:
+            found = _scoped(conn, counts, stamp, query.scored, filters, limit, among, scope)
         if query.common and len(found) < limit:  # every holder of a scored term is in: the rest hold
             skip = {mid for mid, _ in found}  # only common terms
-            found += bm25.newest(conn, query.common, filters, limit - len(found), among, skip)
+            found += bm25.newest(conn, query.common, filters, limit - len(found), among, skip, mean)
         return found
 
 
+def _narrower(
+    conn: sqlite3.Connection, counts: KeywordCounts, stamp: bytes, scope: Filters | None
+) -> Filters | None:
+    """``scope``, or None when it sees every memory (its statistics are the whole store's: FTS5's
+    ``bm25()`` ranks as it would, at its cost)."""
+    return None if scope is None or counts.rows(conn, stamp, scope) >= fts.row_count(conn) else scope
+
+
+def _scoped(
+    conn: sqlite3.Connection,
+    counts: KeywordCounts,
+    stamp: bytes,
+    terms: list[str],
+    filters: Filters,
+    limit: int,
+    among: Sequence[int] | None,
+    scope: Filters,
+) -> list[Scored]:
+    """``fts.search`` with the statistics of ``scope``'s memories: every filtered holder of ``terms``
+    scored by ``bm25.scored``."""
+    rows, mean = counts.size(conn, stamp, scope)
+    idfs = [bm25.idf(rows, counts.holders(conn, stamp, term, scope)) for term in terms]
+    ids = fts.holders(conn, " OR ".join(terms), filters, among)
+    held = [counts.holders(conn, stamp, term) for term in terms]  # for bm25.counted
+    return bm25.scored(conn, terms, ids, idfs, mean, limit, held)
+
+
 def coverage(
-    conn: sqlite3.Connection, counts: KeywordCounts, text: str, ids: Sequence[int], enough: float
+    conn: sqlite3.Connection,
+    counts: KeywordCounts,
+    text: str,
+    ids: Sequence[int],
+    enough: float,
+    scope: Filters | None = None,
 ) -> Coverage:
     """For each of ``ids``, the share of the query's term weight its own terms (not its context's)
-    match, capped at ``enough``: IDF, Lucene's ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store,
-    so a rare term such as an identifier weighs far more than a common word; and that whole weight.
+    match, capped at ``enough``: IDF, Lucene's ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store
+    (``scope``'s memories if given, which must hold ``ids``), so a rare term such as an identifier
+    weighs far more than a common word; and that whole weight.
 
     Terms are looked up rarest first, and only for the memories still below ``enough``: one whose
     matched weight surely reaches it is not looked up again; the others get their exact share, summed
     in the query's order (within MARGIN of ``enough``, the exact share decides)."""
     with snapshot(conn):
-        stamp, total = counts.stamp(conn), fts.row_count(conn)
+        stamp = counts.stamp(conn)
+        scope = _narrower(conn, counts, stamp, scope)
+        total = counts.rows(conn, stamp, scope)
         own = [f"terms : {term}" for term in term_queries(text)]
-        held = [counts.holders(conn, stamp, match) for match in own]
+        held = [counts.holders(conn, stamp, match, scope) for match in own]
         weights = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n in held]
         whole = sum(weights)
         got = dict.fromkeys(ids, 0.0)

@@ -386,18 +386,25 @@ class Records:
         return {row[0] for row in self.conn.execute(sql, [*vector_ids, *params])}
 
     def keyword_search(
-        self, text: str, filters: Filters, limit: int, among: Sequence[int] | None = None
+        self,
+        text: str,
+        filters: Filters,
+        limit: int,
+        among: Sequence[int] | None = None,
+        scope: Filters | None = None,
     ) -> list[tuple[int, float]]:
         """BM25 top ``limit`` among the filtered memories (see ``keywords.search``)."""
-        return keywords.search(self.conn, self._keyword_counts, text, filters, limit, among)
+        return keywords.search(self.conn, self._keyword_counts, text, filters, limit, among, scope)
 
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
         """(id, text) of the filtered memories that may hold every one of ``words`` (see ``fts.holding``)."""
         return fts.holding(self.conn, words, filters)
 
-    def keyword_coverage(self, text: str, ids: Sequence[int], enough: float) -> Coverage:
+    def keyword_coverage(
+        self, text: str, ids: Sequence[int], enough: float, scope: Filters | None = None
+    ) -> Coverage:
         """Each memory's share of the query's term weight, capped at ``enough`` (``keywords.coverage``)."""
-        return keywords.coverage(self.conn, self._keyword_counts, text, ids, enough)
+        return keywords.coverage(self.conn, self._keyword_counts, text, ids, enough, scope)
 
     def get_many(self, ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (missing ids are absent from the result)."""

@@ -341,18 +341,26 @@ class LocalBackend:
         self.vector_lane(model)
 
     def keyword_top(
-        self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
+        self,
+        text: str,
+        filters: Filters,
+        k: int,
+        among: Sequence[int] | None = None,
+        scope: Filters | None = None,
     ) -> list[Scored]:
-        """BM25 top ``k`` among the filtered memories (see ``keywords.search``)."""
-        return self.records.keyword_search(text, filters, k, among)
+        """BM25 top ``k`` among the filtered memories, with ``scope``'s statistics if given (see
+        ``keywords.search``)."""
+        return self.records.keyword_search(text, filters, k, among, scope)
 
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
         """(id, text) of the filtered memories that may hold every one of ``words`` (``fts.holding``)."""
         return self.records.texts_holding(words, filters)
 
-    def keyword_coverage(self, text: str, memory_ids: Sequence[int], enough: float) -> Coverage:
+    def keyword_coverage(
+        self, text: str, memory_ids: Sequence[int], enough: float, scope: Filters | None = None
+    ) -> Coverage:
         """Each memory's share of the query's term weight, capped at ``enough`` (``keywords.coverage``)."""
-        return self.records.keyword_coverage(text, memory_ids, enough)
+        return self.records.keyword_coverage(text, memory_ids, enough, scope)
 
     def reembed(
         self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool

@@ -3,7 +3,8 @@
 A memory's terms (``remem.backends.analyzer``: identifiers whole and split, no stop words, CJK
 bigrams) are stemmed by the server's English Snowball stemmer and stored with their positions as a
 tsvector with a GIN index. A query becomes one tsquery per distinct term (hashes as prefixes).
-Matching memories are scored by BM25 in SQL (Lucene's IDF over the whole store, k1 1.2, b 0.75):
+Matching memories are scored by BM25 in SQL (Lucene's IDF over the whole store, or over the
+memories of a search's scope, k1 1.2, b 0.75; every term's count in one statement):
 first cheaply with every term frequency taken as 1, then the best ``POOL`` (at least 3 k) with their
 real term frequencies. Unlike FTS5, the stemmer is Snowball's, not Porter's, and IDF is Lucene's.
 In stores of 20,000 memories and more, N and the mean length are estimates (planner statistics, a
@@ -22,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from remem.backends import bounds
-from remem.backends.analyzer import CONTEXT_WEIGHT, analyze, looks_like_hash
+from remem.backends import analyzer, bounds
+from remem.backends.analyzer import CONTEXT_WEIGHT, looks_like_hash
 from remem.backends.base import Coverage, Scored
 from remem.backends.postgres import filtering
 
@@ -105,8 +106,8 @@ Term = tuple[str, bool]
 
 
 def query_terms(cursor: psycopg.Cursor[Any], s: str, text: str) -> list[Term]:
-    """The query's distinct terms ([] if none)."""
-    terms = list(dict.fromkeys(indexable(term) for term in analyze(text)))
+    """The query's distinct terms ([] if none; at most ``analyzer.MAX_QUERY_TERMS``)."""
+    terms = list(dict.fromkeys(indexable(term) for term in analyzer.query_terms(text)))
     if not terms:
         return []
     cursor.execute(f"SELECT {s}.lexemes(%s::text[])", (terms,))
@@ -138,13 +139,15 @@ class Weighted:
         )
 
 
-def weighted_terms(cursor: psycopg.Cursor[Any], s: str, text: str, session: Session) -> Weighted:
-    """The query's terms with their counts and weights, computed once per transaction (the session's
-    ``memo``: a hybrid search asks three times)."""
-    key, memo = ("weighted_terms", s, text), session.memo
+def weighted_terms(
+    cursor: psycopg.Cursor[Any], s: str, text: str, session: Session, scope: Filters | None = None
+) -> Weighted:
+    """The query's terms with their counts and weights (over ``scope``'s memories if given), computed
+    once per transaction (the session's ``memo``: a hybrid search asks three times)."""
+    key, memo = ("weighted_terms", s, text, scope), session.memo
     if key not in memo:
         terms = query_terms(cursor, s, text)
-        memo[key] = _weights(cursor, s, terms, session) if terms else Weighted([], [], [], 1.0)
+        memo[key] = _weights(cursor, s, terms, session, scope) if terms else Weighted([], [], [], 1.0)
     return memo[key]  # type: ignore[no-any-return]
 
 
@@ -153,9 +156,17 @@ def weighted_terms(cursor: psycopg.Cursor[Any], s: str, text: str, session: Sess
 ESTIMATE_FROM = 20_000
 
 
-def _size_and_mean_length(cursor: psycopg.Cursor[Any], s: str) -> tuple[int, float]:
+def _size_and_mean_length(cursor: psycopg.Cursor[Any], s: str, scope: Filters | None) -> tuple[int, float]:
     """The number of memories and their mean term count: exact for small stores, estimated (the
-    table's ``reltuples``, a repeatable 2 % page sample) for large ones."""
+    table's ``reltuples``, a repeatable 2 % page sample) for large ones; always exact for the
+    memories of ``scope`` if given (an estimate would be the whole store's)."""
+    if scope is not None:
+        condition, params = filtering.where(scope, s)
+        cursor.execute(
+            f"SELECT count(*), coalesce(avg(term_count), 1) FROM {s}.memories m WHERE {condition}", params
+        )
+        counted, average = cursor.fetchone()  # type: ignore[misc]
+        return int(counted), float(average)
     cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(%s)", (f"{s}.memories",))
     estimate = int(cursor.fetchone()[0])  # type: ignore[index]
     if estimate >= ESTIMATE_FROM:
@@ -168,26 +179,35 @@ def _size_and_mean_length(cursor: psycopg.Cursor[Any], s: str) -> tuple[int, flo
     return int(total), float(mean)
 
 
-def _weights(cursor: psycopg.Cursor[Any], s: str, terms: list[Term], session: Session) -> Weighted:
-    """Each term's count and IDF, ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store, and the
-    mean length. Each count, N and the mean length are counted again only when the store may have
-    changed (``Session.unchanged``): a term every one of 200,000 memories holds took ≈100 ms to count."""
-    matching = [
-        session.unchanged(cursor, ("holders", s, query), functools.partial(_holders, cursor, s, query))
-        for query in tsqueries(terms)
-    ]
+def _weights(
+    cursor: psycopg.Cursor[Any], s: str, terms: list[Term], session: Session, scope: Filters | None
+) -> Weighted:
+    """Each term's count and IDF, ln(1 + (N - n + 0.5) / (n + 0.5)) over the whole store (``scope``'s
+    memories if given), and the mean length. The counts, N and the mean length are counted again
+    only when the store may have changed (``Session.unchanged``): a term every one of 200,000
+    memories holds took ≈100 ms to count."""
+    queries = tsqueries(terms)
+    matching = session.unchanged(
+        cursor, ("holders", s, scope, *queries), functools.partial(_holders, cursor, s, queries, scope)
+    )
     total, mean = session.unchanged(
-        cursor, ("size_and_mean_length", s), lambda: _size_and_mean_length(cursor, s)
+        cursor, ("size_and_mean_length", s, scope), lambda: _size_and_mean_length(cursor, s, scope)
     )
     total = max(total, *matching)
     idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n in matching]
     return Weighted(terms, matching, idf, max(mean, 1.0))
 
 
-def _holders(cursor: psycopg.Cursor[Any], s: str, query: str) -> int:
-    """How many memories hold the term ``query`` (tsquery input): served by the GIN index."""
-    cursor.execute(f"SELECT count(*) FROM {s}.memories m WHERE m.terms @@ %s::tsquery", (query,))
-    return int(cursor.fetchone()[0])  # type: ignore[index]
+def _holders(cursor: psycopg.Cursor[Any], s: str, queries: list[str], scope: Filters | None) -> list[int]:
+    """How many memories (of ``scope``'s, if given) hold each term of ``queries`` (tsquery input), in
+    one statement: a count served by the GIN index per term."""
+    condition, params = ("true", []) if scope is None else filtering.where(scope, s)
+    cursor.execute(
+        f"SELECT (SELECT count(*) FROM {s}.memories m WHERE m.terms @@ q.t AND {condition}) "
+        "FROM unnest(%s::tsquery[]) WITH ORDINALITY AS q(t, place) ORDER BY q.place",
+        [*params, queries],
+    )
+    return [int(row[0]) for row in cursor.fetchall()]
 
 
 def top(
@@ -198,13 +218,15 @@ def top(
     k: int,
     among: Sequence[int] | None,
     session: Session,
+    scope: Filters | None = None,
 ) -> list[Scored]:
     """Top ``k`` (memory id, score; higher is better) among the filtered memories (only ``among``
     if given), best first; [] when the text has no searchable terms. Near-zero-IDF terms of a big
-    store are left out of the ranking query (``remem.backends.bounds``)."""
+    store are left out of the ranking query (``remem.backends.bounds``). With ``scope`` (holding
+    every filtered memory), its memories' statistics alone weigh the terms."""
     if among is not None and not among:
         return []
-    weighted = weighted_terms(cursor, s, text, session)
+    weighted = weighted_terms(cursor, s, text, session, scope)
     common = [i for i, idf in enumerate(weighted.idf) if bounds.near_zero(idf, weighted.holders[i])]
     scored = weighted.part([i for i in range(len(weighted.terms)) if i not in common])
     found = _ranked(cursor, s, scored, filters, k, among) if scored.terms else []
@@ -290,11 +312,18 @@ def _newest(
 
 
 def coverage(
-    cursor: psycopg.Cursor[Any], s: str, text: str, ids: Sequence[int], enough: float, session: Session
+    cursor: psycopg.Cursor[Any],
+    s: str,
+    text: str,
+    ids: Sequence[int],
+    enough: float,
+    session: Session,
+    scope: Filters | None = None,
 ) -> Coverage:
-    """For each id, the share (0..1) of the query's IDF weight that the memory's own terms match,
-    capped at ``enough``; and the query's whole weight (``Backend.keyword_coverage``)."""
-    weighted = weighted_terms(cursor, s, text, session)
+    """For each id, the share (0..1) of the query's IDF weight (over ``scope``'s memories if given)
+    that the memory's own terms match, capped at ``enough``; and the query's whole weight
+    (``Backend.keyword_coverage``)."""
+    weighted = weighted_terms(cursor, s, text, session, scope)
     terms, idf = weighted.terms, weighted.idf
     if not terms or not ids:
         return Coverage(dict.fromkeys(ids, 0.0), float(sum(idf)))

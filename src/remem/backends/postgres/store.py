@@ -367,20 +367,28 @@ class PostgresBackend:
         self.vector_lane(model)
 
     def keyword_top(
-        self, text: str, filters: Filters, k: int, among: Sequence[int] | None = None
+        self,
+        text: str,
+        filters: Filters,
+        k: int,
+        among: Sequence[int] | None = None,
+        scope: Filters | None = None,
     ) -> list[Scored]:
-        """Top ``k`` (memory id, score) among the filtered memories (``keywords.top``)."""
+        """Top ``k`` (memory id, score) among the filtered memories, with ``scope``'s statistics if
+        given (``keywords.top``)."""
         with self.session.transaction() as cursor:
-            return keywords.top(cursor, self.s, text, filters, k, among, self.session)
+            return keywords.top(cursor, self.s, text, filters, k, among, self.session, scope)
 
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
         """(id, text) of the filtered memories that may hold every one of ``words`` (``phrases.holding``)."""
         return phrases.holding(self.session, self.s, words, filters)
 
-    def keyword_coverage(self, text: str, memory_ids: Sequence[int], enough: float) -> Coverage:
+    def keyword_coverage(
+        self, text: str, memory_ids: Sequence[int], enough: float, scope: Filters | None = None
+    ) -> Coverage:
         """Each memory's share of the query's term weight, capped at ``enough`` (``keywords.coverage``)."""
         with self.session.transaction() as cursor:
-            return keywords.coverage(cursor, self.s, text, memory_ids, enough, self.session)
+            return keywords.coverage(cursor, self.s, text, memory_ids, enough, self.session, scope)
 
     def reembed(
         self, target: ModelInfo, embed: EmbedFn, progress: ProgressFn | None, force: bool

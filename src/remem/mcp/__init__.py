@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remem.errors import RememError
+from remem.mcp.limits import MAX_CONNECTIONS as MAX_CONNECTIONS
+from remem.mcp.limits import REQUEST_TIMEOUT as REQUEST_TIMEOUT
+from remem.mcp.limits import Limits
 
 if TYPE_CHECKING:
     import remem
 
-#: ``remem serve``'s bounds (``connections``): how many connections it serves at once, and how long
-#: (seconds) a request may take to arrive, headers and body.
-MAX_CONNECTIONS, REQUEST_TIMEOUT = 500, 10.0
 
 MISSING_SDK = (
     "remem mcp needs the MCP SDK, the mcp extra: pip install 'remem[mcp]' "
@@ -97,7 +97,6 @@ def serve_http(
     limit, the store's own errors when it cannot be opened (a missing one is
     not created: ``remem token add`` creates it, with the token its clients need)."""
     require_sdk("remem serve")
-    from remem.mcp.connections import Limits  # noqa: PLC0415
     from remem.mcp.http import HttpServer, Listener  # noqa: PLC0415
     from remem.mcp.server import build_server  # noqa: PLC0415
 

@@ -17,20 +17,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import resource
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from remem.errors import InvalidInputError
-from remem.mcp import MAX_CONNECTIONS, REQUEST_TIMEOUT
+from remem.mcp.limits import Limits
 
-#: Descriptors kept for the rest of the server (the store, the model's files, the listening socket).
-DESCRIPTOR_RESERVE = 64
 #: How long a refused connection is kept for its client to read the 503 and close (seconds).
 REFUSED_SECONDS = 1.0
 #: How often, at most, running out of descriptors is said (seconds).
@@ -48,34 +43,6 @@ def _answer(status: bytes, body: bytes, *headers: bytes) -> bytes:
 
 BUSY = _answer(b"503 Service Unavailable", b'{"error":"too many connections"}', b"retry-after: 1")
 TOO_SLOW = _answer(b"408 Request Timeout", b'{"error":"the request did not arrive in time"}')
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How many connections a server serves at once, and how long a request may take to arrive."""
-
-    max_connections: int = MAX_CONNECTIONS
-    request_timeout: float = REQUEST_TIMEOUT
-
-    def check(self) -> None:
-        """InvalidInputError when a limit is not positive."""
-        if self.max_connections < 1:
-            raise InvalidInputError("max_connections must be at least 1", parameter="max_connections")
-        if not self.request_timeout > 0:
-            raise InvalidInputError("request_timeout must be more than 0", parameter="request_timeout")
-
-    def fit(self, note: Callable[[str], None]) -> Limits:
-        """These limits with ``max_connections`` lowered below the descriptors the process may open
-        (keeping ``DESCRIPTOR_RESERVE``), saying so on ``note``."""
-        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft == resource.RLIM_INFINITY or soft - DESCRIPTOR_RESERVE >= self.max_connections:
-            return self
-        fitted = max(1, soft - DESCRIPTOR_RESERVE if soft > 2 * DESCRIPTOR_RESERVE else soft // 2)
-        note(
-            f"remem serve: at most {fitted} connections at once, not {self.max_connections}: the process "
-            f"may open {soft} files (ulimit -n)"
-        )
-        return Limits(fitted, self.request_timeout)
 
 
 def guarded(limits: Limits) -> type[asyncio.Protocol]:

@@ -40,7 +40,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 import remem
 from remem.errors import InvalidInputError, RememError, StoreError
-from remem.mcp.connections import Limits, Survive, guarded
+from remem.mcp.connections import Survive, guarded
+from remem.mcp.limits import Limits
 
 if TYPE_CHECKING:
     from remem.mcp.server import RememServer

@@ -424,6 +424,21 @@ def test_an_import_keeps_a_link_to_a_memory_current_again_unless_the_store_retir
 #: What the migration to memories that change added (local schema 6, PostgreSQL schema 8).
 ADDED_COLUMNS = ("superseded_by", "superseded_at", "expires_at")
 ADDED_INDEXES = ("memories_superseded", "memories_expires")
+#: What the migrations after those columns changed, undone to bring a store back to the schema before.
+LATER_LOCAL = (
+    "ALTER TABLE tokens DROP COLUMN expires_at",
+    "DROP INDEX memories_user",
+    "CREATE INDEX memories_user ON memories (user)",
+    "DROP INDEX memories_conversation",
+    "CREATE INDEX memories_conversation ON memories (conversation)",
+)
+LATER_POSTGRES = (
+    "ALTER TABLE {s}.tokens DROP COLUMN expires_at",
+    "DROP INDEX {s}.memories_user",
+    "CREATE INDEX memories_user ON {s}.memories (user_key)",
+    "DROP INDEX {s}.memories_conversation",
+    "CREATE INDEX memories_conversation ON {s}.memories (conversation_key)",
+)
 
 
 def _local_columns(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
@@ -438,6 +453,8 @@ def _back_to_local_5(place: Path) -> None:
 
     conn = sqlite3.connect(place / "store" / DB_FILE, isolation_level=None)
     try:
+        for statement in LATER_LOCAL:
+            conn.execute(statement)
         for index in ADDED_INDEXES:
             conn.execute(f"DROP INDEX {index}")
         for column in ADDED_COLUMNS:
@@ -460,11 +477,13 @@ def _back_to_postgres_7(place: Path) -> None:
     url = postgres_server.store_url(postgres_server.start(place), str(place))
     s = quoted(parse_qs(urlsplit(url).query)["schema"][0])
     with psycopg.connect(url.rsplit("&schema=", 1)[0], autocommit=True) as conn, conn.transaction():
+        for statement in LATER_POSTGRES:
+            conn.execute(statement.format(s=s))
         for index in ADDED_INDEXES:
             conn.execute(f"DROP INDEX {s}.{index}")
         for column in ADDED_COLUMNS:
             conn.execute(f"ALTER TABLE {s}.memories DROP COLUMN {column}")
-        conn.execute(f"DELETE FROM {s}.remem_schema WHERE version = 8")
+        conn.execute(f"DELETE FROM {s}.remem_schema WHERE version >= 8")
         assert conn.execute(f"SELECT max(version) FROM {s}.remem_schema").fetchone() == (7,)
 
 

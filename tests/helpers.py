@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 from typer.testing import CliRunner
@@ -18,10 +20,12 @@ from remem.testing import FAKE_DIM, FAKE_MODEL, FakeEmbedder, fake_vector
 __all__ = [
     "FAKE_DIM",
     "FAKE_MODEL",
+    "Child",
     "FakeEmbedder",
     "Outcome",
     "fake_vector",
     "run_cli",
+    "run_measured",
     "search",
     "vector_search",
 ]
@@ -47,6 +51,31 @@ def run_cli(args: list[str], store: Path | None = None, stdin: bytes | str | Non
         code = main(argv, embedder=embedder)
         stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
     return Outcome(code, stdout, stderr)
+
+
+@dataclass(frozen=True)
+class Child:
+    """How a real child process ended: its exit code, stderr and peak resident memory."""
+
+    code: int
+    stderr: str
+    peak_mib: float
+
+
+def run_measured(cmd: list[str], stdin: IO[bytes] | None = None) -> Child:
+    """Run ``cmd`` (stdin from an open file, or none) to its end: its exit code, stderr and peak RSS
+    (its own, from ``wait4``, not any other child's)."""
+    with subprocess.Popen(
+        cmd,
+        stdin=stdin if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stderr is not None
+        stderr = proc.stderr.read().decode(errors="replace")
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return Child(proc.returncode, stderr, usage.ru_maxrss / 1024)
 
 
 def search(

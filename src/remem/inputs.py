@@ -64,23 +64,33 @@ def within_limit(text: str, limit: int, what: str = "the text") -> str:
     """``text`` if it has at most ``limit`` characters (``text_limit``); InvalidInputError otherwise
     (for a memory's text, saying how to raise the limit)."""
     if len(text) > text_limit(limit):
-        raisable = "" if what == "query" else f" (max_text_chars raises it, up to {MAX_TEXT_CHARS_CEILING:,})"
-        raise InvalidInputError(
-            f"{what} has {len(text):,} characters, more than the limit of {limit:,}{raisable}",
-            mentions=("max_text_chars",) if raisable else (),
-        )
+        raise _over_limit(f"{what} has {len(text):,} characters, more than the limit of {limit:,}", what)
     return text
 
 
-def read_text(words: Sequence[str] | None, stdin: BinaryIO, what: str = "memory text") -> str:
-    """The text of a memory or query: the words joined by spaces, or all of stdin for ``-``.
+def _over_limit(message: str, what: str) -> InvalidInputError:
+    """The error for a text over its limit: ``message``, and for a memory's text (not a query) how
+    to raise the limit."""
+    if what == "query":
+        return InvalidInputError(message)
+    return InvalidInputError(
+        f"{message} (max_text_chars raises it, up to {MAX_TEXT_CHARS_CEILING:,})",
+        mentions=("max_text_chars",),
+    )
 
-    Leading and trailing whitespace is removed. Raises InvalidInputError for empty text or
-    stdin that is not UTF-8.
+
+def read_text(
+    words: Sequence[str] | None, stdin: BinaryIO, what: str = "memory text", limit: int = MAX_TEXT_CHARS
+) -> str:
+    """The text of a memory or query: the words joined by spaces, or stdin for ``-``, read only up
+    to what a text of ``limit`` characters can take (``stdin_bound``): memory stays bounded.
+
+    Leading and trailing whitespace is removed. Raises InvalidInputError for empty text, for
+    stdin that is not UTF-8 and for stdin longer than the bound (naming the limit).
     """
     words = list(words or [])
     if words == [STDIN_MARKER]:
-        raw = stdin.read()
+        raw = _read_bounded(stdin, what, limit)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -94,6 +104,35 @@ def read_text(words: Sequence[str] | None, stdin: BinaryIO, what: str = "memory 
         source = "stdin" if words == [STDIN_MARKER] else "the arguments"
         raise InvalidInputError(f"{what} is empty (nothing but whitespace in {source})")
     return text
+
+
+#: Bytes of whitespace around a text that stdin may hold beyond what its characters can take.
+STDIN_MARGIN_BYTES = 64 * 1024
+
+
+def stdin_bound(limit: int) -> int:
+    """The most bytes ``read_text`` reads from stdin for a text of at most ``limit`` characters:
+    four per character (UTF-8's longest) plus ``STDIN_MARGIN_BYTES`` of surrounding whitespace."""
+    return 4 * text_limit(limit) + STDIN_MARGIN_BYTES
+
+
+def _read_bounded(stdin: BinaryIO, what: str, limit: int) -> bytes:
+    """All of ``stdin`` if it holds at most ``stdin_bound(limit)`` bytes; InvalidInputError naming
+    the limit as soon as it holds more (the rest is never read)."""
+    bound = stdin_bound(limit)
+    chunks: list[bytes] = []
+    size = 0
+    while size <= bound:
+        chunk = stdin.read(min(bound + 1 - size, 1 << 20))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+    raise _over_limit(
+        f"{what} on stdin is longer than the limit of {limit:,} characters: "
+        f"stopped reading after {bound:,} bytes",
+        what,
+    )
 
 
 def clean_name(value: str | None, what: str, parameter: str | None = None) -> str | None:

@@ -36,7 +36,7 @@ def edit(
 ) -> None:
     """Replace a memory's text: re-embeds it, keeps its id and created_at, records updated_at.
     Exit 1 if there is no such memory."""
-    new_text = within_limit(read_text(text, stdin()), max_chars, "memory text")
+    new_text = within_limit(read_text(text, stdin(), limit=max_chars), max_chars, "memory text")
     with open_memories(store, create=False) as memories:
         if memories is None:
             raise MemoryNotFoundError([memory_id])

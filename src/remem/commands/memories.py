@@ -117,7 +117,7 @@ def add(
             raise InvalidInputError("--supersedes goes with one TEXT, not with --lines or --jsonl")
         _add_batch(lines, jsonl, defaults, (skip_invalid, max_chars), json_out, store)
         return
-    body = within_limit(read_text(text, stdin()), max_chars, "memory text")
+    body = within_limit(read_text(text, stdin(), limit=max_chars), max_chars, "memory text")
     result, similar = _add_one(body, replace(defaults, supersedes=supersedes), max_chars, store)
     _print_added(result, similar, supersedes, json_out)
     named = _named_file(text)

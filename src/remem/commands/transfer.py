@@ -11,7 +11,7 @@ import remem
 from remem import render
 from remem.commands import options as opt
 from remem.commands.bulk import ingest, print_report
-from remem.commands.common import open_memories
+from remem.commands.common import open_memories, terminal_width
 from remem.errors import InvalidInputError, RememError
 from remem.exports import ExportFormat, csv_lines, markdown_lines
 from remem.ingest import export_entries
@@ -63,21 +63,32 @@ def export(
         assert memories is not None
         lines = _lines(memories, filters, fmt, with_vectors)
         if output is None:
-            for line in lines:
+            for line in _shown(lines, fmt, terminal_width() is not None):
                 typer.echo(line, nl=False)
             return
-        _write(output.expanduser(), Path(memories.location), lines)
+        _write(output.expanduser(), Path(memories.location), lines, fmt)
 
 
-def _write(target: Path, store_dir: Path, lines: Iterator[str]) -> None:
+def _shown(lines: Iterator[str], fmt: ExportFormat, terminal: bool) -> Iterator[str]:
+    """The export's ``lines`` as written to a ``terminal`` or not: on a terminal, CSV and Markdown
+    are made safe to show (``render.visible``: a member's escape sequences, carriage returns and
+    bidi overrides become visible escapes; line breaks and tabs stay). A file or a pipe gets the
+    export as before, and JSON Lines is never changed (JSON escapes control characters)."""
+    if not terminal or fmt is ExportFormat.JSONL:
+        return lines
+    return (render.visible(line, keep="\n\t") for line in lines)
+
+
+def _write(target: Path, store_dir: Path, lines: Iterator[str], fmt: ExportFormat) -> None:
     """Write the export to ``target``: a regular file is replaced atomically (through a symlink,
-    the file it points to); a device or FIFO (``/dev/stdout``) is written in place."""
+    the file it points to); a device or FIFO (``/dev/stdout``) is written in place (a terminal as
+    ``_shown`` says)."""
     from remem.atomic import atomic_writer  # noqa: PLC0415
 
     real, in_place = _output_target(target, store_dir)
     try:
         with real.open("wb") if in_place else atomic_writer(real) as handle:
-            for line in lines:
+            for line in _shown(lines, fmt, in_place and handle.isatty()):
                 handle.write(line.encode())
     except OSError as exc:
         raise RememError(f"cannot write {target}: {exc.strerror or exc}") from exc

@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from remem.backends.local.connections import BUSY_TIMEOUT_MS
+from remem.backends.local.connections import BUSY_TIMEOUT_MS, MMAP_BYTES
 from remem.backends.local.files import STAGING_FILE
 from remem.backends.local.guard import translating
 from remem.backends.local.transactions import atomic
@@ -229,9 +229,10 @@ class LocalStaging:
         return [row_of(row) for row in self.conn.execute(sql, (run.id, after, limit))]
 
     def move(self, run: StagedRun, model: ModelInfo, digest: bytes) -> Moved:
-        """Add the run's new memories in one transaction of the store (``Staging.move``)."""
+        """Add the run's new memories in one transaction of the store (``Staging.move``), the
+        store's database read without its memory map meanwhile (``_unmapped``)."""
         moved, check = Moved(), MoveDigest()
-        with self._move_writing(model) as (index, records):
+        with _unmapped(self.home.records.conn), self._move_writing(model) as (index, records):
             created_at, after = utc_now_iso(), -1
             while page := self._fresh_rows(run, after):
                 added: list[tuple[int, FloatArray]] = []
@@ -290,6 +291,20 @@ class LocalStaging:
         if self._conn is None and not self.path.exists():
             return []
         return [run_of(row) for row in self.conn.execute(f"{_RUN} ORDER BY id")]
+
+
+@contextlib.contextmanager
+def _unmapped(conn: sqlite3.Connection) -> Iterator[None]:
+    """``conn`` reads its database through SQLite's page cache, not the memory map, until the block
+    ends. The move reads back what it adds and the exact index file is then written from every
+    stored vector: through the map each page read stays in the process's resident memory (up to
+    ``MMAP_BYTES``, 256 MB, reached by a 200,000-memory ingest), through the page cache it is
+    bounded whatever the ingest's size (2 MB)."""
+    conn.execute("PRAGMA mmap_size = 0")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES:d}")
 
 
 def _read_only(path: Path) -> sqlite3.Connection:

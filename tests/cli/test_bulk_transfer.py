@@ -99,6 +99,7 @@ KILL_INGEST = (
 )
 
 
+@pytest.mark.slow
 def test_an_interrupted_ingest_leaves_all_or_nothing(store_dir: Path, tmp_path: Path) -> None:
     source = tmp_path / "lines.txt"
     source.write_text("\n".join(f"interrupted ingest line {i}" for i in range(3000)) + "\n")

@@ -22,6 +22,8 @@ from ingest_kill import (
 )
 from remem.backends.local.files import STAGING_FILE
 
+pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
+
 STAGING = "remem.backends.local.staged:LocalStaging"
 POINTS = kill_points(STAGING)
 

@@ -36,6 +36,7 @@ def big_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["context", "--recent", "3000", "--similar", "0"],
     ],
 )
+@pytest.mark.slow
 def test_a_reader_that_stops_early_is_not_a_failure(big_store: Path, args: list[str]) -> None:
     """`remem export | head -1` exits 0 and prints nothing on stderr, like `list` always did."""
     writer = subprocess.Popen(
@@ -48,6 +49,7 @@ def test_a_reader_that_stops_early_is_not_a_failure(big_store: Path, args: list[
     assert first and (code, writer.stderr.read()) == (0, b"")
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_interrupted_and_exits_130(tmp_path: Path) -> None:
     """`remem add -` waiting on stdin, then SIGINT: exit 130 with one `Interrupted.` line."""
     waiting = subprocess.Popen(

@@ -53,6 +53,7 @@ def stored(store_dir: Path) -> Path:
     return store_dir
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lagging_index", [False, True])
 def test_reading_commands_work_on_a_read_only_store(
     stored: Path, tmp_path: Path, lagging_index: bool
@@ -74,6 +75,7 @@ def test_reading_commands_work_on_a_read_only_store(
             assert doctor.code == 0 and "read-only" in doctor.stdout, doctor.stdout
 
 
+@pytest.mark.slow
 def test_writes_to_a_read_only_store_say_read_only(stored: Path, tmp_path: Path) -> None:
     before = run_cli(["export"], stored).stdout
     with read_only_view(stored, tmp_path / "view") as view:
@@ -86,6 +88,7 @@ def test_writes_to_a_read_only_store_say_read_only(stored: Path, tmp_path: Path)
     assert run_cli(["export"], stored).stdout == before
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs")
 def test_a_full_disk_says_the_disk_is_full(tmp_path: Path) -> None:
     disk = tmp_path / "disk"
@@ -111,6 +114,7 @@ def test_a_full_disk_says_the_disk_is_full(tmp_path: Path) -> None:
         subprocess.run(["umount", str(disk)], check=False)
 
 
+@pytest.mark.slow
 def test_doctor_on_a_read_only_store_reports_an_interrupted_ingest(stored: Path, tmp_path: Path) -> None:
     import remem
     from remem.testing import FakeEmbedder

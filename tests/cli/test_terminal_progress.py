@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REMEM = [sys.executable, "-m", "remem"]
 
 
@@ -40,12 +42,14 @@ def _in_terminal(args: list[str], stdin: bytes | None = None) -> tuple[int, str]
     return child.wait(timeout=300), shown.decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_a_short_add_leaves_no_progress_bar_on_the_terminal(tmp_path: Path) -> None:
     code, shown = _in_terminal(["add", "the deploy moved to Thursday", "--store", str(tmp_path / "s")])
     assert code == 0, shown
     assert "Embedding" not in shown and "1" in shown
 
 
+@pytest.mark.slow
 def test_a_long_add_still_shows_its_progress(tmp_path: Path) -> None:
     long_text = " ".join(f"line {i} of a long design note about the rollout." for i in range(1500))
     assert len(long_text) > 50_000

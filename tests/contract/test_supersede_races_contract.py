@@ -20,6 +20,8 @@ import remem
 from remem.errors import RememError
 from remem.testing import FakeEmbedder
 
+pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
+
 if TYPE_CHECKING:
     from remem import Memories, Memory
     from remem.backends.base import Backend

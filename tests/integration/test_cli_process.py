@@ -15,6 +15,8 @@ from helpers import FAKE_MODEL, fake_vector
 from remem import NewMemory
 from remem.backends.local import LocalBackend
 
+pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
+
 REMEM = shutil.which("remem")
 
 

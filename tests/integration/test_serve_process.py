@@ -31,7 +31,7 @@ from serve_support import remem_cli as _remem
 from serve_support import self_signed as _self_signed
 from serve_support import serve_process as _serve
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: The Inspector release the docs show (its CLI takes --transport http and --header).
 INSPECTOR = "@modelcontextprotocol/inspector@0.17"

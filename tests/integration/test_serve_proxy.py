@@ -28,7 +28,7 @@ pytest.importorskip("mcp.server.mcpserver")
 from serve_docs import block
 from serve_support import add_token, call, remem_cli, self_signed, serve_process, session
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 DOC_UPSTREAM = "127.0.0.1:8765"
 

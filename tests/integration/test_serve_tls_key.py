@@ -66,6 +66,7 @@ def _on_a_terminal(argv: list[str], seconds: float = 60) -> tuple[int | None, st
     return code, output.decode(errors="replace")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", KEYS, ids=["pkcs8", "traditional"])
 def test_an_encrypted_key_is_never_prompted_for_and_the_error_says_how_to_pass_it(
     tmp_path: Path, key: Path
@@ -78,6 +79,7 @@ def test_an_encrypted_key_is_never_prompted_for_and_the_error_says_how_to_pass_i
     assert (code, output.strip()) == (2, ENCRYPTED)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", KEYS, ids=["pkcs8", "traditional"])
 def test_with_its_passphrase_in_a_file_it_serves_https(tmp_path: Path, key: Path) -> None:
     store = tmp_path / "store"

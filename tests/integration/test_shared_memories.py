@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 import remem
 from remem.testing import FakeEmbedder
+
+pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
 store, stop = sys.argv[1], Path(sys.argv[2])
 with remem.open(store, embedder=FakeEmbedder()) as memories:
     i = 0

@@ -10,6 +10,7 @@ import pytest
 from helpers import run_cli
 
 
+@pytest.mark.slow
 def test_without_the_sdk_it_is_one_line_and_exit_2(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "mcp", None)  # as if `pip install remem` without [mcp]
     outcome = run_cli(["mcp"], store_dir)

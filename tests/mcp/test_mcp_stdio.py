@@ -21,7 +21,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_support import FIRST_STORED_PENDING
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: Generous: about 0.7 s here (interpreter, the CLI, the MCP SDK); the model loads afterwards.
 HANDSHAKE_BOUND = 5.0

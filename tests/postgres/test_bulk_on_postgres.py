@@ -187,6 +187,7 @@ with PostgresBackend.open(sys.argv[1], create=True) as backend:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", PHASES)
 def test_kill_9_of_the_importing_process_leaves_the_graph_and_none_of_the_import(
     postgres_url: str, phase: str

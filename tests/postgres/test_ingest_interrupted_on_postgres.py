@@ -22,6 +22,8 @@ from ingest_kill import (
 )
 from remem.backends.postgres.store import PostgresBackend
 
+pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
+
 STAGING = "remem.backends.postgres.staged:PostgresStaging"
 POINTS = kill_points(STAGING)
 

@@ -197,6 +197,8 @@ from remem.cli import main
 from remem.testing import FakeEmbedder
 import remem.backends.postgres.staged as staged
 
+pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
+
 original = staged.PostgresStaging.move
 def announced(self, *args, **kwargs):
     print("writing", flush=True)

@@ -82,6 +82,7 @@ def test_a_bad_schema_name_and_a_missing_store_are_one_line(postgres_url: str) -
     assert missing.code == 1 and missing.stderr.startswith("No remem store at postgresql://postgres@/")
 
 
+@pytest.mark.slow
 def test_without_the_client_libraries_the_url_says_what_to_install(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -101,6 +102,7 @@ with remem.open(sys.argv[1]) as memories:
 """
 
 
+@pytest.mark.slow
 def test_processes_creating_one_store_at_once_all_succeed(postgres_url: str) -> None:
     processes = [
         subprocess.Popen(

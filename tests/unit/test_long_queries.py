@@ -33,6 +33,7 @@ print(reading.phrase if reading else None, len(of_query(query).required))
         ('"「" * 100_000 + "「on Thursday」"', "on Thursday 1"),
     ],
 )
+@pytest.mark.slow
 def test_a_very_long_query_is_read_in_linear_time(query: str, expected: str) -> None:
     result = subprocess.run(
         [sys.executable, "-c", READ.format(query=query)],

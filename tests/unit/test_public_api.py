@@ -185,10 +185,12 @@ def _loaded_after(code: str, cwd: Path) -> list[str]:
     return loaded
 
 
+@pytest.mark.slow
 def test_import_remem_loads_no_numpy_faiss_or_onnxruntime(tmp_path: Path) -> None:
     assert _loaded_after("import remem", tmp_path) == []
 
 
+@pytest.mark.slow
 def test_listing_and_keyword_search_load_no_numpy_faiss_or_onnxruntime(tmp_path: Path) -> None:
     code = (
         "import remem\n"

@@ -15,8 +15,7 @@ HOW = (
     "multilingual-e5-small` (no download), then `remem reindex --model multilingual-e5-small`."
 )
 HYBRID_NOTE = (
-    "fake-bag-of-words reads English only: this query can match by its characters, not by its meaning; "
-    + HOW
+    "fake-bag-of-words reads English only: this query can match by its characters, not by its meaning; " + HOW
 )
 VECTOR_NOTE = (
     "fake-bag-of-words reads English only: vector search cannot read this query; keyword search matches "

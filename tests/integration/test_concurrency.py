@@ -14,7 +14,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from helpers import run_cli
+
+pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
 
 WRITERS, ADDS_PER_WRITER = 8, 50
 
@@ -96,8 +100,6 @@ def test_eight_writers_with_reindex_and_searches_lose_nothing(store_dir: Path) -
 ADD_LOOP = """
 import sys
 from remem.cli import main
-
-pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
 store, start = sys.argv[1], int(sys.argv[2])
 for i in range(start, start + 10_000):
     main(["add", "--store", store, f"crash test memory k{i}: survived number {i}"])

@@ -10,9 +10,13 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 import remem
 from remem.errors import StoreClosedError
 from remem.testing import FakeEmbedder
+
+pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
 
 THREADS, ROUNDS = 4, 60
 
@@ -21,8 +25,6 @@ import sys
 from pathlib import Path
 import remem
 from remem.testing import FakeEmbedder
-
-pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
 store, stop = sys.argv[1], Path(sys.argv[2])
 with remem.open(store, embedder=FakeEmbedder()) as memories:
     i = 0

@@ -17,6 +17,8 @@ import pytest
 import helpers
 from helpers import run_cli
 
+pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
+
 WRITERS, ADDS_PER_WRITER = 8, 50
 
 API_WRITER = """
@@ -196,8 +198,6 @@ import sys
 from remem.cli import main
 from remem.testing import FakeEmbedder
 import remem.backends.postgres.staged as staged
-
-pytestmark = pytest.mark.slow  # real processes, kills or races (the slow tier)
 
 original = staged.PostgresStaging.move
 def announced(self, *args, **kwargs):

@@ -117,17 +117,33 @@ class Memories(AbstractContextManager["Memories"]):
         with self._loading:
             self._embedder, self._checked = self._given, False
 
+    def _chosen_again(self, chosen: Embedder) -> bool:
+        """Whether the store's model changed since ``chosen`` was chosen for it (another process ran
+        ``remem reindex --model``): then the model is chosen again on next use. A model the caller
+        gave is never swapped (its writes are refused: ModelMismatchError)."""
+        if self._given is not None or self.backend.model in (None, chosen.info):
+            return False
+        self._reload_model()
+        return True
+
+    def _stores_embedder(self) -> Embedder:
+        """``embedder()`` for a write that embeds: chosen again first when the store's model changed
+        since it was chosen (``_chosen_again``), so that a long-lived process carries on."""
+        chosen = self._embedder
+        if chosen is not None and self._checked:
+            self._chosen_again(chosen)
+        return self.embedder()
+
     def _with_the_stores_model(self, write: Callable[[Embedder], AddResult]) -> tuple[Embedder, AddResult]:
         """``write(embedder)`` and the embedder it used; when the store's model changed since the
-        embedder was chosen (another process ran ``remem reindex --model``: ModelMismatchError,
-        nothing written), once more with the model chosen again. A long-lived process carries on."""
+        embedder was chosen (ModelMismatchError, nothing written), once more with the model chosen
+        again (``_chosen_again``; no look-up of the store's model before an add)."""
         embedder = self.embedder()
         try:
             return embedder, write(embedder)
         except ModelMismatchError:
-            if self._given is not None or self.backend.model in (None, embedder.info):
+            if not self._chosen_again(embedder):
                 raise  # a model the caller gave, or a mismatch the store did not change into
-            self._reload_model()
             embedder = self.embedder()
             return embedder, write(embedder)
 
@@ -182,7 +198,8 @@ class Memories(AbstractContextManager["Memories"]):
         with growth.watching(self.backend, self.notes):
             if not embed:
                 return replace(
-                    bulk.add_waiting(self.backend, self.embedder, memory, self.notes), superseded=asked
+                    bulk.add_waiting(self.backend, self._stores_embedder, memory, self.notes),
+                    superseded=asked,
                 )
             new_store = self.backend.model is None
             embedder, added = self._with_the_stores_model(
@@ -206,12 +223,12 @@ class Memories(AbstractContextManager["Memories"]):
         a chunk per transaction (a new store chooses its model); returns how many got vectors."""
         limit, progress = arguments.optional_count(limit, "limit"), checks.callback(progress)
         with growth.watching(self.backend, self.notes):
-            return bulk.embed_pending(self.backend, self.embedder, progress, limit)
+            return bulk.embed_pending(self.backend, self._stores_embedder, progress, limit)
 
     def warm_up(self) -> None:
         """Load the model and the vector index now, so the next searches answer at once; on a local
         store, searches keep the pages of the index file they read from then on (a long-lived process)."""
-        embedder = self.embedder()
+        embedder = self._stores_embedder()
         embedder.embed_queries(["warm up"])
         if self.backend.model is not None:
             self.backend.warm_up(embedder.info)
@@ -249,7 +266,7 @@ class Memories(AbstractContextManager["Memories"]):
         new_store = self.backend.model is None
         with growth.watching(self.backend, self.notes):
             result, notes = staged.ingest(
-                self.backend, self.embedder, first.watch(carried.watch(entries)), progress, expected
+                self.backend, self._stores_embedder, first.watch(carried.watch(entries)), progress, expected
             )
         self.notes.extend(notes)
         with afterwards(self.notes, "writing the supersede links the import carries (import it again)"):
@@ -397,7 +414,7 @@ class Memories(AbstractContextManager["Memories"]):
         before = self.backend.get_many(arguments.stored_ids([memory_id])).get(memory_id)
         if before is None:
             raise MemoryNotFoundError([memory_id])
-        return turns.edit(self.backend, self.embedder(), before, text)
+        return turns.edit(self.backend, self._stores_embedder(), before, text)
 
     def forget(
         self, ids: Iterable[int] | None = None, *, where: Filters | None = None, dry_run: bool = False
@@ -414,7 +431,7 @@ class Memories(AbstractContextManager["Memories"]):
         missing = tuple(sorted(set(chosen) - set(found)))
         ids = sorted(found)
         if ids and not dry_run:
-            ids = turns.forget(self.backend, self.embedder, [found[i] for i in ids])
+            ids = turns.forget(self.backend, self._stores_embedder, [found[i] for i in ids])
         return reports.ForgetResult(tuple(found[i] for i in ids), missing, dry_run)
 
     def forget_expired(self, *, dry_run: bool = False) -> ForgetResult:
@@ -448,7 +465,7 @@ class Memories(AbstractContextManager["Memories"]):
         index, hnsw, model = upkeep.reindex_options(index, hnsw, model)
         force, progress = checks.flag(force, "force"), checks.callback(progress)
         waiting = (  # not watched: the reindex below builds what the advice would ask for
-            bulk.embed_pending(self.backend, self.embedder, progress, None)
+            bulk.embed_pending(self.backend, self._stores_embedder, progress, None)
             if model is None and self.pending_count()
             else 0
         )

@@ -10,9 +10,12 @@ staging area (``Backend.staging``), which no search, list or export reads:
 2. Conversations: the new turns of each conversation get their documents and contexts over all of
    the input's turns and the stored ones (``turns``, as an ingest held in memory does), and are
    embedded, committed a batch at a time.
-3. Move: one transaction adds every staged memory that is not a duplicate, in input order.
-4. Report: the duplicates' ids are looked up, the run is discarded, and stored turns that new ones
-   came before are refreshed.
+3. Move: the ids of the memories the duplicates repeat are looked up; then one transaction adds
+   every staged memory that is not a duplicate, in input order.
+4. Report: the ids of duplicates of an earlier entry of the input are looked up, the run is
+   discarded, and stored turns that new ones came before are refreshed. The move committed, so an
+   error in any of these (a lost connection) becomes a note naming what was left undone and the
+   command that does it (``core.afterwards``): a committed ingest is never reported as failed.
 
 A run is found again by the hash of its first batch, and each row keeps the hash of the entry it
 was made from: running the same ingest again after an interruption keeps every row (and vector)
@@ -38,6 +41,7 @@ from remem.backends.staging import (
     model_json,
 )
 from remem.core import bulk, turns
+from remem.core.afterwards import afterwards
 from remem.reports import BulkResult
 from remem.types import text_sha256
 
@@ -54,6 +58,19 @@ if TYPE_CHECKING:
 STAGE_BATCH = 2048
 #: Staged rows read back a page at a time (conversation turns, duplicates for the report).
 PAGE = 2048
+#: What is left undone when the staged run cannot be dropped after its move committed.
+DISCARD_STEP = (
+    "dropping the ingest's staged copy (running the same ingest again drops it; "
+    f"else it is dropped after {EXPIRE_AFTER.days} days)"
+)
+
+
+def _ids_step(count: int) -> str:
+    """What is left undone when the ids of ``count`` duplicates could not be looked up after the move."""
+    return (
+        f"looking up the memories {count:,} duplicate(s) repeat (-1 in the report; `remem search` or "
+        "running the same ingest again finds them)"
+    )
 
 
 def ingest(
@@ -140,16 +157,19 @@ class _Ingest:
             self._stage(batch)
         self.staging.end_input(self.run, self.read)
         followers = self._conversations() if self.waiting else []
+        duplicates = self._duplicates() if self.read > self.fresh else []
         moved = Moved()
         if self.fresh or self.resumed:  # resumed with nothing new: the run before may have been
             # killed between its move's commit and the store's derived files (the local vector
             # index); an empty move writes them level with the database again
             moved = self.staging.move(self.run, self._embedder_now().info, self.digest.value())
-        result = BulkResult(added=moved.added, duplicates=moved.raced + self._duplicates())
+        result = BulkResult(added=moved.added, duplicates=moved.raced + self._after_the_move(duplicates))
         result.reused_vectors, result.resumed = moved.carried, self.resumed
-        self.staging.discard(self.run)
+        with afterwards(self.notes, DISCARD_STEP):
+            self.staging.discard(self.run)
         if followers:  # new turns came before them: the model was loaded for those
-            turns.refresh(self.backend, self.model, followers)
+            with afterwards(self.notes, bulk.REFRESH_STEP):
+                turns.refresh(self.backend, self.model, followers)
         if self.resumed:
             self.notes.append(
                 f"Resumed an interrupted ingest: {self.resumed:,} of its entries were staged already."
@@ -314,12 +334,27 @@ class _Ingest:
         self.done += len(pending)
         self._report()
 
-    def _duplicates(self) -> list[int]:
-        """The ids of the memories the input's duplicates duplicate (-1: forgotten meanwhile)."""
+    def _duplicates(self, known: list[int] | None = None) -> list[int]:
+        """The ids of the memories the input's duplicates duplicate, in input order (-1: none found,
+        as for a duplicate of an earlier entry before the move, or of a memory forgotten meanwhile);
+        with ``known`` (such a list), only its pages with a -1 are looked up again."""
         ids: list[int] = []
         after = -1
         while page := self.staging.duplicate_rows(self.run, after, PAGE):
-            found = self.backend.find_duplicates([memory_of(row.memory) for row in page])
-            ids += [memory_id or -1 for memory_id in found]
+            done = None if known is None else known[len(ids) : len(ids) + len(page)]
+            if done is not None and len(done) == len(page) and -1 not in done:
+                ids += done
+            else:
+                found = self.backend.find_duplicates([memory_of(row.memory) for row in page])
+                ids += [memory_id or -1 for memory_id in found]
             after = page[-1].seq
         return ids
+
+    def _after_the_move(self, before: list[int]) -> list[int]:
+        """The duplicates' ids, from those looked up ``before`` the move: a duplicate of an earlier
+        entry of the input (-1 then) is looked up again, left -1 with a note when that fails."""
+        if -1 not in before:
+            return before
+        with afterwards(self.notes, _ids_step(before.count(-1))):
+            return self._duplicates(before)
+        return before

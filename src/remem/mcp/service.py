@@ -19,13 +19,21 @@ never wait: they store memories pending, embedded by the warm-up.
 
 from __future__ import annotations
 
+import errno
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, TypeVar
 
-from remem.errors import ModelMismatchError, RememError, StoreCorruptError, StoreError, StoreNotFoundError
+from remem.errors import (
+    ConnectionLostError,
+    ModelMismatchError,
+    RememError,
+    StoreCorruptError,
+    StoreError,
+    StoreNotFoundError,
+)
 
 if TYPE_CHECKING:
     import remem
@@ -49,6 +57,38 @@ STORE_RETRY_SECONDS = 5.0
 SEARCH_WAIT_SECONDS = 3.0
 #: How long a call that needs the model (edit) waits for the warm-up before loading it itself.
 READY_WAIT_SECONDS = 120.0
+#: A warm-up that failed for a reason that passes tries again after this long, the pause doubling
+#: up to ``WARM_UP_RETRY_MAX`` (a server out of descriptors for a minute is ready soon after).
+WARM_UP_RETRY_SECONDS = 0.5
+WARM_UP_RETRY_MAX = 30.0
+#: OSError numbers that pass: out of descriptors (the process's, the system's), a resource busy
+#: for now, out of memory or buffers for now, an interrupted call.
+PASSING_ERRNOS = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM, errno.ENOBUFS, errno.EINTR}
+)
+
+
+def passing(exc: BaseException) -> bool:
+    """Whether ``exc``, or an error it was raised from, is a failure that passes: a lost connection
+    to the store, or an OSError of ``PASSING_ERRNOS``. A model file that fails its check, a missing
+    extra, a damaged store do not: trying again would fail again."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ConnectionLostError):
+            return True
+        if isinstance(cause, OSError) and cause.errno in PASSING_ERRNOS:
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _reason(exc: BaseException) -> str:
+    """A failure in one line: a RememError's message, an OSError's, else only its kind."""
+    if isinstance(exc, RememError | OSError):
+        return " ".join(str(exc).split())
+    return f"unexpected {type(exc).__name__}"
 
 
 class Service:
@@ -208,27 +248,45 @@ class Service:
 
     def warm_up(self) -> None:
         """Load the model and the index, then embed pending memories; blocks (a thread's job).
-        A failure is noted and leaves the server on the keyword lane."""
-        started = time.perf_counter()
+        A failure that passes (``passing``: descriptors ran out, a lost connection) is said once and
+        the warm-up tried again after a pause that doubles from ``WARM_UP_RETRY_SECONDS`` up to
+        ``WARM_UP_RETRY_MAX``, until it succeeds or the server stops; any other failure is noted
+        once and leaves the server on the keyword lane."""
+        started, pause, first = time.perf_counter(), WARM_UP_RETRY_SECONDS, True
         try:
-            embedder = self._wait_for_store()
-            if embedder is None:
-                return
-            self._loading.set()
-            embedder.embed_queries(["warm up"])  # loads the ONNX session: the slow part
-            if not self.run(self._load_index):
-                return
-            embedded = 0 if self.read_only else self._embed_backlog()  # read-only never writes
-            pending = f"; {embedded} pending {'memory' if embedded == 1 else 'memories'} embedded"
-            ready = f"{self.name}: model ready in {time.perf_counter() - started:.1f} s"
-            self._note(ready + (pending if embedded else ""))
+            while not self._warmed_up(started, say=first):
+                if self._stop.wait(pause):
+                    return
+                pause, first = min(2 * pause, WARM_UP_RETRY_MAX), False
         except Exception as exc:  # whatever it was, the server goes on with the keyword lane
-            reason = str(exc) if isinstance(exc, RememError) else f"unexpected {type(exc).__name__}"
-            self._failure = " ".join(reason.split())
+            self._failure = _reason(exc)
             self._note(f"{self.name}: {self.waiting_note}")
         finally:
             self._settled.set()
             self._changed_state()
+
+    def _warmed_up(self, started: float, *, say: bool) -> bool:
+        """One attempt of the warm-up: True when it ended (ready, or the server stops), False after
+        a failure that passes (noted when ``say``); any other failure is raised."""
+        try:
+            embedder = self._wait_for_store()
+            if embedder is None:
+                return True
+            self._loading.set()
+            embedder.embed_queries(["warm up"])  # loads the ONNX session: the slow part
+            if not self.run(self._load_index):
+                return True
+            embedded = 0 if self.read_only else self._embed_backlog()  # read-only never writes
+        except Exception as exc:
+            if not passing(exc):
+                raise
+            if say:
+                self._note(f"{self.name}: loading the model failed for now ({_reason(exc)}); trying again")
+            return False
+        pending = f"; {embedded} pending {'memory' if embedded == 1 else 'memories'} embedded"
+        ready = f"{self.name}: model ready in {time.perf_counter() - started:.1f} s"
+        self._note(ready + (pending if embedded else ""))
+        return True
 
     def _load_index(self, memories: remem.Memories) -> bool:
         """Read the vector index (the session is loaded) and become ``ready``; False when the

@@ -1,7 +1,8 @@
 """The bearer tokens of `remem serve` on every back-end: only a hash is stored, names are unique and
 default to the user's, a second process on the same store honours a token at once and refuses it
 right after a revocation, anything but a stored token's secret verifies to None, and a store made
-before tokens existed gets their table when it is opened."""
+before tokens existed gets their table when it is opened. The arguments refused while a token is made,
+before any back-end is asked, are checked once: tests/unit/test_token_arguments.py."""
 
 from __future__ import annotations
 
@@ -86,38 +87,6 @@ def test_a_name_that_is_taken_is_refused_and_nothing_changes(memories: Memories)
     assert refused.value.parameter == "name"
     assert memories.tokens.list() == [first]
     assert memories.tokens.verify(first_secret) == first
-
-
-@pytest.mark.parametrize(
-    ("arguments", "parameter"),
-    [
-        ({"user": "a", "name": "two words"}, "name"),
-        ({"user": "a", "name": "   "}, "name"),
-        ({"user": "a", "name": "x" * 65}, "name"),
-        ({"user": "a", "name": "tab\there"}, "name"),
-        ({"user": "a", "name": "bell\x07"}, "name"),
-        ({"user": "a", "name": "zero\u200bwidth"}, "name"),
-        ({"user": None, "private": True}, "private"),
-        ({"user": " "}, "user"),
-        ({"user": "a", "conversation": ""}, "conversation"),
-    ],
-)
-def test_bad_arguments_are_refused_and_nothing_is_stored(
-    memories: Memories, arguments: dict[str, Any], parameter: str
-) -> None:
-    with pytest.raises(InvalidInputError) as refused:
-        memories.tokens.add(**arguments)
-    assert refused.value.parameter == parameter
-    assert "\n" not in str(refused.value)
-    assert memories.tokens.list() == []
-
-
-def test_wrong_types_are_type_errors(memories: Memories) -> None:
-    with pytest.raises(TypeError, match=r"^read_only must be True or False"):
-        memories.tokens.add(user="a", read_only="yes")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"^user must be a string or None"):
-        memories.tokens.add(user=3)  # type: ignore[arg-type]
-    assert memories.tokens.list() == []
 
 
 def test_revoking_an_unknown_name_changes_nothing(memories: Memories) -> None:
@@ -273,25 +242,3 @@ def test_an_expired_token_verifies_to_none_as_a_revoked_one(memories: Memories) 
     assert memories.tokens.verify("remem_old") is None
     assert memories.tokens.verify(kept) == kept_token
     assert memories.tokens.revoke("old") == old
-
-
-@pytest.mark.parametrize(
-    ("expires_at", "message"),
-    [
-        (
-            "2020-01-01",
-            "expires_at has passed: a token expires at a time still to come",
-        ),
-        ("soon", "expires_at 'soon' is neither a time from now"),
-        ("0s", "has passed"),
-    ],
-)
-def test_a_bad_or_past_expiry_is_refused_and_nothing_is_stored(
-    memories: Memories, expires_at: str, message: str
-) -> None:
-    with pytest.raises(InvalidInputError) as refused:
-        memories.tokens.add(user="alice", expires_at=expires_at)
-    assert message in str(refused.value) and refused.value.parameter == "expires_at"
-    assert memories.tokens.list() == []
-    with pytest.raises(TypeError):
-        memories.tokens.add(user="alice", expires_at=30)  # type: ignore[arg-type]

@@ -1,8 +1,8 @@
 """Arguments of any type, at every entry point: ``remem.open``'s are checked before anything is
 opened, and whatever a Python caller passes to ``Memories``, ``Filters`` or ``NewMemory`` comes back
 as a result, a TypeError or an InvalidInputError naming the argument — never another exception, and
-never a change to the store when it is refused. (tests/contract holds the table of the exact
-classes on both back-ends.)"""
+never a change to the store when it is refused. (test_argument_checks.py holds the table of the
+exact classes; tests/contract/test_argument_types_contract.py those a back-end takes part in.)"""
 
 from __future__ import annotations
 

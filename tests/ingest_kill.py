@@ -1,5 +1,5 @@
 """A big ``remem add --jsonl`` / ``remem import`` killed with SIGKILL at chosen points, then run
-again: shared by the local (tests/cli) and PostgreSQL (tests/postgres) tests.
+again: the helpers of tests/integration/test_interrupted_ingest.py, for either back-end.
 
 The child is the real CLI with a fake embedder that counts what it embeds; it kills itself (a real
 SIGKILL, nothing cleaned up) when a method of the staging area is called once more than allowed.
@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli
+from remem.backends.local.files import STAGING_FILE
 from remem.testing import FAKE_MODEL, fake_vector
 
 #: The child: ``STORE SOURCE COMMAND WHERE AFTER``; WHERE is ``module:Class.method`` or
@@ -70,15 +71,45 @@ ADDED = PLAIN - REPEATED + TURNS
 BATCH = 2048  # remem.core.staged.STAGE_BATCH
 
 
-def kill_points(staging: str) -> list[object]:
-    """The points a child kills itself at, for the staging class ``staging`` ("module:Class"), as
-    pytest params of (where, calls it makes first, rows staged then, documents left to embed)."""
-    return [
-        pytest.param(f"{staging}.put", 2, 2 * BATCH, ADDED - 2 * BATCH, id="while-staging"),
-        pytest.param(f"{staging}.set_vectors", 0, PLAIN + TURNS, TURNS, id="before-the-turns"),
-        pytest.param(f"{staging}.move", 0, PLAIN + TURNS, 0, id="before-the-move"),
-        pytest.param(f"{staging}._fresh_rows", 2, PLAIN + TURNS, 0, id="during-the-move"),
-    ]
+#: The staging class of each back-end ("module:Class"), whose methods the child is killed in.
+STAGING = {
+    "local": "remem.backends.local.staged:LocalStaging",
+    "postgres": "remem.backends.postgres.staged:PostgresStaging",
+}
+
+#: The points a child kills itself at, as pytest params of (staging method, calls it makes first,
+#: rows staged then, documents left to embed); the same on both back-ends.
+KILL_POINTS = [
+    pytest.param("put", 2, 2 * BATCH, ADDED - 2 * BATCH, id="while-staging"),
+    pytest.param("set_vectors", 0, PLAIN + TURNS, TURNS, id="before-the-turns"),
+    pytest.param("move", 0, PLAIN + TURNS, 0, id="before-the-move"),
+    pytest.param("_fresh_rows", 2, PLAIN + TURNS, 0, id="during-the-move"),
+]
+
+
+def kind_of(store: str) -> str:
+    """``postgres`` for a ``postgresql://`` URL, ``local`` for a directory."""
+    return "postgres" if store.startswith(("postgresql://", "postgres://")) else "local"
+
+
+def staging_of(store: str) -> str:
+    """The staging class ("module:Class") of the back-end ``store`` is on."""
+    return STAGING[kind_of(store)]
+
+
+def staged_runs(store: str) -> int:
+    """How many staged (unfinished) ingests the store keeps: on PostgreSQL its staging area's runs;
+    locally 1 while its staging file exists (a regular file), 0 once it is gone."""
+    if kind_of(store) == "postgres":
+        from remem.backends.postgres.store import PostgresBackend
+
+        with PostgresBackend.open(store, create=False) as backend:
+            return len(backend.staging().runs())
+    path = Path(store) / STAGING_FILE
+    if path.exists():
+        assert path.is_file(), path
+        return 1
+    return 0
 
 
 def write_input(path: Path, *, vectors: bool = False) -> list[str]:
@@ -166,17 +197,3 @@ def complete(store: str, expected: list[str]) -> None:
     assert texts_of(store) == expected
     doctor = run_cli(["doctor"], store)  # type: ignore[arg-type]
     assert doctor.code == 0 and "staged ingests" not in doctor.stdout + doctor.stderr, doctor.stdout
-
-
-def import_killed_in_its_move_resumes(store: str, staging: str, tmp_path: Path) -> None:
-    """An import of an export carrying vectors, killed during its move (``staging``'s
-    ``_fresh_rows``, the third page): nothing shows, and running it again embeds nothing and
-    ends complete."""
-    path = tmp_path / "export.jsonl"
-    expected = write_input(path, vectors=True)
-    assert child(store, path, "import", f"{staging}._fresh_rows", 3).code == -9
-    assert texts_of(store) == []
-    again = child(store, path, "import")
-    assert (again.code, again.resumed, again.embedded) == (0, PLAIN + TURNS, 0), again.stderr
-    assert f"Added {ADDED}, duplicates {REPEATED}, skipped 0, {ADDED} vectors reused." in again.stderr
-    complete(store, expected)

@@ -1,6 +1,7 @@
 """Tests that need a real PostgreSQL with pgvector (see ``tests/postgres_server.py``): the CLI and
-API on a ``postgresql://`` store, moving stores between back-ends, server failures, and real
-processes writing at once. In-process CLI runs here embed with the fake embedder."""
+API on a ``postgresql://`` store, moving stores between back-ends, server failures. Real processes
+writing at once, and killed, are in tests/integration, on both back-ends. In-process CLI runs here
+embed with the fake embedder."""
 
 from __future__ import annotations
 

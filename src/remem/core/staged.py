@@ -167,9 +167,8 @@ class _Ingest:
         result.reused_vectors, result.resumed = moved.carried, self.resumed
         with afterwards(self.notes, DISCARD_STEP):
             self.staging.discard(self.run)
-        if followers:  # new turns came before them: the model was loaded for those
-            with afterwards(self.notes, bulk.REFRESH_STEP):
-                turns.refresh(self.backend, self.model, followers)
+        # new turns came before these followers: the model was loaded for those
+        bulk.refreshed(self.backend, lambda: self.model, followers, self.notes)
         if self.resumed:
             self.notes.append(
                 f"Resumed an interrupted ingest: {self.resumed:,} of its entries were staged already."

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,14 +23,13 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from remem.mcp.limits import Limits
+from remem.mcp.limits import OUT_OF_RESOURCES, Limits
 
 #: How long a refused connection is kept for its client to read the 503 and close (seconds).
 REFUSED_SECONDS = 1.0
 #: How often, at most, running out of descriptors is said (seconds).
 SAY_EVERY_SECONDS = 10.0
 #: The errors of an ``accept`` that asyncio retries a second later.
-OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 #: Their side is through with the request: read whole, or the connection is over.
 READ = (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.ERROR)
 

@@ -4,6 +4,7 @@ server so that the front-end's defaults and ``remem.mcp`` read them without load
 
 from __future__ import annotations
 
+import errno
 import resource
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,6 +14,8 @@ from remem.errors import InvalidInputError
 #: ``remem serve``'s bounds: how many connections it serves at once, and how long (seconds) a
 #: request may take to arrive, headers and body.
 MAX_CONNECTIONS, REQUEST_TIMEOUT = 500, 10.0
+#: Errors of a process out of descriptors or memory for now: said, and tried again later.
+OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 #: Descriptors kept for the rest of the server (the store, the model's files, the listening socket).
 DESCRIPTOR_RESERVE = 64
 

@@ -91,10 +91,7 @@ class Scope:
         """What the caller may see, as a search's ``scope`` (``Memories.search``): the pinned user's
         memories and, unless ``private``, the shared ones; the pinned conversation's. None when
         nothing is pinned (an admin sees the whole store, and its statistics)."""
-        if self.user is None and self.conversation is None:
-            return None
-        shared = self.user is not None and not self.private
-        return Filters.of(user=self.user, conversation=self.conversation, shared=shared)
+        return self.filters() if self.pinned else None
 
     def sees(self, memory: Memory) -> bool:
         """Whether ``memory`` lies inside the pin: the user's own or a shared one (unless private)."""

@@ -34,6 +34,7 @@ from remem.errors import (
     StoreError,
     StoreNotFoundError,
 )
+from remem.mcp.limits import OUT_OF_RESOURCES
 
 if TYPE_CHECKING:
     import remem
@@ -63,9 +64,7 @@ WARM_UP_RETRY_SECONDS = 0.5
 WARM_UP_RETRY_MAX = 30.0
 #: OSError numbers that pass: out of descriptors (the process's, the system's), a resource busy
 #: for now, out of memory or buffers for now, an interrupted call.
-PASSING_ERRNOS = frozenset(
-    {errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM, errno.ENOBUFS, errno.EINTR}
-)
+PASSING_ERRNOS = OUT_OF_RESOURCES | {errno.EAGAIN, errno.EINTR}
 
 
 def passing(exc: BaseException) -> bool:

@@ -70,14 +70,10 @@ class KeywordCounts:
             return fts.row_count(conn)
         return self._cache.get(stamp, ("rows", scope), lambda: fts.scoped_rows(conn, scope))
 
-    def size(self, conn: sqlite3.Connection, stamp: bytes, scope: Filters | None) -> tuple[int, float]:
-        """``rows`` and their mean length in tokens, as FTS5's BM25 counts it; a scope's counted once
+    def size(self, conn: sqlite3.Connection, stamp: bytes, scope: Filters) -> tuple[int, float]:
+        """``scope``'s rows and their mean length in tokens, as FTS5's BM25 counts it, counted once
         per ``stamp``."""
-        if scope is None:
-            rows, columns = fts.averages(conn)
-            tokens = sum(columns)
-        else:
-            rows, tokens = self._cache.get(stamp, ("size", scope), lambda: fts.scoped_averages(conn, scope))
+        rows, tokens = self._cache.get(stamp, ("size", scope), lambda: fts.scoped_averages(conn, scope))
         return rows, max(tokens, 1) / max(rows, 1)
 
 
@@ -126,13 +122,14 @@ def search(
         stamp = counts.stamp(conn)
         scope = _narrower(conn, counts, stamp, scope)
         query = plan(conn, counts, stamp, text, scope)
-        mean = None if scope is None else counts.size(conn, stamp, scope)[1]
+        size = None if scope is None else counts.size(conn, stamp, scope)
+        mean = None if size is None else size[1]
         if not query.scored:
             found = []
-        elif scope is None:
+        elif scope is None or size is None:
             found = fts.search(conn, " OR ".join(query.scored), filters, limit, among)
         else:
-            found = _scoped(conn, counts, stamp, query.scored, filters, limit, among, scope)
+            found = _scoped(conn, counts, stamp, query.scored, filters, limit, among, scope, size)
         if query.common and len(found) < limit:  # every holder of a scored term is in: the rest hold
             skip = {mid for mid, _ in found}  # only common terms
             found += bm25.newest(conn, query.common, filters, limit - len(found), among, skip, mean)
@@ -156,10 +153,11 @@ def _scoped(
     limit: int,
     among: Sequence[int] | None,
     scope: Filters,
+    size: tuple[int, float],
 ) -> list[Scored]:
-    """``fts.search`` with the statistics of ``scope``'s memories: every filtered holder of ``terms``
-    scored by ``bm25.scored``."""
-    rows, mean = counts.size(conn, stamp, scope)
+    """``fts.search`` with the statistics of ``scope``'s memories (``size``: its rows and their mean
+    length): every filtered holder of ``terms`` scored by ``bm25.scored``."""
+    rows, mean = size
     idfs = [bm25.idf(rows, counts.holders(conn, stamp, term, scope)) for term in terms]
     ids = fts.holders(conn, " OR ".join(terms), filters, among)
     held = [counts.holders(conn, stamp, term) for term in terms]  # for bm25.counted

@@ -9,6 +9,7 @@ import pytest
 
 import remem
 from remem.backends.postgres.connecting import connect, remem_error
+from remem.backends.postgres.rows import one_row, one_value
 from remem.backends.postgres.urls import parse
 from remem.errors import InvalidInputError, StoreError
 from remem.testing import FakeEmbedder
@@ -55,3 +56,15 @@ def test_each_error_says_what_happened(postgres_url: str) -> None:
     conn.close()
     closed = remem_error(_raised(conn, "SELECT 1"), conn, url.shown)
     assert str(closed).startswith(f"the store at {url.shown} was closed")
+
+
+def test_a_statement_that_returns_no_row_is_a_store_error(postgres_url: str) -> None:
+
+    with psycopg.connect(parse(postgres_url).conninfo) as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT 7, 'x'")
+        assert one_row(cursor) == (7, "x")
+        cursor.execute("SELECT 8")
+        assert one_value(cursor) == 8
+        cursor.execute("SELECT 1 WHERE false")
+        with pytest.raises(StoreError, match="no row"):
+            one_value(cursor)

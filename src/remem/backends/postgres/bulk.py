@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from remem.backends.postgres import settings as meta
+from remem.backends.postgres.rows import one_value
 
 if TYPE_CHECKING:
     import psycopg
@@ -51,7 +52,7 @@ def worth_rebuilding(store: StoreAccess, adding: int) -> bool:
         if graph_definition(cursor, store.s) is None:
             return False
         cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {store.s}.vectors LIMIT %s) AS v", (enough + 1,))
-        return int(cursor.fetchone()[0]) <= enough  # type: ignore[index]
+        return int(one_value(cursor)) <= enough
 
 
 def graph_definition(cursor: psycopg.Cursor[Any], s: str) -> str | None:
@@ -72,7 +73,7 @@ def build_settings(cursor: psycopg.Cursor[Any], s: str, dim: int) -> None:
     cursor.execute("SET LOCAL statement_timeout = 0")
     meta.raise_build_memory(cursor, s, dim, local=True)
     cursor.execute("SELECT current_setting('server_version_num')::int >= 140000")
-    if cursor.fetchone()[0]:  # type: ignore[index]
+    if one_value(cursor):
         cursor.execute(f"SET LOCAL client_connection_check_interval = {CLIENT_CHECK_MS:d}")
 
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from remem.backends import summary
 from remem.backends.postgres import settings as meta
+from remem.backends.postgres.rows import one_row, one_value
 from remem.backends.postgres.schema import LATEST_VERSION
 from remem.backends.postgres.upkeep import hnsw_is_current, keywords_are_current, reindex
 from remem.errors import RememError
@@ -22,7 +23,7 @@ def _database(cursor: psycopg.Cursor[Any], s: str) -> Check:
         f"SELECT current_setting('server_version'), (SELECT extversion FROM pg_extension WHERE "
         f"extname = 'vector'), (SELECT max(version) FROM {s}.remem_schema)"
     )
-    server, pgvector, version = cursor.fetchone()  # type: ignore[misc]
+    server, pgvector, version = one_row(cursor)
     detail = f"PostgreSQL {server}, pgvector {pgvector}, schema version {version}"
     return Check("database", version == LATEST_VERSION, detail)
 
@@ -41,10 +42,10 @@ def _vectors(cursor: psycopg.Cursor[Any], s: str) -> Check:
         f"SELECT count(*) FROM {s}.memories m WHERE NOT EXISTS "
         f"(SELECT 1 FROM {s}.vectors v WHERE v.memory_id = m.id)"
     )
-    waiting = int(cursor.fetchone()[0])  # type: ignore[index]
+    waiting = int(one_value(cursor))
     note = f"; {waiting} waiting to be embedded (`remem reindex` embeds them)" if waiting else ""
     cursor.execute(f"SELECT count(*) FROM {s}.vectors")
-    count = int(cursor.fetchone()[0])  # type: ignore[index]
+    count = int(one_value(cursor))
     if model is None:
         return Check(
             "vectors", count == 0, ("no model recorded" if count == 0 else "vectors without a model") + note
@@ -56,7 +57,7 @@ def _vectors(cursor: psycopg.Cursor[Any], s: str) -> Check:
         f"vector_dims(embedding) = %s AND NOT abs(vector_norm(embedding) - 1) <= %s) FROM {s}.vectors",
         (model.dim, model.dim, UNIT_TOLERANCE),
     )
-    wrong, odd = cursor.fetchone()  # type: ignore[misc]
+    wrong, odd = one_row(cursor)
     problems = [f"{wrong} vectors of the wrong size"] if wrong else []
     problems += [f"{odd} vectors not finite unit vectors (`remem reindex --model` re-embeds)"] if odd else []
     detail = f"{count} vectors of {model.name} ({model.dim}-d)"
@@ -83,7 +84,7 @@ def _staged(cursor: psycopg.Cursor[Any], s: str) -> Check:
     if meta.REEMBED_KEY not in rows:
         return Check("re-embedding", True, "none in progress")
     cursor.execute(f"SELECT count(DISTINCT memory_id) FROM {s}.vectors_next")
-    staged = int(cursor.fetchone()[0])  # type: ignore[index]
+    staged = int(one_value(cursor))
     return Check(
         "re-embedding", True, f"interrupted with {staged} memories staged; `remem reindex --model` resumes"
     )

@@ -27,6 +27,7 @@ from remem.backends import analyzer, bounds
 from remem.backends.analyzer import CONTEXT_WEIGHT, looks_like_hash
 from remem.backends.base import Coverage, Scored
 from remem.backends.postgres import filtering
+from remem.backends.postgres.rows import one_row, one_value
 
 if TYPE_CHECKING:
     import psycopg
@@ -111,7 +112,7 @@ def query_terms(cursor: psycopg.Cursor[Any], s: str, text: str) -> list[Term]:
     if not terms:
         return []
     cursor.execute(f"SELECT {s}.lexemes(%s::text[])", (terms,))
-    lexemes = cursor.fetchone()[0]  # type: ignore[index]
+    lexemes = one_value(cursor)
     return list(dict.fromkeys((lx, looks_like_hash(t)) for t, lx in zip(terms, lexemes, strict=True)))
 
 
@@ -165,17 +166,17 @@ def _size_and_mean_length(cursor: psycopg.Cursor[Any], s: str, scope: Filters | 
         cursor.execute(
             f"SELECT count(*), coalesce(avg(term_count), 1) FROM {s}.memories m WHERE {condition}", params
         )
-        counted, average = cursor.fetchone()  # type: ignore[misc]
+        counted, average = one_row(cursor)
         return int(counted), float(average)
     cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(%s)", (f"{s}.memories",))
-    estimate = int(cursor.fetchone()[0])  # type: ignore[index]
+    estimate = int(one_value(cursor))
     if estimate >= ESTIMATE_FROM:
         cursor.execute(f"SELECT avg(term_count) FROM {s}.memories TABLESAMPLE SYSTEM (2) REPEATABLE (7)")
-        mean = cursor.fetchone()[0]  # type: ignore[index]
+        mean = one_value(cursor)
         if mean is not None:
             return estimate, float(mean)
     cursor.execute(f"SELECT count(*), coalesce(avg(term_count), 1) FROM {s}.memories")
-    total, mean = cursor.fetchone()  # type: ignore[misc]
+    total, mean = one_row(cursor)
     return int(total), float(mean)
 
 

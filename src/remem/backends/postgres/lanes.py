@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from remem.backends.base import Scored
 from remem.backends.postgres import filtering
 from remem.backends.postgres import settings as meta
+from remem.backends.postgres.rows import one_value
 from remem.errors import ModelChangedError, StoreError
 
 if TYPE_CHECKING:
@@ -88,14 +89,14 @@ class PostgresVectorLane:
             cursor.execute(
                 f"SELECT count(*) FROM (SELECT id FROM {self._s}.vectors ORDER BY id LIMIT %s) AS x", [limit]
             )
-            return int(cursor.fetchone()[0])  # type: ignore[index]
+            return int(one_value(cursor))
         condition, params = filtering.where(filters, self._s)
         cursor.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM {self._s}.vectors v JOIN {self._s}.memories m "
             f"ON m.id = v.memory_id WHERE {condition} LIMIT %s) AS x",
             [*params, limit],
         )
-        return int(cursor.fetchone()[0])  # type: ignore[index]
+        return int(one_value(cursor))
 
     def exact(
         self, cursor: psycopg.Cursor[Any], vector: FloatArray, k: int, filters: Filters

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from remem.backends.postgres import records
+from remem.backends.postgres.rows import one_value
 from remem.backends.shapes import windows_of
 from remem.types import ModelInfo, text_sha256
 
@@ -28,7 +29,7 @@ def count(store: StoreAccess) -> int:
     """How many memories wait for their vectors."""
     with store.session.transaction() as cursor:
         cursor.execute(f"SELECT count(*) {_PENDING.format(s=store.s)}")
-        return int(cursor.fetchone()[0])  # type: ignore[index]
+        return int(one_value(cursor))
 
 
 def attach(

@@ -14,6 +14,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from remem.backends.postgres import settings as meta
+from remem.backends.postgres.rows import one_row, one_value
 from remem.backends.shapes import windows_of
 from remem.reports import ReembedReport
 
@@ -65,7 +66,7 @@ def _stage(store: StoreAccess, embed: EmbedFn, dim: int, progress: ProgressFn | 
                     f"SELECT (SELECT count(DISTINCT memory_id) FROM {s}.vectors_next), "
                     f"(SELECT count(*) FROM {s}.memories)"
                 )
-                staged, total = cursor.fetchone()  # type: ignore[misc]
+                staged, total = one_row(cursor)
                 progress(min(int(staged), int(total)), int(total))
 
 
@@ -83,7 +84,7 @@ def reembed(
             cursor.execute(f"DELETE FROM {s}.vectors_next")
             meta.write_meta(cursor, s, {meta.REEMBED_KEY: wanted})
         cursor.execute(f"SELECT count(DISTINCT memory_id) FROM {s}.vectors_next")
-        resumed = int(cursor.fetchone()[0])  # type: ignore[index]
+        resumed = int(one_value(cursor))
     embedded = _stage(store, embed, target.dim, progress, locked=False)
     with store.session.transaction(timeout_ms=0, writes=True) as cursor:
         store.lock(cursor, exclusive=True)

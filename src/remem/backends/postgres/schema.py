@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from remem.backends.postgres.rows import one_value
 from remem.errors import InvalidInputError, StoreError, StoreNotFoundError
 
 if TYPE_CHECKING:
@@ -209,10 +210,10 @@ def quoted(schema: str) -> str:
 def _version(cursor: psycopg.Cursor[Any], schema: str) -> int | None:
     """The schema's version, or None when it holds no remem store."""
     cursor.execute("SELECT to_regclass(%s)", (f"{quoted(schema)}.remem_schema",))
-    if cursor.fetchone()[0] is None:  # type: ignore[index]
+    if one_value(cursor) is None:
         return None
     cursor.execute(f"SELECT coalesce(max(version), 0) FROM {quoted(schema)}.remem_schema")
-    return int(cursor.fetchone()[0])  # type: ignore[index]
+    return int(one_value(cursor))
 
 
 def _refuse_unfolded_store(cursor: psycopg.Cursor[Any], session: Session) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from remem.backends.postgres.rows import one_value
 from remem.types import ModelInfo
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ def raise_build_memory(cursor: psycopg.Cursor[Any], s: str, dim: int, *, local: 
     lowered) to what a graph of the store's vectors needs (``build_memory_kb``)."""
     most = int(MAX_BUILD_KB * 1024 / (4 * dim + ELEMENT_BYTES))  # more rows cannot raise it further
     cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {s}.vectors LIMIT %s) AS v", (most,))
-    rows = int(cursor.fetchone()[0])  # type: ignore[index]
+    rows = int(one_value(cursor))
     cursor.execute(
         "SELECT set_config('maintenance_work_mem', greatest(setting::bigint, %s)::text || 'kB', %s) "
         "FROM pg_settings WHERE name = 'maintenance_work_mem'",

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from remem.backends.postgres import bulk, records
+from remem.backends.postgres.rows import one_row, one_value
 from remem.backends.staging import (
     EXPIRE_AFTER,
     MOVE_PAGE,
@@ -89,7 +90,7 @@ class PostgresStaging:
                 (key, now, now),
             )
             cursor.execute(f"{_RUN.format(s=self.s)} WHERE key = %s", (key,))
-            return run_of(cursor.fetchone()), expired  # type: ignore[arg-type]
+            return run_of(one_row(cursor)), expired
 
     def use_model(self, run: StagedRun, model: ModelInfo) -> StagedRun:
         """The run with its vectors of ``model``: those of another model are dropped first."""
@@ -253,7 +254,7 @@ class PostgresStaging:
         with self.session.transaction(timeout_ms=0, writes=True) as cursor:
             cursor.execute(f"LOCK TABLE {self.s}.ingest_runs IN SHARE ROW EXCLUSIVE MODE")
             cursor.execute(f"SELECT count(*) FROM {self.s}.ingest_runs WHERE id != %s", (run.id,))
-            if cursor.fetchone()[0]:  # type: ignore[index]
+            if one_value(cursor):
                 cursor.execute(f"DELETE FROM {self.s}.ingest_runs WHERE id = %s", (run.id,))
             else:
                 cursor.execute(f"TRUNCATE {self.s}.ingest_rows, {self.s}.ingest_runs")
@@ -289,7 +290,7 @@ def _fresh_count(staging: PostgresStaging, run: StagedRun) -> int:
         cursor.execute(
             f"SELECT count(*) FROM {staging.s}.ingest_rows WHERE run = %s AND NOT duplicate", (run.id,)
         )
-        return int(cursor.fetchone()[0])  # type: ignore[index]
+        return int(one_value(cursor))
 
 
 def _before(age: timedelta) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from remem.backends.postgres.rows import one_value
 from remem.backends.statecache import SnapshotCache
 
 if TYPE_CHECKING:
@@ -26,4 +27,4 @@ __all__ = ["SnapshotCache", "stamp"]
 def stamp(cursor: psycopg.Cursor[Any]) -> str:
     """The state of the database the current snapshot sees (see the module docstring)."""
     cursor.execute("SELECT txid_current_snapshot()::text")
-    return str(cursor.fetchone()[0])  # type: ignore[index]
+    return str(one_value(cursor))

@@ -10,6 +10,7 @@ from remem.backends import summary
 from remem.backends.analyzer import ANALYZER_VERSION
 from remem.backends.postgres import records
 from remem.backends.postgres import settings as meta
+from remem.backends.postgres.rows import one_value
 from remem.errors import RememError
 from remem.reports import ReindexReport, StoreStats
 
@@ -44,7 +45,7 @@ def refresh_statistics(store: StoreAccess, added: int) -> None:
     try:
         with store.session.transaction(writes=True) as cursor:
             cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (f"{s}.memories",))
-            counted = float(cursor.fetchone()[0])  # type: ignore[index]
+            counted = float(one_value(cursor))
             if counted < 0 or added >= ANALYZE_SHARE * counted:  # -1: never analysed
                 cursor.execute(f"ANALYZE {s}.memories, {s}.vectors")
     except RememError:
@@ -74,7 +75,7 @@ def keywords_are_current(cursor: psycopg.Cursor[Any], s: str) -> bool:
     recorded = meta.read_meta(cursor, s).get(meta.ANALYZER_KEY)
     if recorded is None:
         cursor.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.memories)")
-        return bool(cursor.fetchone()[0])  # type: ignore[index]
+        return bool(one_value(cursor))
     return recorded == TERMS_VERSION
 
 
@@ -139,7 +140,7 @@ def reindex(
         if rebuild_terms:
             rebuild_keywords(cursor, store.s)
         cursor.execute(f"SELECT count(*) FROM {store.s}.vectors")
-        count = int(cursor.fetchone()[0])  # type: ignore[index]
+        count = int(one_value(cursor))
     if rebuild_index and model is not None:  # built beside the old one: nobody waits for it
         meta.rebuild_hnsw(store.session, store.s, model.dim, wanted)
     return ReindexReport(wanted.kind, count, rebuild_index, rebuild_terms, time.perf_counter() - started)
@@ -155,7 +156,7 @@ def summarize(store: StoreAccess) -> StoreStats:
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
             (store.session.url.schema,),
         )
-        size = int(cursor.fetchone()[0])  # type: ignore[index]
+        size = int(one_value(cursor))
         model, settings = meta.model_of(rows), meta.IndexSettings.of(rows)
         built = (
             model is not None and settings.kind == "hnsw" and hnsw_is_current(cursor, s, model.dim, settings)

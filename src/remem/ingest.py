@@ -11,7 +11,7 @@ import binascii
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO
 
 from remem.checks import MAX_GIVEN_ID
@@ -53,14 +53,6 @@ class Entry:
     superseded_at: str | None = None
 
 
-@dataclass
-class Parsed:
-    """What a whole input gave: memories in input order, and the bad lines."""
-
-    entries: list[Entry] = field(default_factory=list)
-    errors: list[LineError] = field(default_factory=list)
-
-
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
@@ -90,10 +82,10 @@ def read_lines(stream: BinaryIO, block: int = 1 << 20) -> Iterator[bytes]:
     yield from _split_lines(pending)
 
 
-def _lines(data: bytes | Iterable[bytes]) -> Iterator[tuple[int, str | None]]:
-    """(line number, text) for non-blank lines of ``data`` (bytes, or its lines already split);
-    text is None when the line is not UTF-8."""
-    for number, raw in enumerate(_split_lines(data) if isinstance(data, bytes) else data, start=1):
+def _lines(lines: Iterable[bytes]) -> Iterator[tuple[int, str | None]]:
+    """(line number, text) for the non-blank ``lines`` (as ``read_lines`` gives them); text is None
+    when the line is not UTF-8."""
+    for number, raw in enumerate(lines, start=1):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -103,35 +95,19 @@ def _lines(data: bytes | Iterable[bytes]) -> Iterator[tuple[int, str | None]]:
             yield number, text
 
 
-def parse_lines(data: bytes, defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS) -> Parsed:
-    """One memory per non-blank line, each with the ``defaults``' user, tags, meta…; a line of
-    more than ``max_chars`` characters is a bad line."""
-    return _parsed(line_entries(data, defaults, max_chars))
-
-
 def line_entries(
-    data: bytes | Iterable[bytes], defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS
+    lines: Iterable[bytes], defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS
 ) -> Iterator[Entry | LineError]:
-    """``parse_lines`` as a stream: an entry or a line error per non-blank line of ``data``
-    (bytes, or lines from ``read_lines``), as they are read."""
-    for number, text in _lines(data):
+    """One memory per non-blank line, each with the ``defaults``' user, tags, meta…: an entry or
+    a line error (a line of more than ``max_chars`` characters, not UTF-8) per non-blank line of
+    ``lines`` (from ``read_lines``), as they are read."""
+    for number, text in _lines(lines):
         try:
             if text is None:
                 raise InvalidInputError("not valid UTF-8")
             yield Entry(number, replace(defaults, text=within_limit(strip_text(text), max_chars)))
         except InvalidInputError as exc:
             yield LineError.of(number, exc)
-
-
-def _parsed(items: Iterable[Entry | LineError]) -> Parsed:
-    """Entries and line errors gathered, each in input order."""
-    parsed = Parsed()
-    for item in items:
-        if isinstance(item, LineError):
-            parsed.errors.append(item)
-        else:
-            parsed.entries.append(item)
-    return parsed
 
 
 def _timestamp(value: Any, name: str) -> str | None:
@@ -201,16 +177,12 @@ def decode_json(text: str) -> Any:
         raise InvalidInputError("invalid JSON (a number too long to read)") from None
 
 
-def parse_jsonl(data: bytes, defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS) -> Parsed:
-    """One memory per non-blank line, each a JSON object (see ``memory_from_object``)."""
-    return _parsed(jsonl_entries(data, defaults, max_chars))
-
-
 def jsonl_entries(
-    data: bytes | Iterable[bytes], defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS
+    lines: Iterable[bytes], defaults: NewMemory, max_chars: int = MAX_TEXT_CHARS
 ) -> Iterator[Entry | LineError]:
-    """``parse_jsonl`` as a stream (as ``line_entries``)."""
-    for number, text in _lines(data):
+    """One memory per non-blank line, each a JSON object (see ``memory_from_object``), as a
+    stream (as ``line_entries``)."""
+    for number, text in _lines(lines):
         try:
             if text is None:
                 raise InvalidInputError("not valid UTF-8")
@@ -238,12 +210,6 @@ def _vector(record: Mapping[str, Any]) -> tuple[bytes | None, ModelInfo | None]:
     return data, model
 
 
-def parse_export(data: bytes, max_chars: int = MAX_TEXT_CHARS) -> Parsed:
-    """remem's JSONL export: every field kept (id, timestamps), sha256 checked, vectors decoded;
-    texts of at most ``max_chars`` characters."""
-    return _parsed(export_entries(data, max_chars))
-
-
 def export_entry(record: Any, line: int, max_chars: int = MAX_TEXT_CHARS) -> Entry:
     """One record of remem's export (a decoded JSON object) as an entry; InvalidInputError if bad."""
     memory = memory_from_object(record, NewMemory(text=""), max_chars)
@@ -264,11 +230,10 @@ def export_entry(record: Any, line: int, max_chars: int = MAX_TEXT_CHARS) -> Ent
     return Entry(line, replace(memory, id=memory_id, updated_at=updated), vector, model, by, at)
 
 
-def export_entries(
-    data: bytes | Iterable[bytes], max_chars: int = MAX_TEXT_CHARS
-) -> Iterator[Entry | LineError]:
-    """``parse_export`` as a stream (as ``line_entries``)."""
-    for number, text in _lines(data):
+def export_entries(lines: Iterable[bytes], max_chars: int = MAX_TEXT_CHARS) -> Iterator[Entry | LineError]:
+    """remem's JSONL export as a stream (as ``line_entries``): every field kept (id, timestamps),
+    sha256 checked, vectors decoded; texts of at most ``max_chars`` characters."""
+    for number, text in _lines(lines):
         try:
             if text is None:
                 raise InvalidInputError("not valid UTF-8")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from helpers import FAKE_MODEL, fake_vector, search
 from remem import Filters, Lane, NewMemory, SearchMode
-from remem.backends.analyzer import analyze, fts_query
+from remem.backends.analyzer import analyze, term_queries
 from remem.backends.base import Coverage
 from remem.backends.local import LocalBackend, fts
 from remem.core.ranking import (
@@ -57,11 +57,11 @@ def test_stop_words_and_sentence_punctuation_are_dropped() -> None:
     assert analyze("... --- ???") == []
 
 
-def test_query_is_an_or_of_quoted_terms_with_prefix_for_hashes() -> None:
-    assert fts_query("9f3c2ab auth") == '"9f3c2ab"* OR "auth"'
-    assert fts_query("abcdef1") == '"abcdef1"*'
-    assert fts_query("deadbeef") == '"deadbeef"'  # no digit: an ordinary word, not a hash prefix
-    assert fts_query("the of and") is None
+def test_query_terms_are_quoted_with_prefix_for_hashes() -> None:
+    assert term_queries("9f3c2ab auth") == ['"9f3c2ab"*', '"auth"']
+    assert term_queries("abcdef1") == ['"abcdef1"*']
+    assert term_queries("deadbeef") == ['"deadbeef"']  # no digit: an ordinary word, not a hash prefix
+    assert term_queries("the of and") == []
 
 
 @pytest.fixture

@@ -172,8 +172,3 @@ def term_queries(text: str) -> list[str]:
     characters; hash-like hex terms become prefix queries.
     """
     return [quoted_term(term) + ("*" if looks_like_hash(term) else "") for term in query_terms(text)]
-
-
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression for free text (an OR of ``term_queries``); None if it has no terms."""
-    return " OR ".join(term_queries(text)) or None

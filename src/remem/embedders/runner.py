@@ -169,10 +169,6 @@ class OnnxEmbedder:
         """One vector per search query, the model's query prefix prepended; cut to the window."""
         return self._embed([self.spec.query_prefix + text for text in texts])
 
-    def count_tokens(self, text: str) -> int:
-        """Tokens the model would see for ``text`` without a window limit, [CLS] and [SEP] included."""
-        return len(self._token_ids([text])[0])
-
     def _tokenizer(self) -> Tokenizer:
         return _load_tokenizer(str(self.files.tokenizer), self.spec.tokenizer_sha256)
 

@@ -175,12 +175,6 @@ def verified_bytes(path: Path, sha256: str) -> bytes:
     return data
 
 
-def file_problem(path: Path, sha256: str) -> str | None:
-    """None when the file at ``path`` has this sha256; else what is wrong with it (or missing)."""
-    actual = file_sha256(path) if path.is_file() else "missing"
-    return None if actual == sha256 else f"{path}: sha256 {actual[:12]}…, expected {sha256[:12]}…"
-
-
 def verify_model_files(spec: ModelSpec, files: ModelFiles) -> str:
     """Check both files against the spec's pinned sha256; return the model file's sha256.
 

@@ -6,6 +6,7 @@ without ONNX. No library call may print: every test checks that nothing reached 
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import re
@@ -31,40 +32,7 @@ from remem.testing import FAKE_MODEL, FakeEmbedder
 
 pytestmark = pytest.mark.filterwarnings("error")  # a library call warns by raising, or not at all
 
-PUBLIC_NAMES = [
-    "AddResult",
-    "BulkResult",
-    "Check",
-    "ContextItem",
-    "DoctorReport",
-    "DocumentEmbeddings",
-    "Embedder",
-    "Embeddings",
-    "FileProblem",
-    "Filters",
-    "ForgetResult",
-    "Hit",
-    "Lane",
-    "Memories",
-    "Memory",
-    "Merge",
-    "ModelCatalog",
-    "ModelInfo",
-    "NewMemory",
-    "ReembedReport",
-    "ReindexOutcome",
-    "ReindexReport",
-    "SearchMode",
-    "SearchResult",
-    "Similar",
-    "Snippet",
-    "StoreStats",
-    "Tip",
-    "Token",
-    "__version__",
-    "model_catalog",
-    "open",
-]
+PUBLIC_NAMES = remem.__all__
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
 INCIDENT = "Rolled back deploy 9f3c2ab1d4e5 after the importer failed with E1045."
 POSTGRES = "Postgres 16 runs on the main box"
@@ -108,8 +76,26 @@ def snapshot(memories: Memories) -> list[dict[str, Any]]:
 # --- the namespace -------------------------------------------------------------------------------
 
 
-def test_all_is_pinned() -> None:
-    assert remem.__all__ == PUBLIC_NAMES
+def _type_checking_imports() -> dict[str, str]:
+    """What ``remem/__init__.py``'s ``if TYPE_CHECKING:`` block imports: name -> module."""
+    tree = ast.parse(Path(remem.__file__).read_text(encoding="utf-8"))
+    block = next(
+        node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    )
+    imported: dict[str, str] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.module, ast.unparse(node)
+        for alias in node.names:
+            assert alias.asname == alias.name, f"{alias.name}: import it `as {alias.name}` (a re-export)"
+            imported[alias.name] = node.module
+    return imported
+
+
+def test_type_checkers_see_exactly_the_public_names() -> None:
+    # The one list is remem._HOMES; the TYPE_CHECKING block repeats it for mypy and IDEs.
+    assert _type_checking_imports() == remem._HOME_OF
+    assert remem.__all__ == sorted([*remem._HOME_OF, "__version__"]) and "Memories" in remem.__all__
+    assert dir(remem) == remem.__all__
 
 
 def _own_doc(obj: object) -> str:

@@ -242,3 +242,15 @@ def test_an_expired_token_verifies_to_none_as_a_revoked_one(memories: Memories) 
     assert memories.tokens.verify("remem_old") is None
     assert memories.tokens.verify(kept) == kept_token
     assert memories.tokens.revoke("old") == old
+
+
+def test_a_token_record_is_looked_up_by_the_hash_of_its_secret(memories: Memories) -> None:
+    from remem.core.tokens import secret_hash
+
+    secrets = {user: memories.tokens.add(user=user)[0] for user in ("alice", "bob", "carol")}
+    found = memories.backend.token_record(secret_hash(secrets["bob"]))
+    assert found is not None and found.name == "bob" and found.hash == secret_hash(secrets["bob"])
+    assert memories.backend.token_record(secret_hash("remem_wrong")) is None
+    memories.tokens.revoke("bob")
+    assert memories.backend.token_record(secret_hash(secrets["bob"])) is None
+    assert memories.tokens.verify(secrets["carol"]) is not None

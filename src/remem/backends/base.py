@@ -386,6 +386,11 @@ class Backend(Protocol):
         added or revoked counts at once), by name."""
         ...
 
+    def token_record(self, digest: str) -> TokenRecord | None:
+        """The record of the token whose secret hashes to ``digest`` (one look-up by the stored
+        hash, a unique index), read from the store at each call; None when no token has it."""
+        ...
+
     def remove_token(self, name: str) -> bool:
         """Delete the token of that name in one transaction; False when there is none."""
         ...

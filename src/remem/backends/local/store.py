@@ -284,6 +284,10 @@ class LocalBackend:
         """Every stored token's record, read now, by name."""
         return tokens.every(self.records)
 
+    def token_record(self, digest: str) -> TokenRecord | None:
+        """The record of the token whose secret hashes to ``digest``, read now; None if none."""
+        return tokens.by_hash(self.records, digest)
+
     def remove_token(self, name: str) -> bool:
         """Delete the token of that name; False when there is none."""
         return tokens.remove(self.records, name)

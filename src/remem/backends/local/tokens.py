@@ -31,6 +31,12 @@ def every(records: Records) -> list[TokenRecord]:
     ]
 
 
+def by_hash(records: Records, digest: str) -> TokenRecord | None:
+    """The record of the token whose hash is ``digest`` (the unique index on ``hash``); None if none."""
+    row = records.conn.execute(f"SELECT {_COLUMNS} FROM tokens WHERE hash = ?", (digest,)).fetchone()
+    return None if row is None else TokenRecord.of(row)
+
+
 def remove(records: Records, name: str) -> bool:
     """Delete the token of that name in one transaction; False when there is none."""
     with atomic(records.conn) as conn:

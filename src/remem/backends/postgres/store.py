@@ -275,6 +275,11 @@ class PostgresBackend:
         """Every stored token's record, read now, by name."""
         return tokens.every(self.access)
 
+    @read_again
+    def token_record(self, digest: str) -> TokenRecord | None:
+        """The record of the token whose secret hashes to ``digest``, read now; None if none."""
+        return tokens.by_hash(self.access, digest)
+
     def remove_token(self, name: str) -> bool:
         """Delete the token of that name; False when there is none."""
         return tokens.remove(self.access, name)

@@ -30,6 +30,14 @@ def every(access: StoreAccess) -> list[TokenRecord]:
         return [TokenRecord.of(row) for row in cursor.fetchall()]
 
 
+def by_hash(access: StoreAccess, digest: str) -> TokenRecord | None:
+    """The record of the token whose hash is ``digest`` (the unique index on ``hash``); None if none."""
+    with access.session.transaction() as cursor:
+        cursor.execute(f"SELECT {_COLUMNS} FROM {access.s}.tokens WHERE hash = %s", (digest,))
+        row = cursor.fetchone()
+        return None if row is None else TokenRecord.of(row)
+
+
 def remove(access: StoreAccess, name: str) -> bool:
     """Delete the token of that name in one transaction; False when there is none."""
     with access.writing(None) as cursor:

@@ -5,6 +5,18 @@ threads sharing a store never share a connection. Up to ``KEEP_IDLE`` idle conne
 a connection that is broken, closed or still inside a transaction when given back is closed
 instead. After ``os.fork()`` the child never uses, nor closes, a connection of its parent (they
 share the socket): it forgets them all and opens its own.
+
+Why not ``psycopg_pool`` (the psycopg project's pool; checked against 3.3.3, issue 47): it lacks
+three things this store relies on. (1) After ``os.fork()`` its child is handed the parent's open
+connection (one socket, two processes: both sessions corrupt); here the child opens its own.
+(2) A kept connection that died (a restarted server, a terminated backend) is either handed out
+dead or, with ``check=ConnectionPool.check_connection``, probed by a round trip at every checkout;
+here ``begun`` notices it on the transaction's first statement and replaces it once, for free.
+(3) It runs four threads per open pool (a scheduler and three workers) where a ``Memories`` needs
+none. Nor is it faster: 3,000 ``SELECT 1`` transactions in a row on one 2-core machine took 245-554
+us each here, 514-845 us with psycopg_pool unchecked and 592-1,458 us checked (three rounds,
+interleaved, same server); opening and closing: 8.5 ms here, 13.0 ms. The ``txid_status`` settling
+of a COMMIT that got no answer (``fate``) is remem's own either way.
 """
 
 from __future__ import annotations

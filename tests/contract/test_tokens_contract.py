@@ -1,8 +1,8 @@
 """The bearer tokens of `remem serve` on every back-end: only a hash is stored, names are unique and
 default to the user's, a second process on the same store honours a token at once and refuses it
-right after a revocation, anything but a stored token's secret verifies to None, and a store made
-before tokens existed gets their table when it is opened. The arguments refused while a token is made,
-before any back-end is asked, are checked once: tests/unit/test_token_arguments.py."""
+right after a revocation, and anything but a stored token's secret verifies to None. The arguments
+refused while a token is made, before any back-end is asked, are checked once:
+tests/unit/test_token_arguments.py."""
 
 from __future__ import annotations
 

@@ -181,7 +181,7 @@ def _version(cursor: psycopg.Cursor[Any], schema: str) -> int | None:
 
 def _refuse_unfolded_store(cursor: psycopg.Cursor[Any], session: Session) -> None:
     """InvalidInputError when the schema name was folded to lower case, no store is there, and a
-    store is under the name as written (made by a remem that did not fold): which one is meant?"""
+    store is under the name as written (made with the name quoted): which one is meant?"""
     written = session.url.folded_from
     if _version(cursor, written) is not None:
         raise InvalidInputError(

@@ -137,13 +137,8 @@ class Home:
     def run(self, script: str) -> tuple[int, str]:
         """Run a bash script in the home directory: its exit code and its stdout+stderr."""
         done = subprocess.run(
-            ["bash", "-c", script],
-            cwd=self.home,
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            timeout=300,
-            check=False,
+            ["bash", "-c", script], cwd=self.home, env=self.env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, timeout=300, check=False,
         )
         output = done.stdout.decode("utf-8", "replace").replace(str(self.home), "~")
         return done.returncode, output

@@ -213,8 +213,7 @@ def _vector(record: Mapping[str, Any]) -> tuple[bytes | None, ModelInfo | None]:
 def export_entry(record: Any, line: int, max_chars: int = MAX_TEXT_CHARS) -> Entry:
     """One record of remem's export (a decoded JSON object) as an entry; InvalidInputError if bad."""
     memory = memory_from_object(record, NewMemory(text=""), max_chars)
-    # A text stored before invisible edges were trimmed hashes as it was exported.
-    if record.get("sha256") not in (None, text_sha256(memory.text), text_sha256(str(record["text"]))):
+    if record.get("sha256") not in (None, text_sha256(memory.text)):
         raise InvalidInputError("sha256 does not match the text")
     memory_id = record.get("id")
     if memory_id is not None and (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -144,6 +145,22 @@ def test_import_rejects_a_tampered_export(varied: Path, tmp_path: Path) -> None:
     records[1]["text"] = "changed after export"
     result = run_cli(["import", "-"], tmp_path / "copy", stdin="\n".join(map(json.dumps, records)).encode())
     assert result.code == 2 and "line 2: sha256 does not match the text" in result.stderr
+
+
+def test_an_export_records_the_hash_of_its_stored_text_trimmed(varied: Path, tmp_path: Path) -> None:
+    """A stored text never has invisible edges, so an export's sha256 is of the trimmed text: a record
+    hashing its text with a zero-width edge (as a pre-release remem stored it) is refused."""
+    records = [json.loads(line) for line in run_cli(["export"], varied).stdout.splitlines()]
+    edged = "\u200b" + str(records[1]["text"])
+    records[1].update(text=edged, sha256=hashlib.sha256(edged.encode()).hexdigest())
+    result = run_cli(["import", "-"], tmp_path / "copy", stdin="\n".join(map(json.dumps, records)).encode())
+    assert result.code == 2 and "line 2: sha256 does not match the text" in result.stderr
+    records[1].pop("sha256")  # without a hash the text is taken, trimmed
+    assert (
+        run_cli(["import", "-"], tmp_path / "copy", stdin="\n".join(map(json.dumps, records)).encode()).code
+        == 0
+    )
+    assert str(_export(tmp_path / "copy")[1]["text"]) == edged[1:]
 
 
 def test_csv_is_safe_for_spreadsheets_and_filters_apply(varied: Path) -> None:

@@ -5,11 +5,8 @@ store nothing, forgetting splices chains, and export → import keeps every link
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -417,103 +414,6 @@ def test_an_import_keeps_a_link_to_a_memory_current_again_unless_the_store_retir
     retired.import_(exported)
     assert _links(retired) == {mine_old: mine_new, mine_new: None}
     assert any("1 supersede links of the import were not kept" in note for note in retired.notes)
-
-
-# --- a store of the schema before ----------------------------------------------------------------
-
-#: What the migration to memories that change added (local schema 6, PostgreSQL schema 8).
-ADDED_COLUMNS = ("superseded_by", "superseded_at", "expires_at")
-ADDED_INDEXES = ("memories_superseded", "memories_expires")
-#: What the migrations after those columns changed, undone to bring a store back to the schema before.
-LATER_LOCAL = (
-    "ALTER TABLE tokens DROP COLUMN expires_at",
-    "DROP INDEX memories_user",
-    "CREATE INDEX memories_user ON memories (user)",
-    "DROP INDEX memories_conversation",
-    "CREATE INDEX memories_conversation ON memories (conversation)",
-)
-LATER_POSTGRES = (
-    "ALTER TABLE {s}.tokens DROP COLUMN expires_at",
-    "DROP INDEX {s}.memories_user",
-    "CREATE INDEX memories_user ON {s}.memories (user_key)",
-    "DROP INDEX {s}.memories_conversation",
-    "CREATE INDEX memories_conversation ON {s}.memories (conversation_key)",
-)
-
-
-def _local_columns(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-    return [tuple(row) for row in conn.execute("PRAGMA table_info(memories)")]
-
-
-def _back_to_local_5(place: Path) -> None:
-    """The store's database as schema version 5 made it (migration 6 only added columns and
-    indexes): the same table as migrations 1 to 5 build."""
-    from remem.backends.local.files import DB_FILE
-    from remem.backends.local.migrations import MIGRATIONS, migrate
-
-    conn = sqlite3.connect(place / "store" / DB_FILE, isolation_level=None)
-    try:
-        for statement in LATER_LOCAL:
-            conn.execute(statement)
-        for index in ADDED_INDEXES:
-            conn.execute(f"DROP INDEX {index}")
-        for column in ADDED_COLUMNS:
-            conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
-        conn.execute("PRAGMA user_version = 5")
-        reference = sqlite3.connect(":memory:", isolation_level=None)
-        assert migrate(reference, MIGRATIONS[:5]) == 5
-        assert _local_columns(conn) == _local_columns(reference)
-    finally:
-        conn.close()
-
-
-def _back_to_postgres_7(place: Path) -> None:
-    """The store's schema as version 7 made it (migration 8 only added columns and indexes)."""
-    import psycopg
-
-    import postgres_server
-    from remem.backends.postgres.schema import quoted
-
-    url = postgres_server.store_url(postgres_server.start(place), str(place))
-    s = quoted(parse_qs(urlsplit(url).query)["schema"][0])
-    with psycopg.connect(url.rsplit("&schema=", 1)[0], autocommit=True) as conn, conn.transaction():
-        for statement in LATER_POSTGRES:
-            conn.execute(statement.format(s=s))
-        for index in ADDED_INDEXES:
-            conn.execute(f"DROP INDEX {s}.{index}")
-        for column in ADDED_COLUMNS:
-            conn.execute(f"ALTER TABLE {s}.memories DROP COLUMN {column}")
-        conn.execute(f"DELETE FROM {s}.remem_schema WHERE version >= 8")
-        assert conn.execute(f"SELECT max(version) FROM {s}.remem_schema").fetchone() == (7,)
-
-
-def test_a_store_of_the_schema_before_is_upgraded_and_can_supersede(
-    open_backend: Callable[..., Backend], request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
-    before = _memories(open_backend())
-    ids = [
-        before.add(OLD, user="alice", tags=["ops"]).id,
-        before.add(OTHER).id,
-        before.add("a memory still waiting for its vectors", embed=False).id,
-    ]
-    before.close()
-    downgrade = {"local": _back_to_local_5, "postgres": _back_to_postgres_7}
-    downgrade[request.node.callspec.params["open_backend"]](tmp_path)
-
-    after = _memories(open_backend())
-    stored = after.get_many(ids)
-    assert sorted(stored) == ids
-    assert {(m.superseded_by, m.superseded_at, m.expires_at) for m in stored.values()} == {(None, None, None)}
-    for path, found in found_by(after, tags=["ops"]).items():
-        assert found == {ids[0]}, path
-    new = after.add(NEW, user="alice", tags=["ops"], supersedes=ids[0]).id
-    for path, found in found_by(after, tags=["ops"]).items():
-        assert found == {new}, path
-    after.add("a memory that expires", expires_at="1d")
-    assert after.embed_pending() == 1
-    assert [m.id for m in after.history(new)] == [ids[0], new]
-    checks, _ = after.backend.doctor(repair=False)
-    assert all(check.ok for check in checks), [c for c in checks if not c.ok]
 
 
 def test_a_link_to_a_memory_left_out_of_the_export_is_counted_not_kept(

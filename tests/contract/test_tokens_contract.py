@@ -1,14 +1,13 @@
 """The bearer tokens of `remem serve` on every back-end: only a hash is stored, names are unique and
 default to the user's, a second process on the same store honours a token at once and refuses it
-right after a revocation, anything but a stored token's secret verifies to None, and a store made
-before tokens existed gets their table when it is opened. The arguments refused while a token is made,
-before any back-end is asked, are checked once: tests/unit/test_token_arguments.py."""
+right after a revocation, and anything but a stored token's secret verifies to None. The arguments
+refused while a token is made, before any back-end is asked, are checked once:
+tests/unit/test_token_arguments.py."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -159,54 +158,6 @@ def test_a_token_value_is_checked_as_it_is_made() -> None:
     assert (token.name, token.user, token.admin) == ("a", "alice", False)
     with pytest.raises(InvalidInputError, match=r"^private needs a user"):
         Token("a", None, None, False, True, "2026-01-01T00:00:00.000Z")
-
-
-# --- a store made before tokens existed --------------------------------------------------------------
-
-
-def _back_to_version_4(backend: Backend) -> None:
-    """Make the store what remem's schema version 4 made: no tokens table (nor the staging tables
-    and the supersede and expiry columns of later versions)."""
-    from remem.backends.local import LocalBackend
-    from remem.backends.local.files import DB_FILE
-
-    if isinstance(backend, LocalBackend):
-        conn = sqlite3.connect(backend.directory / DB_FILE, isolation_level=None)
-        conn.execute("DROP TABLE tokens")
-        conn.execute("DROP INDEX memories_superseded")
-        conn.execute("DROP INDEX memories_expires")
-        for column in ("superseded_by", "superseded_at", "expires_at"):
-            conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
-        conn.execute("PRAGMA user_version = 4")
-        conn.close()
-        return
-    import psycopg
-
-    from remem.backends.postgres.store import PostgresBackend
-
-    assert isinstance(backend, PostgresBackend)
-    with psycopg.connect(backend.session.url.conninfo, autocommit=True) as conn, conn.transaction():
-        conn.execute(f"DROP TABLE {backend.s}.tokens, {backend.s}.ingest_rows, {backend.s}.ingest_runs")
-        conn.execute(
-            f"ALTER TABLE {backend.s}.memories DROP COLUMN superseded_by, DROP COLUMN superseded_at, "
-            "DROP COLUMN expires_at"
-        )
-        conn.execute(f"DELETE FROM {backend.s}.remem_schema WHERE version > 4")
-
-
-def test_a_store_made_before_tokens_gets_their_table_when_opened(
-    open_backend: Callable[..., Backend],
-) -> None:
-    old = open_backend()
-    old_memories = memories_of(old)
-    old_memories.add("kept across the upgrade", user="alice")
-    _back_to_version_4(old)
-    old_memories.close()
-    upgraded = memories_of(open_backend())
-    assert upgraded.tokens.list() == []
-    secret, token = upgraded.tokens.add(user="alice")
-    assert upgraded.tokens.verify(secret) == token
-    assert [m.text for m in upgraded.list(user="alice")] == ["kept across the upgrade"]
 
 
 # --- tokens that expire (issue 46, finding 9g) -------------------------------------------------------

@@ -268,21 +268,3 @@ def test_reindex_moves_a_store_to_a_pulled_model_windows_and_all(
     found = run_cli(["search", "auth flow", "--mode", "vector", "--json", "-k", "1"], store_dir)
     assert json.loads(found.stdout)["id"] == 1
     assert run_cli(["doctor"], store_dir).code == 0
-
-
-def test_verify_points_at_files_an_earlier_remem_built_and_deletes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("REMEM_MODELS", str(tmp_path / "models"))
-    left = tmp_path / "models" / BUNDLED_MODEL.name / "bundled"
-    left.mkdir(parents=True)
-    (left / "model.int8c.onnx").write_bytes(bytes(2_000_000))
-    (left / "model.int8c.optimized-0842f9893534dea6.data").write_bytes(bytes(1_000_000))
-    (left / ".lock").write_bytes(b"")
-    verified = run_cli(["model", "verify"])
-    assert verified.code == 0, verified.stderr
-    assert f"{left} holds model files an earlier remem built (3 MB)" in verified.stderr
-    assert (left / "model.int8c.onnx").is_file()  # only said, never deleted
-    (left / "model.int8c.onnx").unlink()
-    (left / "model.int8c.optimized-0842f9893534dea6.data").unlink()
-    assert run_cli(["model", "verify"]).stderr == ""

@@ -140,11 +140,6 @@ BAD_CALLS = [
     ("memory_forget", {"tags": ["ops"]}, "1 memory matches; nothing was forgotten"),
     ("memory_forget", {"tags": ["ops"], "confirm": "0123456789abcdef"}, "confirm does not match"),
     ("memory_forget", {"ids": [1], "confirm": "0123456789abcdef"}, "confirm goes with filters"),
-    (
-        "memory_forget",
-        {"tags": ["ops"], "confirm_count": 1},
-        "memory_forget takes no argument confirm_count (memory_forget confirms the memories",
-    ),
     ("no_such_tool", {}, "Unknown tool: no_such_tool"),
 ]
 

@@ -60,7 +60,7 @@ def test_the_shipped_ranges_are_for_the_variant_remem_builds(int8_variant: tuple
     assert ranges is not None and len(ranges) == 24  # 6 layers: Q/K/V input, attention output, FFN in, out
     assert ranges_for("0" * 64) is None
     model = onnx.load_from_string(data)
-    assert make_calibrated(model, ranges) == CALIBRATED_IDENTITY  # the stamp of stores made before
+    assert make_calibrated(model, ranges) == CALIBRATED_IDENTITY
     ops = _ops(model)
     assert "DynamicQuantizeLinear" not in ops and "MatMulInteger" not in ops
     assert (ops["QuantizeLinear"], ops["MatMulIntegerToFloat"]) == (24, 36)

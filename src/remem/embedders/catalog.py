@@ -8,8 +8,8 @@ when it has been pulled; the bundled all-minilm-l6-v2 — and says so in a note
 (with the bundled model, a ``Tip``: how to get the better one).
 Every model runs as its pinned file, verified by sha256 before onnxruntime sees a byte of it
 (``sessions.load_session``); nothing is built or written on the user's machine. A store keeps its
-model: the embedder given for a store is that of the file its vectors came from (or of a file that
-computes the same vectors, ``ModelSpec.earlier_stamps``), or ModelMismatchError saying what to run.
+model: the embedder given for a store is that of the file its vectors came from, or
+ModelMismatchError saying what to run.
 """
 
 from __future__ import annotations
@@ -52,12 +52,12 @@ class ModelChoice:
     notes: tuple[str, ...] = ()
 
 
-def _runner(spec: ModelSpec, files: ModelFiles, stamp: str | None = None) -> OnnxEmbedder:
+def _runner(spec: ModelSpec, files: ModelFiles) -> OnnxEmbedder:
     """The embedder that runs ``files`` as ``spec`` says (the boundary where numpy is first imported:
     listing and keyword search never get here)."""
     from remem.embedders.runner import OnnxEmbedder  # noqa: PLC0415 - numpy, onnxruntime
 
-    return OnnxEmbedder.of(spec, files, sha256=stamp)
+    return OnnxEmbedder.of(spec, files)
 
 
 @functools.lru_cache(maxsize=2)
@@ -114,11 +114,11 @@ class ModelCatalog:
             return _runner(*own)
         return self._builtin(self.spec(name), verify=verify)
 
-    def _builtin(self, spec: ModelSpec, *, verify: bool, stamp: str | None = None) -> OnnxEmbedder:
+    def _builtin(self, spec: ModelSpec, *, verify: bool) -> OnnxEmbedder:
         files = self.cache.locate(spec)
         if verify:
             verify_model_files(spec, files)
-        return _runner(spec, files, stamp)
+        return _runner(spec, files)
 
     def for_store(self, recorded: ModelInfo | None, location: str) -> ModelChoice:
         """The embedder for a store's recorded model (a new store's choice, with its note, when
@@ -144,9 +144,9 @@ class ModelCatalog:
                 mentions=("model_dir",),
             )
         spec = self.spec(recorded.name)
-        if recorded.sha256 != spec.model_sha256 and recorded.sha256 not in spec.earlier_stamps:
+        if recorded.sha256 != spec.model_sha256:
             raise ModelMismatchError(unknown_file(location, recorded))
-        return ModelChoice(self._builtin(spec, verify=False, stamp=recorded.sha256), notes)
+        return ModelChoice(self._builtin(spec, verify=False), notes)
 
     def _new_store_choice(self, location: str) -> ModelChoice:
         """The model a new store at ``location`` takes, its embedder, and the notes that say which
@@ -247,18 +247,6 @@ class ModelCatalog:
             rows += [FileProblem(spec.name, str(c.path), c.problem) for c in checks]
         return rows
 
-    def leftovers(self) -> list[tuple[Path, int]]:
-        """Directories (and their bytes) in the model cache that hold only files an earlier remem
-        built for the bundled model on this machine (its int8 variants and their cached graphs):
-        nothing uses them now. Nothing is deleted here."""
-        directory = self.cache.directory(registry.BUNDLED_MODEL)
-        try:
-            files = [path for path in directory.iterdir() if path.is_file()]
-        except OSError:
-            return []
-        built = [path for path in files if path.name.startswith("model.int8")]
-        return [(directory, sum(path.stat().st_size for path in built))] if built else []
-
     def path(self, name: str) -> Path | None:
         """The ONNX file of an installed model, or None when it is not installed."""
         spec = self.spec(name)
@@ -274,7 +262,7 @@ def _reads(spec: ModelSpec) -> str:
 
 def unknown_file(location: str, recorded: ModelInfo) -> str:
     """The error when a store's vectors came from a file of its model that this remem does not run
-    (an int8 variant an earlier remem built on each machine, or the upstream file it ran)."""
+    (a file of the same model that an earlier remem shipped)."""
     return (
         f"the store at {location} holds vectors of model {recorded.name} ({recorded.dim}-d, "
         f"{recorded.pooling} pooling, sha256 {recorded.sha256[:12]}…) from a file this remem does not "

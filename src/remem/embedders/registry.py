@@ -46,11 +46,6 @@ ALL_MINILM_L6_V2 = ModelSpec(
     # than 128 tokens), evidence recall@10 vector / hybrid: 0.573 / 0.801 → 0.581 / 0.802. No
     # memory of the memory-shaped set is that long (its vectors are bit-identical).
     document_tokens=128,
-    earlier_stamps=(
-        # the calibrated variant remem built on each machine before it shipped this file (the same
-        # arithmetic: tests/integration/test_shipped_model.py)
-        "aa8babec6ca310e0cb3d5ab4cadb373332d6a827992f5a9bc3443b5caf65c03e",
-    ),
 )
 
 

@@ -79,13 +79,11 @@ class OnnxEmbedder:
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int = 0,
-        sha256: str | None = None,
         file_sha256: str | None = None,
         workers: int = 1,
         uniform: bool = False,
     ) -> None:
-        """Bind a model description to its files; ``threads=0`` lets onnxruntime choose. ``sha256``
-        is the model's stamp when it is not the spec's (a store's earlier stamp of the same vectors);
+        """Bind a model description to its files; ``threads=0`` lets onnxruntime choose.
         ``file_sha256`` what the ONNX file's bytes must hash to before a session is made from them
         (by default the spec's), as the tokenizer's must hash to the spec's. ``uniform``: every batch holds
         windows of one length (nothing padded), ``workers`` batches run at once (give ``threads=1``
@@ -94,7 +92,7 @@ class OnnxEmbedder:
             raise EmbedderError("batch size and workers must be at least 1")
         self.spec = spec
         self.files = files
-        self.sha256 = sha256 or spec.model_sha256
+        self.sha256 = spec.model_sha256
         self._file_sha256 = file_sha256 or spec.model_sha256
         self._batch_size = batch_size
         self._workers = workers
@@ -102,20 +100,18 @@ class OnnxEmbedder:
         self._threads = threads
 
     @classmethod
-    def of(cls, spec: ModelSpec, files: ModelFiles, *, sha256: str | None = None) -> OnnxEmbedder:
-        """The embedder that runs ``files`` as its spec says (``ModelSpec.uniform_batch``), stamped
-        ``sha256`` (by default the spec's)."""
+    def of(cls, spec: ModelSpec, files: ModelFiles) -> OnnxEmbedder:
+        """The embedder that runs ``files`` as its spec says (``ModelSpec.uniform_batch``)."""
         if spec.uniform_batch:
             return cls(
                 spec,
                 files,
-                sha256=sha256,
                 batch_size=spec.uniform_batch,
                 threads=1,
                 workers=cpus(),
                 uniform=True,
             )
-        return cls(spec, files, sha256=sha256)
+        return cls(spec, files)
 
     @property
     def info(self) -> ModelInfo:

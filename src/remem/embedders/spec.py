@@ -49,9 +49,6 @@ class ModelSpec:
     pinned like downloaded ones); both empty otherwise.
     ``similar_cosine`` is the cosine from which a stored memory is named "similar" to an added one
     with this model (``remem.core.superseding``); 0: remem's default, measured for the bundled model.
-    ``earlier_stamps`` are the model stamps of stores whose vectors came from earlier files that
-    compute what this file computes (``tests/integration/test_shipped_model.py`` shows they agree):
-    such a store runs this file and keeps its stamp.
     """
 
     name: str
@@ -68,7 +65,6 @@ class ModelSpec:
     revision: str = ""
     languages: tuple[str, ...] = ()
     uniform_batch: int = 0
-    earlier_stamps: tuple[str, ...] = ()
     package: str = ""
     source_file: ModelFile | None = None
     similar_cosine: float = 0.0

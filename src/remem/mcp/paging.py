@@ -39,12 +39,11 @@ class Position:
     @classmethod
     def decode(cls, cursor: str) -> Position:
         """The position a cursor names; InvalidInputError (``NOT_A_CURSOR``) for any string that is
-        not one of ours: its created_at an ISO 8601 time, its id a whole number (a cursor of an
-        older remem, which also counted ties, is read without the count)."""
+        not one of ours: exactly its created_at, an ISO 8601 time, and its id, a whole number."""
         try:
             raw = base64.urlsafe_b64decode(cursor.encode("ascii") + b"=" * (-len(cursor) % 4))
-            created_at, memory_id, *ties = json.loads(raw)
-            if _is_time(created_at) and _is_whole(memory_id, 1, MAX_ID) and _old_ties(ties):
+            created_at, memory_id = json.loads(raw)
+            if _is_time(created_at) and _is_whole(memory_id, 1, MAX_ID):
                 return cls(created_at, memory_id)
         except (ValueError, TypeError, RecursionError):  # UnicodeError and binascii.Error are ValueErrors
             pass
@@ -64,11 +63,6 @@ def page(
     if len(rows) <= limit:
         return shown, None
     return shown, Position(shown[-1].created_at, shown[-1].id).encode()
-
-
-def _old_ties(rest: list[object]) -> bool:
-    """Whether what follows a cursor's id is nothing, or an older remem's count of ties."""
-    return not rest or (len(rest) == 1 and _is_whole(rest[0], 0, None))
 
 
 def _is_time(value: object) -> bool:

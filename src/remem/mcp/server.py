@@ -54,11 +54,6 @@ CHANGES = ToolAnnotations(
 
 #: The hidden argument through which the SDK hands a tool its request's context (and so its caller).
 CONTEXT = "remem_context"
-#: Arguments the tools took once, and what to do instead (said when a client still passes one).
-RETIRED = {
-    "confirm_count": "memory_forget confirms the memories, not their count: pass the confirm its dry run gave"
-}
-
 #: The tools in the order tools/list gives them, and whether they write (--read-only leaves those out).
 TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
     (reading.memory_search, READS),
@@ -174,8 +169,7 @@ class RememServer(MCPServer[None]):
             offered = self._arguments.get(name, frozenset(arguments)) - scope.pinned
             unknown = sorted(set(arguments) - offered)
             if unknown:
-                hints = "".join(f" ({RETIRED[argument]})" for argument in unknown if argument in RETIRED)
-                raise ToolError(f"{name} takes no argument {', '.join(unknown)}{hints}")
+                raise ToolError(f"{name} takes no argument {', '.join(unknown)}")
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:  # a bug: the SDK logs it on stderr, the client reads only the tool's name
             raise

@@ -9,52 +9,11 @@ from remem.backends.local import fts
 from remem.backends.local.transactions import atomic
 from remem.errors import StoreError
 
-_V1 = (
+_SCHEMA = (
+    # A memory of a conversation keeps the turns before it (remem.core.turns) as its ``context``.
+    # Memories that change (remem.backends.links): a superseded memory names the one that replaced
+    # it and when; a memory may expire.
     """CREATE TABLE memories (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        text TEXT NOT NULL,
-        sha256 TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        user TEXT,
-        conversation TEXT,
-        role TEXT,
-        meta TEXT NOT NULL DEFAULT '{}',
-        vector BLOB NOT NULL
-    )""",
-    # Same text in the same user/conversation is one memory (NULLs compare equal via ifnull).
-    """CREATE UNIQUE INDEX memories_dedup
-        ON memories (sha256, ifnull(user, ''), ifnull(conversation, ''))""",
-    "CREATE INDEX memories_created ON memories (created_at, id)",
-    "CREATE INDEX memories_user ON memories (user)",
-    "CREATE INDEX memories_conversation ON memories (conversation)",
-    """CREATE TABLE memory_tags (
-        memory_id INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
-        tag TEXT NOT NULL,
-        PRIMARY KEY (memory_id, tag)
-    ) WITHOUT ROWID""",
-    "CREATE INDEX memory_tags_tag ON memory_tags (tag, memory_id)",
-    "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
-)
-
-
-def _v2_keyword_index(conn: sqlite3.Connection) -> None:
-    """The keyword lane: an FTS5 table of analyzed terms, rowid = memory id (filled by migration 4,
-    which replaces it)."""
-    conn.execute(f'CREATE VIRTUAL TABLE memories_fts USING fts5(terms, tokenize = "{fts.FTS_TOKENIZER}")')
-
-
-_V3 = (
-    # Vectors get their own ids (the FAISS ids): an edited memory gets a new vector id, so an index
-    # that cannot delete (HNSW) can tombstone the old one; a long memory can have several windows.
-    """CREATE TABLE vectors (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        memory_id INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
-        window INTEGER NOT NULL DEFAULT 0,
-        vector BLOB NOT NULL,
-        UNIQUE (memory_id, window)
-    )""",
-    "INSERT INTO vectors (id, memory_id, window, vector) SELECT id, id, 0, vector FROM memories ORDER BY id",
-    """CREATE TABLE memories_v3 (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         text TEXT NOT NULL,
         sha256 TEXT NOT NULL,
@@ -63,35 +22,44 @@ _V3 = (
         user TEXT,
         conversation TEXT,
         role TEXT,
-        meta TEXT NOT NULL DEFAULT '{}'
+        meta TEXT NOT NULL DEFAULT '{}',
+        context TEXT NOT NULL DEFAULT '',
+        superseded_by INTEGER,
+        superseded_at TEXT,
+        expires_at TEXT
     )""",
-    """INSERT INTO memories_v3 (id, text, sha256, created_at, user, conversation, role, meta)
-        SELECT id, text, sha256, created_at, user, conversation, role, meta FROM memories""",
-    "DROP TABLE memories",
-    "ALTER TABLE memories_v3 RENAME TO memories",
+    # Same text in the same user/conversation is one memory (NULLs compare equal via ifnull).
     """CREATE UNIQUE INDEX memories_dedup
         ON memories (sha256, ifnull(user, ''), ifnull(conversation, ''))""",
     "CREATE INDEX memories_created ON memories (created_at, id)",
-    "CREATE INDEX memories_user ON memories (user)",
-    "CREATE INDEX memories_conversation ON memories (conversation)",
+    # memory_list's pages of one user's (and the shared) or one conversation's memories, newest
+    # first: the name's index in the list's order, so a page past a cursor reads only its own rows
+    # at any depth (remem.backends.local.filtering.newest_branches).
+    "CREATE INDEX memories_user ON memories (user, created_at, id)",
+    "CREATE INDEX memories_conversation ON memories (conversation, created_at, id)",
     "CREATE INDEX memories_role ON memories (role)",
-    "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('generation', '1')",
-    # Identifies the store in its index file, so a file copied from another store is never trusted.
-    "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))",
-)
-
-
-def _v4_turn_context(conn: sqlite3.Connection) -> None:
-    """A memory of a conversation keeps the turns before it (``remem.core.turns``) as its context,
-    indexed in a second keyword column that weighs less than its own words."""
-    conn.execute("ALTER TABLE memories ADD COLUMN context TEXT NOT NULL DEFAULT ''")
-    conn.execute("DROP TABLE memories_fts")
-    conn.execute(fts.CREATE_TABLE)
-    fts.rebuild(conn)
-
-
-_V5 = (
-    # The bearer tokens of `remem serve`: only the sha256 of each secret is kept (remem.core.tokens).
+    # Searches leave superseded and expired memories out through these two partial indexes.
+    "CREATE INDEX memories_superseded ON memories (superseded_by) WHERE superseded_by IS NOT NULL",
+    "CREATE INDEX memories_expires ON memories (expires_at) WHERE expires_at IS NOT NULL",
+    """CREATE TABLE memory_tags (
+        memory_id INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+        tag TEXT NOT NULL,
+        PRIMARY KEY (memory_id, tag)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX memory_tags_tag ON memory_tags (tag, memory_id)",
+    # Vectors have their own ids (the FAISS ids): an edited memory gets a new vector id, so an index
+    # that cannot delete (HNSW) can tombstone the old one; a long memory can have several windows.
+    """CREATE TABLE vectors (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        memory_id INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+        window INTEGER NOT NULL DEFAULT 0,
+        vector BLOB NOT NULL,
+        UNIQUE (memory_id, window)
+    )""",
+    # The keyword lane: analyzed terms, rowid = memory id; the context's column weighs less.
+    fts.CREATE_TABLE,
+    # The bearer tokens of `remem serve`: only the sha256 of each secret is kept (remem.core.tokens);
+    # a token may stop working at ``expires_at`` (`remem token add --expires`): NULL is never.
     """CREATE TABLE tokens (
         name TEXT PRIMARY KEY,
         hash TEXT NOT NULL UNIQUE,
@@ -99,53 +67,22 @@ _V5 = (
         conversation TEXT,
         read_only INTEGER NOT NULL,
         private INTEGER NOT NULL,
-        created_at TEXT NOT NULL
+        created_at TEXT NOT NULL,
+        expires_at TEXT
     ) WITHOUT ROWID""",
-)
-
-
-_V6 = (
-    # Memories that change (remem.backends.links): a superseded memory names the one that replaced
-    # it and when; a memory may expire. Searches leave both out through the two partial indexes.
-    "ALTER TABLE memories ADD COLUMN superseded_by INTEGER",
-    "ALTER TABLE memories ADD COLUMN superseded_at TEXT",
-    "ALTER TABLE memories ADD COLUMN expires_at TEXT",
-    "CREATE INDEX memories_superseded ON memories (superseded_by) WHERE superseded_by IS NOT NULL",
-    "CREATE INDEX memories_expires ON memories (expires_at) WHERE expires_at IS NOT NULL",
-)
-
-
-_LIST_BY_NAME = (
-    # memory_list's pages of one user's (and the shared) or one conversation's memories, newest
-    # first: the name's index in the list's order, so a page past a cursor reads only its own rows
-    # at any depth (remem.backends.local.filtering.newest_branches).
-    "DROP INDEX memories_user",
-    "CREATE INDEX memories_user ON memories (user, created_at, id)",
-    "DROP INDEX memories_conversation",
-    "CREATE INDEX memories_conversation ON memories (conversation, created_at, id)",
-)
-
-
-_TOKEN_EXPIRY = (
-    # A bearer token may stop working at a time (`remem token add --expires`): NULL is never.
-    "ALTER TABLE tokens ADD COLUMN expires_at TEXT",
+    "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+    "INSERT INTO store_meta (key, value) VALUES ('generation', '1')",
+    # Identifies the store in its index file, so a file copied from another store is never trusted.
+    "INSERT INTO store_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))",
 )
 
 
 #: A migration is SQL statements or a function of the connection; it runs inside a transaction.
 Migration = tuple[str, ...] | Callable[[sqlite3.Connection], None]
 
-#: Migration n brings a database from schema version n-1 to n. Append only; never edit a shipped one.
-MIGRATIONS: tuple[Migration, ...] = (
-    _V1,
-    _v2_keyword_index,
-    _V3,
-    _v4_turn_context,
-    _V5,
-    _V6,
-    _LIST_BY_NAME,
-    _TOKEN_EXPIRY,
-)
+#: Migration n brings a database from schema version n-1 to n. Version 1 is the schema remem 0.1
+#: ships (what came before it was never released). Append only; never edit a released one.
+MIGRATIONS: tuple[Migration, ...] = (_SCHEMA,)
 LATEST_VERSION = len(MIGRATIONS)
 
 
@@ -155,13 +92,15 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(version)
 
 
-def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
-    """Apply every migration the database lacks, each atomically; return the resulting version.
+def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...] | None = None) -> int:
+    """Apply every migration (``MIGRATIONS`` unless given) the database lacks, each atomically;
+    return the resulting version.
 
     The connection must be in autocommit mode (``isolation_level=None``) with foreign keys off (a
     migration may rebuild a table that others reference). Raises StoreError if the database was made
     by a newer remem than this one.
     """
+    migrations = MIGRATIONS if migrations is None else migrations  # read when called: a test may add a step
     version = schema_version(conn)
     if version > len(migrations):
         raise StoreError(

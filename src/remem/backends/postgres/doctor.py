@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from remem.backends import summary
+from remem.backends.postgres import schema
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.rows import one_row, one_value
-from remem.backends.postgres.schema import LATEST_VERSION
 from remem.backends.postgres.upkeep import hnsw_is_current, keywords_are_current, reindex
 from remem.errors import RememError
 from remem.reports import Check
@@ -25,7 +25,7 @@ def _database(cursor: psycopg.Cursor[Any], s: str) -> Check:
     )
     server, pgvector, version = one_row(cursor)
     detail = f"PostgreSQL {server}, pgvector {pgvector}, schema version {version}"
-    return Check("database", version == LATEST_VERSION, detail)
+    return Check("database", version == len(schema.MIGRATIONS), detail)
 
 
 def _keywords(cursor: psycopg.Cursor[Any], s: str) -> Check:

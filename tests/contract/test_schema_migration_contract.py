@@ -1,0 +1,101 @@
+"""A store's schema is upgraded when it is opened, on every back-end: a store made at an earlier
+schema version, opened by a remem with a later migration, keeps every memory, token and pending
+vector, and everything works on it (``MIGRATIONS`` of ``backends/local/migrations.py`` and
+``backends/postgres/schema.py``).
+
+remem 0.1 ships schema version 1 and no release has a later one yet, so the later migration here is
+a step of the test's own, appended to the real ones as a future release would append its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sqlite3
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from remem import Memories
+from remem.backends.local import LocalBackend
+from remem.core.opening import model_catalog
+from remem.testing import FakeEmbedder
+
+if TYPE_CHECKING:
+    from remem.backends.base import Backend
+
+#: Each back-end's module of migrations, and the step 2 this test appends: a column and an index.
+MODULES = {"local": "remem.backends.local.migrations", "postgres": "remem.backends.postgres.schema"}
+STEP_2 = {
+    "local": (
+        "ALTER TABLE memories ADD COLUMN note TEXT",
+        "CREATE INDEX memories_note ON memories (note) WHERE note IS NOT NULL",
+    ),
+    "postgres": (
+        "ALTER TABLE {s}.memories ADD COLUMN note text",
+        "CREATE INDEX memories_note ON {s}.memories (note) WHERE note IS NOT NULL",
+    ),
+}
+
+
+def _memories(backend: Backend) -> Memories:
+    return Memories(backend, model_catalog(environ={}), FakeEmbedder())
+
+
+def _version_and_columns(backend: Backend) -> tuple[int, list[str]]:
+    """The store's schema version and its memories' columns, read from its database directly."""
+    if isinstance(backend, LocalBackend):
+        from remem.backends.local.files import DB_FILE
+
+        conn = sqlite3.connect(backend.directory / DB_FILE)
+        try:
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            return int(version), [row[1] for row in conn.execute("PRAGMA table_info(memories)")]
+        finally:
+            conn.close()
+    import psycopg
+
+    from remem.backends.postgres.store import PostgresBackend
+
+    assert isinstance(backend, PostgresBackend)
+    with psycopg.connect(backend.session.url.conninfo) as pg:
+        row = pg.execute(f"SELECT max(version) FROM {backend.s}.remem_schema").fetchone()
+        columns = pg.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 "
+            "AND NOT attisdropped ORDER BY attnum",
+            (f"{backend.s}.memories",),
+        ).fetchall()
+    assert row is not None
+    return int(row[0]), [name for (name,) in columns]
+
+
+def test_a_store_of_an_earlier_schema_version_is_upgraded_on_open_and_keeps_working(
+    open_backend: Callable[..., Backend], request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = request.node.callspec.params["open_backend"]
+    before = _memories(open_backend())
+    ids = [
+        before.add("the deploy window opens at nine", user="alice", tags=["ops"]).id,
+        before.add("the office coffee machine is broken again").id,
+        before.add("a memory still waiting for its vectors", embed=False).id,
+    ]
+    secret, token = before.tokens.add(user="alice")
+    version, columns = _version_and_columns(before.backend)
+    assert version == 1 and "note" not in columns
+    before.close()
+
+    module = importlib.import_module(MODULES[name])
+    monkeypatch.setattr(module, "MIGRATIONS", (*module.MIGRATIONS, STEP_2[name]))
+    monkeypatch.setattr(module, "LATEST_VERSION", 2)
+    after = _memories(open_backend())
+    version, columns = _version_and_columns(after.backend)
+    assert version == 2 and columns[-1] == "note"
+    assert sorted(after.get_many(ids)) == ids
+    assert [m.id for m in after.list(user="alice")] == [ids[0]]
+    assert [h.memory.id for h in after.search("deploy window", mode="keyword", tags=["ops"])] == [ids[0]]
+    new = after.add("the deploy window opens at ten", user="alice", tags=["ops"], supersedes=ids[0]).id
+    assert [h.memory.id for h in after.search("deploy window", mode="hybrid", tags=["ops"])] == [new]
+    assert after.embed_pending() == 1
+    assert after.tokens.verify(secret) == token
+    checks, _ = after.backend.doctor(repair=False)
+    assert all(check.ok for check in checks), [c for c in checks if not c.ok]

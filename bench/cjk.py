@@ -19,7 +19,6 @@ tests/unit/test_cjk_set.py holds the set to; a query breaking it is reported her
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -28,6 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import _harness
 import remem
 from remem.errors import EmbedderError
 
@@ -168,7 +168,7 @@ def table(results: dict[str, dict[str, dict[str, dict[str, float]]]]) -> list[st
 
 def main() -> None:
     """Load the set and the models, evaluate every model and mode, print the table (or JSON)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = _harness.parser(__doc__ + "\n(the set is small: --quick runs it whole)")
     parser.add_argument("--set", type=Path, default=DEFAULT_SET)
     parser.add_argument(
         "--model", action="append", help=f"a model to measure (repeatable; default {DEFAULT_MODEL})"

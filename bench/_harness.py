@@ -319,9 +319,11 @@ def postgres_server(given: str | None, scratch: Path | None = None) -> Iterator[
             server.cleanup()
 
 
-def with_schema(url: str, schema: str) -> str:
-    """``url`` naming a store of its own: the schema ``schema`` plus this process's id."""
-    return f"{url}{'&' if '?' in url else '?'}schema=bench_{schema}_{os.getpid()}"
+def with_schema(url: str, schema: str, unique: bool = True) -> str:
+    """``url`` naming a store of its own: the schema ``bench_<schema>``, with this process's id
+    unless the store is to be found again by a later run (``unique=False``)."""
+    name = f"bench_{schema}_{os.getpid()}" if unique else f"bench_{schema}"
+    return f"{url}{'&' if '?' in url else '?'}schema={name}"
 
 
 # --- the quality data ----------------------------------------------------------------------------

@@ -196,6 +196,7 @@ def main() -> None:
         shape = {"set": str(args.set), "memories": len(data["memories"]), "queries": len(data["queries"])}
         print(json.dumps({**shape, "results": results, "per_query": queries}, ensure_ascii=False, indent=2))
         return
+    print(_harness.machine())
     print(f"{len(data['memories'])} memories, {len(data['queries'])} queries\n")
     print("\n".join(table(results)))
 

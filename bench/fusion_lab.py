@@ -855,6 +855,7 @@ def main() -> None:
     parser.add_argument("--lab", type=Path, default=LAB)
     parser.add_argument("--grid", action="store_true", help="every variant (≈5 min), not the report's rows")
     args = parser.parse_args()
+    print(_harness.machine())
     if args.quick:
         with tempfile.TemporaryDirectory(prefix="remem-fusionlab-") as lab:
             dump("memory", None, Path(lab))

@@ -99,7 +99,7 @@ class Table:
     def row(self, store: str, what: str, value: str, note: str = "") -> None:
         """Print one row now (flushed) and append it to the results file."""
         self.current.append([store, what, value, note])
-        line = f"{store:10} {what:34} {value:>22}  {note}"
+        line = f"| {store} | {what} | {value} | {note} |"
         print(line, flush=True)
         with self.path.open("a") as out:
             out.write(line + "\n")
@@ -233,6 +233,7 @@ class Bench:
     query_file: Path
     queries: list[str]
     sample: int
+    cold_runs: int = COLD_QUERIES
 
     @property
     def logs(self) -> Path:
@@ -288,7 +289,7 @@ class Bench:
     def cold(self, store: Path, label: str) -> None:
         """Cold ``remem search`` (fresh processes): wall and peak RSS, the median and worst of 5."""
         walls, rss = [], []
-        for i, q in enumerate(self.queries[:COLD_QUERIES]):
+        for i, q in enumerate(self.queries[: self.cold_runs]):
             cmd = self.remem("search", q, "--store", str(store), "-k", str(K))
             child = run(cmd, self.logs, f"cold-{label}-{i}")
             walls.append(child.wall)
@@ -297,7 +298,7 @@ class Bench:
             "local",
             f"cold search ({label})",
             f"{statistics.median(walls):.2f} s / {max(walls):.2f} s",
-            f"median / worst of {COLD_QUERIES}; peak RSS {max(rss):,.0f} MB; page cache warm",
+            f"median / worst of {self.cold_runs}; peak RSS {max(rss):,.0f} MB; page cache warm",
         )
 
 
@@ -601,8 +602,11 @@ def run_all(args: argparse.Namespace) -> None:
         common_word(texts, qs, common_path(query_file))
         del texts
     query_file.write_text(json.dumps(qs))
-    bench = Bench(args.size, args.work, table, query_file, qs, args.embed_sample)
+    bench = Bench(
+        args.size, args.work, table, query_file, qs, args.embed_sample, 2 if args.quick else COLD_QUERIES
+    )
     table.row("store", "what", "value", f"{args.size:,} memories, {time.strftime('%Y-%m-%d %H:%M')}")
+    print("|---|---|---:|---|")
     if args.postgres_only:
         truth_file = args.postgres_only / "warm-local-exact.json"
         truth = lambda: wait_for(truth_file)["vector"]["ids"]  # noqa: E731

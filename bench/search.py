@@ -246,14 +246,13 @@ def print_floor(label: str, bottom: Floor) -> None:
 
 
 def print_table(rows: list[Row]) -> None:
-    """The results, one line per store, mode and filter."""
-    print(f"\n{'store':<15}{'mode':<9}{'filter':<7}{'p50 ms':>8}{'p95 ms':>8}{'floor':>8}{'p50/floor':>10}")
-    for r in rows:
-        ratio = r.latency.p50 / r.floor if r.floor else float("nan")
-        print(
-            f"{r.store:<15}{r.mode:<9}{r.filter:<7}{r.latency.p50:>8.2f}{r.latency.p95:>8.2f}"
-            f"{r.floor:>8.2f}{ratio:>9.1f}×"
-        )
+    """The results, one line per store, mode and filter: p50, p95, the floor and p50 × the floor."""
+    cells = [
+        (r.store, r.mode, r.filter, f"{r.latency.p50:.2f}", f"{r.latency.p95:.2f}", f"{r.floor:.2f}",
+         _harness.times(r.latency.p50, r.floor))
+        for r in rows
+    ]  # fmt: skip
+    _harness.table(["store", "mode", "filter", "p50 ms", "p95 ms", "floor ms", "p50 × floor"], cells)
 
 
 def compare(found: dict, path: Path) -> None:

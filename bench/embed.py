@@ -279,7 +279,7 @@ def main() -> None:
     sizes = f"(a) {len(memories)} memories, (b) {len(docs)} documents"
     print(f"\n{sizes}; median of {args.rounds} rounds;")
     print(f"cos = mean cosine to {reference}")
-    baseline = names[2] if names[2].startswith("fastembed") else names[1]
+    baseline = names[2] if len(names) > 2 and names[2].startswith("fastembed") else names[1]
     print_table({"(a)": (runs_a, len(memories)), "(b)": (runs_b, len(docs))}, reference, baseline)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 

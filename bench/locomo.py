@@ -132,9 +132,10 @@ def main() -> None:
     print("| mode | " + " | ".join(f"{c} R@10 / hit@10" for c in columns) + " | ms/question |")
     print("|---|" + "---:|" * (len(columns) + 1))
     for mode, result in results.items():
-        cells = [f"{result[c][0]:.3f} / {result[c][1]:.3f}" for c in columns if c in result]
+        cells = [f"{result[c][0]:.3f} / {result[c][1]:.3f}" if c in result else "—" for c in columns]
         print(f"| {mode} | " + " | ".join(cells) + f" | {result['seconds'] * 1000:.1f} |")
-    counts = ", ".join(f"{c} {results[next(iter(results))][c][2]}" for c in columns)
+    first = results[next(iter(results))]
+    counts = ", ".join(f"{c} {first[c][2] if c in first else 0}" for c in columns)
     print(f"\nquestions: {counts}")
 
 

@@ -2,7 +2,7 @@
 
     python bench/beir.py [--data ../shared/bench/scifact] [--model all-minilm-l6-v2]
                          [--mode vector|keyword|hybrid] [--store DIR|URL] [--batch 256] [--truncate]
-                         [--save-run FILE]
+                         [--save-run FILE] [--quick]
 
 ``--model bge-small-en-v1.5`` (after ``remem model pull bge-small-en-v1.5``) reproduces its published
 0.7127 nDCG@10; the model is found and verified through the public API, ``remem.model_catalog().load``
@@ -26,7 +26,6 @@ The data is not part of the repository (CC BY-NC 4.0, evaluation only): pass its
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import json
@@ -39,12 +38,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import _harness
+from _harness import document_text
+
 if TYPE_CHECKING:
     from remem import DocumentEmbeddings, Embedder, Embeddings, Memories, ModelInfo, SearchMode
     from remem.embedders.runner import OnnxEmbedder
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "scifact"
+DEFAULT_DATA = _harness.SHARED / "scifact"
 TOP_K = 100
 META_KEY = "beir_id"
 
@@ -104,11 +105,6 @@ class Dataset:
     docs: dict[str, str]  # corpus id -> title + " " + text
     queries: dict[str, str]  # query id -> text
     qrels: dict[str, dict[str, int]]
-
-
-def document_text(doc: Mapping[str, str]) -> str:
-    """A corpus document as MTEB/BEIR embed it: title, one space, text (outer whitespace stripped)."""
-    return (doc.get("title", "") + " " + doc["text"]).strip()
 
 
 def _read_jsonl(path: Path) -> Iterable[dict[str, str]]:
@@ -300,6 +296,18 @@ def print_report(model: str, mode: str, metrics: Mapping[str, float]) -> None:
         print(f"  {name:<18} {ndcg:.4f} / {r10:.4f} / {r100:.4f}")
 
 
+def quick_subset(dataset: Dataset, queries: int = 15, others: int = 100) -> Dataset:
+    """``--quick``: the first ``queries`` test queries, the documents they judge and ``others`` more."""
+    kept = dict(list(dataset.qrels.items())[:queries])
+    judged = {doc for relevant in kept.values() for doc in relevant}
+    wanted = judged | set(list(dataset.docs)[:others])
+    return Dataset(
+        docs={doc: text for doc, text in dataset.docs.items() if doc in wanted},
+        queries={q: text for q, text in dataset.queries.items() if q in kept},
+        qrels=kept,
+    )
+
+
 def save_run(path: Path, rankings: Rankings, tag: str) -> None:
     """Write the rankings in TREC run format (qid Q0 docid rank score tag), e.g. for trec_eval.
 
@@ -319,7 +327,7 @@ def main() -> None:
     from remem.embedders.registry import BUNDLED_MODEL
     from remem.errors import RememError
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = _harness.parser(__doc__)
     parser.add_argument(
         "--data", type=Path, default=DEFAULT_DATA, help="the SciFact folder (default: %(default)s)"
     )
@@ -346,6 +354,9 @@ def main() -> None:
         dataset = load_dataset(args.data)
     except (OSError, ValueError, KeyError) as exc:
         sys.exit(f"Error: cannot read the BEIR data in {args.data}: {exc}")
+    if args.quick:
+        dataset = quick_subset(dataset)
+    print(_harness.machine())
     try:
         # The model is found and verified through the catalog the CLI uses (same defaults).
         model = remem.model_catalog().load(args.model, verify=True)

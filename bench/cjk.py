@@ -19,7 +19,6 @@ tests/unit/test_cjk_set.py holds the set to; a query breaking it is reported her
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -28,6 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import _harness
 import remem
 from remem.errors import EmbedderError
 
@@ -168,7 +168,7 @@ def table(results: dict[str, dict[str, dict[str, dict[str, float]]]]) -> list[st
 
 def main() -> None:
     """Load the set and the models, evaluate every model and mode, print the table (or JSON)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = _harness.parser(__doc__ + "\n(the set is small: --quick runs it whole)")
     parser.add_argument("--set", type=Path, default=DEFAULT_SET)
     parser.add_argument(
         "--model", action="append", help=f"a model to measure (repeatable; default {DEFAULT_MODEL})"
@@ -196,6 +196,7 @@ def main() -> None:
         shape = {"set": str(args.set), "memories": len(data["memories"]), "queries": len(data["queries"])}
         print(json.dumps({**shape, "results": results, "per_query": queries}, ensure_ascii=False, indent=2))
         return
+    print(_harness.machine())
     print(f"{len(data['memories'])} memories, {len(data['queries'])} queries\n")
     print("\n".join(table(results)))
 

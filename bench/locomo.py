@@ -1,7 +1,7 @@
 """Conversation memory on LoCoMo: evidence recall@10 and hit@10 per question category and mode.
 
     python bench/locomo.py [--data ../shared/bench/locomo] [--store DIR|URL] [--modes vector,keyword,hybrid]
-                           [--no-dates]
+                           [--no-dates] [--quick]
 
 The protocol of the data's README, through the public API as a Python user would run it: every turn
 is one memory — text = the turn's text (plus `` [shares a photo: CAPTION]`` when it has a caption),
@@ -21,7 +21,6 @@ The data is not part of the repository (evaluation only): pass its folder with `
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -33,6 +32,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import _harness
 import remem
 from remem import NewMemory, SearchMode
 
@@ -105,8 +105,8 @@ def evaluate(
 
 def main() -> None:
     """Ingest (or reuse) the store, evaluate each mode, print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/bench/locomo"))
+    parser = _harness.parser(__doc__)
+    parser.add_argument("--data", type=Path, default=_harness.SHARED / "locomo")
     parser.add_argument("--store", help="keep the store here, a directory or a postgresql:// URL")
     parser.add_argument("--modes", default="vector,keyword,hybrid")
     parser.add_argument("--no-dates", action="store_true", help="do not read the questions' time words")
@@ -114,6 +114,10 @@ def main() -> None:
     data = load(args.data)
     if not data:
         sys.exit(f"Error: no LoCoMo conversations in {args.data}")
+    if args.quick:  # the first conversation and its first 40 questions
+        name, first = next(iter(data.items()))
+        data = {name: {**first, "qa": first["qa"][:40]}}
+    print(_harness.machine())
     with (
         tempfile.TemporaryDirectory(prefix="remem-locomo-") as scratch,
         remem.open(args.store or Path(scratch) / "store") as memories,
@@ -128,9 +132,10 @@ def main() -> None:
     print("| mode | " + " | ".join(f"{c} R@10 / hit@10" for c in columns) + " | ms/question |")
     print("|---|" + "---:|" * (len(columns) + 1))
     for mode, result in results.items():
-        cells = [f"{result[c][0]:.3f} / {result[c][1]:.3f}" for c in columns if c in result]
+        cells = [f"{result[c][0]:.3f} / {result[c][1]:.3f}" if c in result else "—" for c in columns]
         print(f"| {mode} | " + " | ".join(cells) + f" | {result['seconds'] * 1000:.1f} |")
-    counts = ", ".join(f"{c} {results[next(iter(results))][c][2]}" for c in columns)
+    first = results[next(iter(results))]
+    counts = ", ".join(f"{c} {first[c][2] if c in first else 0}" for c in columns)
     print(f"\nquestions: {counts}")
 
 

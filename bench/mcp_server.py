@@ -1,8 +1,8 @@
 """`remem mcp` as an assistant meets it: the MCP SDK's own client over stdio.
 
-    python bench/mcp_server.py [--sizes 1000 10000] [--queries 50] [--adds 20]
+    python bench/mcp_server.py [--sizes 1000 10000] [--queries 50] [--adds 20] [--quick]
 
-For each store size it builds a store with the real bundled model (``cold_start.build_store``), then
+For each store size it builds a store with the real bundled model (``_harness.build_store``), then
 starts `remem mcp --store S` as a subprocess through ``mcp.client.stdio`` and measures: the time from
 spawning to a finished handshake, to ``tools/list``, and to the first answer that used the vector lane
 (the model warms up in the background; earlier answers come from the keyword lane); then warm
@@ -13,7 +13,6 @@ process per query, as a shell user meets it).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import subprocess
@@ -23,9 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from cold_start import build_store, memory_texts, remem_command
+import _harness
+from _harness import build_store, memory_texts, percentile, remem_command
 
 QUERIES = [
     "how did we lay out the checkout screen?",
@@ -39,12 +37,6 @@ QUERIES = [
     "what is blocking the search index",
     "feature flags in staging",
 ]
-
-
-def percentile(values: list[float], share: float) -> float:
-    """The ``share`` quantile (0..1) of ``values`` by nearest rank."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
 
 
 async def _call(session: Any, name: str, arguments: dict[str, Any]) -> Any:
@@ -136,12 +128,18 @@ def report(size: int, times: dict[str, Any], cold: list[float]) -> None:
 
 def main() -> None:
     """Build each store, measure the server and the cold CLI, print the tables."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--queries", type=int, default=50)
-    parser.add_argument("--adds", type=int, default=20)
-    parser.add_argument("--cold-runs", type=int, default=5)
+    parser = _harness.parser(__doc__)
+    parser.add_argument("--sizes", type=int, nargs="+", help="store sizes (default 1000 10000; 100 quick)")
+    parser.add_argument("--queries", type=int, help="warm searches per mode (default 50; 10 quick)")
+    parser.add_argument("--adds", type=int, help="memory_add calls (default 20; 5 quick)")
+    parser.add_argument("--cold-runs", type=int, help="cold `remem search` processes (default 5; 2 quick)")
     args = parser.parse_args()
+    quick = args.quick
+    args.sizes = args.sizes or ([100] if quick else [1000, 10_000])
+    args.queries = args.queries or (10 if quick else 50)
+    args.adds = args.adds or (5 if quick else 20)
+    args.cold_runs = args.cold_runs or (2 if quick else 5)
+    print(_harness.machine())
     for size in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
             store = Path(tmp) / "store"

@@ -11,7 +11,6 @@ of days ago, a weekday (the most recent one before today) or ``last-week`` (Frid
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -19,6 +18,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import _harness
 import remem
 
 MODES = ("vector", "keyword", "hybrid")
@@ -63,9 +63,10 @@ def evaluate(data: dict[str, list[dict[str, str]]], store: Path) -> dict[tuple[s
 
 def main() -> None:
     """Load the set, evaluate every mode, print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = _harness.parser(__doc__ + "\n(the set is small: --quick runs it whole)")
     parser.add_argument("--set", type=Path, default=DEFAULT_SET)
     data = json.loads(parser.parse_args().set.read_text())
+    print(_harness.machine())
     with tempfile.TemporaryDirectory() as tmp:
         ranks = evaluate(data, Path(tmp) / "store")
     print(f"{len(data['memories'])} memories, {len(data['queries'])} queries\n")

@@ -3,12 +3,14 @@ memories costs, through the real CLI (each step a fresh ``remem`` process) and t
 
     python bench/scale.py [--size 1000000] [--work /tmp/scale] [--queries 200] [--skip-postgres]
                           [--pg-probe 20000] [--embed-sample N] [--seed 0]
-                          [--postgres-only DIR] [--postgres-from FILE]
+                          [--postgres-only DIR] [--postgres-from FILE] [--quick]
 
-Data: ``--size`` memories from ``bench/search.py``'s ``corpus`` (6-40 words drawn Zipf-like from the
-bundled model's English vocabulary, a tenth with an identifier), user ``u{i % 8}``, tag
-``g{i % 10}``, written once to ``WORK/corpus-SIZE.jsonl``. Queries: ``bench/search.py``'s
-``queries`` (a fifth of them an identifier and a word).
+``--quick``: 2,000 memories (200 embedded), 20 queries, no PostgreSQL, in a temporary ``--work``.
+
+Data: ``--size`` memories from ``_harness.corpus`` (as in ``bench/search.py``: 6-40 words drawn
+Zipf-like from the bundled model's English vocabulary, a tenth with an identifier), user
+``u{i % 8}``, tag ``g{i % 10}``, written once to ``WORK/corpus-SIZE.jsonl``. Queries:
+``_harness.queries`` (a fifth of them an identifier and a word).
 
 Local store (``WORK/store-SIZE``, kept at the end so warm searches can be re-run on it):
 
@@ -56,6 +58,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -64,8 +67,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search import corpus, queries
+import _harness
+from _harness import corpus, percentile, queries
 
 MODES = ("hybrid", "vector", "keyword")
 COLD_QUERIES = 5
@@ -96,7 +99,7 @@ class Table:
     def row(self, store: str, what: str, value: str, note: str = "") -> None:
         """Print one row now (flushed) and append it to the results file."""
         self.current.append([store, what, value, note])
-        line = f"{store:10} {what:34} {value:>22}  {note}"
+        line = f"| {store} | {what} | {value} | {note} |"
         print(line, flush=True)
         with self.path.open("a") as out:
             out.write(line + "\n")
@@ -214,12 +217,6 @@ def common_word(texts: list[str], qs: list[str], path: Path) -> None:
     path.write_text(json.dumps({"word": word, "share": held[word] / len(texts), "queries": common}))
 
 
-def percentile(samples: list[float], q: float) -> float:
-    """The q-th percentile (nearest rank)."""
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
 def recall(found: list[list[int]], truth: list[list[int]]) -> float:
     """Mean share of the exact top 10 that the approximate search found."""
     shares = [len(set(f) & set(t)) / len(t) for f, t in zip(found, truth, strict=True) if t]
@@ -236,6 +233,7 @@ class Bench:
     query_file: Path
     queries: list[str]
     sample: int
+    cold_runs: int = COLD_QUERIES
 
     @property
     def logs(self) -> Path:
@@ -263,7 +261,7 @@ class Bench:
             self.table.row(
                 name,
                 f"warm {mode} ({label})",
-                f"{statistics.median(ms):.1f} / {percentile(ms, 99):.1f} ms",
+                f"{statistics.median(ms):.1f} / {percentile(ms, 0.99):.1f} ms",
                 "p50 / p99",
             )
         common_file = common_path(self.query_file)
@@ -291,7 +289,7 @@ class Bench:
     def cold(self, store: Path, label: str) -> None:
         """Cold ``remem search`` (fresh processes): wall and peak RSS, the median and worst of 5."""
         walls, rss = [], []
-        for i, q in enumerate(self.queries[:COLD_QUERIES]):
+        for i, q in enumerate(self.queries[: self.cold_runs]):
             cmd = self.remem("search", q, "--store", str(store), "-k", str(K))
             child = run(cmd, self.logs, f"cold-{label}-{i}")
             walls.append(child.wall)
@@ -300,7 +298,7 @@ class Bench:
             "local",
             f"cold search ({label})",
             f"{statistics.median(walls):.2f} s / {max(walls):.2f} s",
-            f"median / worst of {COLD_QUERIES}; peak RSS {max(rss):,.0f} MB; page cache warm",
+            f"median / worst of {self.cold_runs}; peak RSS {max(rss):,.0f} MB; page cache warm",
         )
 
 
@@ -553,10 +551,10 @@ def bulk_import(bench: Bench, server: Any, pid: int, url: str, vectors_file: Pat
 
 def main() -> None:
     """Run every step in order and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", type=int, default=1_000_000)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/scale"))
-    parser.add_argument("--queries", type=int, default=200)
+    parser = _harness.parser(__doc__)
+    parser.add_argument("--size", type=int, help="memories (default 1,000,000; 2,000 quick)")
+    parser.add_argument("--work", type=Path, help="where the corpus and stores are kept (default /tmp/scale)")
+    parser.add_argument("--queries", type=int, help="warm queries per mode (default 200; 20 quick)")
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--pg-probe", type=int, default=20_000, help="memories imported with the graph kept")
     parser.add_argument("--seed", type=int, default=0)
@@ -575,6 +573,20 @@ def main() -> None:
     if args.warm_child:
         warm_child(args.warm_child[0], Path(args.warm_child[1]), Path(args.warm_child[2]))
         return
+    if args.quick:
+        with tempfile.TemporaryDirectory(prefix="remem-scale-") as work:
+            args.size, args.queries, args.skip_postgres = args.size or 2000, args.queries or 20, True
+            args.embed_sample, args.work = args.embed_sample or 200, args.work or Path(work)
+            run_all(args)
+        return
+    args.size, args.queries = args.size or 1_000_000, args.queries or 200
+    args.work = args.work or Path("/tmp/scale")
+    run_all(args)
+
+
+def run_all(args: argparse.Namespace) -> None:
+    """Every step in order, each row printed as it is measured."""
+    print(_harness.machine())
     args.work.mkdir(parents=True, exist_ok=True)
     table = Table(args.work / "scale-results.txt", args.work / f"steps-{args.size}.json")
     log(f"corpus of {args.size:,}")
@@ -590,8 +602,11 @@ def main() -> None:
         common_word(texts, qs, common_path(query_file))
         del texts
     query_file.write_text(json.dumps(qs))
-    bench = Bench(args.size, args.work, table, query_file, qs, args.embed_sample)
+    bench = Bench(
+        args.size, args.work, table, query_file, qs, args.embed_sample, 2 if args.quick else COLD_QUERIES
+    )
     table.row("store", "what", "value", f"{args.size:,} memories, {time.strftime('%Y-%m-%d %H:%M')}")
+    print("|---|---|---:|---|")
     if args.postgres_only:
         truth_file = args.postgres_only / "warm-local-exact.json"
         truth = lambda: wait_for(truth_file)["vector"]["ids"]  # noqa: E731

@@ -1,7 +1,7 @@
 """What a search's scope costs, and a long query on each back-end: latency p50 / p95 (ms).
 
     python bench/scoped_search.py [--sizes 10000,100000] [--postgres URL] [--queries 40]
-                                  [--dir DIR] [--compare OTHER_SRC]
+                                  [--dir DIR] [--compare OTHER_SRC] [--quick]
 
 Each store (local, and PostgreSQL with ``--postgres``; kept in ``--dir`` and reused when run
 again) holds synthetic memories of Zipf-distributed words, a tenth with CJK text, every one in
@@ -33,11 +33,13 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _harness
 import remem
 from remem.testing import FakeEmbedder
 
@@ -135,25 +137,37 @@ def _long_query(place: str) -> float:
 
 def main() -> None:
     """Fill or reuse the stores, print both tables."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="10000,100000")
-    parser.add_argument(
-        "--postgres", help="a postgresql:// base URL; a schema per size (?schema=scoped<size>)"
-    )
-    parser.add_argument("--queries", type=int, default=40)
-    parser.add_argument("--dir", type=Path, default=Path("/tmp/remem-scoped-bench"))
+    parser = _harness.parser(__doc__, postgres=True)
+    parser.add_argument("--sizes", help="store sizes (default 10000,100000; 2000 quick)")
+    parser.add_argument("--queries", type=int, help="queries per row (default 40; 10 quick)")
+    parser.add_argument("--dir", type=Path, help="stores kept here (default /tmp/remem-scoped-bench)")
     parser.add_argument("--compare", help="another src tree: the long query with it too")
     parser.add_argument("--long-only", help=argparse.SUPPRESS)  # the child of --compare: JSON of places
     args = parser.parse_args()
     if args.long_only:
         print(json.dumps({place: _long_query(place) for place in json.loads(args.long_only)}))
         return
+    print(_harness.machine())
+    if not args.quick:
+        args.sizes, args.queries = args.sizes or "10000,100000", args.queries or 40
+        args.dir = args.dir or Path("/tmp/remem-scoped-bench")
+        run(args)
+        return
+    with tempfile.TemporaryDirectory(prefix="remem-scoped-") as scratch:
+        args.sizes, args.queries = args.sizes or "2000", args.queries or 10
+        args.dir = args.dir or Path(scratch)
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Fill or reuse the stores, measure, print both tables."""
     places: list[tuple[str, int, str]] = []
     for size in (int(s) for s in args.sizes.split(",")):
         places.append((f"local {size:,}", size, str(args.dir / f"local-{size}")))
         if args.postgres:
-            sep = "&" if "?" in args.postgres else "?"
-            places.append((f"postgres {size:,}", size, f"{args.postgres}{sep}schema=scoped{size}"))
+            places.append(
+                (f"postgres {size:,}", size, _harness.with_schema(args.postgres, f"scoped{size}", False))
+            )
     queries = _queries(args.queries)
     rows = []
     for label, size, place in places:

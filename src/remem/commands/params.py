@@ -2,8 +2,8 @@
 
 Typer 0.29 builds a pydantic ``TypeAdapter`` for every parameter of the command it runs before
 looking at the value, importing pydantic and generating a schema for each: `remem list` used 0.41 s
-of CPU without this and 0.21 s with it, `search` 0.44 s and 0.24 s (``bench/typer_patch.py``, medians
-of 20 fresh processes; `--help` coerces nothing and is the same either way). ``install()`` defers
+of CPU without this and 0.21 s with it, `search` 0.44 s and 0.24 s (retired ``bench/typer_patch.py``,
+medians of 20 fresh processes; `--help` coerces nothing and is the same either way). ``install()`` defers
 that until a value actually needs coercing: a parameter left at None needs none, and a str, int or
 float (or a list of str) for a parameter of that plain type, without a parser or bounds, is already
 what the adapter would return. Every other value goes through Typer's own adapter, unchanged.

@@ -3,7 +3,7 @@ reindex, so past the size where ``auto`` chooses HNSW it keeps searching every v
 
 remem says so rather than switching by itself in a write: building the graph holds the writers' lock
 for as long as it takes — 32 s at 50,000 vectors, 109 s at 100,000 (two cores), 741 s at a million —
-and every other write waits (``bench/auto_index.py``, docs/performance.md). A write that takes the
+and every other write waits (the retired ``bench/auto_index.py``, in git history). A write that takes the
 store across that size, or across twice, four times … that size, adds the advice to the notes: a
 script adding a memory at a time hears it a handful of times up to a million, not at every add.
 ``stats`` and ``doctor`` say it whenever it applies.

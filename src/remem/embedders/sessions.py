@@ -5,7 +5,10 @@ given those bytes only when their sha256 is the one pinned for the file (``regis
 user's own model's, hashed when it was described), never a path, so it maps no file: a file damaged
 or cut short under a running process changes neither its vectors nor kills it (no SIGBUS).
 onnxruntime optimises the graph as it loads it (all levels; the files remem ships already hold the
-fusions it cannot find itself, ``tools/modelbuild``), nothing is written anywhere.
+fusions it cannot find itself, ``tools/modelbuild``), nothing is written anywhere. (The retired
+bench/session_load.py, 2-core AMD EPYC at load 16: a session of the bundled model in 478 ms median,
+192 of them reading and hashing, 404 without optimisation: a cached optimised graph would save
+little.)
 """
 
 from __future__ import annotations

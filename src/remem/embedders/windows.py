@@ -14,8 +14,8 @@ from collections.abc import Sequence
 #: model's vector lane (same embedder; 0.25 before): SciFact nDCG@10 (5,183 abstracts, 128-token
 #: windows) 0.6829 → 0.6899, hybrid 0.7446 → 0.7481; LoCoMo's 272 sessions stored whole (one
 #: memory each, ~690 tokens), the session holding a question's evidence within its conversation,
-#: MRR (bench/long_memories.py): 128-token windows 0.6005 → 0.6071, 256-token windows 0.5982 →
-#: 0.6050. With 256-token windows SciFact alone did not gain (vector 0.6554 → 0.6592, hybrid
+#: MRR (retired bench/long_memories.py): 128-token windows 0.6005 → 0.6071, 256-token windows
+#: 0.5982 → 0.6050. With 256-token windows SciFact alone did not gain (vector 0.6554 → 0.6592, hybrid
 #: 0.7417 → 0.7401); nor did multilingual-e5-small's 512-token windows (SciFact 0.6560 / 0.7357
 #: both ways: 61 of its 5,183 documents get other windows). Windows per SciFact abstract: 3.7 →
 #: 4.8 (1.9 at 256 tokens and 0.25); embedding them: 23.6 documents/s against 24.6 (bundled

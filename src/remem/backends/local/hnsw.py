@@ -149,7 +149,8 @@ def _reader(data: ByteArray) -> Callable[[int], bytes]:
 
 @contextlib.contextmanager
 def _one_thread(faiss: Any) -> Iterator[None]:
-    """Run one query on one thread: waking OpenMP workers costs more than they save (bench/index.py)."""
+    """Run one query on one thread: waking OpenMP workers costs more than they save (retired
+    bench/index.py)."""
     before = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
     try:

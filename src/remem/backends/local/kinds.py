@@ -22,8 +22,9 @@ class HnswParams:
     """HNSW graph degree (M), build beam (efConstruction) and default search beam (efSearch).
 
     efSearch 64 gave recall@10 1.000 at 0.57 ms per query on 100k clustered 384-d vectors
-    (bench/index.py), but at a million it falls short: on bench/scale.py's 1M store (vectors mixed
-    from 10k real embeddings, near neighbours in tight groups; 200 queries, FAISS alone, one thread)
+    (the retired bench/index.py), but at a million it falls short: on bench/scale.py's 1M store
+    (vectors mixed from 10k real embeddings, near neighbours in tight groups; 200 queries, FAISS
+    alone, one thread; the retired bench/hnsw_beam.py, in git history)
     recall@10 was 0.765 at 64 (0.72 ms p50), 0.876 at 128, 0.953 at 256 (2.3 ms), 0.988 at 512
     (4.3 ms p50, 5.3 ms p99) and 0.999 at 1024 (8.8 ms). So the default is 512: above 0.98 at a
     million for a few milliseconds, where one exact pass costs ~160 ms. "auto" builds HNSW only from

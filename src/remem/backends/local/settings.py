@@ -10,7 +10,7 @@ from remem.backends.local.records import Records
 from remem.errors import StoreCorruptError
 from remem.types import ModelInfo
 
-#: With "auto", a reindex builds HNSW from this many vectors up, exact below (see bench/index.py:
+#: With "auto", a reindex builds HNSW from this many vectors up, exact below (retired bench/index.py:
 #: exact search of 50k 384-d vectors takes ≈5 ms, past that HNSW's sub-millisecond answers win).
 #: Only a reindex switches: a store that grows past it is told so (``core/growth.py``).
 AUTO_HNSW_THRESHOLD = 50_000

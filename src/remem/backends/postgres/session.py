@@ -15,7 +15,10 @@ is replaced by a new one, so the next call just works. One lost inside a transac
 ConnectionLostError: nothing of the transaction was stored (the server never saw its COMMIT). One
 lost while a write commits is settled by asking the server, on a new connection, what became of
 the transaction's id (``txid_status``): committed is success; aborted is "not stored"; no answer
-is "unknown". A read losing its COMMIT has lost nothing: its rows were read.
+is "unknown". A read losing its COMMIT has lost nothing: its rows were read. (The retired
+bench/soak.py, in git history: 4 threads sharing a Memories and 2 processes adding and searching for
+10 minutes while every connection was terminated every 30 s: 13,221 adds acknowledged and 13,221
+stored, 1 reported lost in flight and not stored, no other error.)
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ REEMBED_KEY = "reembed_target"
 HNSW_INDEX = "vectors_hnsw"
 #: Bytes one graph element takes in pgvector's build memory beyond its vector's 4 bytes a dimension:
 #: 64 MB held 28,358 elements of 384-d, m=16 (2,366 bytes each; pgvector's "no longer fits" notice,
-#: ``bench/pg_bulk.py``). A build that does not fit is several times slower.
+#: the retired ``bench/pg_bulk.py``). A build that does not fit is several times slower.
 ELEMENT_BYTES = 830
 #: The most maintenance_work_mem (kB) remem asks for a build; a server set higher keeps its own.
 MAX_BUILD_KB = 1024 * 1024

@@ -102,7 +102,11 @@ def build(work: Path, size: int, kind: str) -> Path:
             mix = centres[rng.integers(0, len(centres), count)] + rng.normal(0, 0.3, (count, dim))
             mix = (mix / np.linalg.norm(mix, axis=1, keepdims=True)).astype(np.float32)
             for i, vector in enumerate(mix, start):
-                vec = {"model": model, "windows": 1, "float32_base64": base64.b64encode(vector.tobytes()).decode()}
+                vec = {
+                    "model": model,
+                    "windows": 1,
+                    "float32_base64": base64.b64encode(vector.tobytes()).decode(),
+                }
                 out.write(json.dumps({"text": f"memory {i} about topic {i % 997}", "vector": vec}) + "\n")
     shutil.rmtree(store, ignore_errors=True)
     remem_cli("import", "--store", str(store), str(source))
@@ -121,7 +125,9 @@ def fresh_copy(work: Path, store: Path) -> Path:
 
 def cli_adds(store: Path, adds: int) -> tuple[float, float]:
     """Median wall seconds and MB written of ``adds`` single `remem add` processes."""
-    runs = [remem_cli("add", "--store", str(store), f"cli memory number {n} about writes") for n in range(adds)]
+    runs = [
+        remem_cli("add", "--store", str(store), f"cli memory number {n} about writes") for n in range(adds)
+    ]
     return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs) / 1e6
 
 
@@ -174,7 +180,9 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     queries = [f"topic {n * 37 % 997} memory" for n in range(args.queries)]
     results = work / "writes-results.txt"
-    header = "| code | store | cli add s | cli add MB | warm add ms | warm add MB | search p50 fresh ms | after lag ms |"
+    header = (
+        "| code | store | cli add s | cli add MB | warm add ms | warm add MB | search p50 fresh ms | after lag ms |"
+    )
     print(header)
     print("|" + "---|" * 8)
     for size in (int(s) for s in args.sizes.split(",")):
@@ -184,8 +192,8 @@ def main() -> None:
             cli_wall, cli_mb = cli_adds(store, args.adds)
             add_ms, add_mb, fresh, lagged = warm(store, args.adds, args.lag, queries)
             row = (
-                f"| {args.label} | {size:,} {kind} | {cli_wall:.3f} | {cli_mb:.2f} | {add_ms:.1f} | {add_mb:.2f} "
-                f"| {fresh:.2f} | {lagged:.2f} (lag {args.lag}) |"
+                f"| {args.label} | {size:,} {kind} | {cli_wall:.3f} | {cli_mb:.2f} | {add_ms:.1f} "
+                f"| {add_mb:.2f} | {fresh:.2f} | {lagged:.2f} (lag {args.lag}) |"
             )
             print(row, flush=True)
             with results.open("a") as out:

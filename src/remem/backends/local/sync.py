@@ -1,10 +1,12 @@
-"""Keeping the vector index file level with SQLite, which is always the truth.
+"""Reading the vector index checkpoint level with SQLite, which is always the truth.
 
-SQLite counts every committed change to the vectors (its *generation*); the index file records the
-generation it was saved at. On open:
+SQLite counts every committed change to the vectors (its *generation*) and logs the vector ids each
+one deleted (``Records.log_deleted``); the index file is a checkpoint that records the generation
+and the highest vector id it was saved at. Writers only commit. On open:
 - same generation: the file is used as is;
-- file behind (a writer committed and has not saved yet, or crashed in between): caught up
-  incrementally — vectors missing from it are added, deleted ones removed or tombstoned;
+- file behind (the normal case): caught up from what changed since — the vectors with a larger id
+  are added, the logged deletions tombstoned — then checked against SQLite's count of vectors; if
+  they differ (a log pruned past it, a store written by an older remem), caught up from every id;
 - file missing, unreadable, of another shape, or *ahead* of the database (a restored backup):
   rebuilt from the stored vectors, with a warning when that is not simply a new store — except
   inside a read snapshot, where a file ahead was saved by a writer that committed after the snapshot
@@ -21,12 +23,20 @@ import numpy as np
 
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.records import Records
+from remem.backends.local.transactions import snapshot
 from remem.backends.local.vectors import IndexFileError, VectorIndex
+from remem.backends.local.vectors_header import read_header
+
+#: The checkpoint is rewritten once this many vectors were added or deleted since it was saved.
+#: Catching up that many costs a cold search ~TODO ms (reading their rows from SQLite) and a warm
+#: HNSW search ~TODO ms (scoring them exactly); see bench/writes.py and docs/performance.md.
+LAG_BOUND = 10_000
 
 
 @dataclass(frozen=True)
 class Synced:
-    """An index level with SQLite; ``changed`` if it differs from the file; a warning if repaired."""
+    """An index level with SQLite; ``changed`` if it was rebuilt (its file should be written
+    again); a warning if that repaired something."""
 
     index: VectorIndex
     changed: bool
@@ -41,9 +51,11 @@ def build(records: Records, dim: int, kind: IndexKind, hnsw: HnswParams) -> Vect
     return index
 
 
-def add_stored(records: Records, index: VectorIndex, dim: int, ids: list[int] | None = None) -> None:
-    """Add stored vectors (all, or only ``ids``) to ``index``, in chunks."""
-    for chunk in records.iter_vectors(ids):
+def add_stored(
+    records: Records, index: VectorIndex, dim: int, ids: list[int] | None = None, after: int = -1
+) -> None:
+    """Add stored vectors (``ids``, else all with an id above ``after``) to ``index``, in chunks."""
+    for chunk in records.iter_vectors(ids, after=after):
         matrix = np.frombuffer(b"".join(blob for _, blob in chunk), dtype="<f4").reshape(len(chunk), dim)
         index.add([vid for vid, _ in chunk], matrix)
 
@@ -73,7 +85,7 @@ def synced_index(
     if index.header.generation == generation:
         return Synced(index, changed=False)
     catch_up(records, index, dim)
-    return Synced(index, changed=True)
+    return Synced(index, changed=False)
 
 
 def _inconsistency(records: Records, index: VectorIndex, generation: int, stored: int) -> str | None:
@@ -82,24 +94,47 @@ def _inconsistency(records: Records, index: VectorIndex, generation: int, stored
         return "belongs to another store"
     if index.header.generation > generation:
         return "is newer than the database (restored from a backup?)"
-    live = index.size - len(index.tombstones)
-    if index.header.generation == generation and live != stored:
-        return f"holds {live} vectors where the database has {stored}"
+    if index.header.generation == generation and index.size != stored:
+        return f"holds {index.size} vectors where the database has {stored}"
     return None
 
 
 def catch_up(records: Records, index: VectorIndex, dim: int) -> None:
-    """Add the stored vectors the index lacks and drop the ones the database no longer has.
+    """Add the stored vectors the index lacks and drop the ones the database no longer has, reading
+    only what changed since the index's generation when the log of deletions reaches back to it.
 
-    The generation is read first: if a writer commits meanwhile, the index may already hold its
-    vectors but claims the older generation, so the next open simply catches up again.
+    The reads share one snapshot of the database, whose generation the index then records.
     """
-    generation = records.generation()
+    with snapshot(records.conn):
+        generation, stored = records.generation_and_vector_count()
+        deleted = records.deleted_since(index.header.generation)
+        if deleted is not None:
+            index.remove(deleted)
+            add_stored(records, index, dim, after=index.header.max_id)
+        if deleted is None or index.size != stored:
+            _catch_up_from_every_id(records, index, dim)
+        index.header.generation = generation
+
+
+def _catch_up_from_every_id(records: Records, index: VectorIndex, dim: int) -> None:
+    """``catch_up`` by comparing every id the index holds with every id SQLite does."""
     indexed = set(index.ids().tolist())
     live = set(records.vector_ids())
-    index.remove(sorted(indexed - live - index.tombstones))
+    index.remove(sorted(indexed - live))
     add_stored(records, index, dim, sorted(live - indexed))
-    index.header.generation = generation
+
+
+def lag(records: Records, path: Path) -> int | None:
+    """How many vectors were added or deleted since the checkpoint in ``path`` was saved (read from
+    its header, not the file), or None when there is no usable checkpoint."""
+    header = read_header(path)
+    if header is None or header.get("store_id") != records.store_id():
+        return None
+    generation, highest = int(header["generation"]), int(header.get("max_id", -1))
+    with snapshot(records.conn):
+        deleted = records.deleted_since(generation)
+        added, _ = records.vectors_after(highest)
+    return None if deleted is None else added + len(deleted)
 
 
 def cached_index(

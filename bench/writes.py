@@ -181,7 +181,8 @@ def main() -> None:
     queries = [f"topic {n * 37 % 997} memory" for n in range(args.queries)]
     results = work / "writes-results.txt"
     header = (
-        "| code | store | cli add s | cli add MB | warm add ms | warm add MB | search p50 fresh ms | after lag ms |"
+        "| code | store | cli add s | cli add MB | warm add ms | warm add MB "
+        "| search p50 fresh ms | after lag ms |"
     )
     print(header)
     print("|" + "---|" * 8)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.helpers import vector_search
 
 from remem.backends.local import sync
 from remem.backends.local.maintenance import reindex
@@ -15,7 +16,6 @@ from remem.backends.local.store import LocalBackend
 from remem.backends.local.vectors import VectorIndex
 from remem.testing import FAKE_DIM, FAKE_MODEL, fake_vector
 from remem.types import Filters, NewMemory
-from tests.helpers import vector_search
 
 
 def _filled(directory: Path, kind: str, count: int = 60) -> LocalBackend:
@@ -105,4 +105,12 @@ def test_an_index_older_than_the_log_catches_up_from_every_id(tmp_path: Path) ->
     store.index_path.write_bytes(old)
     reader = LocalBackend.open(tmp_path / "s", create=False)
     assert 7 not in [mid for mid, _ in _hits(reader, "memory 7")]
-    assert FAKE_DIM == reader.vector_index(FAKE_DIM).header.dim
+    assert reader.vector_index(FAKE_DIM).header.dim == FAKE_DIM
+
+
+def test_a_file_whose_header_does_not_name_the_highest_id_is_read(tmp_path: Path) -> None:
+    index = VectorIndex.empty(FAKE_DIM)
+    index.add([4, 9], np.stack([fake_vector("a"), fake_vector("b")]))
+    index.header.max_id = -1  # as a file saved before the header said it
+    index.save(tmp_path / "old.faiss")
+    assert VectorIndex.load(tmp_path / "old.faiss", FAKE_DIM).header.max_id == 9

@@ -101,7 +101,7 @@ class VectorIndex:
         index = cls(engine, header)
         index._mapped = mapped
         if header.max_id < 0 and engine.size:  # a file saved before the header said it
-            header.max_id = max(int(engine.ids().max()), *header.tombstones)
+            header.max_id = max([int(engine.ids().max()), *header.tombstones])
         return index
 
     def keep_resident(self) -> None:

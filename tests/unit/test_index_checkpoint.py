@@ -114,3 +114,19 @@ def test_a_file_whose_header_does_not_name_the_highest_id_is_read(tmp_path: Path
     index.header.max_id = -1  # as a file saved before the header said it
     index.save(tmp_path / "old.faiss")
     assert VectorIndex.load(tmp_path / "old.faiss", FAKE_DIM).header.max_id == 9
+
+
+def test_a_cached_index_older_than_the_pruned_log_is_read_again_from_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sync, "LAG_BOUND", 3)
+    writer = _filled(tmp_path / "s", "exact")
+    reader = LocalBackend.open(tmp_path / "s", create=False)
+    cached = reader.vector_index(FAKE_DIM)
+    writer.forget([8, 9])
+    for n in range(3):
+        writer.add(NewMemory(f"new {n}"), fake_vector(f"new {n}"), FAKE_MODEL)  # the third checkpoints
+    assert not writer.records.logs_deletions_since(cached.header.generation)
+    caught_up = reader.vector_index(FAKE_DIM)
+    assert caught_up is not cached  # the new checkpoint, not a catch-up from every id
+    assert sorted(caught_up.ids().tolist()) == writer.records.vector_ids()

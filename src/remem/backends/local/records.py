@@ -108,10 +108,14 @@ class Records:
         if vector_ids:
             self.set_meta(f"{_DELETED}{generation:012d}", json.dumps(sorted(int(i) for i in vector_ids)))
 
+    def logs_deletions_since(self, generation: int) -> bool:
+        """True when the log of deletions goes back to ``generation`` (``forget_deleted``)."""
+        return int(self.get_meta(_DELETED_FROM) or 0) <= generation
+
     def deleted_since(self, generation: int) -> list[int] | None:
         """The vector ids deleted after ``generation``, or None when the log no longer goes back
         that far (``forget_deleted`` pruned it)."""
-        if int(self.get_meta(_DELETED_FROM) or 0) > generation:
+        if not self.logs_deletions_since(generation):
             return None
         rows = self.conn.execute(
             "SELECT value FROM store_meta WHERE key > ? AND key < ?",

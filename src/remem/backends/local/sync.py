@@ -148,9 +148,9 @@ def cached_index(
 ) -> Synced:
     """``cached`` (an index this process synced before) caught up incrementally when it is of this
     store, of the kind and parameters the store's settings now name (a reindex elsewhere may have
-    rebuilt it), and not ahead of the database (inside a read snapshot it may be: another thread of
-    this process committed after the snapshot began, as with a file) — no file read; else the file,
-    synced."""
+    rebuilt it), not ahead of the database (inside a read snapshot it may be: another thread of
+    this process committed after the snapshot began, as with a file) and not older than the log of
+    deletions (a checkpoint written since pruned it) — no file read; else the file, synced."""
     same_shape = (  # an exact index has no graph: its header's HNSW parameters name nothing
         cached is not None
         and (cached.kind, cached.header.dim) == (kind, dim)
@@ -160,7 +160,7 @@ def cached_index(
         generation = records.generation()
         if cached.header.generation == generation or (in_snapshot and cached.header.generation > generation):
             return Synced(cached, changed=False)
-        if cached.header.generation < generation:
+        if cached.header.generation < generation and records.logs_deletions_since(cached.header.generation):
             catch_up(records, cached, dim)
             return Synced(cached, changed=False)
     return synced_index(records, path, dim, kind, hnsw, in_snapshot)

@@ -1,8 +1,11 @@
 """What one write costs a local store as it grows: wall time and bytes written by one ``remem add``
 (a CLI process) and one warm ``Memories.add``, on stores of ``--sizes`` memories, exact and HNSW;
-and warm search p50 on a freshly written index file against the same store after ``--lag`` adds.
+and search (cold `remem search`, median of 3; warm p50) with ``--lag`` memories added since the
+index file was written (9,990: with the 10 adds before, the largest lag the local store allows
+before it rewrites the file, ``LAG_BOUND``), then on the same store after `remem reindex` (a fresh
+file; the reindex's wall time is the checkpoint's cost).
 
-    python bench/writes.py [--sizes 1000,100000] [--work /tmp/writes] [--adds 5] [--lag 1000]
+    python bench/writes.py [--sizes 1000,100000] [--work /tmp/writes] [--adds 5] [--lag 9990]
                            [--queries 30] [--kinds exact,hnsw]
 
 Run it once per code version with the same ``--work`` (the stores are built once, with the
@@ -141,29 +144,40 @@ def search_p50(memories: remem.Memories, queries: list[str]) -> float:
     return 1000 * statistics.median(times)
 
 
-def warm(store: Path, adds: int, lag: int, queries: list[str]) -> tuple[float, float, float, float]:
-    """(median ms of a warm add, median MB it wrote, search p50 ms fresh, search p50 ms after ``lag``
-    more adds by another process's worth of writes)."""
+def warm_adds(store: Path, adds: int) -> tuple[float, float]:
+    """(median ms of a warm ``Memories.add``, median MB it wrote), in a process that searched first."""
     with remem.open(store) as memories:
         memories.warm_up()
-        for query in queries[:5]:
-            memories.search(query, k=10, mode="vector")
-        fresh = search_p50(memories, queries)
+        memories.search("warm up", k=10, mode="vector")
         walls, written = [], []
         for n in range(adds):
             before, started = write_bytes(), time.perf_counter()
             memories.add(f"warm memory number {n} about writes")
             walls.append(time.perf_counter() - started)
             written.append(write_bytes() - before)
-    with remem.open(store) as writer:
-        for n in range(lag):
-            writer.add(f"lagging memory number {n} about topic {n % 31}")
+    return 1000 * statistics.median(walls), statistics.median(written) / 1e6
+
+
+def warm_search(store: Path, queries: list[str]) -> float:
+    """Warm vector-search p50 ms in a new ``remem.open`` (warmed up, five queries untimed)."""
     with remem.open(store) as memories:
         memories.warm_up()
         for query in queries[:5]:
             memories.search(query, k=10, mode="vector")
-        lagged = search_p50(memories, queries)
-    return 1000 * statistics.median(walls), statistics.median(written) / 1e6, fresh, lagged
+        return search_p50(memories, queries)
+
+
+def lag_then_compact(store: Path, lag: int, queries: list[str]) -> tuple[float, float, float, float, float]:
+    """After ``lag`` more memories (one ``add_many``): cold `remem search` s and warm p50 ms; then
+    the same after `remem reindex` (a checkpoint written, or nothing to do: its wall s) — the fresh
+    baseline."""
+    with remem.open(store) as writer:
+        writer.add_many([f"lagging memory number {n} about topic {n % 31}" for n in range(lag)])
+    cold_lag = statistics.median(remem_cli("search", "--store", str(store), q)[0] for q in queries[:3])
+    warm_lag = warm_search(store, queries)
+    compact = remem_cli("reindex", "--store", str(store))[0]
+    cold_fresh = statistics.median(remem_cli("search", "--store", str(store), q)[0] for q in queries[:3])
+    return cold_lag, warm_lag, compact, cold_fresh, warm_search(store, queries)
 
 
 def main() -> None:
@@ -172,7 +186,7 @@ def main() -> None:
     parser.add_argument("--kinds", default="exact,hnsw")
     parser.add_argument("--work", default="/tmp/writes")
     parser.add_argument("--adds", type=int, default=5)
-    parser.add_argument("--lag", type=int, default=300)
+    parser.add_argument("--lag", type=int, default=9_990)
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--label", default="this code")
     args = parser.parse_args()
@@ -182,19 +196,22 @@ def main() -> None:
     results = work / "writes-results.txt"
     header = (
         "| code | store | cli add s | cli add MB | warm add ms | warm add MB "
-        "| search p50 fresh ms | after lag ms |"
+        f"| cold search s, lag {args.lag} / fresh | warm search p50 ms, lag {args.lag} / fresh "
+        "| reindex s |"
     )
     print(header)
-    print("|" + "---|" * 8)
+    print("|" + "---|" * 9)
     for size in (int(s) for s in args.sizes.split(",")):
         for kind in args.kinds.split(","):
             built = build(work, size, kind)
             store = fresh_copy(work, built)
             cli_wall, cli_mb = cli_adds(store, args.adds)
-            add_ms, add_mb, fresh, lagged = warm(store, args.adds, args.lag, queries)
+            add_ms, add_mb = warm_adds(store, args.adds)
+            cold_lag, warm_lag, compact, cold_fresh, warm_fresh = lag_then_compact(store, args.lag, queries)
             row = (
                 f"| {args.label} | {size:,} {kind} | {cli_wall:.3f} | {cli_mb:.2f} | {add_ms:.1f} "
-                f"| {add_mb:.2f} | {fresh:.2f} | {lagged:.2f} (lag {args.lag}) |"
+                f"| {add_mb:.2f} | {cold_lag:.2f} / {cold_fresh:.2f} | {warm_lag:.2f} / {warm_fresh:.2f} "
+                f"| {compact:.2f} |"
             )
             print(row, flush=True)
             with results.open("a") as out:

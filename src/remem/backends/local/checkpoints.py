@@ -33,13 +33,14 @@ def write(home: Home, dim: int, index: VectorIndex | None) -> int:
     return generation
 
 
-def compact(home: Home, dim: int) -> bool:
-    """Write the checkpoint if any vector was added or deleted since it was saved (the caller holds
-    the writers' lock and has checked that the file is of the store's kind); False if none was."""
+def compact(home: Home, dim: int) -> int:
+    """Write the checkpoint if any vector was added or deleted since it was saved, or it is missing
+    or unusable (the caller holds the writers' lock); how many vectors it caught up (0: none)."""
     from remem.backends.local import sync  # noqa: PLC0415 - sync imports this module's neighbours
 
-    if sync.lag(home.records, home.index_path) == 0:
-        return False
+    behind = sync.lag(home.records, home.index_path)
+    if behind == 0:
+        return 0
     settings = home.settings
     index = None
     if settings.built_kind is IndexKind.HNSW:
@@ -47,4 +48,4 @@ def compact(home: Home, dim: int) -> bool:
             home.records, home.index_path, dim, settings.built_kind, settings.hnsw
         ).index
     write(home, dim, index)
-    return True
+    return home.records.vector_count() if behind is None else behind

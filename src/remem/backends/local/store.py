@@ -359,6 +359,20 @@ class LocalBackend:
 
         return reindex(self.home, kind, with_hnsw(self.settings.hnsw, hnsw), force)
 
+    def compact(self) -> int:
+        """Write the index checkpoint if any vector was added or deleted since it was saved
+        (``checkpoints.compact``); the vectors it caught up, 0 when none (read from its header)."""
+        from remem.backends.local import checkpoints  # noqa: PLC0415 - numpy
+
+        model = self.model
+        if model is None:
+            return 0
+        with self.write_lock(), self._index_lock:
+            behind = checkpoints.compact(self.home, model.dim)
+            if behind:
+                self._index = None  # read the new file when next needed
+            return behind
+
     def stats(self) -> StoreStats:
         """Counts, model, index, disk size and time span (``summary.summarize``)."""
         from remem.backends.local.summary import summarize  # noqa: PLC0415

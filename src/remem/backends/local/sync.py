@@ -27,9 +27,12 @@ from remem.backends.local.transactions import snapshot
 from remem.backends.local.vectors import IndexFileError, VectorIndex
 from remem.backends.local.vectors_header import read_header
 
-#: The checkpoint is rewritten once this many vectors were added or deleted since it was saved.
-#: Catching up that many costs a cold search ~TODO ms (reading their rows from SQLite) and a warm
-#: HNSW search ~TODO ms (scoring them exactly); see bench/writes.py and docs/performance.md.
+#: The checkpoint is rewritten once more than this many vectors were added or deleted since it was
+#: saved. At the bound a cold reader reads 10,000 rows (15 MB of 384-d vectors) from SQLite: on a
+#: 100k exact store, opening and catching up 10,000 adds and 1,000 forgets took 0.10-0.22 s against
+#: 0.04-0.10 s for a fresh file (2 busy cores), and scoring them beside an HNSW graph costs a warm
+#: search one 10,000 × 384 product (~0.5 ms). Rewriting the 100k file took 1.9 s: at 10,000 adds
+#: apart that is ~0.2 ms and 15 KB written per add (bench/writes.py).
 LAG_BOUND = 10_000
 
 

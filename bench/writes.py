@@ -167,15 +167,17 @@ def warm_search(store: Path, queries: list[str]) -> float:
         return search_p50(memories, queries)
 
 
-def lag_then_compact(store: Path, lag: int, queries: list[str]) -> tuple[float, float, float, float, float]:
+def lag_then_compact(
+    store: Path, kind: str, lag: int, queries: list[str]
+) -> tuple[float, float, float, float, float]:
     """After ``lag`` more memories (one ``add_many``): cold `remem search` s and warm p50 ms; then
-    the same after `remem reindex` (a checkpoint written, or nothing to do: its wall s) — the fresh
-    baseline."""
+    the same after `remem reindex --index KIND` (a checkpoint written, or nothing to do: its wall s)
+    — the fresh baseline. The kind is named: under ``auto`` a reindex of 50,000 or more builds HNSW."""
     with remem.open(store) as writer:
         writer.add_many([f"lagging memory number {n} about topic {n % 31}" for n in range(lag)])
     cold_lag = statistics.median(remem_cli("search", "--store", str(store), q)[0] for q in queries[:3])
     warm_lag = warm_search(store, queries)
-    compact = remem_cli("reindex", "--store", str(store))[0]
+    compact = remem_cli("reindex", "--store", str(store), "--index", kind)[0]  # not auto: no switch
     cold_fresh = statistics.median(remem_cli("search", "--store", str(store), q)[0] for q in queries[:3])
     return cold_lag, warm_lag, compact, cold_fresh, warm_search(store, queries)
 
@@ -207,7 +209,9 @@ def main() -> None:
             store = fresh_copy(work, built)
             cli_wall, cli_mb = cli_adds(store, args.adds)
             add_ms, add_mb = warm_adds(store, args.adds)
-            cold_lag, warm_lag, compact, cold_fresh, warm_fresh = lag_then_compact(store, args.lag, queries)
+            cold_lag, warm_lag, compact, cold_fresh, warm_fresh = lag_then_compact(
+                store, kind, args.lag, queries
+            )
             row = (
                 f"| {args.label} | {size:,} {kind} | {cli_wall:.3f} | {cli_mb:.2f} | {add_ms:.1f} "
                 f"| {add_mb:.2f} | {cold_lag:.2f} / {cold_fresh:.2f} | {warm_lag:.2f} / {warm_fresh:.2f} "

@@ -48,8 +48,12 @@ class FlatIndex:
         """Wrap ``ids`` and their rows in ``base`` (use ``empty`` or ``from_bytes``)."""
         self.dim = dim
         self._ids = ids
-        self._base = base  # rows [0, len(base)); when mapped, ``release(a, b)`` after reading [a, b)
-        self._tail = np.zeros((0, dim), dtype=np.float32)  # rows added since; room beyond ``size``
+        # Whole SCAN_ROWS pieces of ``base`` stay in place; the rows past the last whole piece start
+        # the tail (a copy of at most SCAN_ROWS rows), so that every row is scored in the same piece
+        # of the same size however the rows are split between file and memory (``_scan``).
+        whole = len(base) // SCAN_ROWS * SCAN_ROWS
+        self._base = base[:whole]  # rows [0, whole); when mapped, ``release(a, b)`` after reading [a, b)
+        self._tail = np.array(base[whole:], dtype=np.float32)  # rows past it; room beyond ``size``
         self.size = len(ids)
         self._sorted: tuple[IdArray, IdArray] | None = None  # (ids sorted, their rows), when needed
         self.changes = 0  #: how many times vectors were added or removed (rows move when they are)
@@ -175,17 +179,20 @@ class FlatIndex:
         return (self._ids, scores) if live is None else (self._ids[live], scores[live])
 
     def _scan(self, vector: FloatArray) -> FloatArray:
-        """Every row's inner product with ``vector``; a mapped base is read ``SCAN_ROWS`` at a time,
-        its pages let go after each piece (``from_bytes``)."""
+        """Every row's inner product with ``vector``, ``SCAN_ROWS`` rows a product: BLAS rounds a row's
+        sum the same way only in a product of the same size at the same offset, so the pieces are
+        the same whatever part of them is mapped (a checkpoint) and what was added since. A mapped
+        base lets go of its pages after each piece (``from_bytes``)."""
         base = len(self._base)
         scores = np.empty(self.size, dtype=np.float32)
-        step = base if self._release is None else SCAN_ROWS
-        for start in range(0, base, max(step, 1)):
-            stop = min(base, start + step)
-            np.matmul(self._base[start:stop], vector, out=scores[start:stop])
-            if self._release is not None:
-                self._release(start, stop)
-        np.matmul(self._tail[: self.size - base], vector, out=scores[base:])
+        for start in range(0, self.size, SCAN_ROWS):
+            stop = min(self.size, start + SCAN_ROWS)
+            if start < base:
+                np.matmul(self._base[start:stop], vector, out=scores[start:stop])
+                if self._release is not None:
+                    self._release(start, stop)
+            else:
+                np.matmul(self._tail[start - base : stop - base], vector, out=scores[start:stop])
         return scores
 
     def _take(self, rows: IdArray) -> FloatArray:

@@ -1,6 +1,6 @@
 """The vector index file as a checkpoint: a write commits to SQLite only; readers (another
 process's store, a long-lived one's cached index) catch up from the rows added and the deletions
-logged since; the file is rewritten once the lag passes ``sync.LAG_BOUND``."""
+logged since; the file is rewritten once the lag passes its bound (``sync.bound``)."""
 
 from __future__ import annotations
 

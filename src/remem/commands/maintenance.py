@@ -76,7 +76,7 @@ def compact(json_out: opt.JsonOption = False, store: opt.StoreOption = None) -> 
     """Write the vector index file level with the database if writes since made it lag.
 
     Writes add to the database only; searches catch the index file up from what changed, and it is
-    rewritten once 10,000 vectors were added or forgotten since. Run from cron to do that at a
+    rewritten once 10,000 vectors (HNSW: 2,000) were added or forgotten since. Run from cron to do that at a
     quiet time: it exits 0 at once when there is nothing to do (PostgreSQL: never anything).
     """
     started = time.perf_counter()

@@ -3,7 +3,7 @@
 Writers hold an exclusive OS lock on ``write.lock`` while they change anything; each change commits
 to SQLite (the truth, with a new generation and the vector ids it deleted) and nothing else. The
 index file is a checkpoint: readers take no lock, read it and catch it up from what changed since
-(``sync``); it is rewritten atomically, under the lock, once the lag passes ``sync.LAG_BOUND``.
+(``sync``); it is rewritten atomically, under the lock, once the lag passes its bound (``sync.bound``).
 """
 
 from __future__ import annotations
@@ -198,11 +198,11 @@ class LocalBackend:
 
     def _checkpoint_if_behind(self) -> None:
         """Rewrite the index checkpoint when the vectors added or deleted since it was saved passed
-        ``sync.LAG_BOUND`` (or it is missing); the caller holds the writers' lock."""
+        its bound (``sync.bound``; or it is missing); the caller holds the writers' lock."""
         from remem.backends.local import sync  # noqa: PLC0415 - numpy
 
         behind = sync.lag(self.records, self.index_path)
-        if behind is None or behind > sync.LAG_BOUND:
+        if behind is None or behind > sync.bound(self.settings.built_kind):
             self.checkpoint()
 
     def checkpoint(self) -> None:
@@ -423,7 +423,10 @@ class LocalBackend:
             if synced.warning:
                 self.warnings.append(synced.warning)
             caught_up = synced.index.header.generation != before
-            if persist_repairs and (synced.changed or (caught_up and _behind(self.records, self.index_path))):
+            behind = (
+                persist_repairs and caught_up and _behind(self.records, self.index_path, settings.built_kind)
+            )
+            if persist_repairs and (synced.changed or behind):
                 with contextlib.suppress(BlockingIOError, StoreError), self.write_lock(blocking=False):
                     checkpoints.write(self.home, dim, synced.index)
                     self._index = None
@@ -435,9 +438,9 @@ class LocalBackend:
         return self.home.write_lock(blocking=blocking)
 
 
-def _behind(records: Records, path: Path) -> bool:
-    """True when the checkpoint in ``path`` lags more than ``sync.LAG_BOUND`` vectors."""
+def _behind(records: Records, path: Path, kind: IndexKind) -> bool:
+    """True when the checkpoint in ``path`` lags more than its bound (``sync.bound``)."""
     from remem.backends.local import sync  # noqa: PLC0415 - numpy
 
     lag = sync.lag(records, path)
-    return lag is None or lag > sync.LAG_BOUND
+    return lag is None or lag > sync.bound(kind)

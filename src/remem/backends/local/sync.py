@@ -27,13 +27,22 @@ from remem.backends.local.transactions import snapshot
 from remem.backends.local.vectors import IndexFileError, VectorIndex
 from remem.backends.local.vectors_header import read_header
 
-#: The checkpoint is rewritten once more than this many vectors were added or deleted since it was
-#: saved. At the bound a cold reader reads 10,000 rows (15 MB of 384-d vectors) from SQLite: on a
-#: 100k exact store, opening and catching up 10,000 adds and 1,000 forgets took 0.10-0.22 s against
-#: 0.04-0.10 s for a fresh file (2 busy cores), and scoring them beside an HNSW graph costs a warm
-#: search one 10,000 × 384 product (~0.5 ms). Rewriting the 100k file took 1.9 s: at 10,000 adds
-#: apart that is ~0.2 ms and 15 KB written per add (bench/writes.py).
+#: An exact checkpoint is rewritten once more than this many vectors were added or deleted since
+#: it was saved. At the bound a cold reader reads 10,000 rows (15 MB of 384-d vectors) from SQLite:
+#: on a 100k exact store opening and catching up 10,000 adds and 1,000 forgets took 0.10-0.22 s
+#: against 0.04-0.10 s for a fresh file (2 busy cores), and a warm scan does 10% more work at 100k
+#: (1% at a million). Rewriting the 100k file took 1.9 s: at 10,000 adds apart ~0.2 ms and 15 KB
+#: written per add (bench/writes.py).
 LAG_BOUND = 10_000
+#: HNSW's bound (at most ``LAG_BOUND``): the vectors added since are scored exactly beside the graph,
+#: and 10,000 of them cost a warm search at 100k ~17 ms against ~5 ms for the graph walk (busy
+#: cores); 2,000 cost a few ms. Extending the 100k graph by 10,000 took 7.6 s, so ~1.5 s per 2,000.
+HNSW_LAG_BOUND = 2_000
+
+
+def bound(kind: IndexKind) -> int:
+    """How many vectors added or deleted since a checkpoint of this kind make it rewritten."""
+    return LAG_BOUND if kind is IndexKind.EXACT else min(LAG_BOUND, HNSW_LAG_BOUND)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ nothing else; the file records the generation and the highest vector id it was s
 reader catches it up from SQLite (``sync``): vectors added since are kept beside it (an exact index
 appends them to its rows; HNSW scores them exactly and merges them with the graph's hits), vectors
 deleted since are tombstones (never returned; an exact index leaves them out when it is saved next).
-The file is rewritten when the lag passes a bound (``sync.LAG_BOUND``).
+The file is rewritten when the lag passes a bound (``sync.bound``).
 
 The file is ``REMEM-VECTORS 3\\n``, one JSON header line (generation, highest vector id, kind, dim,
 HNSW parameters, tombstones; padded with spaces so that the vectors start on a cache line), the FAISS

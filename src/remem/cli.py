@@ -100,7 +100,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "search": ("search",),
     "recall": ("context", "show", "stats"),
     "changes": ("edit", "forget"),
-    "maintenance": ("reindex", "doctor"),
+    "maintenance": ("reindex", "compact", "doctor"),
     "models": ("model",),
     "mcp": ("mcp", "serve"),
     "tokens": ("token",),

@@ -4,7 +4,6 @@ reindex and every reader rebuild it — instead of giving "cosines" in the milli
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import xxhash
 from helpers import run_cli
 from remem.backends.local.files import INDEX_FILE
 from remem.backends.local.flat import ROWS_OFFSET
-from remem.backends.local.vectors_header import MAGIC, MAGIC_V1, MAGIC_V2
+from remem.backends.local.vectors_header import MAGIC
 
 
 @pytest.fixture
@@ -72,29 +71,6 @@ def test_damage_anywhere_before_the_checksum_is_caught(four: Path, where: str) -
     assert found.code == 2 and "vectors.faiss is damaged (its checksum does not match)" in found.stdout
 
 
-def test_an_index_file_of_the_previous_version_is_read_and_the_next_write_upgrades_it(four: Path) -> None:
-    path = four / INDEX_FILE
-    before = _scores(four)
-    line, payload = _fields(four)
-    path.write_bytes(
-        MAGIC_V2 + line + payload + b"sha256 " + hashlib.sha256(payload).hexdigest().encode() + b"\n"
-    )
-    result = run_cli(["search", "--json", "--mode", "vector", "-k", "4", "alpha"], four)
-    assert result.code == 0 and result.stderr == ""
-    assert _scores(four) == before and run_cli(["doctor"], four).code == 0
-    path.write_bytes(
-        MAGIC_V2
-        + line
-        + payload[:-1]
-        + b"\xff"
-        + b"sha256 "
-        + hashlib.sha256(payload).hexdigest().encode()
-        + b"\n"
-    )
-    assert "its checksum does not match" in run_cli(["doctor"], four).stdout
-    assert run_cli(["doctor", "--repair"], four).code == 0 and path.read_bytes().startswith(MAGIC)
-
-
 def test_doctor_finds_a_damaged_block_and_repair_rebuilds_it(four: Path) -> None:
     _damage_floats(four)
     found = run_cli(["doctor"], four)
@@ -115,15 +91,4 @@ def test_a_search_rebuilds_a_damaged_index_with_a_warning(four: Path) -> None:
     result = run_cli(["search", "--json", "--mode", "vector", "-k", "4", "alpha"], four)
     assert result.code == 0 and "checksum does not match" in result.stderr
     assert all(-1.0 <= json.loads(line)["score"] <= 1.0 for line in result.stdout.splitlines())
-    assert run_cli(["doctor"], four).code == 0
-
-
-def test_an_index_file_of_an_older_remem_without_a_checksum_is_still_read(four: Path) -> None:
-    path = four / INDEX_FILE
-    before = _scores(four)
-    line, payload = _fields(four)
-    path.write_bytes(MAGIC_V1 + line + payload)
-    result = run_cli(["search", "--json", "--mode", "vector", "-k", "4", "alpha"], four)
-    assert result.code == 0 and result.stderr == ""
-    assert _scores(four) == before
     assert run_cli(["doctor"], four).code == 0

@@ -13,7 +13,6 @@ import pytest
 from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, vector_search
 from remem import AddResult, Filters, Hit, NewMemory
 from remem.backends.local import LocalBackend
-from remem.backends.local.vectors import VectorIndex
 from remem.errors import ModelMismatchError, StoreError
 from remem.types import text_sha256
 
@@ -46,7 +45,7 @@ def _row_count(store: LocalBackend) -> int:
 
 
 def _index_size(store: LocalBackend) -> int:
-    return VectorIndex.load(store.index_path, FAKE_DIM).size
+    return store.vector_index(FAKE_DIM).size
 
 
 def _unit(rng: np.random.Generator) -> np.ndarray:

@@ -360,6 +360,11 @@ class Backend(Protocol):
         ef_search) where given; keyword index); what is current is left alone unless ``force``."""
         ...
 
+    def compact(self) -> int:
+        """Write the vector index level with the database where it is a checkpoint that lags (the
+        local store); the vectors it caught up, 0 when there was nothing to do."""
+        ...
+
     def stats(self) -> StoreStats:
         """Counts, model, index, size and time span (``backends.summary.gather``)."""
         ...

@@ -1,5 +1,6 @@
-"""Commands that keep a store healthy: reindex and doctor. Safe to run from cron."""
+"""Commands that keep a store healthy: reindex, compact and doctor. Safe to run from cron."""
 
+import time
 from typing import Annotated
 
 import typer
@@ -12,6 +13,7 @@ from remem.commands.common import EXIT_FAILURE, EXIT_NOTHING_FOUND, note, open_m
 def register(app: typer.Typer) -> None:
     """Add these commands to the app."""
     app.command()(reindex)
+    app.command()(compact)
     app.command()(doctor)
 
 
@@ -68,6 +70,27 @@ def reindex(
     )
     parts.append("keyword index rebuilt" if report.rebuilt_keywords else "keyword index current")
     note(f"Reindexed: {', '.join(parts)} ({report.seconds:.1f} s).")
+
+
+def compact(json_out: opt.JsonOption = False, store: opt.StoreOption = None) -> None:
+    """Write the vector index file level with the database if writes since made it lag.
+
+    Writes add to the database only; searches catch the index file up from what changed, and it is
+    rewritten once 10,000 vectors (HNSW: 2,000) were added or forgotten since. Run from cron to do that at a
+    quiet time: it exits 0 at once when there is nothing to do (PostgreSQL: never anything).
+    """
+    started = time.perf_counter()
+    with open_memories(store, create=False) as memories:
+        if memories is None:
+            raise typer.Exit(EXIT_NOTHING_FOUND)
+        behind = memories.compact()
+    seconds = time.perf_counter() - started
+    if json_out:
+        typer.echo(render.json_line({"compacted": behind, "seconds": round(seconds, 3)}))
+    elif behind:
+        note(f"Compacted: {behind} vectors written into the index file ({seconds:.1f} s).")
+    else:
+        note("Nothing to compact.")
 
 
 def doctor(

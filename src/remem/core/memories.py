@@ -483,6 +483,11 @@ class Memories(AbstractContextManager["Memories"]):
         A write that takes the store across that size, or a doubling of it, adds it to ``notes``."""
         return growth.advice(growth.state_of(self.backend))
 
+    def compact(self) -> int:
+        """Write a local store's vector index file level with its database if it lags (``remem
+        compact``, for cron); the vectors it caught up, 0 with nothing to do (always on PostgreSQL)."""
+        return self.backend.compact()
+
     def stats(self) -> StoreStats:
         """Counts by user, conversation, tag and role; model, index, disk size, oldest and newest
         (``StoreStats.record()`` is its JSON, as ``remem stats --json`` prints it)."""

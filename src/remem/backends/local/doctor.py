@@ -114,12 +114,14 @@ def _index_file(home: Home) -> Check:
         index = VectorIndex.load(home.index_path, model.dim)
     except IndexFileError as exc:
         return Check("vector index", False, str(exc), repairable=True)
-    live = set(index.ids().tolist()) - index.tombstones
     problems = []
     if index.header.store_id != home.records.store_id():
         problems.append("belongs to another store")
-    if index.header.generation != home.records.generation():
+    elif index.header.generation > home.records.generation():
         problems.append(f"generation {index.header.generation}, database {home.records.generation()}")
+    else:  # a checkpoint behind the database: what a search would see, caught up
+        sync.catch_up(home.records, index, model.dim)
+    live = set(index.ids().tolist())
     if live != set(home.records.vector_ids()):
         problems.append(f"{len(live)} vectors where the database has {home.records.vector_count()}")
     detail = f"{index.kind.value}, {len(live)} vectors, {len(index.tombstones)} tombstones"
@@ -148,8 +150,8 @@ def _files(home: Home, removed: list[str]) -> list[Check]:
 
 
 def recover(home: Home) -> None:
-    """The recovery every command does on open, made explicit: catch the index file up with SQLite
-    (after a writer died between its commit and its save) and remove leftover temporary files."""
+    """The recovery every command does on open, made explicit: rebuild an index file that cannot be
+    caught up with SQLite and remove leftover temporary files."""
     model = home.model
     with home.write_lock():
         if model is not None:
@@ -158,7 +160,7 @@ def recover(home: Home) -> None:
                     home.records, home.index_path, model.dim, home.settings.built_kind, home.settings.hnsw
                 )
                 if synced.changed and synced.warning is None:
-                    synced.index.save(home.index_path)
+                    synced.index.save(home.index_path)  # a new store's first file
 
 
 def examine(home: Home, removed: list[str] | None = None) -> list[Check]:

@@ -48,12 +48,17 @@ class FlatIndex:
         """Wrap ``ids`` and their rows in ``base`` (use ``empty`` or ``from_bytes``)."""
         self.dim = dim
         self._ids = ids
-        self._base = base  # rows [0, len(base)); when mapped, ``release(a, b)`` after reading [a, b)
-        self._tail = np.zeros((0, dim), dtype=np.float32)  # rows added since; room beyond ``size``
+        # Whole SCAN_ROWS pieces of ``base`` stay in place; the rows past the last whole piece start
+        # the tail (a copy of at most SCAN_ROWS rows), so that every row is scored in the same piece
+        # of the same size however the rows are split between file and memory (``_scan``).
+        whole = len(base) // SCAN_ROWS * SCAN_ROWS
+        self._base = base[:whole]  # rows [0, whole); when mapped, ``release(a, b)`` after reading [a, b)
+        self._tail = np.array(base[whole:], dtype=np.float32)  # rows past it; room beyond ``size``
         self.size = len(ids)
         self._sorted: tuple[IdArray, IdArray] | None = None  # (ids sorted, their rows), when needed
         self.changes = 0  #: how many times vectors were added or removed (rows move when they are)
         self._release = release
+        self._dead: npt.NDArray[np.bool_] | None = None  # rows removed since: skipped, never moved
 
     @classmethod
     def empty(cls, dim: int) -> FlatIndex:
@@ -94,21 +99,39 @@ class FlatIndex:
     def to_bytes(self) -> Iterator[bytes | memoryview]:
         """The index in FAISS's layout, in pieces (the vectors are not copied; a mapped base is read
         ``SCAN_ROWS`` at a time, its pages let go after each piece is taken)."""
-        return layout(self.dim, self._ids, self._row_pieces())
+        live = self._live()
+        return layout(self.dim, self._ids if live is None else self._ids[live], self._row_pieces(live))
 
-    def _row_pieces(self) -> Iterator[bytes | memoryview]:
-        """The rows' float32 bytes in order: the base ``SCAN_ROWS`` at a time, then the tail."""
-        for start in range(0, len(self._base), SCAN_ROWS):
-            stop = min(len(self._base), start + SCAN_ROWS)
-            yield np.ascontiguousarray(self._base[start:stop], dtype="<f4").data.cast("B")
+    def _row_pieces(self, live: npt.NDArray[np.bool_] | None) -> Iterator[bytes | memoryview]:
+        """The live rows' float32 bytes in order: the base ``SCAN_ROWS`` at a time, then the tail."""
+        base = len(self._base)
+        for start in range(0, base, SCAN_ROWS):
+            stop = min(base, start + SCAN_ROWS)
+            rows = self._base[start:stop] if live is None else self._base[start:stop][live[start:stop]]
+            yield np.ascontiguousarray(rows, dtype="<f4").data.cast("B")
             if self._release is not None:
                 self._release(start, stop)
-        if self.size > len(self._base):
-            yield np.ascontiguousarray(self._tail[: self.size - len(self._base)], dtype="<f4").data.cast("B")
+        if self.size > base:
+            rows = (
+                self._tail[: self.size - base]
+                if live is None
+                else self._tail[: self.size - base][live[base:]]
+            )
+            yield np.ascontiguousarray(rows, dtype="<f4").data.cast("B")
+
+    def _live(self) -> npt.NDArray[np.bool_] | None:
+        """Which rows are not removed, or None when all are."""
+        return None if self._dead is None else ~self._dead
+
+    @property
+    def removed(self) -> int:
+        """Rows removed since the index was read (still in it, never returned)."""
+        return 0 if self._dead is None else int(np.count_nonzero(self._dead))
 
     def ids(self) -> IdArray:
-        """Ids of all vectors, in insertion order."""
-        return np.array(self._ids, dtype=np.int64)
+        """Ids of all vectors not removed, in insertion order."""
+        live = self._live()
+        return np.array(self._ids if live is None else self._ids[live], dtype=np.int64)
 
     def add(self, ids: Sequence[int] | IdArray, vectors: FloatArray) -> None:
         """Append rows under the given ids (room grows geometrically: many small adds stay linear)."""
@@ -121,15 +144,16 @@ class FlatIndex:
             self._tail = grown
         self._tail[used:needed] = rows
         self._ids = np.concatenate([self._ids, np.asarray(ids, dtype=np.int64)])
+        if self._dead is not None:
+            self._dead = np.concatenate([self._dead, np.zeros(len(ids), dtype=bool)])
         self.size, self._sorted, self.changes = self.size + len(ids), None, self.changes + 1
 
     def remove(self, ids: Sequence[int]) -> None:
-        """Drop these ids' vectors; the others keep their order (in memory of the index's own).
-        Absent ids are ignored."""
-        keep = np.flatnonzero(~np.isin(self._ids, np.asarray(ids, dtype=np.int64)))
-        self._tail, self._ids = self._take(keep), self._ids[keep]
-        self._base, self._release = np.zeros((0, self.dim), dtype=np.float32), None
-        self.size, self._sorted, self.changes = len(self._ids), None, self.changes + 1
+        """Stop returning these ids' vectors: their rows are marked, not moved (a mapped million is
+        never copied); saving leaves them out. Absent ids are ignored."""
+        gone = np.isin(self._ids, np.asarray(ids, dtype=np.int64))
+        self._dead = gone if self._dead is None else self._dead | gone
+        self._sorted, self.changes = None, self.changes + 1
 
     def search(
         self, query: FloatArray, k: int, among: Sequence[int] | None = None
@@ -139,7 +163,7 @@ class FlatIndex:
         With ``among``, only those ids are candidates (ids not in the index are never returned)."""
         vector = np.asarray(query, dtype=np.float32).reshape(-1)
         if among is None:
-            labels, scores = self._ids, self._scan(vector)
+            labels, scores = self.scores(vector)
         else:
             rows = self._rows(np.unique(np.asarray(among, dtype=np.int64)))[1]
             labels, scores = self._ids[rows], self._take(rows) @ vector
@@ -150,21 +174,25 @@ class FlatIndex:
         return [(int(i), float(s)) for i, s in zip(labels[order], scores[order], strict=True)]
 
     def scores(self, query: FloatArray) -> tuple[IdArray, FloatArray]:
-        """Every vector's id and inner product with ``query`` (one pass over the matrix)."""
-        return self._ids, self._scan(np.asarray(query, dtype=np.float32).reshape(-1))
+        """Every live vector's id and inner product with ``query`` (one pass over the matrix)."""
+        scores, live = self._scan(np.asarray(query, dtype=np.float32).reshape(-1)), self._live()
+        return (self._ids, scores) if live is None else (self._ids[live], scores[live])
 
     def _scan(self, vector: FloatArray) -> FloatArray:
-        """Every row's inner product with ``vector``; a mapped base is read ``SCAN_ROWS`` at a time,
-        its pages let go after each piece (``from_bytes``)."""
+        """Every row's inner product with ``vector``, ``SCAN_ROWS`` rows a product: BLAS rounds a row's
+        sum the same way only in a product of the same size at the same offset, so the pieces are
+        the same whatever part of them is mapped (a checkpoint) and what was added since. A mapped
+        base lets go of its pages after each piece (``from_bytes``)."""
         base = len(self._base)
         scores = np.empty(self.size, dtype=np.float32)
-        step = base if self._release is None else SCAN_ROWS
-        for start in range(0, base, max(step, 1)):
-            stop = min(base, start + step)
-            np.matmul(self._base[start:stop], vector, out=scores[start:stop])
-            if self._release is not None:
-                self._release(start, stop)
-        np.matmul(self._tail[: self.size - base], vector, out=scores[base:])
+        for start in range(0, self.size, SCAN_ROWS):
+            stop = min(self.size, start + SCAN_ROWS)
+            if start < base:
+                np.matmul(self._base[start:stop], vector, out=scores[start:stop])
+                if self._release is not None:
+                    self._release(start, stop)
+            else:
+                np.matmul(self._tail[start - base : stop - base], vector, out=scores[start:stop])
         return scores
 
     def _take(self, rows: IdArray) -> FloatArray:
@@ -179,8 +207,12 @@ class FlatIndex:
         return taken
 
     def rows(self, ids: Sequence[int]) -> IdArray:
-        """The rows of those ``ids`` that are present (absent ids are skipped)."""
-        return self._rows(np.asarray(ids, dtype=np.int64))[1]
+        """Positions, among ``scores``' live vectors, of those ``ids`` that are present (absent and
+        removed ids are skipped)."""
+        rows = self._rows(np.asarray(ids, dtype=np.int64))[1]
+        if self._dead is None:
+            return rows
+        return (np.cumsum(~self._dead) - 1)[rows]
 
     def vectors(self, ids: Sequence[int]) -> FloatArray:
         """The rows of these ids, in the given order; KeyError names the first absent id."""
@@ -198,6 +230,8 @@ class FlatIndex:
         keys, rows = self._sorted
         at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
         found = keys[at] == wanted if len(keys) else np.zeros(len(wanted), dtype=bool)
+        if self._dead is not None and len(keys):
+            found &= ~self._dead[rows[at]]  # removed: as if absent
         return found, rows[at[found]]
 
 

@@ -20,11 +20,11 @@ from remem.types import ModelInfo
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from remem.backends.local.vectors import VectorIndex
+    from remem.backends.local.writelog import WriteLog
 
     #: ``LocalBackend.writing``: a write transaction under the store lock for a model (None: no
-    #: vectors change), yielding the synced index to update alongside and the records.
-    Writing = Callable[[ModelInfo | None], contextlib.AbstractContextManager[tuple[VectorIndex, Records]]]
+    #: vectors change), yielding the log of the vector ids it deletes and the records.
+    Writing = Callable[[ModelInfo | None], contextlib.AbstractContextManager[tuple[WriteLog, Records]]]
 
 
 @dataclass(frozen=True)

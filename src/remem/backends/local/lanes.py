@@ -154,7 +154,7 @@ def _vector_hits(scores: _QueryScores, k: int, filters: Filters) -> list[Scored]
         if found is not None:
             return found
     hits = index.search(scores.vector, k, among)
-    expected = min(k, len(among) if among is not None else index.size - len(index.tombstones))
+    expected = min(k, len(among) if among is not None else index.size)
     if len(hits) < expected:  # the graph walk ran dry
         hits = index.search(scores.vector, k, among, ef_search=max(4 * k, 16 * index.header.hnsw.ef_search))
         if len(hits) < expected:

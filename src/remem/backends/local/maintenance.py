@@ -7,7 +7,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from remem.backends.local import fts, sync
+from remem.backends.local import checkpoints, fts, sync
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.settings import IndexSettings
 from remem.backends.local.transactions import atomic
@@ -27,13 +27,12 @@ def _index_is_current(home: Home, kind: IndexKind, hnsw: HnswParams) -> bool:
     except IndexFileError:
         return False
     same_shape = index.kind is kind and (kind is IndexKind.EXACT or index.header.hnsw == hnsw)
-    return (
-        same_shape
-        and not index.tombstones
-        and index.header.store_id == home.records.store_id()
-        and index.header.generation == home.records.generation()
-        and index.size == home.records.vector_count()
-    )
+    if not same_shape or index.header.store_id != home.records.store_id():
+        return False
+    if index.header.generation > home.records.generation():
+        return False
+    sync.catch_up(home.records, index, model.dim)  # a checkpoint behind: current once caught up
+    return not index.tombstones and index.size == home.records.vector_count()
 
 
 def keywords_are_current(home: Home) -> bool:
@@ -73,6 +72,8 @@ def reindex(
         rebuild_index = home.model is not None and (force or not _index_is_current(home, kind, wanted.hnsw))
         rebuild_keywords = force or not keywords_are_current(home)
         _apply(home, replace(wanted, built_kind=kind), rebuild_index, rebuild_keywords)
+        if not rebuild_index and home.model is not None:  # current, but maybe behind its checkpoint
+            rebuild_index = checkpoints.compact(home, home.model.dim) > 0
     return ReindexReport(kind, count, rebuild_index, rebuild_keywords, time.perf_counter() - started)
 
 

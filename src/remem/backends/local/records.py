@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 _CHUNK = 500  # values per "IN (...)" list
 _Value = TypeVar("_Value", int, str)
+#: store_meta keys of the log of deleted vector ids, one per generation (``log_deleted``), and of
+#: the generation up to which it was pruned.
+_DELETED, _DELETED_FROM = "deleted:", "deleted_from"
 
 _MEMORY_COLUMNS = """m.id, m.text, m.sha256, m.created_at, m.user, m.conversation, m.role, m.meta,
     (SELECT json_group_array(tag) FROM
@@ -98,6 +101,42 @@ class Records:
         generation = self.generation() + 1
         self.set_meta("generation", str(generation))
         return generation
+
+    def log_deleted(self, generation: int, vector_ids: Sequence[int]) -> None:
+        """Record, in the write that deletes them, the vector ids deleted by ``generation`` (what a
+        reader of an older index checkpoint removes when it catches up)."""
+        if vector_ids:
+            self.set_meta(f"{_DELETED}{generation:012d}", json.dumps(sorted(int(i) for i in vector_ids)))
+
+    def logs_deletions_since(self, generation: int) -> bool:
+        """True when the log of deletions goes back to ``generation`` (``forget_deleted``)."""
+        return int(self.get_meta(_DELETED_FROM) or 0) <= generation
+
+    def deleted_since(self, generation: int) -> list[int] | None:
+        """The vector ids deleted after ``generation``, or None when the log no longer goes back
+        that far (``forget_deleted`` pruned it)."""
+        if not self.logs_deletions_since(generation):
+            return None
+        rows = self.conn.execute(
+            "SELECT value FROM store_meta WHERE key > ? AND key < ?",
+            (f"{_DELETED}{generation:012d}", f"{_DELETED}~"),
+        )
+        return [int(i) for (value,) in rows for i in json.loads(value)]
+
+    def forget_deleted(self, generation: int) -> None:
+        """Drop the log of deletions up to ``generation`` (an index checkpoint of that generation
+        holds none of them); call inside a write."""
+        if int(self.get_meta(_DELETED_FROM) or 0) < generation:
+            self.conn.execute(
+                "DELETE FROM store_meta WHERE key > ? AND key <= ?",
+                (_DELETED, f"{_DELETED}{generation:012d}"),
+            )
+            self.set_meta(_DELETED_FROM, str(generation))
+
+    def vectors_after(self, vector_id: int) -> tuple[int, int]:
+        """(how many vectors have an id above ``vector_id``, the highest id), in one statement."""
+        row = self.conn.execute("SELECT count(*), max(id) FROM vectors WHERE id > ?", (vector_id,)).fetchone()
+        return int(row[0]), int(row[1] if row[1] is not None else vector_id)
 
     def find_duplicate(self, sha256: str, user: str | None, conversation: str | None) -> int | None:
         """The id of a memory with this text hash in the same user/conversation, if any."""
@@ -286,9 +325,10 @@ class Records:
         return [int(r[0]) for r in self.conn.execute("SELECT id FROM vectors ORDER BY id")]
 
     def iter_vectors(
-        self, ids: Sequence[int] | None = None, batch: int = 4096
+        self, ids: Sequence[int] | None = None, batch: int = 4096, after: int = -1
     ) -> Iterator[list[tuple[int, bytes]]]:
-        """Stored (vector id, float32 bytes) pairs in id order, in chunks (only ``ids`` if given)."""
+        """Stored (vector id, float32 bytes) pairs in id order, in chunks (only ``ids`` if given,
+        else those with an id above ``after``)."""
         if ids is not None:
             for chunk, marks in _chunks(sorted(ids)):
                 yield [
@@ -298,7 +338,7 @@ class Records:
                     )
                 ]
             return
-        cursor = self.conn.execute("SELECT id, vector FROM vectors ORDER BY id")
+        cursor = self.conn.execute("SELECT id, vector FROM vectors WHERE id > ? ORDER BY id", (after,))
         while rows := cursor.fetchmany(batch):
             yield [(int(vid), bytes(blob)) for vid, blob in rows]
 

@@ -43,10 +43,9 @@ if TYPE_CHECKING:
     from datetime import timedelta
     from pathlib import Path
 
-    from remem.arrays import FloatArray
     from remem.backends.local.home import Home
     from remem.backends.local.records import Records
-    from remem.backends.local.vectors import VectorIndex
+    from remem.backends.local.writelog import WriteLog
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS runs (
@@ -80,10 +79,9 @@ _RUN = (
 _ROW = f"SELECT {', '.join(ROW_COLUMNS)} FROM rows"
 
 
-#: The store's ``writing(model, whole=True)``: the move's transaction (an exact index not loaded).
-MoveWriting = Callable[[ModelInfo], contextlib.AbstractContextManager[tuple["VectorIndex | None", "Records"]]]
-#: The store's ``index_added``: put memories' windows, just stored, into the loaded index.
-IndexAdded = Callable[["VectorIndex", list[tuple[int, "FloatArray"]]], None]
+#: The store's ``writing(model)``: the move's transaction (the index checkpoint is written after it
+#: when the move put it past its bound).
+MoveWriting = Callable[[ModelInfo], contextlib.AbstractContextManager[tuple["WriteLog", "Records"]]]
 
 
 @translating
@@ -91,10 +89,10 @@ class LocalStaging:
     """The staging file of one local store (``Staging``; see the module docstring). Its connection
     is opened when first needed and closed by ``close``."""
 
-    def __init__(self, home: Home, location: str, writing: MoveWriting, index_added: IndexAdded) -> None:
-        """Stage for the store at ``home``; ``writing`` and ``index_added`` are the store's, for the move."""
+    def __init__(self, home: Home, location: str, writing: MoveWriting) -> None:
+        """Stage for the store at ``home``; ``writing`` is the store's, for the move."""
         self.home, self.location, self.directory = home, location, home.directory
-        self._move_writing, self._index_added = writing, index_added
+        self._move_writing = writing
         self.path: Path = home.directory / STAGING_FILE
         self._conn: sqlite3.Connection | None = None
 
@@ -232,20 +230,15 @@ class LocalStaging:
         """Add the run's new memories in one transaction of the store (``Staging.move``), the
         store's database read without its memory map meanwhile (``_unmapped``)."""
         moved, check = Moved(), MoveDigest()
-        with _unmapped(self.home.records.conn), self._move_writing(model) as (index, records):
+        with _unmapped(self.home.records.conn), self._move_writing(model) as (_, records):
             created_at, after = utc_now_iso(), -1
             while page := self._fresh_rows(run, after):
-                added: list[tuple[int, FloatArray]] = []
                 for row, windows in zip(page, page_windows(page, model.dim, self.location), strict=True):
                     check.add(row.seq, row.entry)
                     blobs = [window.tobytes() for window in windows]
                     result = records.add(memory_of(row.memory), blobs, created_at, row.context)
                     (moved.raced if result.duplicate else moved.added).append(result.id)
                     moved.carried += row.carried
-                    if not result.duplicate:
-                        added.append((result.id, windows))
-                if index is not None:
-                    self._index_added(index, added)
                 after = page[-1].seq
             check.check(digest, self.location)
         return moved

@@ -1,9 +1,9 @@
 """The store: keeps SQLite records and the vector index consistent, under one directory.
 
 Writers hold an exclusive OS lock on ``write.lock`` while they change anything; each change commits
-to SQLite first (the truth, with a new generation) and then rewrites the index file atomically.
-Readers take no lock: they read the last complete index file and catch it up from SQLite if a
-writer is between its commit and its save.
+to SQLite (the truth, with a new generation and the vector ids it deleted) and nothing else. The
+index file is a checkpoint: readers take no lock, read it and catch it up from what changed since
+(``sync``); it is rewritten atomically, under the lock, once the lag passes its bound (``sync.bound``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Sequence
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,11 +34,9 @@ if TYPE_CHECKING:
     from remem.backends.local.lanes import LocalVectorLane
     from remem.backends.local.staged import LocalStaging
     from remem.backends.local.vectors import VectorIndex
+    from remem.backends.local.writelog import WriteLog
     from remem.backends.shapes import IndexState, TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
-
-#: ``add_many`` puts its memories into the vector index this many at a time.
-_INDEX_CHUNK = 10_000
 
 
 @translating
@@ -132,30 +129,12 @@ class LocalBackend:
         """
         windows = windows_of(vectors, len(memories), model.dim)
         results: list[AddResult] = []
-        with self.writing(model) as (index, _):
+        with self.writing(model):
             created_at = utc_now_iso()
-            added: list[tuple[int, FloatArray]] = []
             for memory, rows, context in zip(memories, windows, contexts_of(contexts, memories), strict=True):
                 blobs = [row.astype("<f4").tobytes() for row in rows]
-                result = self.records.add(memory, blobs, created_at, context)
-                results.append(result)
-                if not result.duplicate:
-                    added.append((result.id, rows))
-                if len(added) >= _INDEX_CHUNK:
-                    self.index_added(index, added)
-            self.index_added(index, added)
+                results.append(self.records.add(memory, blobs, created_at, context))
         return results
-
-    def index_added(self, index: VectorIndex, added: list[tuple[int, FloatArray]]) -> None:
-        """Put the just-stored memories' windows into the index, in one call (an index add copies
-        its id list: one call per memory made a batch quadratic), and empty ``added``."""
-        import numpy as np  # noqa: PLC0415 - `list` and `export` open the store without numpy
-
-        if added:
-            stored = self.records.vectors_of_memories([memory_id for memory_id, _ in added])
-            vector_ids = [vid for memory_id, _ in added for vid, _ in stored[memory_id]]
-            index.add(vector_ids, np.concatenate([rows for _, rows in added]))
-            added.clear()
 
     def edit(
         self,
@@ -178,8 +157,7 @@ class LocalBackend:
         with self.writing(model) as (index, _):
             vectors = self.records.vectors_of_memories(memory_ids)
             deleted = self.records.delete(memory_ids)
-            if index is not None:
-                index.remove([vid for mid in deleted for vid, _ in vectors.get(mid, [])])
+            index.remove([vid for mid in deleted for vid, _ in vectors.get(mid, [])])
         return deleted
 
     def supersede(self, wanted: Sequence[Link]) -> None:
@@ -195,53 +173,50 @@ class LocalBackend:
             return records.revive(memory_id, supersedes, expires_at, at)
 
     @contextlib.contextmanager
-    def writing(
-        self, model: ModelInfo | None, *, whole: bool = False
-    ) -> Iterator[tuple[VectorIndex, Records]]:
-        """A write transaction under the store lock, with the synced index to update alongside.
+    def writing(self, model: ModelInfo | None) -> Iterator[tuple[WriteLog, Records]]:
+        """A write transaction under the store lock; the writer tells the yielded log which vector
+        ids it deletes.
 
-        On success the transaction commits with a new generation and the index is saved (a failed
-        save is a warning: the database has the change); on error both are left as they were. With
-        ``whole`` (a big ingest's move) an exact index is not loaded (None is yielded): its file is
-        written again from the database after the commit, a block of vectors at a time.
+        On success the transaction commits with a new generation and those ids logged; the index
+        file is left as it is (a checkpoint) unless the lag since it passed its bound: then it is
+        rewritten after the commit (a failure is a warning: the database has the change). On error
+        nothing is changed.
         """
-        with self.write_lock(), self._index_lock:
+        from remem.backends.local.writelog import WriteLog  # noqa: PLC0415
+
+        with self.write_lock():
             if model is not None:
                 self.check_model(model)
-            streamed = whole and model is not None and self.settings.built_kind is IndexKind.EXACT
-            index = self.vector_index(model.dim) if model is not None and not streamed else None
-            try:
-                with atomic(self.records.conn):
-                    if model is not None and self.model is None:
-                        write_model(self.records, model)
-                    yield index, self.records  # type: ignore[misc]
-                    generation = self.records.bump_generation()
-            except BaseException:
-                self._index = None  # it may hold what was rolled back
-                raise
-            if streamed:
-                self._index = None  # the file is written anew: read it again when next needed
-                self._write_whole(generation)
-            elif index is not None:
-                self._save_after_commit(index, generation)
+            log = WriteLog()
+            with atomic(self.records.conn):
+                if model is not None and self.model is None:
+                    write_model(self.records, model)
+                yield log, self.records
+                self.records.log_deleted(self.records.bump_generation(), log.removed)
+            if model is not None:
+                self._checkpoint_if_behind()
 
-    def _write_whole(self, generation: int) -> None:
-        """Write the exact index file from the database after a commit (a failure is a warning, as
-        in ``_save_after_commit``)."""
-        from remem.backends.local.streamed import write_exact  # noqa: PLC0415 - numpy
+    def _checkpoint_if_behind(self) -> None:
+        """Rewrite the index checkpoint when the vectors added or deleted since it was saved passed
+        its bound (``sync.bound``; or it is missing); the caller holds the writers' lock."""
+        from remem.backends.local import sync  # noqa: PLC0415 - numpy
+
+        behind = sync.lag(self.records, self.index_path)
+        if behind is None or behind > sync.bound(self.settings.built_kind):
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Write the index file level with the database now and prune the log of deletions it
+        holds; the caller holds the writers' lock. A failure is a warning."""
+        from remem.backends.local import checkpoints  # noqa: PLC0415 - numpy
 
         model = self.model
-        assert model is not None
+        if model is None:
+            return
         try:
-            write_exact(self.records, self.index_path, model.dim, generation, self.settings.hnsw)
-        except StoreError as exc:
-            self.warnings.append(f"{exc}; the change is saved, the vector index catches up later")
-
-    def _save_after_commit(self, index: VectorIndex, generation: int) -> None:
-        """The change is committed (SQLite is the truth): a failed save of the derived index file
-        is a warning, not a failure — the next open catches the file up from the database."""
-        try:
-            index.save(self.index_path, generation)
+            exact = self.settings.built_kind is IndexKind.EXACT
+            checkpoints.write(self.home, model.dim, None if exact else self.vector_index(model.dim))
+            self._index = None  # read the new file when next needed (the old one's rows stay mapped)
         except StoreError as exc:
             self.warnings.append(f"{exc}; the change is saved, the vector index catches up later")
 
@@ -378,7 +353,7 @@ class LocalBackend:
         """The store's staging area for big ingests (``staged``: a file of its own)."""
         from remem.backends.local.staged import LocalStaging  # noqa: PLC0415
 
-        return LocalStaging(self.home, self.location, partial(self.writing, whole=True), self.index_added)
+        return LocalStaging(self.home, self.location, self.writing)
 
     def reindex(
         self, kind: str | None, hnsw: tuple[int | None, int | None, int | None], force: bool
@@ -387,6 +362,20 @@ class LocalBackend:
         from remem.backends.local.maintenance import reindex, with_hnsw  # noqa: PLC0415 - numpy, FAISS
 
         return reindex(self.home, kind, with_hnsw(self.settings.hnsw, hnsw), force)
+
+    def compact(self) -> int:
+        """Write the index checkpoint if any vector was added or deleted since it was saved
+        (``checkpoints.compact``); the vectors it caught up, 0 when none (read from its header)."""
+        from remem.backends.local import checkpoints  # noqa: PLC0415 - numpy
+
+        model = self.model
+        if model is None:
+            return 0
+        with self.write_lock(), self._index_lock:
+            behind = checkpoints.compact(self.home, model.dim)
+            if behind:
+                self._index = None  # read the new file when next needed
+            return behind
 
     def stats(self) -> StoreStats:
         """Counts, model, index, disk size and time span (``summary.summarize``)."""
@@ -417,11 +406,12 @@ class LocalBackend:
     def vector_index(self, dim: int, *, persist_repairs: bool = False) -> VectorIndex:
         """The index, level with SQLite (the one loaded before, caught up, when there is one);
         repairs are saved when asked and no writer holds the lock."""
-        from remem.backends.local import sync  # noqa: PLC0415 - numpy and FAISS only when vectors are needed
+        from remem.backends.local import checkpoints, sync  # noqa: PLC0415 - numpy and FAISS when needed
 
         settings = self.settings
         in_snapshot = self.records.conn.in_transaction  # a read snapshot (writers hold the lock)
         with self._index_lock:
+            before = None if self._index is None else self._index.header.generation
             synced = sync.cached_index(
                 self.records,
                 self._index,
@@ -436,12 +426,25 @@ class LocalBackend:
                 synced.index.keep_resident()
             if synced.warning:
                 self.warnings.append(synced.warning)
-            if persist_repairs and synced.changed:
+            caught_up = synced.index.header.generation != before
+            behind = (
+                persist_repairs and caught_up and _behind(self.records, self.index_path, settings.built_kind)
+            )
+            if persist_repairs and (synced.changed or behind):
                 with contextlib.suppress(BlockingIOError, StoreError), self.write_lock(blocking=False):
-                    synced.index.save(self.index_path, synced.index.header.generation)
+                    checkpoints.write(self.home, dim, synced.index)
+                    self._index = None
         return synced.index
 
     def write_lock(self, *, blocking: bool = True) -> contextlib.AbstractContextManager[None]:
         """The store's exclusive writer lock (an OS file lock; BlockingIOError if not ``blocking``
         and it is held). Taking it removes temporary files a killed writer left behind."""
         return self.home.write_lock(blocking=blocking)
+
+
+def _behind(records: Records, path: Path, kind: IndexKind) -> bool:
+    """True when the checkpoint in ``path`` lags more than its bound (``sync.bound``)."""
+    from remem.backends.local import sync  # noqa: PLC0415 - numpy
+
+    lag = sync.lag(records, path)
+    return lag is None or lag > sync.bound(kind)

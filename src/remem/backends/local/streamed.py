@@ -46,4 +46,6 @@ def write_exact(records: Records, path: Path, dim: int, generation: int, hnsw: H
     with snapshot(records.conn):  # the ids and the vectors of one state
         header = IndexHeader(generation=generation, kind=IndexKind.EXACT, dim=dim, hnsw=hnsw)
         header.store_id = records.store_id()
-        VectorIndex(_FromDatabase(records, dim), header).save(path)
+        engine = _FromDatabase(records, dim)
+        header.max_id = int(engine.ids().max()) if engine.size else -1
+        VectorIndex(engine, header).save(path)

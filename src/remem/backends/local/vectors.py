@@ -1,25 +1,29 @@
-"""The vector index over unit vectors, keyed by vector id: exact or HNSW, with tombstones and a header.
+"""The vector index over unit vectors, keyed by vector id: exact or HNSW, a checkpoint with a header.
 
-The index file is ``REMEM-VECTORS 3\\n``, one JSON header line (generation, kind, dim, HNSW parameters,
-tombstones; padded with spaces so that the vectors start on a cache line), the FAISS index bytes, and
-``xxh3-128 HEX\\n`` of everything before that line. It is always replaced atomically, and read by
-mapping it (``mapped``): verified a piece at a time, never copied, so that a cold search of a million
-vectors neither copies 1.5 GB nor keeps it. A damaged block is caught on load, and the file rebuilt,
-instead of giving wrong cosines. Files of versions 2 (a sha256 of the FAISS bytes) and 1 (no
-checksum) are still read, into memory as before; the next save writes version 3.
+The index file is a *checkpoint*, not a mirror of SQLite: a write commits its rows to SQLite and
+nothing else; the file records the generation and the highest vector id it was saved at, and a
+reader catches it up from SQLite (``sync``): vectors added since are kept beside it (an exact index
+appends them to its rows; HNSW scores them exactly and merges them with the graph's hits), vectors
+deleted since are tombstones (never returned; an exact index leaves them out when it is saved next).
+The file is rewritten when the lag passes a bound (``sync.bound``).
+
+The file is ``REMEM-VECTORS 3\\n``, one JSON header line (generation, highest vector id, kind, dim,
+HNSW parameters, tombstones; padded with spaces so that the vectors start on a cache line), the FAISS
+index bytes, and ``xxh3-128 HEX\\n`` of everything before that line. It is always replaced
+atomically, and read by mapping it (``mapped``): verified a piece at a time, never copied, so that a
+cold search of a million vectors neither copies 1.5 GB nor keeps it. A damaged block is caught on
+load, and the file rebuilt, instead of giving wrong cosines.
 Scores are inner products, which are raw cosines for unit vectors. An exact index is scored in numpy
 (``flat``, which reads and writes FAISS's layout); only HNSW loads FAISS (``hnsw``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,7 +32,7 @@ from remem.atomic import atomic_writer
 from remem.backends.local.flat import ROWS_OFFSET, FlatIndex, IdArray, aligned_buffer
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.mapped import MappedFile
-from remem.backends.local.vectors_header import CHECKSUM_PREFIX, CHECKSUM_PREFIX_V2, MAGIC, MAGIC_V2, MAGICS
+from remem.backends.local.vectors_header import CHECKSUM_PREFIX, MAGIC
 from remem.errors import StoreError
 
 if TYPE_CHECKING:
@@ -43,7 +47,8 @@ class IndexFileError(StoreError):
 
 @dataclass
 class IndexHeader:
-    """What the index file says about itself."""
+    """What the index file says about itself: the generation and the highest vector id it holds
+    everything up to (``max_id``: -1 for none)."""
 
     generation: int
     kind: IndexKind
@@ -51,16 +56,19 @@ class IndexHeader:
     hnsw: HnswParams = field(default_factory=HnswParams)
     store_id: str = ""
     tombstones: list[int] = field(default_factory=list)
+    max_id: int = -1
 
 
 class VectorIndex:
-    """Vectors keyed by id. Tombstoned ids stay in an HNSW graph but are never returned."""
+    """Vectors keyed by id: the checkpoint's engine, the vectors added since (HNSW: scored exactly
+    beside the graph), and tombstones (ids never returned)."""
 
     def __init__(self, engine: FlatIndex | HnswGraph, header: IndexHeader) -> None:
         """Wrap an exact index or an HNSW graph and its header (use ``empty`` or ``load``)."""
         self._engine = engine
         self.header = header
-        self._tombstones = set(header.tombstones)
+        self._tombstones = set(header.tombstones)  # ids in an HNSW graph that are deleted
+        self._recent = FlatIndex.empty(header.dim)  # HNSW: vectors added since the graph was saved
         self._mapped: MappedFile | None = None  # the file the engine reads in place, if it does
 
     @classmethod
@@ -77,17 +85,13 @@ class VectorIndex:
         """Read an index file; IndexFileError if it is missing, damaged or not ``dim``-dimensional."""
         try:
             with path.open("rb") as handle:
-                magic = handle.read(len(MAGIC))
-                if magic not in MAGICS:
+                if handle.read(len(MAGIC)) != MAGIC:
                     raise IndexFileError(f"{path} is not a remem vector index")
                 header = _parse_header(handle.readline())
                 if header.dim != dim:
                     raise IndexFileError(f"{path} is not a {dim}-d remem index")
-                if magic == MAGIC:
-                    mapped = MappedFile(handle)
-                    engine: FlatIndex | HnswGraph = _mapped_engine(mapped, handle.tell(), header)
-                else:
-                    engine, mapped = _read_engine(handle, header, checked=magic == MAGIC_V2), None
+                mapped = MappedFile(handle)
+                engine = _mapped_engine(mapped, handle.tell(), header)
         except OSError as exc:
             raise IndexFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
         except _ChecksumError as exc:
@@ -96,6 +100,8 @@ class VectorIndex:
             raise IndexFileError(f"{path} is damaged ({str(exc).splitlines()[0][:120]})") from exc
         index = cls(engine, header)
         index._mapped = mapped
+        if header.max_id < 0 and engine.size:  # a file saved before the header said it
+            header.max_id = max([int(engine.ids().max()), *header.tombstones])
         return index
 
     def keep_resident(self) -> None:
@@ -110,31 +116,44 @@ class VectorIndex:
 
     @property
     def size(self) -> int:
-        """Vectors in the index, tombstoned ones included."""
-        return self._engine.size
+        """Vectors the index can return."""
+        if isinstance(self._engine, FlatIndex):
+            return self._engine.size - self._engine.removed
+        return self._engine.size - len(self._tombstones) + self._recent.size - self._recent.removed
 
     @property
     def tombstones(self) -> frozenset[int]:
-        """Ids that are in the graph but deleted (HNSW only; an exact index removes them)."""
+        """Ids that are in the HNSW graph but deleted (an exact index leaves them out of its next save)."""
         return frozenset(self._tombstones)
 
     def ids(self) -> IdArray:
-        """Ids of all vectors in the index (tombstoned ones included), in insertion order."""
-        return self._engine.ids()
+        """Ids of every vector the index can return."""
+        if isinstance(self._engine, FlatIndex):
+            return self._engine.ids()
+        graph = self._engine.ids()
+        live = graph[~np.isin(graph, np.fromiter(self._tombstones, dtype=np.int64))]
+        return np.concatenate([live, self._recent.ids()])
 
     def add(self, ids: Sequence[int] | IdArray, vectors: FloatArray) -> None:
-        """Add unit vectors (rows) under the given ids."""
-        if len(ids):
-            self._engine.add(ids, vectors)
+        """Add unit vectors (rows) under the given ids (larger than every id the index holds)."""
+        if not len(ids):
+            return
+        engine = self._engine if isinstance(self._engine, FlatIndex) else self._recent
+        engine.add(ids, vectors)
+        self.header.max_id = max(self.header.max_id, int(np.max(np.asarray(ids))))
 
     def remove(self, ids: Sequence[int]) -> None:
-        """Stop returning these ids: removed from an exact index, tombstoned in HNSW."""
+        """Stop returning these ids: an exact index marks their rows; HNSW tombstones those in its
+        graph and drops those added since. Absent ids are ignored."""
         if not len(ids):
             return
         if isinstance(self._engine, FlatIndex):
             self._engine.remove(ids)
-        else:
-            self._tombstones.update(int(i) for i in ids)
+            return
+        wanted = np.asarray(ids, dtype=np.int64)
+        in_graph = wanted[np.isin(wanted, self._engine.ids())]
+        self._tombstones.update(int(i) for i in in_graph)
+        self._recent.remove(ids)
 
     def search(
         self, query: FloatArray, k: int, among: Sequence[int] | None = None, ef_search: int | None = None
@@ -143,7 +162,7 @@ class VectorIndex:
 
         With ``among``, only those ids are candidates. Tombstoned ids are never returned. Exact
         indexes return the true top ``k`` (equal scores: smaller id first); HNSW may return fewer or
-        miss some (approximate).
+        miss some (approximate) of its graph, and scores the vectors added since exactly.
         """
         limit = min(k, self.size if among is None else len(among))
         if limit <= 0:
@@ -151,7 +170,11 @@ class VectorIndex:
         if isinstance(self._engine, FlatIndex):
             return self._engine.search(query, limit, among)
         beam = ef_search or self.header.hnsw.ef_search
-        return self._engine.search(query, limit, among, sorted(self._tombstones), beam)
+        found = self._engine.search(query, limit, among, sorted(self._tombstones), beam)
+        if self._recent.size > self._recent.removed:
+            found += self._recent.search(query, limit, among)
+            found = sorted(found, key=lambda pair: (-pair[1], pair[0]))[:limit]
+        return found
 
     def exact(self) -> FlatIndex | None:
         """The exact engine, to score every vector at once (None for HNSW)."""
@@ -161,13 +184,29 @@ class VectorIndex:
         """The stored vectors of these ids (rows in the given order); KeyError if one is absent."""
         if not len(ids):
             return np.zeros((0, self.header.dim), dtype=np.float32)
-        return self._engine.vectors(ids)
+        if isinstance(self._engine, FlatIndex):
+            return self._engine.vectors(ids)
+        wanted = np.asarray(ids, dtype=np.int64)
+        if np.isin(wanted, np.fromiter(self._tombstones, dtype=np.int64)).any():
+            raise KeyError("a deleted vector")
+        recent = np.isin(wanted, self._recent.ids())
+        rows = np.empty((len(wanted), self.header.dim), dtype=np.float32)
+        if recent.any():
+            rows[recent] = self._recent.vectors(wanted[recent].tolist())
+        if not recent.all():
+            rows[~recent] = self._engine.vectors(wanted[~recent].tolist())
+        return rows
 
     def save(self, path: Path, generation: int | None = None) -> None:
-        """Write the index atomically (temp file, fsync, rename; mode 0600), recording ``generation``
-        (default: the one it already has)."""
+        """Write the checkpoint atomically (temp file, fsync, rename; mode 0600), recording
+        ``generation`` (default: the one it already has): an exact index without its removed rows;
+        an HNSW graph extended with the vectors added since."""
         if generation is not None:
             self.header.generation = generation
+        if not isinstance(self._engine, FlatIndex) and self._recent.size:
+            recent = self._recent.ids()
+            self._engine.add(recent, self._recent.vectors(recent.tolist()))
+            self._recent = FlatIndex.empty(self.header.dim)
         self.header.tombstones = sorted(self._tombstones)
         exact = isinstance(self._engine, FlatIndex)
         try:
@@ -204,7 +243,7 @@ def _xxhash() -> Any:
 
 
 def _mapped_engine(mapped: MappedFile, start: int, header: IndexHeader) -> FlatIndex | HnswGraph:
-    """The index in a mapped version-3 file whose FAISS bytes start at ``start``, read in place once
+    """The index in a mapped file whose FAISS bytes start at ``start``, read in place once
     every byte before the checksum line matches it."""
     end = mapped.size - _CHECKSUM_LENGTH
     if end < start or bytes(mapped.bytes[end:]) != _checksum_line(mapped.digest(end)):
@@ -230,48 +269,6 @@ def _same_dim(flat: FlatIndex, dim: int) -> FlatIndex:
     return flat
 
 
-def _read_engine(handle: BinaryIO, header: IndexHeader, *, checked: bool) -> FlatIndex | HnswGraph:
-    """The index after the header line of a version 1 or 2 file, read into memory, its sha256
-    verified when the file has one."""
-    if header.kind is IndexKind.HNSW:
-        digest = hashlib.sha256()
-        graph: HnswGraph = _hnsw().HnswGraph.read(_hashed_reader(handle.read, digest), header.dim)
-        if checked and handle.read() != _checksum_line_v2(digest.hexdigest()):
-            raise _ChecksumError
-        return graph
-    data = _read_rest(handle)
-    if checked:
-        data, tail = data[:-_CHECKSUM_LENGTH_V2], data[-_CHECKSUM_LENGTH_V2:]
-        if len(tail) != _CHECKSUM_LENGTH_V2 or bytes(tail) != _checksum_line_v2(
-            hashlib.sha256(data).hexdigest()
-        ):
-            raise _ChecksumError
-    return _same_dim(FlatIndex.from_bytes(data), header.dim)
-
-
-def _read_rest(handle: BinaryIO) -> memoryview:
-    """The rest of the file, read into a buffer where an exact index's vectors are aligned."""
-    size = os.fstat(handle.fileno()).st_size - handle.tell()
-    data, done = aligned_buffer(size), 0
-    while done < size:
-        got = handle.readinto(data[done:])  # type: ignore[attr-defined]
-        if not got:
-            return data[:done]  # the file shrank meanwhile: the checksum or the parse will say so
-        done += got
-    return data
-
-
-def _hashed_reader(read: Callable[[int], bytes], digest: Any) -> Callable[[int], bytes]:
-    """``read`` that also feeds what it returns to ``digest``."""
-
-    def reading(size: int) -> bytes:
-        data = read(size)
-        digest.update(data)
-        return data
-
-    return reading
-
-
 def _hashed_writer(write: Callable[[Any], int], digest: Any) -> Callable[[Any], int]:
     """``write`` that also feeds what it is given (bytes or a memoryview) to ``digest``."""
 
@@ -283,17 +280,12 @@ def _hashed_writer(write: Callable[[Any], int], digest: Any) -> Callable[[Any], 
 
 
 _CHECKSUM_LENGTH = len(CHECKSUM_PREFIX) + 32 + 1
-_CHECKSUM_LENGTH_V2 = len(CHECKSUM_PREFIX_V2) + 64 + 1
-#: Where a version-3 file's header is padded to: the vectors of an exact index start on a cache line.
+#: Where the file's header is padded to: the vectors of an exact index start on a cache line.
 _ALIGNMENT = 64
 
 
 def _checksum_line(hexdigest: str) -> bytes:
     return CHECKSUM_PREFIX + hexdigest.encode() + b"\n"
-
-
-def _checksum_line_v2(hexdigest: str) -> bytes:
-    return CHECKSUM_PREFIX_V2 + hexdigest.encode() + b"\n"
 
 
 def _format_header(header: IndexHeader, ahead: int) -> bytes:
@@ -314,4 +306,5 @@ def _parse_header(line: bytes) -> IndexHeader:
         hnsw=HnswParams(**record["hnsw"]),
         tombstones=[int(i) for i in record["tombstones"]],
         store_id=str(record["store_id"]),
+        max_id=int(record.get("max_id", -1)),
     )

@@ -415,6 +415,10 @@ class PostgresBackend:
         they are not current (everything with ``force``)."""
         return upkeep.reindex(self.access, kind, hnsw, force)
 
+    def compact(self) -> int:
+        """Nothing to do: pgvector updates its index in place with every write."""
+        return 0
+
     @read_again
     def stats(self) -> StoreStats:
         """Counts, model, index, size on the server and time span (``upkeep.summarize``)."""

@@ -1,0 +1,226 @@
+"""What one write costs a local store as it grows: wall time and bytes written by one ``remem add``
+(a CLI process) and one warm ``Memories.add``, on stores of ``--sizes`` memories, exact and HNSW;
+and search (cold `remem search`, median of 3; warm p50) with ``--lag`` memories added since the
+index file was written (9,990: with the 10 adds before, the largest lag the local store allows
+before it rewrites the file, ``LAG_BOUND``), then on the same store after `remem reindex` (a fresh
+file; the reindex's wall time is the checkpoint's cost).
+
+    python bench/writes.py [--sizes 1000,100000] [--work /tmp/writes] [--adds 5] [--lag 9990]
+                           [--queries 30] [--kinds exact,hnsw]
+
+Run it once per code version with the same ``--work`` (the stores are built once, with the
+bundled model's identity and vectors mixed from a few real ones, by ``remem import``, and copied
+fresh for every measurement), e.g. main's code in a second worktree as the baseline:
+
+    PYTHONPATH=/tmp/before/src python bench/writes.py --label before
+    PYTHONPATH=$PWD/src python bench/writes.py --label after
+
+Bytes written are ``write_bytes`` of ``/proc/PID/io`` (what the process caused to be written to
+storage), read by the process itself just before it exits (CLI) or around each call (warm).
+Each row is printed and appended to ``WORK/writes-results.txt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import remem
+
+_CLI = (
+    "import atexit, sys\n"
+    "from remem.cli import main\n"
+    "def report():\n"
+    "    line = [x for x in open('/proc/self/io') if x.startswith('write_bytes')][0]\n"
+    "    sys.stderr.write('IO ' + line)\n"
+    "atexit.register(report)\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def write_bytes() -> int:
+    """This process's ``write_bytes`` so far."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("write_bytes"):
+            return int(line.split()[1])
+    return 0
+
+
+def remem_cli(*args: str) -> tuple[float, int, str]:
+    """Run the CLI in a fresh process: (wall seconds, bytes it wrote, stdout)."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _CLI, *args], capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode:
+        raise SystemExit(f"remem {' '.join(args)} failed: {done.stderr[-2000:]}")
+    io = [line for line in done.stderr.splitlines() if line.startswith("IO write_bytes")]
+    return wall, int(io[-1].split()[-1]), done.stdout
+
+
+def model_record(work: Path) -> dict[str, object]:
+    """The bundled model's identity as an export carries it (one real `remem add`)."""
+    path = work / "model.json"
+    if not path.exists():
+        seed = work / "seed-store"
+        shutil.rmtree(seed, ignore_errors=True)
+        remem_cli("add", "--store", str(seed), "a seed memory about gardening")
+        remem_cli("export", "--store", str(seed), "--with-vectors", "-o", str(work / "seed.jsonl"))
+        record = json.loads((work / "seed.jsonl").read_text().splitlines()[0])
+        path.write_text(json.dumps(record["vector"]["model"]))
+    loaded: dict[str, object] = json.loads(path.read_text())
+    return loaded
+
+
+def build(work: Path, size: int, kind: str) -> Path:
+    """``WORK/store-SIZE-KIND``, built once: ``size`` memories with clustered 384-d unit vectors."""
+    store = work / f"store-{size}-{kind}"
+    if (store / "done").exists():
+        return store
+    exact = work / f"store-{size}-exact"
+    if kind == "hnsw":
+        build(work, size, "exact")
+        shutil.rmtree(store, ignore_errors=True)
+        shutil.copytree(exact, store)
+        (store / "done").unlink()
+        remem_cli("reindex", "--store", str(store), "--index", "hnsw")
+        (store / "done").touch()
+        return store
+    model = model_record(work)
+    rng = np.random.default_rng(size)
+    dim = int(model["dim"])  # type: ignore[call-overload]
+    centres = rng.normal(size=(max(size // 100, 10), dim)).astype(np.float32)
+    source = work / f"import-{size}.jsonl"
+    with source.open("w") as out:
+        for start in range(0, size, 50_000):
+            count = min(50_000, size - start)
+            mix = centres[rng.integers(0, len(centres), count)] + rng.normal(0, 0.3, (count, dim))
+            mix = (mix / np.linalg.norm(mix, axis=1, keepdims=True)).astype(np.float32)
+            for i, vector in enumerate(mix, start):
+                vec = {
+                    "model": model,
+                    "windows": 1,
+                    "float32_base64": base64.b64encode(vector.tobytes()).decode(),
+                }
+                out.write(json.dumps({"text": f"memory {i} about topic {i % 997}", "vector": vec}) + "\n")
+    shutil.rmtree(store, ignore_errors=True)
+    remem_cli("import", "--store", str(store), str(source))
+    source.unlink()
+    (store / "done").touch()
+    return store
+
+
+def fresh_copy(work: Path, store: Path) -> Path:
+    """A copy of ``store`` to write to (the built one stays as it was)."""
+    copy = work / "scratch"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(store, copy)
+    return copy
+
+
+def cli_adds(store: Path, adds: int) -> tuple[float, float]:
+    """Median wall seconds and MB written of ``adds`` single `remem add` processes."""
+    runs = [
+        remem_cli("add", "--store", str(store), f"cli memory number {n} about writes") for n in range(adds)
+    ]
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs) / 1e6
+
+
+def search_p50(memories: remem.Memories, queries: list[str]) -> float:
+    """Warm p50 milliseconds of vector-mode searches."""
+    times = []
+    for query in queries:
+        started = time.perf_counter()
+        memories.search(query, k=10, mode="vector")
+        times.append(time.perf_counter() - started)
+    return 1000 * statistics.median(times)
+
+
+def warm_adds(store: Path, adds: int) -> tuple[float, float]:
+    """(median ms of a warm ``Memories.add``, median MB it wrote), in a process that searched first."""
+    with remem.open(store) as memories:
+        memories.warm_up()
+        memories.search("warm up", k=10, mode="vector")
+        walls, written = [], []
+        for n in range(adds):
+            before, started = write_bytes(), time.perf_counter()
+            memories.add(f"warm memory number {n} about writes")
+            walls.append(time.perf_counter() - started)
+            written.append(write_bytes() - before)
+    return 1000 * statistics.median(walls), statistics.median(written) / 1e6
+
+
+def warm_search(store: Path, queries: list[str]) -> float:
+    """Warm vector-search p50 ms in a new ``remem.open`` (warmed up, five queries untimed)."""
+    with remem.open(store) as memories:
+        memories.warm_up()
+        for query in queries[:5]:
+            memories.search(query, k=10, mode="vector")
+        return search_p50(memories, queries)
+
+
+def lag_then_compact(
+    store: Path, kind: str, lag: int, queries: list[str]
+) -> tuple[float, float, float, float, float]:
+    """After ``lag`` more memories (one ``add_many``): cold `remem search` s and warm p50 ms; then
+    the same after `remem reindex --index KIND` (a checkpoint written, or nothing to do: its wall s)
+    — the fresh baseline. The kind is named: under ``auto`` a reindex of 50,000 or more builds HNSW."""
+    with remem.open(store) as writer:
+        writer.add_many([f"lagging memory number {n} about topic {n % 31}" for n in range(lag)])
+    cold_lag = statistics.median(remem_cli("search", "--store", str(store), q)[0] for q in queries[:3])
+    warm_lag = warm_search(store, queries)
+    compact = remem_cli("reindex", "--store", str(store), "--index", kind)[0]  # not auto: no switch
+    cold_fresh = statistics.median(remem_cli("search", "--store", str(store), q)[0] for q in queries[:3])
+    return cold_lag, warm_lag, compact, cold_fresh, warm_search(store, queries)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,100000")
+    parser.add_argument("--kinds", default="exact,hnsw")
+    parser.add_argument("--work", default="/tmp/writes")
+    parser.add_argument("--adds", type=int, default=5)
+    parser.add_argument("--lag", type=int, default=9_990)
+    parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--label", default="this code")
+    args = parser.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    queries = [f"topic {n * 37 % 997} memory" for n in range(args.queries)]
+    results = work / "writes-results.txt"
+    header = (
+        "| code | store | cli add s | cli add MB | warm add ms | warm add MB "
+        f"| cold search s, lag {args.lag} / fresh | warm search p50 ms, lag {args.lag} / fresh "
+        "| reindex s |"
+    )
+    print(header)
+    print("|" + "---|" * 9)
+    for size in (int(s) for s in args.sizes.split(",")):
+        for kind in args.kinds.split(","):
+            built = build(work, size, kind)
+            store = fresh_copy(work, built)
+            cli_wall, cli_mb = cli_adds(store, args.adds)
+            add_ms, add_mb = warm_adds(store, args.adds)
+            cold_lag, warm_lag, compact, cold_fresh, warm_fresh = lag_then_compact(
+                store, kind, args.lag, queries
+            )
+            row = (
+                f"| {args.label} | {size:,} {kind} | {cli_wall:.3f} | {cli_mb:.2f} | {add_ms:.1f} "
+                f"| {add_mb:.2f} | {cold_lag:.2f} / {cold_fresh:.2f} | {warm_lag:.2f} / {warm_fresh:.2f} "
+                f"| {compact:.2f} |"
+            )
+            print(row, flush=True)
+            with results.open("a") as out:
+                out.write(row + "\n")
+
+
+if __name__ == "__main__":
+    main()

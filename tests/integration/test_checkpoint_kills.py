@@ -1,0 +1,109 @@
+"""kill -9 at random moments of a local store's writes while its vector index file is a checkpoint:
+adds, forgets, checkpoints rewritten past the lag bound (set low, so that they are frequent) and
+reindexes that write a lagging checkpoint. After every kill nothing acknowledged is lost, no
+forgotten memory is found, the index a fresh reader and a long-lived one catch up holds exactly
+SQLite's vectors; `doctor` is clean at the end."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import remem
+from remem.backends.local.store import LocalBackend
+from remem.testing import FAKE_DIM, FakeEmbedder
+
+pytestmark = pytest.mark.slow  # real processes killed with SIGKILL
+
+#: A child doing random writes and saying each one once it returned: "A id", "F id", "R".
+WRITES = """
+import random, sys
+import remem
+from remem.backends.local import sync
+from remem.testing import FakeEmbedder
+sync.LAG_BOUND = int(sys.argv[3])
+rng = random.Random(int(sys.argv[2]))
+with remem.open(sys.argv[1], embedder=FakeEmbedder()) as memories:
+    live = [m.id for m in memories.list(limit=100_000)]
+    print("ready", flush=True)
+    for n in range(100_000):
+        roll = rng.random()
+        if roll < 0.6 or not live:
+            memory_id = memories.add(f"kill {sys.argv[2]} memory {n} word{n % 97}").id
+            live.append(memory_id)
+            print("A", memory_id, flush=True)
+        elif roll < 0.95:
+            gone = live.pop(rng.randrange(len(live)))
+            memories.forget([gone])
+            print("F", gone, flush=True)
+        else:
+            memories.reindex()
+            print("R", flush=True)
+"""
+
+
+def _store(directory: Path, kind: str, size: int) -> None:
+    with remem.open(directory, embedder=FakeEmbedder()) as memories:
+        memories.add_many([f"seed memory {n} about topic {n % 31}" for n in range(size)])
+        memories.reindex(index=kind)
+
+
+def _run_and_kill(directory: Path, seed: int, bound: int, after: float) -> tuple[set[int], set[int]]:
+    """One child killed ``after`` seconds after it is ready: (ids it acknowledged adding, forgetting)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", WRITES, str(directory), str(seed), str(bound)], stdout=subprocess.PIPE
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == b"ready"
+    time.sleep(after)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(30)
+    added, forgotten = set[int](), set[int]()
+    for line in child.stdout.read().decode().splitlines():
+        what, *rest = line.split()
+        if what == "A" and rest:
+            added.add(int(rest[0]))
+        elif what == "F" and rest:
+            forgotten.add(int(rest[0]))
+    return added, forgotten
+
+
+def _check(directory: Path, reader: LocalBackend, added: set[int], forgotten: set[int]) -> None:
+    with LocalBackend.open(directory, create=False) as fresh:
+        stored = set(fresh.records.vector_ids())
+        memories = {m.id for m in fresh.records.iter_all()}
+        assert added - forgotten <= memories, "an acknowledged add was lost"
+        assert not forgotten & memories, "an acknowledged forget came back"
+        for store in (fresh, reader):  # a cold reader, and a long-lived one catching up
+            index = store.vector_index(FAKE_DIM)
+            assert sorted(index.ids().tolist()) == sorted(stored)
+            query = np.ones(FAKE_DIM, dtype=np.float32) / np.sqrt(FAKE_DIM)
+            assert {vid for vid, _ in index.search(query, len(stored))} <= stored
+        assert fresh.warnings == []
+
+
+@pytest.mark.parametrize(("kind", "size", "kills"), [("exact", 20_000, 20), ("hnsw", 2_000, 12)])
+def test_kill_9_during_adds_forgets_checkpoints_and_reindexes(
+    tmp_path: Path, kind: str, size: int, kills: int
+) -> None:
+    directory = tmp_path / "store"
+    _store(directory, kind, size)
+    reader = LocalBackend.open(directory, create=False)
+    rng, added, forgotten = random.Random(kills), set[int](), set[int]()
+    for seed in range(kills):
+        more, gone = _run_and_kill(directory, seed, rng.choice([3, 10, 40]), rng.uniform(0.05, 0.6))
+        added |= more
+        forgotten |= gone
+        _check(directory, reader, added, forgotten)
+    assert len(added) > kills and forgotten
+    with remem.open(directory, embedder=FakeEmbedder()) as memories:
+        report = memories.doctor()
+        assert report.ok, report

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from remem import Embedder, __version__
+from remem.commands import options as opt
 from remem.commands import params
 from remem.commands.common import (
     EXIT_FAILURE,
@@ -52,18 +53,25 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     ctx: typer.Context,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            metavar="DIR|URL",
+            help="Store directory or postgresql:// URL, for the command (before or after it).",
+            show_default=False,
+        ),
+    ] = None,
     quiet: Annotated[
         bool,
-        typer.Option(
-            "--quiet", "-q", help="No notes or warnings on stderr (errors still); before the command."
-        ),
+        typer.Option("--quiet", "-q", help=opt.QUIET_HELP),
     ] = False,
     model_dir: Annotated[
         Path | None,
         typer.Option(
             "--model-dir",
             metavar="DIR",
-            help="Your own model: model.onnx, tokenizer.json, remem-model.json [$REMEM_MODEL_DIR].",
+            help=opt.MODEL_DIR_HELP,
             show_default=False,
         ),
     ] = None,
@@ -86,6 +94,7 @@ def _root(
     Exit codes: 0 success, 1 nothing found (or an id names no memory), 2 usage error or failure.
     """
     settings = invocation()
+    settings.store = store
     settings.quiet = quiet
     settings.model_dir = model_dir
     settings.model = model
@@ -108,7 +117,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 _ORDER = [name for names in COMMANDS.values() for name in names]
 _ROOT_FLAGS = {"-q", "--quiet", "-h", "--help", "--version"}
 #: The root options that take a value.
-_ROOT_OPTIONS = ("--model-dir", "--model")
+_ROOT_OPTIONS = ("--store", "--model-dir", "--model")
 #: Names people reach for from other tools, and the command that does it here.
 _ALIASES = {
     "rm": "forget",
@@ -133,7 +142,18 @@ def register_commands(argv: Sequence[str]) -> None:
         if module not in _registered:
             importlib.import_module(f"remem.commands.{module}").register(app)
             _registered.add(module)
+    _root_options_after(app)
     app.registered_commands.sort(key=_position)
+
+
+def _root_options_after(typer_app: typer.Typer) -> None:
+    """Let every command of ``typer_app`` (and of its groups) take ``--quiet`` and ``--model-dir``
+    after its name too (``--store`` is each command's own option, defaulting to the root's)."""
+    for info in typer_app.registered_commands:
+        info.callback = opt.with_root_options(info.callback)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _root_options_after(group.typer_instance)
 
 
 def _position(info: typer.models.CommandInfo) -> int:

@@ -41,6 +41,7 @@ class Invocation:
     """One run of the CLI: its global options, an embedder a caller injected (tests), and what its
     command calls the library's arguments (``option_names``)."""
 
+    store: str | None = None  # --store before the command; the command's own --store wins
     quiet: bool = False
     model_dir: Path | None = None
     model: str | None = None  # the model a new store starts with (--model)

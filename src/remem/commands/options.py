@@ -5,12 +5,30 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
 from remem import Filters
+from remem.commands.common import invocation
 from remem.inputs import MAX_TEXT_CHARS_CEILING, parse_meta
+
+QUIET_HELP = "No notes or warnings on stderr (errors still); before or after the command."
+MODEL_DIR_HELP = "Your own model: model.onnx, tokenizer.json, remem-model.json [$REMEM_MODEL_DIR]."
+#: The root options every command takes after its name too, and how each sets the invocation's value.
+_ROOT_OPTIONS_AFTER: dict[str, Any] = {
+    "quiet": Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)],
+    "model_dir": Annotated[
+        Path | None, typer.Option("--model-dir", metavar="DIR", help=MODEL_DIR_HELP, show_default=False)
+    ],
+}
+
+
+def _store_or_root(value: str | None) -> str | None:
+    """The command's --store, else the one given before the command (``remem --store X list``)."""
+    return value if value is not None else invocation().store
+
 
 StoreOption = Annotated[
     str | None,
@@ -18,8 +36,9 @@ StoreOption = Annotated[
         "--store",
         metavar="DIR|URL",
         help="Store directory, or postgresql://user@host/db[?schema=NAME] "
-        "[default: $REMEM_HOME, else the user data dir].",
+        "[default: $REMEM_HOME, else the user data dir]; before or after the command.",
         show_default=False,
+        callback=_store_or_root,
     ),
 ]
 UserOption = Annotated[
@@ -157,3 +176,33 @@ def with_filters(*names: str) -> Callable[[Command], Command]:
         return cast(Command, with_options)
 
     return decorate
+
+
+def with_root_options(command: Command | None) -> Command | None:
+    """``command`` taking the root options ``--quiet`` and ``--model-dir`` after the command's name
+    too (``remem list -q``), declared once here; given there, they win over the root's. Wrapping
+    twice is wrapping once (``remem.cli`` wraps what each start registers)."""
+    if command is None or getattr(command, "_root_options", False):
+        return command
+    signature = inspect.signature(command, eval_str=True)
+    taken = [name for name in _ROOT_OPTIONS_AFTER if name not in signature.parameters]
+    added = [
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_ROOT_OPTIONS_AFTER[name]
+        )
+        for name in taken
+    ]
+
+    @functools.wraps(command)
+    def with_options(*args: Any, **kwargs: Any) -> Any:
+        settings = invocation()
+        for name in taken:
+            value = kwargs.pop(name)
+            if value:
+                setattr(settings, name, value)
+        return command(*args, **kwargs)
+
+    parameters = [*signature.parameters.values()]
+    with_options.__signature__ = signature.replace(parameters=[*parameters, *added])  # type: ignore[attr-defined]
+    with_options._root_options = True  # type: ignore[attr-defined]
+    return cast(Command, with_options)

@@ -57,6 +57,7 @@ def forget(
     include_superseded: Annotated[bool, typer.Option("--include-superseded", hidden=True)] = False,
     include_expired: Annotated[bool, typer.Option("--include-expired", hidden=True)] = False,
     filters: remem.Filters = opt.NO_FILTERS,
+    wide: opt.WideOption = False,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -90,7 +91,7 @@ def forget(
         raise typer.Exit(EXIT_NOTHING_FOUND)
     for missing in result.missing:
         warn(f"there is no memory {missing}")
-    print_results(list(result.forgotten), json_out, render.memory_record, render.memories_table)
+    print_results(list(result.forgotten), json_out, render.memory_record, render.memories_table, wide)
     count = len(result.forgotten)
     verb = "Would forget" if result.dry_run else "Forgot"
     note(f"{verb} {count} {'expired ' if expired else ''}memor{'y' if count == 1 else 'ies'}.")

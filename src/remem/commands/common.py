@@ -83,13 +83,14 @@ def print_results(
     json_out: bool,
     to_record: Callable[[T], dict[str, Any]],
     to_table: Callable[[Sequence[T], int | None], str],
+    wide: bool = False,
 ) -> None:
-    """NDJSON with --json, else a table fitted to the terminal."""
+    """NDJSON with --json, else a table fitted to the terminal (``wide``: whole, as in a pipe)."""
     if json_out:
         for item in items:
             typer.echo(render.json_line(to_record(item)))
     else:
-        typer.echo(to_table(items, terminal_width()))
+        typer.echo(to_table(items, None if wide else terminal_width()))
 
 
 def option_names(commands: Iterable[Any]) -> dict[str, str]:

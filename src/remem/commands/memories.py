@@ -223,6 +223,7 @@ def _add_batch(
 def list_memories(
     limit: opt.LimitOption = DEFAULT_LIST_LIMIT,
     filters: remem.Filters = opt.NO_FILTERS,
+    wide: opt.WideOption = False,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -231,4 +232,4 @@ def list_memories(
         found = [] if memories is None else memories.list(limit=limit, where=filters)
     if not found:
         raise typer.Exit(EXIT_NOTHING_FOUND)
-    print_results(found, json_out, render.memory_record, render.memories_table)
+    print_results(found, json_out, render.memory_record, render.memories_table, wide)

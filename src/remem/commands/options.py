@@ -73,6 +73,10 @@ MaxCharsOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object per line.")]
+WideOption = Annotated[
+    bool,
+    typer.Option("--wide", "-w", help="Whole texts, one line each, never cut to the terminal's width."),
+]
 NoDatesOption = Annotated[
     bool,
     typer.Option("--no-dates", help='Search all time: do not read time words ("from Tuesday") as a window.'),

@@ -61,6 +61,10 @@ def add(
         bool,
         typer.Option("--skip-invalid", help="With --lines/--jsonl: add the good lines, report bad ones."),
     ] = False,
+    literal: Annotated[
+        bool,
+        typer.Option("--literal", help="TEXT is the words themselves, even when it names a file."),
+    ] = False,
     tag: opt.TagOption = None,
     user: opt.UserOption = None,
     conversation: opt.ConversationOption = None,
@@ -94,12 +98,13 @@ def add(
 ) -> None:
     """Store a memory and print its id; or many at once with --lines / --jsonl.
 
-    The same text in the same user/conversation is stored once: adding it again prints the
-    existing id (and says so on stderr) without loading the model; if that memory was superseded or
-    expired, it is current again (with this --expires). A stored memory that says nearly
-    the same is named on stderr (--json: "similar"); add the text again with --supersedes ID if it
-    replaces that one. A batch (--lines, --jsonl) is one transaction: all of it is added, or
-    nothing; the options give every memory of it their values.
+    A TEXT that names an existing file is refused (to store the file: `remem add - < FILE`; the
+    words themselves: --literal). The same text in the same user/conversation is stored once:
+    adding it again prints the existing id (and says so on stderr) without loading the model; if
+    that memory was superseded or expired, it is current again (with this --expires). A stored
+    memory that says nearly the same is named on stderr (--json: "similar"); add the text again
+    with --supersedes ID if it replaces that one. A batch (--lines, --jsonl) is one transaction:
+    all of it is added, or nothing; the options give every memory of it their values.
     """
     defaults = remem.NewMemory(
         text="",
@@ -117,15 +122,16 @@ def add(
             raise InvalidInputError("--supersedes goes with one TEXT, not with --lines or --jsonl")
         _add_batch(lines, jsonl, defaults, (skip_invalid, max_chars), json_out, store)
         return
+    named = None if literal else _named_file(text)
+    if named is not None:
+        shown = render.visible(shlex.quote(named))
+        raise InvalidInputError(
+            f"{shown} is a file: to store its contents, `remem add - < {shown}`; "
+            f"to store the words themselves, `remem add --literal {shown}`"
+        )
     body = within_limit(read_text(text, stdin(), limit=max_chars), max_chars, "memory text")
     result, similar = _add_one(body, replace(defaults, supersedes=supersedes), max_chars, store)
     _print_added(result, similar, supersedes, json_out)
-    named = _named_file(text)
-    if named is not None:
-        warn(
-            f"{named} is a file: stored its name, not its contents; to store its contents: "
-            f"remem add - < {shlex.quote(named)}"
-        )
 
 
 def _add_one(

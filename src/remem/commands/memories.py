@@ -80,7 +80,8 @@ def add(
             metavar="ID",
             min=1,
             help="This memory replaces memory ID (same user and conversation): ID is left out of "
-            "search, list and context from now on.",
+            "search, list and context from now on; it takes ID's user, conversation, tags and "
+            "metadata unless given.",
         ),
     ] = None,
     expires: Annotated[
@@ -148,8 +149,8 @@ def _add_one(
             user=m.user,
             conversation=m.conversation,
             role=m.role,
-            tags=m.tags,
-            meta=m.meta,
+            tags=m.tags or None,  # none given: a superseding memory takes the old one's
+            meta=m.meta or None,
             progress=progress,
             supersedes=m.supersedes,
             expires_at=m.expires_at,

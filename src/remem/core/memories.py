@@ -156,7 +156,7 @@ class Memories(AbstractContextManager["Memories"]):
         user: str | None = None,
         conversation: str | None = None,
         role: str | None = None,
-        tags: Sequence[str] = (),
+        tags: Sequence[str] | None = None,
         meta: Mapping[str, str] | None = None,
         created_at: str | datetime | None = None,
         embed: bool = True,
@@ -171,6 +171,7 @@ class Memories(AbstractContextManager["Memories"]):
         memory that had replaced it (``superseded``), its history kept (``core.superseding``).
 
         ``supersedes``: the id of a memory of the same user and conversation that this one replaces,
+        whose user, conversation, tags and meta it takes unless given (None: tags=() gives none),
         in the same transaction (``remem.backends.links``: MemoryNotFoundError, or InvalidInputError
         if it is another's, superseded already, or a loop — its chain leads back to this text's
         memory; nothing is stored then); it stays, with ``superseded_by``, out of searches, lists and
@@ -186,7 +187,13 @@ class Memories(AbstractContextManager["Memories"]):
         error comes back: what follows the commit (the similar look-up, the turns after it) is left
         undone with a note in ``notes`` when it fails (``core.afterwards``)."""
         embed, progress = checks.flag(embed, "embed"), checks.callback(progress)
-        fields = (user, conversation, role, tags, meta, created_at)
+        supersedes = checks.given_id(supersedes, "supersedes")
+        if supersedes is not None:  # it takes what it does not give from the memory it replaces
+            got = superseding.inherited(
+                self.backend, supersedes, superseding.Given(user, conversation, tags, meta)
+            )
+            user, conversation, tags, meta = got.user, got.conversation, got.tags, got.meta
+        fields = (user, conversation, role, () if tags is None else tags, meta, created_at)
         memory = arguments.new_memory(
             text, *fields, limit=self.max_text_chars, supersedes=supersedes, expires_at=expires_at
         )

@@ -52,7 +52,13 @@ Dates = Annotated[
 TagFilter = Annotated[
     tuple[_Name, ...], Field(max_length=20, description="Only memories that have all these tags.")
 ]
-Tags = Annotated[tuple[_Name, ...], Field(max_length=20, description="Tags to file the memory under.")]
+Tags = Annotated[
+    tuple[_Name, ...] | None,
+    Field(
+        max_length=20,
+        description="Tags to file the memory under (with supersedes: that memory's unless given).",
+    ),
+]
 Role = Annotated[
     str | None, Field(max_length=200, description="Only memories of this role (user, assistant…).")
 ]
@@ -89,8 +95,8 @@ Supersedes = Annotated[
     Field(
         ge=1,
         description="The id of a memory (of this user and conversation) that this one replaces: it is "
-        "left out of searches, lists and contexts from now on. Add the same text again with it to "
-        "link a memory stored already.",
+        "left out of searches, lists and contexts from now on; its tags, meta and conversation are "
+        "kept unless given. Add the same text again with it to link a memory stored already.",
     ),
     NOT_A_FLAG,
 ]

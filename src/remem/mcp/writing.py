@@ -40,7 +40,7 @@ def memory_add(
     service: Service,
     scope: Scope,
     text: Text,
-    tags: Tags = (),
+    tags: Tags = None,
     meta: Meta = None,
     role: NewRole = None,
     conversation: NewConversation = None,

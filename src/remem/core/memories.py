@@ -188,11 +188,8 @@ class Memories(AbstractContextManager["Memories"]):
         undone with a note in ``notes`` when it fails (``core.afterwards``)."""
         embed, progress = checks.flag(embed, "embed"), checks.callback(progress)
         supersedes = checks.given_id(supersedes, "supersedes")
-        if supersedes is not None:  # it takes what it does not give from the memory it replaces
-            got = superseding.inherited(
-                self.backend, supersedes, superseding.Given(user, conversation, tags, meta)
-            )
-            user, conversation, tags, meta = got.user, got.conversation, got.tags, got.meta
+        given = superseding.Given(user, conversation, tags, meta)  # what it does not give: the old one's
+        user, conversation, tags, meta = superseding.inherited(self.backend, supersedes, given)
         fields = (user, conversation, role, () if tags is None else tags, meta, created_at)
         memory = arguments.new_memory(
             text, *fields, limit=self.max_text_chars, supersedes=supersedes, expires_at=expires_at
@@ -216,7 +213,7 @@ class Memories(AbstractContextManager["Memories"]):
         if added.duplicate:
             return added
         if new_store:
-            self.notes.extend(self._first_memories_tips([memory.text]))
+            self.notes.extend(scripts.first_memories_tips([memory.text], self._embedder))
         with afterwards(self.notes, "the look-up of similar memories"):
             added = replace(added, similar=superseding.similar(self.backend, embedder, memory, added.id))
         return added
@@ -279,15 +276,8 @@ class Memories(AbstractContextManager["Memories"]):
         with afterwards(self.notes, "writing the supersede links the import carries (import it again)"):
             self.notes.extend(carried.apply(self.backend))
         if new_store and result.added:
-            self.notes.extend(self._first_memories_tips(first.texts))
+            self.notes.extend(scripts.first_memories_tips(first.texts, self._embedder))
         return result
-
-    def _first_memories_tips(self, texts: Sequence[str]) -> tuple[str, ...]:
-        """A new store's tips about its first memories (``scripts.first_memories_tips``)."""
-        embedder = self._embedder
-        return (
-            () if embedder is None else scripts.first_memories_tips(texts, getattr(embedder, "languages", ()))
-        )
 
     def import_(
         self,
@@ -412,16 +402,24 @@ class Memories(AbstractContextManager["Memories"]):
 
     # --- changing --------------------------------------------------------------------------------
 
-    def edit(self, memory_id: int, text: str) -> Memory:
-        """Replace a memory's text (re-embedded), keeping its id and created_at; sets updated_at.
-        MemoryNotFoundError if there is none (nothing is loaded or changed); EditConflictError if
-        another edit changed it while this one was embedding (nothing is changed)."""
+    def edit(
+        self,
+        memory_id: int,
+        text: str | None = None,
+        *,
+        tags: Sequence[str] | None = None,
+        meta: Mapping[str, str] | None = None,
+    ) -> Memory:
+        """Change a memory, keeping its id and created_at and setting updated_at: its text
+        (re-embedded), its tags, its meta — what is given (None: kept; InvalidInputError if nothing
+        is). MemoryNotFoundError if there is none (nothing is loaded or changed); EditConflictError
+        if another edit changed it while this one was embedding (nothing is changed)."""
         memory_id = checks.integer(memory_id, "memory_id")
-        text = arguments.text(text, limit=self.max_text_chars)
+        change = arguments.change(text, tags, meta, self.max_text_chars)
         before = self.backend.get_many(arguments.stored_ids([memory_id])).get(memory_id)
         if before is None:
             raise MemoryNotFoundError([memory_id])
-        return turns.edit(self.backend, self._stores_embedder(), before, text)
+        return turns.edit(self.backend, self._stores_embedder, before, change)
 
     def forget(
         self, ids: Iterable[int] | None = None, *, where: Filters | None = None, dry_run: bool = False

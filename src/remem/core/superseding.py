@@ -27,8 +27,7 @@ cosines are squeezed together (unrelated memories score about 0.85), so it names
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from remem.backends.links import Link
 from remem.core import turns
@@ -51,8 +50,7 @@ MAX_SIMILAR = 3
 SIMILAR_FETCH = 12
 
 
-@dataclass(frozen=True)
-class Given:
+class Given(NamedTuple):
     """The fields of a memory to add that it may take from the memory it supersedes: None is not
     given."""
 

@@ -19,6 +19,9 @@ _WHEN = (
 )
 
 Text = Annotated[str, Field(min_length=1, max_length=100_000, description="The memory's text.")]
+NewText = Annotated[
+    str | None, Field(min_length=1, max_length=100_000, description="Its new text (none: kept).")
+]
 Query = Annotated[str, Field(min_length=1, max_length=10_000, description="What to look for, in words.")]
 
 
@@ -89,6 +92,8 @@ Meta = Annotated[
     dict[_Name, Annotated[str, Field(max_length=1_000)]] | None,
     Field(max_length=20, description="Key/value details to keep with the memory."),
 ]
+EditTags = Annotated[Tags, Field(description="Its tags from now on, replacing them all (none: kept).")]
+EditMeta = Annotated[Meta, Field(description="Its meta from now on, replacing it (none: kept).")]
 MemoryId = Annotated[int, Field(ge=1, description="The memory's id."), NOT_A_FLAG]
 Supersedes = Annotated[
     int | None,

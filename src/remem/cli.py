@@ -177,14 +177,14 @@ def _fail(message: str) -> int:
     return EXIT_FAILURE
 
 
-def _describe(exc: Exception, options: dict[str, str]) -> str:
+def _describe(exc: Exception, options: dict[str, str], argv: Sequence[str] = ()) -> str:
     """One line for the user, remem's errors naming arguments by the command's ``options``
     (``option_names``); an unexpected exception is named, never its message or traceback (they may
     hold a memory's text)."""
     if isinstance(exc, typer.TyperException):  # usage errors: bad option, missing argument…
         # Click's "Got unexpected extra argument" is a plain usage error, not a bug: say so.
         message = exc.format_message().replace("Got unexpected extra", "Got an extra", 1)
-        return message + _dash_hint(exc)
+        return message + _dash_hint(exc, argv)
     if isinstance(exc, RememError):
         return exc.phrased(options)
     if isinstance(exc, OSError) and exc.strerror:
@@ -194,14 +194,55 @@ def _describe(exc: Exception, options: dict[str, str]) -> str:
     return f"unexpected {type(exc).__name__} (set REMEM_DEBUG=1 for a traceback)"
 
 
-def _dash_hint(exc: typer.TyperException) -> str:
-    """A hint for ``edit -1 …`` or ``add -5 degrees``: a negative number taken for an option."""
-    name = str(getattr(exc, "option_name", "") or "")
-    if name[:1] == "-" and name[1:].replace(".", "", 1).isdigit():
-        context = getattr(exc, "ctx", None)
-        command = context.command_path if context is not None else "remem COMMAND"
-        return f" (to pass {name} as an argument, put -- before it: {command} -- {name} …)"
-    return ""
+def _dash_hint(exc: typer.TyperException, argv: Sequence[str]) -> str:
+    """A hint for an argument taken for an option: a negative number (``edit 14 -1``) or, for a
+    command that takes words, a text that starts with ``-`` (``search '-n prod'``) where no option
+    of that name is near. It names the command that passes it: ``remem edit 14 -- -1``."""
+    name, context = str(getattr(exc, "option_name", "") or ""), getattr(exc, "ctx", None)
+    if name[:1] != "-" or context is None or getattr(exc, "possibilities", None):
+        return ""
+    arguments = [p for p in context.command.params if getattr(p, "param_type_name", "") == "argument"]
+    number = name[1:].replace(".", "", 1).isdigit()
+    if not arguments or not (number or any(p.nargs == -1 for p in arguments)):
+        return ""
+    at = next((i for i, a in enumerate(argv) if a == name or (a.startswith(name) and a[1] != "-")), None)
+    if at is None:
+        return ""
+    import shlex  # noqa: PLC0415 - only for this hint
+
+    words = context.command_path.split()[1:]
+    before = _positionals(context.command, argv[_after(argv, words) : at])
+    rest = argv[at + 1 :]
+    tail = ["…"] if any(a.startswith("-") for a in rest) else [shlex.quote(a) for a in rest]
+    command = " ".join([context.command_path, *map(shlex.quote, before), "--", shlex.quote(argv[at]), *tail])
+    return f" (to pass {shlex.quote(argv[at])} as an argument, put -- before it: {command})"
+
+
+def _after(argv: Sequence[str], words: Sequence[str]) -> int:
+    """The position in ``argv`` just after the command's name (``words``: ``token add``)."""
+    position = 0
+    for word in words:
+        position = list(argv).index(word, position) + 1 if word in argv[position:] else position
+    return position
+
+
+def _positionals(command: Any, arguments: Sequence[str]) -> list[str]:
+    """The positional arguments among ``arguments`` (options and their values left out)."""
+    valued = {
+        name
+        for p in command.params
+        if getattr(p, "param_type_name", "") == "option" and not getattr(p, "is_flag", False)
+        for name in p.opts
+    }
+    found, skip = [], False
+    for argument in arguments:
+        if skip:
+            skip = False
+        elif argument.startswith("-"):
+            skip = argument in valued
+        else:
+            found.append(argument)
+    return found
 
 
 def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
@@ -227,7 +268,7 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
         _fail(str(exc))
         return EXIT_NOTHING_FOUND
     except Exception as exc:
-        return _fail(_describe(exc, settings.options))
+        return _fail(_describe(exc, settings.options, arguments))
     if result == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this code without a word
         return _interrupted()
     return result if isinstance(result, int) else EXIT_OK

@@ -102,7 +102,7 @@ BAD: list[tuple[str, Call, type[Exception], str]] = [
     # edit, forget
     ("edit-id-str", lambda m: m.edit("1", "changed"), TypeError, "memory_id"),
     ("edit-id-true", lambda m: m.edit(True, "changed"), TypeError, "memory_id"),
-    ("edit-text-none", lambda m: m.edit(1, None), TypeError, "text"),
+    ("edit-nothing", lambda m: m.edit(1, None), InvalidInputError, "text"),
     ("forget-ids-str", lambda m: m.forget("12"), TypeError, "ids"),
     ("forget-ids-bool", lambda m: m.forget([True]), TypeError, "ids"),
     ("forget-ids-float", lambda m: m.forget([1.0]), TypeError, "ids"),

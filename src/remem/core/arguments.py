@@ -71,7 +71,7 @@ def change(
     """An edit's new text (as ``text``), tags and meta, checked as ``add`` checks them; at least one
     given (else InvalidInputError)."""
     if text_given is None and tags is None and meta is None:
-        raise InvalidInputError("give a new text, tags or meta to change")
+        raise InvalidInputError("give a new text, tags or meta to change", parameter="text")
     return Change(
         None if text_given is None else text(text_given, limit=limit),
         None if tags is None else clean_tags(checks.strings(tags, "tags")),

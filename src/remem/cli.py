@@ -32,6 +32,7 @@ from remem.errors import MemoryNotFoundError, RememError, TokenNotFoundError
 from remem.inputs import unicode_only
 
 params.install()  # Typer's pydantic adapters only for values that need them (see params.py)
+params.plain_arguments()  # help and usage lines without Python types
 
 app = typer.Typer(
     name="remem",

@@ -41,23 +41,51 @@ StoreOption = Annotated[
         callback=_store_or_root,
     ),
 ]
-UserOption = Annotated[
+
+
+def _setting_and_filtering(kind: Any, *names: str, metavar: str, sets: str, selects: str) -> tuple[Any, Any]:
+    """The option ``names`` (of type ``kind``) as a command that stores a memory takes it (help
+    ``sets``) and as a filter (help ``selects``): one declaration, each command's own words."""
+    return tuple(  # type: ignore[return-value]
+        Annotated[kind, typer.Option(*names, metavar=metavar, help=words)] for words in (sets, selects)
+    )
+
+
+UserOption, _UserFilter = _setting_and_filtering(
     str | None,
-    typer.Option("--user", "-u", metavar="NAME", help="Whose memory it is; search/list: only theirs."),
-]
+    "--user",
+    "-u",
+    metavar="NAME",
+    sets="Whose memory it is.",
+    selects="Only this user's memories.",
+)
+ConversationOption, _ConversationFilter = _setting_and_filtering(
+    str | None,
+    "--conversation",
+    "-c",
+    metavar="ID",
+    sets="The conversation it belongs to.",
+    selects="Only this conversation's memories.",
+)
+TagOption, _TagFilter = _setting_and_filtering(
+    list[str] | None,
+    "--tag",
+    "-t",
+    metavar="TAG",
+    sets="A tag; repeatable.",
+    selects="Only memories with this tag; repeatable: all must be present.",
+)
+RoleOption, _RoleFilter = _setting_and_filtering(
+    str | None,
+    "--role",
+    "-r",
+    metavar="ROLE",
+    sets="Who said it (user, assistant…).",
+    selects="Only memories of this role (user, assistant…).",
+)
 SharedOption = Annotated[
     bool,
     typer.Option("--shared", help="With --user: also the memories that have no user (the team's)."),
-]
-ConversationOption = Annotated[
-    str | None,
-    typer.Option(
-        "--conversation", "-c", metavar="ID", help="Conversation it belongs to; search/list: only that one."
-    ),
-]
-TagOption = Annotated[
-    list[str] | None,
-    typer.Option("--tag", "-t", metavar="TAG", help="A tag, repeatable; search/list: all must be present."),
 ]
 #: For commands whose arguments are only ids: ``show -1`` takes -1 as an id (naming no memory) as
 #: ``show -- -1`` does; a mistyped option is then an id that is not a number, still an error.
@@ -83,12 +111,6 @@ NoDatesOption = Annotated[
 ]
 LimitOption = Annotated[
     int, typer.Option("--limit", "-k", min=1, metavar="N", help="Show at most N memories.")
-]
-RoleOption = Annotated[
-    str | None,
-    typer.Option(
-        "--role", "-r", metavar="ROLE", help="Who said it (user, assistant…); search/list: only that."
-    ),
 ]
 MetaFilterOption = Annotated[
     list[str] | None,
@@ -122,11 +144,11 @@ NO_FILTERS = Filters()
 
 #: The filter options, in the order they are listed, with their defaults (none: no filtering).
 FILTER_OPTIONS: dict[str, Any] = {
-    "user": UserOption,
+    "user": _UserFilter,
     "shared": SharedOption,
-    "conversation": ConversationOption,
-    "role": RoleOption,
-    "tag": TagOption,
+    "conversation": _ConversationFilter,
+    "role": _RoleFilter,
+    "tag": _TagFilter,
     "meta": MetaFilterOption,
     "since": SinceOption,
     "until": UntilOption,

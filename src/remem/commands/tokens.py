@@ -174,6 +174,7 @@ def list_tokens(json_out: opt.JsonOption = False, store: opt.StoreOption = None)
 @token_app.command()
 def revoke(
     name: Annotated[str, typer.Argument(metavar="NAME", help="A token's name from `remem token list`.")],
+    json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
     """Remove a token: every server on the store refuses it from its next call on.
@@ -183,4 +184,6 @@ def revoke(
     with open_memories(store, create=False, if_missing="fail") as memories:
         assert memories is not None  # if_missing="fail": a store, or an error
         token = memories.tokens.revoke(name)
+    if json_out:
+        typer.echo(render.json_line({**token_record(token), "revoked": True}))
     note(f'Revoked token "{token.name}".')

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -466,9 +467,10 @@ class Memories(AbstractContextManager["Memories"]):
     ) -> upkeep.ReindexOutcome:
         """Rebuild the derived indexes and turns' contexts (``index``: exact, hnsw or auto; ``hnsw``:
         m, ef_construction, ef_search); with ``model`` re-embed every memory with that model first
-        (staged, resumable, swapped in at once; with ``force`` even with the store's own model)."""
+        (staged, resumable, swapped in at once; with ``force`` even with the store's own model).
+        ``seconds``: the whole of it, the model's loading and the re-embedding included."""
         index, hnsw, model = upkeep.reindex_options(index, hnsw, model)
-        force, progress = checks.flag(force, "force"), checks.callback(progress)
+        force, progress, started = checks.flag(force, "force"), checks.callback(progress), time.monotonic()
         waiting = (  # not watched: the reindex below builds what the advice would ask for
             bulk.embed_pending(self.backend, self._stores_embedder, progress, None)
             if model is None and self.pending_count()
@@ -476,7 +478,7 @@ class Memories(AbstractContextManager["Memories"]):
         )
         outcome = upkeep.reindex(self.backend, self.catalog, index, hnsw, model, force, progress)
         turns.restore_contexts(self.backend)  # after upkeep.reindex checked every argument
-        outcome = replace(outcome, embedded_pending=waiting)
+        outcome = replace(outcome, embedded_pending=waiting, seconds=time.monotonic() - started)
         if model is not None:
             self._reload_model()
         return outcome

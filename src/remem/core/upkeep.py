@@ -29,12 +29,14 @@ HNSW_BOUNDS = (("hnsw.m", 128), ("hnsw.ef_construction", 4096), ("hnsw.ef_search
 
 @dataclass(frozen=True)
 class ReindexOutcome:
-    """What ``reindex`` did: the re-embedding (None without a model), the index rebuild, and how
-    many memories waiting for their vectors (added with ``embed=False``) it embedded."""
+    """What ``reindex`` did: the re-embedding (None without a model), the index rebuild, how many
+    memories waiting for their vectors (added with ``embed=False``) it embedded, and the seconds
+    the whole of it took (``rebuilt.seconds``: the index rebuild's alone)."""
 
     reembedded: ReembedReport | None
     rebuilt: ReindexReport
     embedded_pending: int = 0
+    seconds: float = 0.0
 
 
 def _batches(memories: Iterator[Memory], size: int) -> Iterator[list[Memory]]:

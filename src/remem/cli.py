@@ -145,6 +145,7 @@ def register_commands(argv: Sequence[str]) -> None:
             _registered.add(module)
     _root_options_after(app)
     app.registered_commands.sort(key=_position)
+    app.registered_groups.sort(key=_group_position)  # whichever group a run registered first
 
 
 def _root_options_after(typer_app: typer.Typer) -> None:
@@ -160,6 +161,12 @@ def _root_options_after(typer_app: typer.Typer) -> None:
 def _position(info: typer.models.CommandInfo) -> int:
     name = info.name or getattr(info.callback, "__name__", "")
     return _ORDER.index(name) if name in _ORDER else len(_ORDER)
+
+
+def _group_position(info: typer.models.TyperInfo) -> int:
+    instance = info.typer_instance
+    name = info.name or (instance.info.name if instance is not None else None)
+    return _ORDER.index(name) if isinstance(name, str) and name in _ORDER else len(_ORDER)
 
 
 def _command_name(argv: Sequence[str]) -> str | None:

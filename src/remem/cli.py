@@ -30,6 +30,7 @@ from remem.commands.common import (
 from remem.config import debug_enabled
 from remem.errors import MemoryNotFoundError, RememError, TokenNotFoundError
 from remem.inputs import unicode_only
+from remem.render import visible
 
 params.install()  # Typer's pydantic adapters only for values that need them (see params.py)
 params.plain_arguments()  # help and usage lines without Python types
@@ -223,7 +224,7 @@ def _dash_hint(exc: typer.TyperException, argv: Sequence[str]) -> str:
     rest = argv[at + 1 :]
     tail = ["…"] if any(a.startswith("-") for a in rest) else [shlex.quote(a) for a in rest]
     command = " ".join([context.command_path, *map(shlex.quote, before), "--", shlex.quote(argv[at]), *tail])
-    return f" (to pass {shlex.quote(argv[at])} as an argument, put -- before it: {command})"
+    return visible(f" (to pass {shlex.quote(argv[at])} as an argument, put -- before it: {command})")
 
 
 def _after(argv: Sequence[str], words: Sequence[str]) -> int:

@@ -65,3 +65,8 @@ def test_a_mistyped_option_gets_no_dash_hint(store: Path) -> None:
     assert code == 2 and "--limit" in stderr and "put -- before it" not in stderr
     code, _, stderr = _run(store, ["list", "-n"])
     assert code == 2 and "put -- before it" not in stderr
+
+
+def test_the_hint_shows_control_characters_as_escapes(store: Path) -> None:
+    code, _, stderr = _run(store, ["search", "-n \x1b[2Jprod"])
+    assert code == 2 and "\x1b" not in stderr and "'-n \\x1b[2Jprod'" in stderr

@@ -89,3 +89,32 @@ def test_model_path_and_verify_json(monkeypatch: pytest.MonkeyPatch, tmp_path: P
         "path": None,
         "problem": None,
     } in rows
+
+
+def test_model_pull_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A pull from the stand-in hub of a test model made of the bundled model's files."""
+    import dataclasses
+
+    from hub_server import hub_server
+    from remem.embedders import registry
+    from remem.embedders.spec import ModelFile, file_sha256
+
+    files = registry.bundled_files()
+    spec = dataclasses.replace(
+        registry.BGE_SMALL_EN_V1_5,
+        name="pull-json-test",
+        model=ModelFile(file_sha256(files.model), files.model.stat().st_size, "onnx/model.onnx"),
+        tokenizer=ModelFile(file_sha256(files.tokenizer), files.tokenizer.stat().st_size, "tokenizer.json"),
+        repo="test/pull-json",
+    )
+    monkeypatch.setitem(registry._KNOWN, spec.name, spec)
+    monkeypatch.setenv("REMEM_MODELS", str(tmp_path / "models"))
+    with hub_server() as hub:
+        for file, path in ((spec.model, files.model), (spec.tokenizer, files.tokenizer)):
+            hub.files[f"/{spec.repo}/resolve/{spec.revision}/{file.repo_path}"] = path.read_bytes()
+        monkeypatch.setenv("REMEM_HF_ENDPOINT", hub.endpoint)
+        pulled = run_cli(["model", "pull", spec.name, "--json"])
+    assert pulled.code == 0, pulled.stderr
+    record = json.loads(pulled.stdout)
+    assert (record["model"], record["built"], record["size_bytes"]) == (spec.name, False, spec.size)
+    assert (Path(record["path"]) / "model.onnx").is_file()

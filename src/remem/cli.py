@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from remem import Embedder, __version__
+from remem.commands import options as opt
 from remem.commands import params
 from remem.commands.common import (
     EXIT_FAILURE,
@@ -29,8 +30,10 @@ from remem.commands.common import (
 from remem.config import debug_enabled
 from remem.errors import MemoryNotFoundError, RememError, TokenNotFoundError
 from remem.inputs import unicode_only
+from remem.render import visible
 
 params.install()  # Typer's pydantic adapters only for values that need them (see params.py)
+params.plain_arguments()  # help and usage lines without Python types
 
 app = typer.Typer(
     name="remem",
@@ -52,18 +55,25 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     ctx: typer.Context,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            metavar="DIR|URL",
+            help="Store directory or postgresql:// URL, for the command (before or after it).",
+            show_default=False,
+        ),
+    ] = None,
     quiet: Annotated[
         bool,
-        typer.Option(
-            "--quiet", "-q", help="No notes or warnings on stderr (errors still); before the command."
-        ),
+        typer.Option("--quiet", "-q", help=opt.QUIET_HELP),
     ] = False,
     model_dir: Annotated[
         Path | None,
         typer.Option(
             "--model-dir",
             metavar="DIR",
-            help="Your own model: model.onnx, tokenizer.json, remem-model.json [$REMEM_MODEL_DIR].",
+            help=opt.MODEL_DIR_HELP,
             show_default=False,
         ),
     ] = None,
@@ -86,6 +96,7 @@ def _root(
     Exit codes: 0 success, 1 nothing found (or an id names no memory), 2 usage error or failure.
     """
     settings = invocation()
+    settings.store = store
     settings.quiet = quiet
     settings.model_dir = model_dir
     settings.model = model
@@ -108,7 +119,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 _ORDER = [name for names in COMMANDS.values() for name in names]
 _ROOT_FLAGS = {"-q", "--quiet", "-h", "--help", "--version"}
 #: The root options that take a value.
-_ROOT_OPTIONS = ("--model-dir", "--model")
+_ROOT_OPTIONS = ("--store", "--model-dir", "--model")
 #: Names people reach for from other tools, and the command that does it here.
 _ALIASES = {
     "rm": "forget",
@@ -133,12 +144,30 @@ def register_commands(argv: Sequence[str]) -> None:
         if module not in _registered:
             importlib.import_module(f"remem.commands.{module}").register(app)
             _registered.add(module)
+    _root_options_after(app)
     app.registered_commands.sort(key=_position)
+    app.registered_groups.sort(key=_group_position)  # whichever group a run registered first
+
+
+def _root_options_after(typer_app: typer.Typer) -> None:
+    """Let every command of ``typer_app`` (and of its groups) take ``--quiet`` and ``--model-dir``
+    after its name too (``--store`` is each command's own option, defaulting to the root's)."""
+    for info in typer_app.registered_commands:
+        info.callback = opt.with_root_options(info.callback)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _root_options_after(group.typer_instance)
 
 
 def _position(info: typer.models.CommandInfo) -> int:
     name = info.name or getattr(info.callback, "__name__", "")
     return _ORDER.index(name) if name in _ORDER else len(_ORDER)
+
+
+def _group_position(info: typer.models.TyperInfo) -> int:
+    instance = info.typer_instance
+    name = info.name or (instance.info.name if instance is not None else None)
+    return _ORDER.index(name) if isinstance(name, str) and name in _ORDER else len(_ORDER)
 
 
 def _command_name(argv: Sequence[str]) -> str | None:
@@ -157,14 +186,14 @@ def _fail(message: str) -> int:
     return EXIT_FAILURE
 
 
-def _describe(exc: Exception, options: dict[str, str]) -> str:
+def _describe(exc: Exception, options: dict[str, str], argv: Sequence[str] = ()) -> str:
     """One line for the user, remem's errors naming arguments by the command's ``options``
     (``option_names``); an unexpected exception is named, never its message or traceback (they may
     hold a memory's text)."""
     if isinstance(exc, typer.TyperException):  # usage errors: bad option, missing argument…
         # Click's "Got unexpected extra argument" is a plain usage error, not a bug: say so.
         message = exc.format_message().replace("Got unexpected extra", "Got an extra", 1)
-        return message + _dash_hint(exc)
+        return message + _dash_hint(exc, argv)
     if isinstance(exc, RememError):
         return exc.phrased(options)
     if isinstance(exc, OSError) and exc.strerror:
@@ -174,14 +203,55 @@ def _describe(exc: Exception, options: dict[str, str]) -> str:
     return f"unexpected {type(exc).__name__} (set REMEM_DEBUG=1 for a traceback)"
 
 
-def _dash_hint(exc: typer.TyperException) -> str:
-    """A hint for ``edit -1 …`` or ``add -5 degrees``: a negative number taken for an option."""
-    name = str(getattr(exc, "option_name", "") or "")
-    if name[:1] == "-" and name[1:].replace(".", "", 1).isdigit():
-        context = getattr(exc, "ctx", None)
-        command = context.command_path if context is not None else "remem COMMAND"
-        return f" (to pass {name} as an argument, put -- before it: {command} -- {name} …)"
-    return ""
+def _dash_hint(exc: typer.TyperException, argv: Sequence[str]) -> str:
+    """A hint for an argument taken for an option: a negative number (``edit 14 -1``) or, for a
+    command that takes words, a text that starts with ``-`` (``search '-n prod'``) where no option
+    of that name is near. It names the command that passes it: ``remem edit 14 -- -1``."""
+    name, context = str(getattr(exc, "option_name", "") or ""), getattr(exc, "ctx", None)
+    if name[:1] != "-" or context is None or getattr(exc, "possibilities", None):
+        return ""
+    arguments = [p for p in context.command.params if getattr(p, "param_type_name", "") == "argument"]
+    number = name[1:].replace(".", "", 1).isdigit()
+    if not arguments or not (number or any(p.nargs == -1 for p in arguments)):
+        return ""
+    at = next((i for i, a in enumerate(argv) if a == name or (a.startswith(name) and a[1] != "-")), None)
+    if at is None:
+        return ""
+    import shlex  # noqa: PLC0415 - only for this hint
+
+    words = context.command_path.split()[1:]
+    before = _positionals(context.command, argv[_after(argv, words) : at])
+    rest = argv[at + 1 :]
+    tail = ["…"] if any(a.startswith("-") for a in rest) else [shlex.quote(a) for a in rest]
+    command = " ".join([context.command_path, *map(shlex.quote, before), "--", shlex.quote(argv[at]), *tail])
+    return visible(f" (to pass {shlex.quote(argv[at])} as an argument, put -- before it: {command})")
+
+
+def _after(argv: Sequence[str], words: Sequence[str]) -> int:
+    """The position in ``argv`` just after the command's name (``words``: ``token add``)."""
+    position = 0
+    for word in words:
+        position = list(argv).index(word, position) + 1 if word in argv[position:] else position
+    return position
+
+
+def _positionals(command: Any, arguments: Sequence[str]) -> list[str]:
+    """The positional arguments among ``arguments`` (options and their values left out)."""
+    valued = {
+        name
+        for p in command.params
+        if getattr(p, "param_type_name", "") == "option" and not getattr(p, "is_flag", False)
+        for name in p.opts
+    }
+    found, skip = [], False
+    for argument in arguments:
+        if skip:
+            skip = False
+        elif argument.startswith("-"):
+            skip = argument in valued
+        else:
+            found.append(argument)
+    return found
 
 
 def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
@@ -207,7 +277,7 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
         _fail(str(exc))
         return EXIT_NOTHING_FOUND
     except Exception as exc:
-        return _fail(_describe(exc, settings.options))
+        return _fail(_describe(exc, settings.options, arguments))
     if result == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this code without a word
         return _interrupted()
     return result if isinstance(result, int) else EXIT_OK

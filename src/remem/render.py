@@ -104,7 +104,9 @@ def display_width(text: str) -> int:
     return int(cell_len(text))
 
 
-def _clip(text: str, width: int | None) -> str:
+def _clip(text: str, width: int | None, at_word: bool = False) -> str:
+    """``text`` in at most ``width`` columns, ending in ``…`` when cut; ``at_word`` cuts after the
+    last whole word that fits (unless that leaves less than half the room: one long word, CJK)."""
     if width is None or display_width(text) <= width:
         return text
     from rich.cells import get_character_cell_size  # noqa: PLC0415
@@ -115,17 +117,34 @@ def _clip(text: str, width: int | None) -> str:
         if used > width - 1:
             break
         kept.append(char)
-    return "".join(kept) + "…"
+    cut = "".join(kept)
+    if at_word and not text[len(cut)].isspace():
+        words = cut.rsplit(" ", 1)[0].rstrip()
+        cut = words if len(words) >= len(cut) // 2 else cut
+    return cut.rstrip() + "…"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | None, numeric: int = 0) -> str:
-    """Columns separated by two spaces, the first ``numeric`` right-aligned, the last clipped to ``width``.
+#: On a terminal, the most columns a name column (user, tags) takes, and the fewest it is cut to
+#: for the text to get ``TEXT_ROOM`` columns: the text gets the rest.
+NAMES_WIDTH, NAMES_MIN, TEXT_ROOM = 12, 6, 30
 
-    ``width=None`` never clips (for output that is not a terminal).
+
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int | None,
+    numeric: int = 0,
+    names: Sequence[int] = (),
+) -> str:
+    """Columns separated by two spaces, the first ``numeric`` right-aligned; fitted to ``width``
+    columns: the columns ``names`` at most ``NAMES_WIDTH`` wide and the last one (the text) given
+    the rest, cut at a word with ``…``.
+
+    ``width=None`` never cuts anything (output that is not a terminal, or ``--wide``).
     """
-    sizes = [
-        max([display_width(h), *(display_width(r[i]) for r in rows)]) for i, h in enumerate(headers[:-1])
-    ]
+    if width is not None and names:
+        rows = _names_fitted(headers, rows, width, names)
+    sizes = [_width(headers, rows, i) for i in range(len(headers) - 1)]
     lead = sum(sizes) + 2 * len(sizes)
     room = None if width is None else max(width - lead, 10)
 
@@ -134,9 +153,24 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | No
         for column, (cell, size) in enumerate(zip(cells, sizes, strict=False)):
             padding = " " * (size - display_width(cell))
             parts.append(padding + cell if column < numeric else cell + padding)
-        return "  ".join([*parts, _clip(cells[-1], room)]).rstrip()
+        return "  ".join([*parts, _clip(cells[-1], room, at_word=True)]).rstrip()
 
     return "\n".join([line(headers), *(line(r) for r in rows)])
+
+
+def _width(headers: Sequence[str], rows: Sequence[Sequence[str]], column: int) -> int:
+    return max([display_width(headers[column]), *(display_width(r[column]) for r in rows)])
+
+
+def _names_fitted(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, names: Sequence[int]
+) -> list[list[str]]:
+    """``rows`` with the cells of the columns ``names`` cut to leave the text (the last column)
+    ``TEXT_ROOM`` of ``width`` columns: at most ``NAMES_WIDTH`` each, at least ``NAMES_MIN``."""
+    lead = sum(_width(headers, rows, i) for i in range(len(headers) - 1) if i not in names)
+    lead += 2 * (len(headers) - 1)
+    cap = max(NAMES_MIN, min(NAMES_WIDTH, (width - lead - TEXT_ROOM) // len(names)))
+    return [[_clip(c, cap) if i in names else c for i, c in enumerate(r)] for r in rows]
 
 
 def prompt_line(memory: Memory) -> str:
@@ -177,7 +211,7 @@ def hits_table(hits: Sequence[Hit], width: int | None, with_cosine: bool = False
     adds each hit's raw cosine after the score (for fused scores, which are not cosines)."""
     if not with_cosine:
         rows = [[str(h.memory.id), _decimals(h.score), *_hit_cells(h)] for h in hits]
-        return table(["ID", "SCORE", "CREATED", "USER", "TAGS", "TEXT"], rows, width, numeric=2)
+        return table(["ID", "SCORE", "CREATED", "USER", "TAGS", "TEXT"], rows, width, 2, names=(3, 4))
     rows = [
         [
             str(h.memory.id),
@@ -187,13 +221,13 @@ def hits_table(hits: Sequence[Hit], width: int | None, with_cosine: bool = False
         ]
         for h in hits
     ]
-    return table(["ID", "SCORE", "COSINE", "CREATED", "USER", "TAGS", "TEXT"], rows, width, numeric=3)
+    return table(["ID", "SCORE", "COSINE", "CREATED", "USER", "TAGS", "TEXT"], rows, width, 3, names=(4, 5))
 
 
 def memories_table(memories: Sequence[Memory], width: int | None) -> str:
     """Memories as a table: id, created, user, tags, text."""
     rows = [[str(m.id), *_memory_cells(m)] for m in memories]
-    return table(["ID", "CREATED", "USER", "TAGS", "TEXT"], rows, width, numeric=1)
+    return table(["ID", "CREATED", "USER", "TAGS", "TEXT"], rows, width, numeric=1, names=(2, 3))
 
 
 def excerpt(text: str, width: int = EXCERPT_WIDTH) -> str:

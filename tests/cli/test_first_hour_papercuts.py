@@ -61,31 +61,6 @@ def test_since_and_until_take_time_words(tmp_path: Path) -> None:
     )
 
 
-def test_add_of_a_file_name_warns_and_says_how_to_store_the_contents(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`remem add README.md` stores the words `README.md` (as before) and now says so on stderr."""
-    store = tmp_path / "store"
-    (tmp_path / "README.md").write_text("# the real contents\n", encoding="utf-8")
-    (tmp_path / "my notes.txt").write_text("notes\n", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    added = run_cli(["add", "README.md"], store)
-    assert (added.code, added.stdout) == (0, "1\n")
-    assert added.stderr == (
-        "Warning: README.md is a file: stored its name, not its contents; "
-        "to store its contents: remem add - < README.md\n"
-    )
-    assert run_cli(["show", "1", "--json"], store).stdout.count('"text":"README.md"') == 1
-    spaced = run_cli(["add", "--json", str(tmp_path / "my notes.txt")], store)
-    assert spaced.stderr.endswith(f"remem add - < '{tmp_path / 'my notes.txt'}'\n")
-    assert run_cli(["-q", "add", "README.md"], store).stderr == ""  # a duplicate, and quiet
-    for words in (["README.md", "is", "long"], ["no-such-file.md"], ["-"], ["."]):  # "." is a directory
-        said = run_cli(["add", *words], store, stdin=b"from stdin")
-        assert (said.code, "is a file" in said.stderr) == (0, False), words
-    from_stdin = run_cli(["add", "-"], store, stdin=(tmp_path / "README.md").read_bytes())
-    assert (from_stdin.code, from_stdin.stderr) == (0, "")
-
-
 def test_a_cjk_query_on_an_english_only_model_gets_a_note(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

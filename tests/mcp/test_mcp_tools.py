@@ -132,7 +132,7 @@ BAD_CALLS = [
     ("memory_add", {"text": "   "}, "text is empty"),
     ("memory_add", {"text": "x", "meta": {"k": 1}}, "invalid argument meta.k"),
     ("memory_add", {"text": "x", "created_at": "2020-01-01"}, "memory_add takes no argument created_at"),
-    ("memory_edit", {"id": 1}, "missing argument text"),
+    ("memory_edit", {"id": 1}, "give a new text, tags or meta to change"),
     ("memory_edit", {"id": 99, "text": "new"}, "there is no memory 99"),
     ("memory_forget", {}, "give ids, or at least one filter (not both)"),
     ("memory_forget", {"ids": [1], "tags": ["ops"]}, "give ids, or at least one filter (not both)"),

@@ -38,7 +38,6 @@ BAD: list[tuple[str, Call, type[Exception], str]] = [
     ("add-role-list", lambda m: m.add("new", role=["user"]), TypeError, "role"),
     ("add-tags-one-string", lambda m: m.add("new", tags="ops"), TypeError, "tags"),
     ("add-tags-ints", lambda m: m.add("new", tags=[1]), TypeError, "tags"),
-    ("add-tags-none", lambda m: m.add("new", tags=None), TypeError, "tags"),
     ("add-tags-empty-tag", lambda m: m.add("new", tags=["ok", " "]), InvalidInputError, "tag"),
     ("add-meta-pairs", lambda m: m.add("new", meta=[("k", "v")]), TypeError, "meta"),
     ("add-meta-int-value", lambda m: m.add("new", meta={"k": 1}), TypeError, "meta"),
@@ -103,7 +102,7 @@ BAD: list[tuple[str, Call, type[Exception], str]] = [
     # edit, forget
     ("edit-id-str", lambda m: m.edit("1", "changed"), TypeError, "memory_id"),
     ("edit-id-true", lambda m: m.edit(True, "changed"), TypeError, "memory_id"),
-    ("edit-text-none", lambda m: m.edit(1, None), TypeError, "text"),
+    ("edit-nothing", lambda m: m.edit(1, None), InvalidInputError, "text"),
     ("forget-ids-str", lambda m: m.forget("12"), TypeError, "ids"),
     ("forget-ids-bool", lambda m: m.forget([True]), TypeError, "ids"),
     ("forget-ids-float", lambda m: m.forget([1.0]), TypeError, "ids"),

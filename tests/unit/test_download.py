@@ -441,6 +441,9 @@ def test_directory_lock_creates_a_private_directory(tmp_path: Path) -> None:
     directory = tmp_path / "cache" / "models"
     with directory_lock(directory):
         assert (directory / ".lock").is_file()
-    assert directory.stat().st_mode & 0o777 == 0o700
+        assert directory.stat().st_mode & 0o777 == 0o700
+    assert (
+        not directory.exists()
+    )  # left unused: removed with its lock (tests/unit/test_model_directory_lock.py)
     with directory_lock(directory):  # released: can be taken again
         pass

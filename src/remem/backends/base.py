@@ -9,7 +9,7 @@ Every write is one transaction: all of it happens, or none of it. The contract t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -230,6 +230,21 @@ class Backend(Protocol):
         MemoryNotFoundError if there is none; InvalidInputError if its user/conversation already
         holds that text in another memory; EditConflictError if ``expected_sha256`` is given and the
         memory's text no longer has it (another edit came first).
+        """
+        ...
+
+    def refile(
+        self,
+        memory_id: int,
+        tags: Sequence[str] | None,
+        meta: Mapping[str, str] | None,
+        expected_sha256: str | None = None,
+    ) -> Memory:
+        """Replace a memory's tags and/or meta (None: kept as they are) in one transaction, its
+        keyword terms with them, setting updated_at; its text and vectors stay.
+
+        MemoryNotFoundError if there is none; EditConflictError if ``expected_sha256`` is given and
+        the memory's text no longer has it.
         """
         ...
 

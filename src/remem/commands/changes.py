@@ -6,7 +6,8 @@ memory exists the command changes nothing and fails with ``Error: there is no me
 and warns about the others.
 """
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -15,7 +16,9 @@ from remem import render
 from remem.commands import options as opt
 from remem.commands.common import EXIT_NOTHING_FOUND, note, open_memories, print_results, stdin, warn
 from remem.errors import InvalidInputError, MemoryNotFoundError
-from remem.inputs import MAX_TEXT_CHARS, read_text, within_limit
+from remem.inputs import MAX_TEXT_CHARS, clean_tags, parse_meta, read_text, within_limit
+
+T = TypeVar("T")
 
 
 def register(app: typer.Typer) -> None:
@@ -30,19 +33,47 @@ def edit(
         list[str] | None,
         typer.Argument(metavar="TEXT", help="Its new text (words are joined); - reads stdin."),
     ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tag", "-t", metavar="TAG", help="Its tags from now on (repeatable): replace them all."
+        ),
+    ] = None,
+    meta: Annotated[
+        list[str] | None,
+        typer.Option("--meta", "-m", metavar="KEY=VALUE", help="Its metadata from now on (repeatable)."),
+    ] = None,
+    no_tags: Annotated[bool, typer.Option("--no-tags", help="Remove all its tags.")] = False,
+    no_meta: Annotated[bool, typer.Option("--no-meta", help="Remove all its metadata.")] = False,
     max_chars: opt.MaxCharsOption = MAX_TEXT_CHARS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
-    """Replace a memory's text: re-embeds it, keeps its id and created_at, records updated_at.
-    Exit 1 if there is no such memory."""
-    new_text = within_limit(read_text(text, stdin(), limit=max_chars), max_chars, "memory text")
+    """Change a memory: its text (re-embedded), its tags, its metadata; keeps its id and
+    created_at, records updated_at. Exit 1 if there is no such memory."""
+    new_text = (
+        within_limit(read_text(text, stdin(), limit=max_chars), max_chars, "memory text") if text else None
+    )
+    tags = _replacing(tag, no_tags, "--tag", "--no-tags", clean_tags)
+    new_meta = _replacing(meta, no_meta, "--meta", "--no-meta", parse_meta)
+    if new_text is None and tags is None and new_meta is None:
+        raise InvalidInputError("give a new TEXT, --tag, --meta, --no-tags or --no-meta")
     with open_memories(store, create=False) as memories:
         if memories is None:
             raise MemoryNotFoundError([memory_id])
         memories.max_text_chars = max_chars
-        memory = memories.edit(memory_id, new_text)
+        memory = memories.edit(memory_id, new_text, tags=tags, meta=new_meta)
     print_results([memory], json_out, render.memory_record, render.memories_table)
+
+
+def _replacing(
+    values: list[str] | None, none: bool, option: str, flag: str, parse: Callable[[Any], T]
+) -> T | None:
+    """What ``option`` (repeatable) or ``flag`` (none of them) makes of a field, parsed; None when
+    neither is given; both is an error."""
+    if values and none:
+        raise InvalidInputError(f"{option} and {flag} exclude each other: give one")
+    return parse(values or None) if values or none else None
 
 
 @opt.with_filters(*opt.SELECTING)
@@ -57,6 +88,7 @@ def forget(
     include_superseded: Annotated[bool, typer.Option("--include-superseded", hidden=True)] = False,
     include_expired: Annotated[bool, typer.Option("--include-expired", hidden=True)] = False,
     filters: remem.Filters = opt.NO_FILTERS,
+    wide: opt.WideOption = False,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -90,7 +122,7 @@ def forget(
         raise typer.Exit(EXIT_NOTHING_FOUND)
     for missing in result.missing:
         warn(f"there is no memory {missing}")
-    print_results(list(result.forgotten), json_out, render.memory_record, render.memories_table)
+    print_results(list(result.forgotten), json_out, render.memory_record, render.memories_table, wide)
     count = len(result.forgotten)
     verb = "Would forget" if result.dry_run else "Forgot"
     note(f"{verb} {count} {'expired ' if expired else ''}memor{'y' if count == 1 else 'ies'}.")

@@ -41,6 +41,7 @@ class Invocation:
     """One run of the CLI: its global options, an embedder a caller injected (tests), and what its
     command calls the library's arguments (``option_names``)."""
 
+    store: str | None = None  # --store before the command; the command's own --store wins
     quiet: bool = False
     model_dir: Path | None = None
     model: str | None = None  # the model a new store starts with (--model)
@@ -82,13 +83,14 @@ def print_results(
     json_out: bool,
     to_record: Callable[[T], dict[str, Any]],
     to_table: Callable[[Sequence[T], int | None], str],
+    wide: bool = False,
 ) -> None:
-    """NDJSON with --json, else a table fitted to the terminal."""
+    """NDJSON with --json, else a table fitted to the terminal (``wide``: whole, as in a pipe)."""
     if json_out:
         for item in items:
             typer.echo(render.json_line(to_record(item)))
     else:
-        typer.echo(to_table(items, terminal_width()))
+        typer.echo(to_table(items, None if wide else terminal_width()))
 
 
 def option_names(commands: Iterable[Any]) -> dict[str, str]:

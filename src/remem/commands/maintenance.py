@@ -1,10 +1,11 @@
 """Commands that keep a store healthy: reindex, compact and doctor. Safe to run from cron."""
 
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+import remem
 from remem import render
 from remem.commands import options as opt
 from remem.commands.common import EXIT_FAILURE, EXIT_NOTHING_FOUND, note, open_memories, progress_bar, warn
@@ -35,6 +36,7 @@ def reindex(
         str | None, typer.Option("--model", metavar="NAME", help="Re-embed every memory with this model.")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even what is already current.")] = False,
+    json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
     """Rebuild the vector and keyword indexes from the database; switch index kind or model.
@@ -55,6 +57,30 @@ def reindex(
                 force=force,
                 progress=progress,
             )
+    if json_out:
+        typer.echo(render.json_line(_reindex_record(outcome, model)))
+    _say_reindexed(outcome, model)
+
+
+def _reindex_record(outcome: remem.ReindexOutcome, model: str | None) -> dict[str, Any]:
+    """``reindex --json``'s one object (docs/output.md)."""
+    report, embedded = outcome.rebuilt, outcome.reembedded
+    return {
+        "vectors": report.vectors,
+        "index": report.kind,
+        "rebuilt_index": report.rebuilt_index,
+        "rebuilt_keywords": report.rebuilt_keywords,
+        "embedded_pending": outcome.embedded_pending,
+        "model": model,
+        "reembedded": None if embedded is None else embedded.embedded if embedded.swapped else 0,
+        "resumed_from": None if embedded is None else embedded.resumed_from,
+        "seconds": round(outcome.seconds, 3),
+    }
+
+
+def _say_reindexed(outcome: remem.ReindexOutcome, model: str | None) -> None:
+    """What a reindex did, on stderr: the whole run's seconds (the model's loading and the
+    re-embedding included)."""
     if outcome.embedded_pending:
         note(f"Embedded {outcome.embedded_pending} memories that were waiting for their vectors.")
     embedded = outcome.reembedded
@@ -69,7 +95,7 @@ def reindex(
         f"{report.kind} index rebuilt" if report.rebuilt_index and report.kind else "vector index current"
     )
     parts.append("keyword index rebuilt" if report.rebuilt_keywords else "keyword index current")
-    note(f"Reindexed: {', '.join(parts)} ({report.seconds:.1f} s).")
+    note(f"Reindexed: {', '.join(parts)} ({outcome.seconds:.1f} s).")
 
 
 def compact(json_out: opt.JsonOption = False, store: opt.StoreOption = None) -> None:

@@ -61,6 +61,10 @@ def add(
         bool,
         typer.Option("--skip-invalid", help="With --lines/--jsonl: add the good lines, report bad ones."),
     ] = False,
+    literal: Annotated[
+        bool,
+        typer.Option("--literal", help="TEXT is the words themselves, even when it names a file."),
+    ] = False,
     tag: opt.TagOption = None,
     user: opt.UserOption = None,
     conversation: opt.ConversationOption = None,
@@ -76,7 +80,8 @@ def add(
             metavar="ID",
             min=1,
             help="This memory replaces memory ID (same user and conversation): ID is left out of "
-            "search, list and context from now on.",
+            "search, list and context from now on; it takes ID's user, conversation, tags and "
+            "metadata unless given.",
         ),
     ] = None,
     expires: Annotated[
@@ -94,12 +99,13 @@ def add(
 ) -> None:
     """Store a memory and print its id; or many at once with --lines / --jsonl.
 
-    The same text in the same user/conversation is stored once: adding it again prints the
-    existing id (and says so on stderr) without loading the model; if that memory was superseded or
-    expired, it is current again (with this --expires). A stored memory that says nearly
-    the same is named on stderr (--json: "similar"); add the text again with --supersedes ID if it
-    replaces that one. A batch (--lines, --jsonl) is one transaction: all of it is added, or
-    nothing; the options give every memory of it their values.
+    A TEXT that names an existing file is refused (to store the file: `remem add - < FILE`; the
+    words themselves: --literal). The same text in the same user/conversation is stored once:
+    adding it again prints the existing id (and says so on stderr) without loading the model; if
+    that memory was superseded or expired, it is current again (with this --expires). A stored
+    memory that says nearly the same is named on stderr (--json: "similar"); add the text again
+    with --supersedes ID if it replaces that one. A batch (--lines, --jsonl) is one transaction:
+    all of it is added, or nothing; the options give every memory of it their values.
     """
     defaults = remem.NewMemory(
         text="",
@@ -117,15 +123,16 @@ def add(
             raise InvalidInputError("--supersedes goes with one TEXT, not with --lines or --jsonl")
         _add_batch(lines, jsonl, defaults, (skip_invalid, max_chars), json_out, store)
         return
+    named = None if literal else _named_file(text)
+    if named is not None:
+        shown = render.visible(shlex.quote(named))
+        raise InvalidInputError(
+            f"{shown} is a file: to store its contents, `remem add - < {shown}`; "
+            f"to store the words themselves, `remem add --literal {shown}`"
+        )
     body = within_limit(read_text(text, stdin(), limit=max_chars), max_chars, "memory text")
     result, similar = _add_one(body, replace(defaults, supersedes=supersedes), max_chars, store)
     _print_added(result, similar, supersedes, json_out)
-    named = _named_file(text)
-    if named is not None:
-        warn(
-            f"{named} is a file: stored its name, not its contents; to store its contents: "
-            f"remem add - < {shlex.quote(named)}"
-        )
 
 
 def _add_one(
@@ -142,8 +149,8 @@ def _add_one(
             user=m.user,
             conversation=m.conversation,
             role=m.role,
-            tags=m.tags,
-            meta=m.meta,
+            tags=m.tags or None,  # none given: a superseding memory takes the old one's
+            meta=m.meta or None,
             progress=progress,
             supersedes=m.supersedes,
             expires_at=m.expires_at,
@@ -223,6 +230,7 @@ def _add_batch(
 def list_memories(
     limit: opt.LimitOption = DEFAULT_LIST_LIMIT,
     filters: remem.Filters = opt.NO_FILTERS,
+    wide: opt.WideOption = False,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -231,4 +239,4 @@ def list_memories(
         found = [] if memories is None else memories.list(limit=limit, where=filters)
     if not found:
         raise typer.Exit(EXIT_NOTHING_FOUND)
-    print_results(found, json_out, render.memory_record, render.memories_table)
+    print_results(found, json_out, render.memory_record, render.memories_table, wide)

@@ -3,6 +3,7 @@
 Only `remem model pull` touches the network; nothing else in remem ever does.
 """
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -69,7 +70,7 @@ def list_models(json_out: opt.JsonOption = False, store: opt.StoreOption = None)
 
 
 @model_app.command()
-def pull(name: NameArgument) -> None:
+def pull(name: NameArgument, json_out: opt.JsonOption = False) -> None:
     """Download a model's files once, verify their sha256, install them (resumes if cut off).
 
     Downloads from $REMEM_HF_ENDPOINT when set (a mirror), else huggingface.co, at a pinned revision.
@@ -85,7 +86,7 @@ def pull(name: NameArgument) -> None:
         note(f"Building {spec.name} from the installed {spec.package} package (no download)…")
         directory = catalog.pull(name, f"remem/{__version__}")
         note(f"Installed {spec.name} ({size / 1e6:.0f} MB, sha256 verified).")
-        typer.echo(str(directory))
+        _print_path(spec.name, directory, json_out, size_bytes=size, built=True)
         return
     with progress_bar(size, f"Pulling {name}") as progress:
         pulled = [0]
@@ -101,12 +102,23 @@ def pull(name: NameArgument) -> None:
             urllib.request.getproxies(),  # the usual *_proxy variables, read here at the edge
         )
     note(f"Installed {name} ({size / 1e6:.0f} MB, sha256 verified).")
-    typer.echo(str(directory))
+    _print_path(spec.name, directory, json_out, size_bytes=size, built=False)
+
+
+def _print_path(name: str, found: Path | None, json_out: bool, **fields: Any) -> None:
+    """A model's path (``--json``: ``{"model", "path", …fields}``; null when not installed)."""
+    if json_out:
+        typer.echo(render.json_line({"model": name, "path": None if found is None else str(found), **fields}))
+    elif found is not None:
+        typer.echo(str(found))
 
 
 @model_app.command()
 def verify(
-    name: Annotated[str | None, typer.Argument(metavar="[NAME]", help="Default: all.")] = None,
+    name: Annotated[
+        str | None, typer.Argument(metavar="NAME", help="The model to check (default: all installed).")
+    ] = None,
+    json_out: opt.JsonOption = False,
 ) -> None:
     """Re-hash installed model files against their pinned sha256.
 
@@ -114,23 +126,31 @@ def verify(
     """
     damaged = 0
     for row in model_catalog().verify(name):
-        if not row.path and row.problem is None:
-            typer.echo(f"--    {row.model}: not installed")
-            continue
-        detail = (
-            row.path if row.problem is None else f"{row.path}: {row.problem}" if row.path else row.problem
-        )
-        typer.echo(f"{'ok  ' if row.problem is None else 'FAIL'}  {row.model}: {detail}")
+        typer.echo(_verified(row, json_out))
         damaged += row.problem is not None
     if damaged:
         raise typer.Exit(EXIT_FAILURE)
 
 
+def _verified(row: Any, json_out: bool) -> str:
+    """One file's line of ``verify`` (``--json``: ``{"model", "installed", "ok", "path", "problem"}``;
+    ``ok`` null for a model not installed)."""
+    installed = bool(row.path) or row.problem is not None
+    if json_out:
+        ok = None if not installed else row.problem is None
+        record = {"model": row.model, "installed": installed, "ok": ok, "path": row.path or None}
+        return render.json_line({**record, "problem": row.problem})
+    if not installed:
+        return f"--    {row.model}: not installed"
+    detail = row.path if row.problem is None else f"{row.path}: {row.problem}" if row.path else row.problem
+    return f"{'ok  ' if row.problem is None else 'FAIL'}  {row.model}: {detail}"
+
+
 @model_app.command()
-def path(name: NameArgument) -> None:
+def path(name: NameArgument, json_out: opt.JsonOption = False) -> None:
     """Print the path of a model's ONNX file (exit 1 when it is not installed)."""
     found = model_catalog().path(name)
+    _print_path(name, found, json_out)
     if found is None:
         note(f"{name} is not installed; `remem model pull {name}` installs it.")
         raise typer.Exit(EXIT_NOTHING_FOUND)
-    typer.echo(str(found))

@@ -1,4 +1,5 @@
-"""Typer's parameter coercion, made lazy: no pydantic for options that were not given.
+"""Typer's parameter coercion, made lazy: no pydantic for options that were not given; and its
+help naming arguments as the usage lines of other tools do.
 
 Typer 0.29 builds a pydantic ``TypeAdapter`` for every parameter of the command it runs before
 looking at the value, importing pydantic and generating a schema for each: `remem list` used 0.41 s
@@ -13,6 +14,12 @@ This reaches into Typer's private ``typer.core._TyperParameter.get_runtime_param
 ``tests/unit/test_typer_patch.py`` fails when the patch no longer installs or when it coerces any
 value of any remem parameter differently from Typer's own adapter. If Typer's internals are not the
 expected ones at run time (another Typer installed by force), nothing is changed: slower, not wrong.
+
+``plain_arguments()``: Typer 0.29 shows an argument's Python type in the help (``TEXT <list[str]>``,
+``FILE <str>``) and a required one in braces in the usage line (``{ID}``). remem's arguments name
+what they take in their metavar and help; the usage line is the familiar ``remem edit [OPTIONS] ID
+[TEXT]...`` (``tests/cli/test_help_text.py``). Typer's ``TyperArgument`` is left as it is when it
+has no such methods.
 """
 
 from __future__ import annotations
@@ -54,6 +61,24 @@ def _ready(descriptor: Any, value: Any) -> tuple[bool, Any]:
     if get_origin(annotation) is list and get_args(annotation) == (str,):
         return isinstance(value, list) and all(type(item) is str for item in value), value
     return False, None
+
+
+def plain_arguments() -> bool:
+    """Help without Python types for arguments, and usage lines without braces; True when done."""
+    try:
+        from typer.core import TyperArgument  # noqa: PLC0415
+    except ImportError:
+        return False
+    if not all(hasattr(TyperArgument, name) for name in ("display_type_rich", "_usage_display_name")):
+        return False
+
+    def usage_name(self: Any) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+    TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]
+    return True
 
 
 def install() -> bool:

@@ -72,6 +72,7 @@ def show(
         bool,
         typer.Option("--history", help="Its chain, oldest first: what it superseded and what superseded it."),
     ] = False,
+    wide: opt.WideOption = False,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -82,7 +83,7 @@ def show(
             raise MemoryNotFoundError([memory_id])
         chain = memories.history(memory_id) if history else [memories.get(memory_id)]
     if history:
-        print_results(chain, json_out, render.memory_record, render.history_table)
+        print_results(chain, json_out, render.memory_record, render.history_table, wide)
         return
     record = render.memory_record(chain[0])
     if json_out:

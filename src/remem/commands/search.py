@@ -37,6 +37,7 @@ def search(
     ] = None,
     filters: remem.Filters = opt.NO_FILTERS,
     no_dates: opt.NoDatesOption = False,
+    wide: opt.WideOption = False,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -72,4 +73,5 @@ def search(
         json_out,
         lambda hit: {**render.hit_record(hit), **dated},
         lambda hits, width: render.hits_table(hits, width, hybrid),
+        wide,
     )

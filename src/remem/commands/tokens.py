@@ -4,9 +4,12 @@ A token's secret is printed once, by `add`, alone on stdout; the store keeps onl
 `list` can never show it.
 """
 
-from collections.abc import Sequence
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -118,12 +121,22 @@ def add(
             "without an offset) [default: never].",
         ),
     ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the token to FILE, a new file only its owner can read (0600), not stdout.",
+        ),
+    ] = None,
     json_out: Annotated[
         bool, typer.Option("--json", help='Print one JSON object: "token" and the token\'s fields.')
     ] = False,
     store: opt.StoreOption = None,
 ) -> None:
-    """Make a bearer token and print it, once, alone on stdout (the store keeps only its hash).
+    """Make a bearer token and print it, once, alone on stdout (the store keeps only its hash);
+    with --output FILE write it to that new file, readable by its owner only.
 
     Give exactly one of --user NAME (calls see that user's memories and the shared ones) or
     --admin (calls see every memory). Clients send it as the HTTP header
@@ -141,7 +154,7 @@ def add(
     expiry = parse_expiry(expires, "expires_at", now)
     ends = None if expiry is None else expiry.isoformat()
     remem.Token(name or "unnamed", user, conversation, read_only, private, now.isoformat(), ends)
-    with open_memories(store, create=True) as memories:
+    with _token_file(output) as write, open_memories(store, create=True) as memories:
         assert memories is not None  # create=True: a store, or an error
         secret, token = memories.tokens.add(
             user=user,
@@ -151,12 +164,45 @@ def add(
             private=private,
             expires_at=expires,
         )
-    typer.echo(render.json_line({"token": secret, **token_record(token)}) if json_out else secret)
+        write(secret)
+    shown = {"token": secret} if output is None else {"output": str(output)}
+    if json_out or output is None:
+        typer.echo(render.json_line({**shown, **token_record(token)}) if json_out else secret)
     holder = "its holder" if token.user is None else render.visible(token.user)
     note(_summary(token))
     note(
         f"It is shown only this once: give it to {holder} (as an HTTP header: Authorization: Bearer <token>)."
     )
+
+
+@contextlib.contextmanager
+def _token_file(path: Path | None) -> Iterator[Callable[[str], None]]:
+    """A ``write(token)`` for ``--output``: into ``path``, created new (never a file or link that
+    exists) with mode 0600 before the token is made; removed again when no token was written.
+    Without a path, ``write`` does nothing (the token goes to stdout)."""
+    if path is None:
+        yield lambda secret: None
+        return
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise InvalidInputError(
+            f"--output {render.visible(str(path))} exists: a token goes only into a new file"
+        ) from None
+    written = False
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+
+            def write(secret: str) -> None:
+                nonlocal written
+                file.write(f"{secret}\n")
+                file.flush()
+                written = True
+
+            yield write
+    finally:
+        if not written:
+            path.unlink(missing_ok=True)
 
 
 @token_app.command("list")
@@ -174,6 +220,7 @@ def list_tokens(json_out: opt.JsonOption = False, store: opt.StoreOption = None)
 @token_app.command()
 def revoke(
     name: Annotated[str, typer.Argument(metavar="NAME", help="A token's name from `remem token list`.")],
+    json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
     """Remove a token: every server on the store refuses it from its next call on.
@@ -183,4 +230,6 @@ def revoke(
     with open_memories(store, create=False, if_missing="fail") as memories:
         assert memories is not None  # if_missing="fail": a store, or an error
         token = memories.tokens.revoke(name)
+    if json_out:
+        typer.echo(render.json_line({**token_record(token), "revoked": True}))
     note(f'Revoked token "{token.name}".')

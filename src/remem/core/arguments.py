@@ -8,13 +8,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import replace
 from datetime import datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
 from remem.errors import InvalidInputError
 from remem.inputs import (
     MAX_TEXT_CHARS,
     check_min_score,
+    clean_meta,
+    clean_tags,
     expiry_iso,
     strip_text,
     utc_timestamp,
@@ -53,6 +55,28 @@ def text(value: str, what: str = "memory text", limit: int = MAX_TEXT_CHARS, nam
     if not stripped:
         raise InvalidInputError(f"{what} is empty", parameter=name)
     return within_limit(stripped, limit, what)
+
+
+class Change(NamedTuple):
+    """What an edit changes of a memory (None: kept as it is)."""
+
+    text: str | None
+    tags: tuple[str, ...] | None
+    meta: dict[str, str] | None
+
+
+def change(
+    text_given: str | None, tags: Sequence[str] | None, meta: Mapping[str, str] | None, limit: int
+) -> Change:
+    """An edit's new text (as ``text``), tags and meta, checked as ``add`` checks them; at least one
+    given (else InvalidInputError)."""
+    if text_given is None and tags is None and meta is None:
+        raise InvalidInputError("give a new text, tags or meta to change", parameter="text")
+    return Change(
+        None if text_given is None else text(text_given, limit=limit),
+        None if tags is None else clean_tags(checks.strings(tags, "tags")),
+        None if meta is None else clean_meta(checks.string_map(meta, "meta"), "meta", "meta"),
+    )
 
 
 def timestamp(value: str | datetime | None) -> str | None:

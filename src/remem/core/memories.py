@@ -156,7 +156,7 @@ class Memories(AbstractContextManager["Memories"]):
         user: str | None = None,
         conversation: str | None = None,
         role: str | None = None,
-        tags: Sequence[str] = (),
+        tags: Sequence[str] | None = None,
         meta: Mapping[str, str] | None = None,
         created_at: str | datetime | None = None,
         embed: bool = True,
@@ -171,6 +171,7 @@ class Memories(AbstractContextManager["Memories"]):
         memory that had replaced it (``superseded``), its history kept (``core.superseding``).
 
         ``supersedes``: the id of a memory of the same user and conversation that this one replaces,
+        whose user, conversation, tags and meta it takes unless given (None: tags=() gives none),
         in the same transaction (``remem.backends.links``: MemoryNotFoundError, or InvalidInputError
         if it is another's, superseded already, or a loop — its chain leads back to this text's
         memory; nothing is stored then); it stays, with ``superseded_by``, out of searches, lists and
@@ -186,7 +187,10 @@ class Memories(AbstractContextManager["Memories"]):
         error comes back: what follows the commit (the similar look-up, the turns after it) is left
         undone with a note in ``notes`` when it fails (``core.afterwards``)."""
         embed, progress = checks.flag(embed, "embed"), checks.callback(progress)
-        fields = (user, conversation, role, tags, meta, created_at)
+        supersedes = checks.given_id(supersedes, "supersedes")
+        given = superseding.Given(user, conversation, tags, meta)  # what it does not give: the old one's
+        user, conversation, tags, meta = superseding.inherited(self.backend, supersedes, given)
+        fields = (user, conversation, role, () if tags is None else tags, meta, created_at)
         memory = arguments.new_memory(
             text, *fields, limit=self.max_text_chars, supersedes=supersedes, expires_at=expires_at
         )
@@ -209,7 +213,7 @@ class Memories(AbstractContextManager["Memories"]):
         if added.duplicate:
             return added
         if new_store:
-            self.notes.extend(self._first_memories_tips([memory.text]))
+            self.notes.extend(scripts.first_memories_tips([memory.text], self._embedder))
         with afterwards(self.notes, "the look-up of similar memories"):
             added = replace(added, similar=superseding.similar(self.backend, embedder, memory, added.id))
         return added
@@ -272,15 +276,8 @@ class Memories(AbstractContextManager["Memories"]):
         with afterwards(self.notes, "writing the supersede links the import carries (import it again)"):
             self.notes.extend(carried.apply(self.backend))
         if new_store and result.added:
-            self.notes.extend(self._first_memories_tips(first.texts))
+            self.notes.extend(scripts.first_memories_tips(first.texts, self._embedder))
         return result
-
-    def _first_memories_tips(self, texts: Sequence[str]) -> tuple[str, ...]:
-        """A new store's tips about its first memories (``scripts.first_memories_tips``)."""
-        embedder = self._embedder
-        return (
-            () if embedder is None else scripts.first_memories_tips(texts, getattr(embedder, "languages", ()))
-        )
 
     def import_(
         self,
@@ -405,16 +402,24 @@ class Memories(AbstractContextManager["Memories"]):
 
     # --- changing --------------------------------------------------------------------------------
 
-    def edit(self, memory_id: int, text: str) -> Memory:
-        """Replace a memory's text (re-embedded), keeping its id and created_at; sets updated_at.
-        MemoryNotFoundError if there is none (nothing is loaded or changed); EditConflictError if
-        another edit changed it while this one was embedding (nothing is changed)."""
+    def edit(
+        self,
+        memory_id: int,
+        text: str | None = None,
+        *,
+        tags: Sequence[str] | None = None,
+        meta: Mapping[str, str] | None = None,
+    ) -> Memory:
+        """Change a memory, keeping its id and created_at and setting updated_at: its text
+        (re-embedded), its tags, its meta — what is given (None: kept; InvalidInputError if nothing
+        is). MemoryNotFoundError if there is none (nothing is loaded or changed); EditConflictError
+        if another edit changed it while this one was embedding (nothing is changed)."""
         memory_id = checks.integer(memory_id, "memory_id")
-        text = arguments.text(text, limit=self.max_text_chars)
+        change = arguments.change(text, tags, meta, self.max_text_chars)
         before = self.backend.get_many(arguments.stored_ids([memory_id])).get(memory_id)
         if before is None:
             raise MemoryNotFoundError([memory_id])
-        return turns.edit(self.backend, self._stores_embedder(), before, text)
+        return turns.edit(self.backend, self._stores_embedder, before, change)
 
     def forget(
         self, ids: Iterable[int] | None = None, *, where: Filters | None = None, dry_run: bool = False
@@ -461,17 +466,10 @@ class Memories(AbstractContextManager["Memories"]):
     ) -> upkeep.ReindexOutcome:
         """Rebuild the derived indexes and turns' contexts (``index``: exact, hnsw or auto; ``hnsw``:
         m, ef_construction, ef_search); with ``model`` re-embed every memory with that model first
-        (staged, resumable, swapped in at once; with ``force`` even with the store's own model)."""
-        index, hnsw, model = upkeep.reindex_options(index, hnsw, model)
-        force, progress = checks.flag(force, "force"), checks.callback(progress)
-        waiting = (  # not watched: the reindex below builds what the advice would ask for
-            bulk.embed_pending(self.backend, self._stores_embedder, progress, None)
-            if model is None and self.pending_count()
-            else 0
-        )
-        outcome = upkeep.reindex(self.backend, self.catalog, index, hnsw, model, force, progress)
-        turns.restore_contexts(self.backend)  # after upkeep.reindex checked every argument
-        outcome = replace(outcome, embedded_pending=waiting)
+        (staged, resumable, swapped in at once; with ``force`` even with the store's own model).
+        ``seconds``: the whole of it, the model's loading and the re-embedding included."""
+        asked = (index, hnsw, model, force)
+        outcome = upkeep.reindex(self.backend, self.catalog, self._stores_embedder, asked, progress)
         if model is not None:
             self._reload_model()
         return outcome

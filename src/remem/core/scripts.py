@@ -20,6 +20,7 @@ from remem.types import Tip
 
 if TYPE_CHECKING:
     from remem.backends.base import Scored
+    from remem.embedders.base import Embedder
     from remem.ingest import Entry
 
 #: Language codes a model must declare to be trusted across scripts ("multilingual": any).
@@ -81,10 +82,13 @@ def unread_query_note(model: str, languages: Sequence[str], query: str, *, vecto
     )
 
 
-def first_memories_tips(texts: Sequence[str], languages: Sequence[str]) -> tuple[Tip, ...]:
+def first_memories_tips(texts: Sequence[str], embedder: Embedder | None) -> tuple[Tip, ...]:
     """For a new store's first memories: the tip of the multilingual model when at least half of
-    ``texts`` are CJK and the store's model (declaring ``languages``) cannot read them; else none."""
-    if not texts or not blind_across_scripts(languages) or 2 * sum(map(is_cjk, texts)) < len(texts):
+    ``texts`` are CJK and the store's model (its ``embedder``, declaring ``languages``) cannot read
+    them; else none (none without an embedder)."""
+    if embedder is None or not texts or 2 * sum(map(is_cjk, texts)) < len(texts):
+        return ()
+    if not blind_across_scripts(getattr(embedder, "languages", ())):
         return ()
     return (
         Tip(

@@ -29,8 +29,8 @@ cosines are squeezed together (unrelated memories score about 0.85), so it names
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from remem.backends.links import Link
 from remem.core import turns
@@ -51,6 +51,33 @@ MAX_SIMILAR = 3
 #: How many of the vector lane's best are looked at (the added memory itself among them; memories of
 #: other users or conversations are passed over when the filters cannot leave them out).
 SIMILAR_FETCH = 12
+
+
+class Given(NamedTuple):
+    """The fields of a memory to add that it may take from the memory it supersedes: None is not
+    given."""
+
+    user: str | None
+    conversation: str | None
+    tags: Sequence[str] | None
+    meta: Mapping[str, str] | None
+
+
+def inherited(backend: Backend, supersedes: int | None, given: Given) -> Given:
+    """``given`` with each field not given taken from memory ``supersedes`` (its user,
+    conversation, tags and meta: a memory that replaces another keeps what it was filed under);
+    as given without ``supersedes``, or when it names no memory (the link's check says so)."""
+    if supersedes is None:
+        return given
+    old = backend.get_many([supersedes]).get(supersedes)
+    if old is None:
+        return given
+    return Given(
+        user=old.user if given.user is None else given.user,
+        conversation=old.conversation if given.conversation is None else given.conversation,
+        tags=old.tags if given.tags is None else given.tags,
+        meta=old.meta if given.meta is None else given.meta,
+    )
 
 
 def similar(backend: Backend, embedder: Embedder, memory: NewMemory, new_id: int) -> tuple[Similar, ...]:

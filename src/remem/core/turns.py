@@ -33,6 +33,7 @@ from remem.types import Filters
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
     from remem.backends.base import Backend, EmbedFn
+    from remem.core.arguments import Change
     from remem.embedders.base import Embedder
     from remem.types import Memory, NewMemory
 
@@ -288,16 +289,23 @@ def refresh(backend: Backend, embedder: Embedder | None, memory_ids: Sequence[in
             backend.attach_vectors(items, embedder.info, replace=True)
 
 
-def edit(backend: Backend, embedder: Embedder, before: Memory, text: str) -> Memory:
-    """Give a stored memory (as read: ``before``) a new text, re-embedded with its context; the turns
-    after it are refreshed (see ``Backend.edit`` for the errors)."""
-    (doc,) = for_stored(backend, [before], [text])
-    vectors = embedder.embed_documents([doc.document]).windows[0]
-    edited = backend.edit(
-        before.id, text, vectors, embedder.info, expected_sha256=before.sha256, context=doc.context
-    )
-    refresh(backend, embedder, followers(backend, [edited]))
-    return edited
+def edit(backend: Backend, embedder: Callable[[], Embedder], before: Memory, change: Change) -> Memory:
+    """Give a stored memory (as read: ``before``) a new text, re-embedded with its context (the
+    turns after it refreshed), then new tags or meta (``Backend.refile``, after the text: a text the
+    store refuses changes nothing); see ``Backend.edit`` for the errors. ``embedder`` is called only
+    for a new text."""
+    edited = before
+    if change.text is not None:
+        model = embedder()
+        (doc,) = for_stored(backend, [before], [change.text])
+        vectors = model.embed_documents([doc.document]).windows[0]
+        edited = backend.edit(
+            before.id, change.text, vectors, model.info, expected_sha256=before.sha256, context=doc.context
+        )
+        refresh(backend, model, followers(backend, [edited]))
+    if change.tags is None and change.meta is None:
+        return edited
+    return backend.refile(before.id, change.tags, change.meta, expected_sha256=edited.sha256)
 
 
 def forget(backend: Backend, embedder: Callable[[], Embedder], memories: Sequence[Memory]) -> list[int]:

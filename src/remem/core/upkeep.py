@@ -4,12 +4,13 @@ doctor — above any back-end."""
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
-from remem.core import growth, turns
+from remem.core import bulk, growth, turns
 from remem.errors import InvalidInputError, StoreError
 from remem.reports import Check, DoctorReport, ReembedReport, ReindexReport
 from remem.types import Filters, Memory, memory_record
@@ -29,12 +30,14 @@ HNSW_BOUNDS = (("hnsw.m", 128), ("hnsw.ef_construction", 4096), ("hnsw.ef_search
 
 @dataclass(frozen=True)
 class ReindexOutcome:
-    """What ``reindex`` did: the re-embedding (None without a model), the index rebuild, and how
-    many memories waiting for their vectors (added with ``embed=False``) it embedded."""
+    """What ``reindex`` did: the re-embedding (None without a model), the index rebuild, how many
+    memories waiting for their vectors (added with ``embed=False``) it embedded, and the seconds
+    the whole of it took (``rebuilt.seconds``: the index rebuild's alone)."""
 
     reembedded: ReembedReport | None
     rebuilt: ReindexReport
     embedded_pending: int = 0
+    seconds: float = 0.0
 
 
 def _batches(memories: Iterator[Memory], size: int) -> Iterator[list[Memory]]:
@@ -95,20 +98,29 @@ def reindex_options(
 def reindex(
     backend: Backend,
     catalog: ModelCatalog,
-    index: str | None,
-    hnsw: tuple[int | None, int | None, int | None],
-    model: str | None,
-    force: bool,
+    stores_embedder: Callable[[], Embedder],
+    asked: tuple[str | None, tuple[int | None, int | None, int | None], str | None, bool],
     progress: ProgressFn | None,
 ) -> ReindexOutcome:
-    """Re-embed with ``model`` when asked (its files verified first), then rebuild the indexes.
-    Every argument is checked before anything is done (``reindex_options``)."""
-    index, hnsw, model = reindex_options(index, hnsw, model)
+    """Embed the memories waiting for vectors (without a model), re-embed with the ``asked`` model
+    when there is one (its files verified first; ``force``: even the store's own), then rebuild the
+    indexes and turns' contexts. Every argument (index, hnsw, model, force) is checked before
+    anything is done (``reindex_options``); ``seconds`` is the whole of it."""
+    started = time.monotonic()
+    index, hnsw, model = reindex_options(*asked[:3])
+    force, progress = checks.flag(asked[3], "force"), checks.callback(progress)
+    waiting = (  # not watched: the rebuild below builds what the advice would ask for
+        bulk.embed_pending(backend, stores_embedder, progress, None)
+        if model is None and backend.pending_count()
+        else 0
+    )
     reembedded = None
     if model is not None:
         embedder = catalog.load(model, verify=True)
         reembedded = backend.reembed(embedder.info, turns.whole_store(backend, embedder), progress, force)
-    return ReindexOutcome(reembedded, backend.reindex(index, hnsw, force))
+    rebuilt = backend.reindex(index, hnsw, force)
+    turns.restore_contexts(backend)
+    return ReindexOutcome(reembedded, rebuilt, waiting, time.monotonic() - started)
 
 
 def doctor(

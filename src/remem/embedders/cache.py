@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from remem.embedders.registry import bundled_files
 from remem.embedders.spec import ModelFile, ModelFiles, ModelSpec, file_sha256
-from remem.errors import EmbedderError
+from remem.errors import DownloadError, EmbedderError
 
 if TYPE_CHECKING:
     from remem.embedders.download import ProgressFn
@@ -80,7 +80,8 @@ class ModelCache:
         """Download and verify both files of a downloadable model (resuming, under the lock).
 
         Files already installed with the right sha256 are not downloaded again; a damaged one is
-        replaced. Raises EmbedderError for the bundled model, DownloadError when a file fails.
+        replaced. Raises EmbedderError for the bundled model, DownloadError when a file fails
+        (naming the endpoint and the mirror setting); a pull that got no byte leaves no directory.
         """
         from remem.embedders.download import fetch_verified  # noqa: PLC0415 - urllib
         from remem.embedders.locks import directory_lock  # noqa: PLC0415
@@ -92,15 +93,21 @@ class ModelCache:
             return self._build(spec, spec.source_file, files)
         with directory_lock(self.directory(spec)):
             for file, dest in ((spec.model, files.model), (spec.tokenizer, files.tokenizer)):
-                fetch_verified(
-                    spec.url(endpoint, file),
-                    dest,
-                    sha256=file.sha256,
-                    size=file.size,
-                    user_agent=user_agent,
-                    progress=progress,
-                    proxies=proxies,
-                )
+                try:
+                    fetch_verified(
+                        spec.url(endpoint, file),
+                        dest,
+                        sha256=file.sha256,
+                        size=file.size,
+                        user_agent=user_agent,
+                        progress=progress,
+                        proxies=proxies,
+                    )
+                except DownloadError as exc:  # offline, or the hub blocked: a mirror may serve it
+                    from urllib.parse import urlsplit  # noqa: PLC0415
+
+                    host = urlsplit(endpoint).hostname or endpoint  # never a mirror's credentials
+                    raise DownloadError(f"{exc} (from {host}; a mirror: set REMEM_HF_ENDPOINT)") from exc
         return files
 
     def _build(self, spec: ModelSpec, source: ModelFile, files: ModelFiles) -> ModelFiles:

@@ -19,6 +19,9 @@ _WHEN = (
 )
 
 Text = Annotated[str, Field(min_length=1, max_length=100_000, description="The memory's text.")]
+NewText = Annotated[
+    str | None, Field(min_length=1, max_length=100_000, description="Its new text (none: kept).")
+]
 Query = Annotated[str, Field(min_length=1, max_length=10_000, description="What to look for, in words.")]
 
 
@@ -52,7 +55,13 @@ Dates = Annotated[
 TagFilter = Annotated[
     tuple[_Name, ...], Field(max_length=20, description="Only memories that have all these tags.")
 ]
-Tags = Annotated[tuple[_Name, ...], Field(max_length=20, description="Tags to file the memory under.")]
+Tags = Annotated[
+    tuple[_Name, ...] | None,
+    Field(
+        max_length=20,
+        description="Tags to file the memory under (with supersedes: that memory's unless given).",
+    ),
+]
 Role = Annotated[
     str | None, Field(max_length=200, description="Only memories of this role (user, assistant…).")
 ]
@@ -83,14 +92,16 @@ Meta = Annotated[
     dict[_Name, Annotated[str, Field(max_length=1_000)]] | None,
     Field(max_length=20, description="Key/value details to keep with the memory."),
 ]
+EditTags = Annotated[Tags, Field(description="Its tags from now on, replacing them all (none: kept).")]
+EditMeta = Annotated[Meta, Field(description="Its meta from now on, replacing it (none: kept).")]
 MemoryId = Annotated[int, Field(ge=1, description="The memory's id."), NOT_A_FLAG]
 Supersedes = Annotated[
     int | None,
     Field(
         ge=1,
         description="The id of a memory (of this user and conversation) that this one replaces: it is "
-        "left out of searches, lists and contexts from now on. Add the same text again with it to "
-        "link a memory stored already.",
+        "left out of searches, lists and contexts from now on; its tags, meta and conversation are "
+        "kept unless given. Add the same text again with it to link a memory stored already.",
     ),
     NOT_A_FLAG,
 ]

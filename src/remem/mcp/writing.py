@@ -19,6 +19,8 @@ from remem.mcp.schemas import (
     AddOut,
     Confirm,
     DryRun,
+    EditMeta,
+    EditTags,
     Expires,
     ForgetIds,
     ForgetOut,
@@ -27,6 +29,7 @@ from remem.mcp.schemas import (
     Meta,
     NewConversation,
     NewRole,
+    NewText,
     SimilarOut,
     Supersedes,
     Tags,
@@ -40,7 +43,7 @@ def memory_add(
     service: Service,
     scope: Scope,
     text: Text,
-    tags: Tags = (),
+    tags: Tags = None,
     meta: Meta = None,
     role: NewRole = None,
     conversation: NewConversation = None,
@@ -81,14 +84,23 @@ def memory_add(
     return service.run(add)
 
 
-def memory_edit(service: Service, scope: Scope, id: MemoryId, text: Text) -> MemoryOut:
-    """Replace a memory's text, keeping its id and creation time."""
-    service.wait_ready()  # the new text is embedded: let the warm-up load the model, not this call
+def memory_edit(
+    service: Service,
+    scope: Scope,
+    id: MemoryId,
+    text: NewText = None,
+    tags: EditTags = None,
+    meta: EditMeta = None,
+) -> MemoryOut:
+    """Change a memory's text, tags or meta (what is given replaces it), keeping its id and
+    creation time."""
+    if text is not None:
+        service.wait_ready()  # the new text is embedded: let the warm-up load the model, not this call
 
     def edit(memories: remem.Memories) -> remem.Memory:
         if not scope.changeable(memories.get_many([id])):
             raise MemoryNotFoundError([id])
-        return memories.edit(id, text)
+        return memories.edit(id, text, tags=tags, meta=meta)
 
     return MemoryOut.of(service.run(edit))
 

@@ -1,9 +1,11 @@
-"""Changing stored memories in place: an edit (text, context, vectors) and new contexts."""
+"""Changing stored memories in place: an edit (text, context, vectors), new tags or meta, and new
+contexts."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from remem.backends.local import fts
@@ -49,6 +51,38 @@ def edit(
             raise MemoryNotFoundError([memory_id])
         index.remove(old)
         index.add([vid for vid, _ in records.vectors_of_memories([memory_id])[memory_id]], rows)
+    return records.get_many([memory_id])[memory_id]
+
+
+def refile(
+    writing: Writing,
+    memory_id: int,
+    tags: Sequence[str] | None,
+    meta: Mapping[str, str] | None,
+    expected_sha256: str | None,
+) -> Memory:
+    """Replace a memory's tags and/or meta (None: kept) and its keyword terms in one ``writing``
+    transaction; records updated_at (``Backend.refile`` says what it raises)."""
+    with writing(None) as (_, records):
+        conn = records.conn
+        row = conn.execute("SELECT sha256 FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        if row is None:
+            raise MemoryNotFoundError([memory_id])
+        if expected_sha256 not in (None, row[0]):
+            raise EditConflictError(f"memory {memory_id} was changed by another edit meanwhile; retry")
+        stored = None if meta is None else json.dumps(dict(meta), ensure_ascii=False, sort_keys=True)
+        conn.execute(
+            "UPDATE memories SET updated_at = ?, meta = coalesce(?, meta) WHERE id = ?",
+            (utc_now_iso(), stored, memory_id),
+        )
+        if tags is not None:
+            conn.execute("DELETE FROM memory_tags WHERE memory_id = ?", (memory_id,))
+            conn.executemany(
+                "INSERT INTO memory_tags (memory_id, tag) VALUES (?, ?)",
+                [(memory_id, tag) for tag in sorted(set(tags))],
+            )
+            conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
+            fts.write_stored_terms(conn, [memory_id])
     return records.get_many([memory_id])[memory_id]
 
 

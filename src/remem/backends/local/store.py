@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -150,6 +150,18 @@ class LocalBackend:
         from remem.backends.local import changes  # noqa: PLC0415 - `list` never changes a memory
 
         return changes.edit(self.writing, memory_id, text, vectors, model, expected_sha256, context)
+
+    def refile(
+        self,
+        memory_id: int,
+        tags: Sequence[str] | None,
+        meta: Mapping[str, str] | None,
+        expected_sha256: str | None = None,
+    ) -> Memory:
+        """Replace a memory's tags and/or meta and its keyword terms (``changes.refile``)."""
+        from remem.backends.local import changes  # noqa: PLC0415 - `list` never changes a memory
+
+        return changes.refile(self.writing, memory_id, tags, meta, expected_sha256)
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
         """Delete memories (texts, tags, terms, vectors); returns the ids that existed."""

@@ -6,7 +6,7 @@ Every function takes a cursor inside the caller's transaction and the quoted sch
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from remem.backends import links, listing
@@ -341,6 +341,36 @@ def replace_text(
     )
     cursor.execute(f"DELETE FROM {s}.vectors WHERE memory_id = %s", (memory_id,))
     add_vectors(cursor, s, memory_id, windows)
+    return get_many(cursor, s, [memory_id])[memory_id]
+
+
+def refile(
+    cursor: psycopg.Cursor[Any],
+    s: str,
+    memory_id: int,
+    tags: Sequence[str] | None,
+    meta: Mapping[str, str] | None,
+    expected_sha256: str | None,
+) -> Memory:
+    """Replace a memory's tags and/or meta (None: kept) and its keyword terms, setting updated_at
+    (see ``Backend.refile`` for the errors). The row is locked first, as an edit's is."""
+    cursor.execute(
+        f'SELECT sha256, text, "user", role, tags, context FROM {s}.memories WHERE id = %s FOR UPDATE',
+        (memory_id,),
+    )
+    current = cursor.fetchone()
+    if current is None:
+        raise MemoryNotFoundError([memory_id])
+    sha, text, user, role, stored_tags, context = current
+    if expected_sha256 not in (None, sha):
+        raise EditConflictError(f"memory {memory_id} was changed by another edit meanwhile; retry")
+    new_tags = sorted(set(stored_tags if tags is None else tags))
+    stored_meta = None if meta is None else json.dumps(dict(meta), ensure_ascii=False, sort_keys=True)
+    cursor.execute(
+        f"UPDATE {s}.memories SET tags = %s, meta = coalesce(%s, meta), updated_at = %s, "
+        f"terms = {terms_sql(s)}, term_count = %s WHERE id = %s",
+        (new_tags, stored_meta, utc_now_iso(), *analyzed(text, (role, user, *new_tags), context), memory_id),
+    )
     return get_many(cursor, s, [memory_id])[memory_id]
 
 

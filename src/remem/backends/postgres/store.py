@@ -9,7 +9,7 @@ still — the first model stamp, a re-embed's swap, a reindex — take it exclus
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from remem.backends import links
@@ -239,6 +239,17 @@ class PostgresBackend:
         (rows,) = windows_of([vectors], 1, model.dim)
         with self.access.writing(model) as cursor:
             return records.replace_text(cursor, self.s, memory_id, text, rows, expected_sha256, context)
+
+    def refile(
+        self,
+        memory_id: int,
+        tags: Sequence[str] | None,
+        meta: Mapping[str, str] | None,
+        expected_sha256: str | None = None,
+    ) -> Memory:
+        """Replace a memory's tags and/or meta and its keyword terms (``records.refile``)."""
+        with self.access.writing(None) as cursor:
+            return records.refile(cursor, self.s, memory_id, tags, meta, expected_sha256)
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
         """Delete memories with their vectors; returns the ids that existed."""

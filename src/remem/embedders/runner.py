@@ -26,6 +26,8 @@ from remem.types import ModelInfo
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
+    from remem.embedders.unigram import UnigramTokenizer
+
 IntArray = npt.NDArray[np.int64]
 
 DEFAULT_BATCH_SIZE = 32
@@ -47,13 +49,17 @@ class _Tokens:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_tokenizer(path: str, sha256: str) -> Tokenizer:
-    """The tokenizer in the file at ``path``, made from its bytes once their sha256 is ``sha256``."""
+def _load_tokenizer(path: str, sha256: str) -> Tokenizer | UnigramTokenizer:
+    """The tokenizer in the file at ``path``, made from its bytes once their sha256 is ``sha256``: a
+    Unigram one as ``unigram.UnigramTokenizer`` (the library's ids, without its 280 MB trie for
+    multilingual-e5-small's 250k pieces), any other as the ``tokenizers`` library's."""
     from tokenizers import Tokenizer  # noqa: PLC0415 - lazy: not needed by list/export
+
+    from remem.embedders.unigram import lean_tokenizer  # noqa: PLC0415
 
     data = verified_bytes(Path(path), sha256)
     try:
-        tokenizer = Tokenizer.from_buffer(data)
+        tokenizer = (b"Unigram" in data and lean_tokenizer(data)) or Tokenizer.from_buffer(data)
     except Exception as exc:  # tokenizers raises plain Exception subclasses
         raise EmbedderError(f"cannot load tokenizer {path}: {exc}") from exc
     tokenizer.no_truncation()  # the shipped file pads and cuts at a fixed 128; we do our own
@@ -165,7 +171,7 @@ class OnnxEmbedder:
         """One vector per search query, the model's query prefix prepended; cut to the window."""
         return self._embed([self.spec.query_prefix + text for text in texts])
 
-    def _tokenizer(self) -> Tokenizer:
+    def _tokenizer(self) -> Tokenizer | UnigramTokenizer:
         return _load_tokenizer(str(self.files.tokenizer), self.spec.tokenizer_sha256)
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
@@ -177,7 +183,7 @@ class OnnxEmbedder:
         return ids
 
     @staticmethod
-    def _long_ids(tokenizer: Tokenizer, text: str) -> list[int]:
+    def _long_ids(tokenizer: Tokenizer | UnigramTokenizer, text: str) -> list[int]:
         """A long text's token ids, tokenised in pieces cut at whitespace, between the special
         tokens the tokenizer puts around a text ([CLS] … [SEP] for BERT)."""
         around = tokenizer.encode("").ids

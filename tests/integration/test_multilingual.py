@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -260,6 +262,77 @@ def test_a_damaged_built_file_is_refused_and_rebuilt(models: Path, tmp_path: Pat
         ModelCatalog(copy).load(NAME, verify=True)
     cache.pull(MULTILINGUAL_E5_SMALL, "http://127.0.0.1:9", "test", None)
     assert [row.problem for row in cache.verify(MULTILINGUAL_E5_SMALL)] == [None, None]
+
+
+def test_the_tokenizer_gives_the_librarys_ids_without_its_trie(e5: OnnxEmbedder) -> None:
+    """remem's own Unigram search (embedders/unigram.py) against the tokenizers library on the same
+    file: every test text of every script, the memory-shaped set, and random code points."""
+    import random
+
+    from tokenizers import Tokenizer
+
+    from remem.embedders.unigram import UnigramTokenizer, lean_tokenizer
+
+    data = e5.files.tokenizer.read_bytes()
+    lean, library = lean_tokenizer(data), Tokenizer.from_buffer(data)
+    assert isinstance(lean, UnigramTokenizer) and isinstance(e5._tokenizer(), UnigramTokenizer)
+    memory_set = json.loads((Path(__file__).parent.parent / "data" / "memory_set.json").read_text())
+    rng = random.Random(53)
+    planes = [(0x20, 0x7E), (0xA0, 0x2FFF), (0x3000, 0xD7FF), (0xE000, 0xFFFD), (0x10000, 0x1FFFF)]
+    noise = [
+        "".join(chr(rng.randint(*rng.choice(planes))) for _ in range(rng.randint(1, 30))) for _ in range(2000)
+    ]
+    questions = [query for query, _ in FOUND_ONLY_BY_MEANING]
+    for text in [*PARITY_TEXTS, *questions, *_strings(memory_set), *noise, "<s> <unk> </s>", "x" * 3000]:
+        for special in (True, False):
+            expected = library.encode(text, add_special_tokens=special).ids
+            assert lean.encode(text, add_special_tokens=special).ids == expected, repr(text[:80])
+
+
+def _strings(value: object) -> list[str]:
+    """Every string inside a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [text for item in items for text in _strings(item)]
+
+
+@pytest.mark.slow
+def test_a_cold_search_takes_little_more_memory_than_with_the_bundled_model(
+    models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real `remem search` process on a store of each model: the issue's bar is 300 MB for this
+    model (the bundled one: about 130 MB). Before: 563 MB (the tokenizers library's trie of 250k
+    pieces, 280 MB, and the model's bytes held by onnxruntime's wrapper, 77 MB); now about 280."""
+    monkeypatch.setenv("REMEM_MODELS", str(models))
+    peaks = {}
+    for name in (BUNDLED_MODEL.name, NAME):
+        store = tmp_path / name
+        with remem.open(store, models_dir=models, model=name) as memories:
+            memories.add_many(list(TEXTS.values()))
+        peaks[name] = _fresh_peak_mib(
+            [sys.executable, "-m", "remem", "search", "護照", "--store", str(store)]
+        )
+    assert peaks[NAME] < 300, peaks  # before: 563 MB (and 139 with the bundled model)
+    assert peaks[NAME] - peaks[BUNDLED_MODEL.name] < 200, peaks  # before: +424 MB
+
+
+#: Runs argv and prints its peak resident memory: a process forked from this test's (which holds the
+#: models) would count this process's memory as its own.
+_MEASURE = (
+    "import os, subprocess, sys; child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL); "
+    "_, status, usage = os.wait4(child.pid, 0); sys.exit(os.waitstatus_to_exitcode(status) or "
+    "print(usage.ru_maxrss / 1024))"
+)
+
+
+def _fresh_peak_mib(argv: list[str]) -> float:
+    """The peak resident memory (MiB) of ``argv`` run to its end by a small process of its own."""
+    measured = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *argv], capture_output=True, text=True, check=False
+    )
+    assert measured.returncode == 0, measured.stderr
+    return float(measured.stdout)
 
 
 def test_the_built_graph_is_valid_onnx(models: Path) -> None:

@@ -147,6 +147,7 @@ class OnnxEmbedder:
         ``progress(windows done, windows)`` after each batch."""
         if not texts:
             return DocumentEmbeddings(())
+        self._session()  # before the tokenizer: see ``_session``
         per_text = [self._document_windows(ids) for ids in self._token_ids(texts)]
         flat = [window for windows in per_text for window in windows]
         vectors = self._run_all(flat, progress)
@@ -205,6 +206,7 @@ class OnnxEmbedder:
     def _embed(self, texts: Sequence[str]) -> Embeddings:
         if not texts:
             return Embeddings(np.zeros((0, self.spec.dim), dtype=np.float32), ())
+        self._session()  # before the tokenizer: see ``_session``
         tokens = self._tokenize(texts)
         return Embeddings(self._run_all([t.ids for t in tokens]), tuple(t.dropped for t in tokens))
 
@@ -248,6 +250,9 @@ class OnnxEmbedder:
         return vectors
 
     def _session(self) -> Any:
+        """The model's session, made once per process. Made before the tokenizer is loaded: while a
+        session is being made onnxruntime holds the graph twice (multilingual-e5-small: 150 MB for
+        a moment), so the process's peak memory is lower without the tokenizer beside it."""
         return load_session(str(self.files.model), self._threads, self._file_sha256)
 
     def _run_batch(self, batch_ids: list[list[int]]) -> FloatArray:

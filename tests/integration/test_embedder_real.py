@@ -64,7 +64,7 @@ def test_vectors_match_the_fp32_sentence_transformers_reference(embedder: OnnxEm
 
 def test_a_long_query_reports_dropped_tokens(embedder: OnnxEmbedder) -> None:
     long_text = REFERENCE["sentences"][-1]
-    total = embedder.count_tokens(long_text)
+    total = len(embedder._token_ids([long_text])[0])
     result = embedder.embed_queries(["short one", long_text])
     assert total > BUNDLED_MODEL.max_tokens
     assert result.dropped_tokens == (0, total - BUNDLED_MODEL.max_tokens)
@@ -134,7 +134,7 @@ def test_bge_recipe_windows_are_512_tokens(embedder: OnnxEmbedder) -> None:
     embedded = bge_style.embed_documents([text])
     windows = split_windows(bge_style._token_ids([text])[0], 512)
     assert len(embedded.windows[0]) == len(windows) == 4  # each shares half of the one before
-    query_tokens = bge_style.count_tokens(BGE_QUERY_PREFIX + text)
+    query_tokens = len(bge_style._token_ids([BGE_QUERY_PREFIX + text])[0])
     assert bge_style.embed_queries([text]).dropped_tokens == (query_tokens - 512,)  # queries are cut
 
 

@@ -19,6 +19,9 @@ import time
 
 #: True where permission bits (0600, 0700) decide who may read a file: every system but Windows.
 PERMISSION_BITS = os.name != "nt"
+#: True where a file can be renamed over while a process maps it (POSIX): the index file is then read
+#: in place; on Windows a mapping would pin the file, so a process reads a copy (``mapped``).
+MAP_IN_PLACE = os.name != "nt"
 #: ``os.open``'s flag that refuses to follow a symbolic link as the last part (0 where there is none).
 NO_FOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
 #: The longest pause (seconds) between two tries of a lock another process holds.

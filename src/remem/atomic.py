@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from remem import portable
+from remem.portable import set_mode
 
 
 @contextlib.contextmanager
@@ -24,7 +24,7 @@ def atomic_writer(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(name)
     try:
-        portable.set_mode(fd, mode)
+        set_mode(fd, mode)
     except BaseException:
         os.close(fd)
         tmp.unlink()

@@ -35,10 +35,10 @@ def set_mode(fd: int, mode: int) -> None:
         os.fchmod(fd, mode)
 
 
-def lock(fd: int, *, blocking: bool = True) -> bool:
+def lock_file(fd: int, *, blocking: bool = True) -> bool:
     """Lock the file open as ``fd`` exclusively against other processes (and other descriptors of
     it): wait until no one else holds it and return True, or, not ``blocking``, return False at once
-    when someone does. The lock goes with ``unlock``, when the descriptor is closed or the process
+    when someone does. The lock goes with ``unlock_file``, when the descriptor is closed or the process
     ends. OSError when the file cannot be locked at all."""
     from filelock import lock_descriptor  # noqa: PLC0415 - only writers pay for its import
 
@@ -51,8 +51,8 @@ def lock(fd: int, *, blocking: bool = True) -> bool:
     return True
 
 
-def unlock(fd: int) -> None:
-    """Release ``lock``'s lock on ``fd`` (the descriptor stays open; an error is ignored: closing
+def unlock_file(fd: int) -> None:
+    """Release ``lock_file``'s lock on ``fd`` (the descriptor stays open; an error is ignored: closing
     the descriptor releases it too)."""
     from filelock import unlock_descriptor  # noqa: PLC0415
 

@@ -131,7 +131,7 @@ def test_where_a_mapping_would_pin_the_file_a_process_reads_a_copy_and_holds_not
 ) -> None:
     """Windows (issue 53 #4): a file a process maps cannot be renamed over, so there the index file
     is read into memory and no mapping of it is kept; the searches are those of the mapped file."""
-    from remem import portable
+    from remem.backends.local import mapped as mapping
 
     path = tmp_path / "vectors.faiss"
     vectors = _saved(path, kind, 3_000)
@@ -139,7 +139,7 @@ def test_where_a_mapping_would_pin_the_file_a_process_reads_a_copy_and_holds_not
     assert str(path) in Path("/proc/self/maps").read_text()
     expected = [mapped.search(vectors[n], 5) for n in (0, 1234, 2999)]
     del mapped
-    monkeypatch.setattr(portable, "MAP_IN_PLACE", False)
+    monkeypatch.setattr(mapping, "MAP_IN_PLACE", False)
     copied = VectorIndex.load(path, DIM)
     assert str(path) not in Path("/proc/self/maps").read_text()
     path.unlink()  # nothing holds the file: it can go, or be replaced, while the copy is searched

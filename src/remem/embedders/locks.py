@@ -1,5 +1,5 @@
 """The lock that serialises writers of one model directory (``remem model pull``) across processes:
-an exclusive OS file lock on its ``.lock`` file (``remem.portable.lock``). A directory left holding
+an exclusive OS file lock on its ``.lock`` file (``remem.portable.lock_file``). A directory left holding
 nothing but its lock (a pull that failed before a byte arrived) is removed with the lock when the
 block ends; a process that waited on that lock file then finds it gone from its path and locks the
 new one (``_open_locked``). Where an open file cannot be removed (Windows), the directory stays."""
@@ -11,8 +11,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from remem import portable
 from remem.errors import DownloadError
+from remem.portable import lock_file, unlock_file
 
 LOCK_FILE = ".lock"
 
@@ -32,7 +32,7 @@ def directory_lock(directory: Path) -> Iterator[None]:
         yield
     finally:
         _remove_if_unused(directory)  # still under the lock
-        portable.unlock(fd)
+        unlock_file(fd)
         os.close(fd)
 
 
@@ -46,7 +46,7 @@ def _open_locked(lock_path: Path) -> int:
         except OSError as exc:
             raise DownloadError(f"cannot create the lock file {lock_path}: {exc.strerror or exc}") from exc
         try:
-            portable.lock(fd)
+            lock_file(fd)
             if _same_file(fd, lock_path):
                 return fd
         except OSError as exc:

@@ -8,8 +8,8 @@ import errno
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from remem import portable
 from remem.errors import InvalidInputError
+from remem.portable import open_files_limit
 
 #: ``remem serve``'s bounds: how many connections it serves at once, and how long (seconds) a
 #: request may take to arrive, headers and body.
@@ -38,7 +38,7 @@ class Limits:
         """These limits with ``max_connections`` lowered below the descriptors the process may open
         (keeping ``DESCRIPTOR_RESERVE``), saying so on ``note``; as they are where there is no such
         limit (Windows)."""
-        soft = portable.open_files_limit()
+        soft = open_files_limit()
         if soft is None or soft - DESCRIPTOR_RESERVE >= self.max_connections:
             return self
         fitted = max(1, soft - DESCRIPTOR_RESERVE if soft > 2 * DESCRIPTOR_RESERVE else soft // 2)

@@ -17,7 +17,7 @@ until it loads the new one). A program that truncates or rewrites the file *in p
 has it mapped is not defended against: reading a page past a truncation raises SIGBUS.
 
 On Windows a mapped file cannot be renamed over (nor a checkpoint written) while any process maps
-it: there the file is read into memory of the process's own (``portable.MAP_IN_PLACE``), a copy
+it: there the file is read into memory of the process's own (``remem.portable.MAP_IN_PLACE``), a copy
 per process as before version 3, and nothing holds the file open after loading.
 """
 
@@ -30,7 +30,7 @@ from typing import BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from remem import portable
+from remem.portable import MAP_IN_PLACE, drop_pages
 
 ByteArray = npt.NDArray[np.uint8]
 
@@ -52,7 +52,7 @@ class MappedFile:
         self._map: mmap.mmap | None = None
         #: The mapped bytes (read only); slices are views, never copies.
         self.bytes: ByteArray
-        if portable.MAP_IN_PLACE:
+        if MAP_IN_PLACE:
             self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
             self.bytes = np.frombuffer(self._map, dtype=np.uint8)
         else:
@@ -82,7 +82,7 @@ class MappedFile:
         first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
         last = stop // mmap.PAGESIZE * mmap.PAGESIZE
         if last > first and self._map is not None:
-            portable.drop_pages(self._map, first, last - first)
+            drop_pages(self._map, first, last - first)
 
 
 def _read_whole(handle: BinaryIO, size: int) -> ByteArray:

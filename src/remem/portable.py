@@ -24,8 +24,9 @@ PERMISSION_BITS = os.name != "nt"
 MAP_IN_PLACE = os.name != "nt"
 #: ``os.open``'s flag that refuses to follow a symbolic link as the last part (0 where there is none).
 NO_FOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
-#: The longest pause (seconds) between two tries of a lock another process holds.
-LOCK_POLL_MAX = 0.01
+#: The longest pause (seconds) between two tries of a lock another process holds: short while the
+#: holder is a commit (bench/locks.py), longer once it has held it a second (an ingest, a reindex).
+LOCK_POLL_MAX, LOCK_POLL_LONG = 0.001, 0.05
 
 
 def set_mode(fd: int, mode: int) -> None:
@@ -42,12 +43,13 @@ def lock_file(fd: int, *, blocking: bool = True) -> bool:
     ends. OSError when the file cannot be locked at all."""
     from filelock import lock_descriptor  # noqa: PLC0415 - only writers pay for its import
 
-    pause = LOCK_POLL_MAX / 16
+    pause, began = LOCK_POLL_MAX / 16, time.monotonic()
     while not lock_descriptor(fd, blocking=False):
         if not blocking:
             return False
         time.sleep(pause)
-        pause = min(2 * pause, LOCK_POLL_MAX)
+        longest = LOCK_POLL_MAX if time.monotonic() - began < 1 else LOCK_POLL_LONG
+        pause = min(2 * pause, longest)
     return True
 
 

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from remem.portable import set_mode
+
 
 @contextlib.contextmanager
 def atomic_writer(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
@@ -22,7 +24,7 @@ def atomic_writer(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(name)
     try:
-        os.fchmod(fd, mode)
+        set_mode(fd, mode)
     except BaseException:
         os.close(fd)
         tmp.unlink()

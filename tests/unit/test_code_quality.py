@@ -25,6 +25,7 @@ COMMAND_IMPORTS = {
     "remem.inputs",
     "remem.ingest",
     "remem.atomic",
+    "remem.portable",  # what differs between systems (serve's open-files limit)
     "remem.mcp",
 }
 

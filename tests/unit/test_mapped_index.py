@@ -122,3 +122,25 @@ def test_adding_to_a_mapped_exact_index_and_saving_it_copies_nothing_of_what_it_
     assert again.size == 65_539 and again.search(extra[1], 1)[0][0] == 70_002
     assert again.search(vectors[65_535], 1)[0][0] == 65_536
     assert again.vectors([70_003, 1]).tolist() == [extra[2].tolist(), vectors[0].tolist()]
+
+
+@linux_only
+@pytest.mark.parametrize("kind", [IndexKind.EXACT, IndexKind.HNSW])
+def test_where_a_mapping_would_pin_the_file_a_process_reads_a_copy_and_holds_nothing_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: IndexKind
+) -> None:
+    """Windows (issue 53 #4): a file a process maps cannot be renamed over, so there the index file
+    is read into memory and no mapping of it is kept; the searches are those of the mapped file."""
+    from remem.backends.local import mapped as mapping
+
+    path = tmp_path / "vectors.faiss"
+    vectors = _saved(path, kind, 3_000)
+    mapped = VectorIndex.load(path, DIM)
+    assert str(path) in Path("/proc/self/maps").read_text()
+    expected = [mapped.search(vectors[n], 5) for n in (0, 1234, 2999)]
+    del mapped
+    monkeypatch.setattr(mapping, "MAP_IN_PLACE", False)
+    copied = VectorIndex.load(path, DIM)
+    assert str(path) not in Path("/proc/self/maps").read_text()
+    path.unlink()  # nothing holds the file: it can go, or be replaced, while the copy is searched
+    assert [copied.search(vectors[n], 5) for n in (0, 1234, 2999)] == expected

@@ -1,24 +1,25 @@
 """The lock that serialises writers of one model directory (``remem model pull``) across processes:
-an exclusive flock on its ``.lock`` file. A directory left holding nothing but its lock (a pull that
-failed before a byte arrived) is removed with the lock when the block ends; a process that waited
-on that lock file then finds it gone from its path and locks the new one (``_open_locked``)."""
+an exclusive OS file lock on its ``.lock`` file (``remem.portable.lock_file``). A directory left holding
+nothing but its lock (a pull that failed before a byte arrived) is removed with the lock when the
+block ends; a process that waited on that lock file then finds it gone from its path and locks the
+new one (``_open_locked``). Where an open file cannot be removed (Windows), the directory stays."""
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from remem.errors import DownloadError
+from remem.portable import lock_file, unlock_file
 
 LOCK_FILE = ".lock"
 
 
 @contextlib.contextmanager
 def directory_lock(directory: Path) -> Iterator[None]:
-    """Hold an exclusive flock on directory/.lock for the duration; block until no one else holds it.
+    """Hold an exclusive OS file lock on directory/.lock for the duration; block until no one else holds it.
 
     Creates the directory (mode 0700) and the lock file if missing. The lock belongs to the open
     file, so it is released when the block ends or the process dies. When the block ends with
@@ -31,6 +32,7 @@ def directory_lock(directory: Path) -> Iterator[None]:
         yield
     finally:
         _remove_if_unused(directory)  # still under the lock
+        unlock_file(fd)
         os.close(fd)
 
 
@@ -40,11 +42,11 @@ def _open_locked(lock_path: Path) -> int:
     while True:
         try:
             lock_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)  # not inherited (PEP 446)
         except OSError as exc:
             raise DownloadError(f"cannot create the lock file {lock_path}: {exc.strerror or exc}") from exc
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            lock_file(fd)
             if _same_file(fd, lock_path):
                 return fd
         except OSError as exc:

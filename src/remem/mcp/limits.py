@@ -5,11 +5,11 @@ server so that the front-end's defaults and ``remem.mcp`` read them without load
 from __future__ import annotations
 
 import errno
-import resource
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from remem.errors import InvalidInputError
+from remem.portable import open_files_limit
 
 #: ``remem serve``'s bounds: how many connections it serves at once, and how long (seconds) a
 #: request may take to arrive, headers and body.
@@ -36,9 +36,10 @@ class Limits:
 
     def fit(self, note: Callable[[str], None]) -> Limits:
         """These limits with ``max_connections`` lowered below the descriptors the process may open
-        (keeping ``DESCRIPTOR_RESERVE``), saying so on ``note``."""
-        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft == resource.RLIM_INFINITY or soft - DESCRIPTOR_RESERVE >= self.max_connections:
+        (keeping ``DESCRIPTOR_RESERVE``), saying so on ``note``; as they are where there is no such
+        limit (Windows)."""
+        soft = open_files_limit()
+        if soft is None or soft - DESCRIPTOR_RESERVE >= self.max_connections:
             return self
         fitted = max(1, soft - DESCRIPTOR_RESERVE if soft > 2 * DESCRIPTOR_RESERVE else soft // 2)
         note(

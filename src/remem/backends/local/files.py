@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import re
 import sqlite3
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from remem.backends.local.connections import connect
 from remem.errors import StoreCorruptError, StoreError, StoreNotFoundError
+from remem.portable import NO_FOLLOW, PERMISSION_BITS, lock_file, unlock_file
 
 DB_FILE = "memories.sqlite3"
 INDEX_FILE = "vectors.faiss"
@@ -91,7 +91,7 @@ def others_files(directory: Path) -> list[Path]:
 def mark(directory: Path) -> None:
     """Write the marker that says ``directory`` is a remem store (once; a failure is harmless)."""
     with contextlib.suppress(OSError):
-        fd = os.open(directory / MARKER_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        fd = os.open(directory / MARKER_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(_MARKER_TEXT)
 
@@ -107,7 +107,10 @@ def tighten(directory: Path) -> list[Path]:
 
 
 def loose_paths(directory: Path) -> list[Path]:
-    """remem's files that group or others can access, and the directory when it is remem's alone."""
+    """remem's files that group or others can access, and the directory when it is remem's alone
+    (none where permission bits say nothing of who may read a file: Windows)."""
+    if not PERMISSION_BITS:
+        return []
     paths = [p for p in own_paths(directory) if p.is_file() and not p.is_symlink()]
     if not others_files(directory):
         paths.insert(0, directory)
@@ -144,8 +147,9 @@ def open_database(directory: Path, create: bool) -> sqlite3.Connection:
 
 @contextlib.contextmanager
 def locked(directory: Path, *, blocking: bool = True) -> Iterator[None]:
-    """Hold the store's exclusive writer lock (BlockingIOError if not ``blocking`` and it is held);
-    taking it removes temporary files a killed writer left behind."""
+    """Hold the store's exclusive writer lock, an OS file lock on its ``write.lock`` (BlockingIOError
+    if not ``blocking`` and it is held); taking it removes temporary files a killed writer left
+    behind."""
     try:
         fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
@@ -153,10 +157,12 @@ def locked(directory: Path, *, blocking: bool = True) -> Iterator[None]:
             raise StoreError(f"the store at {directory} is read-only; it can be read, not changed") from exc
         raise StoreError(f"cannot lock {directory}: {exc.strerror or exc}") from exc
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        if not lock_file(fd, blocking=blocking):
+            raise BlockingIOError(errno.EAGAIN, f"{directory} is locked by another writer")
         for leftover in own_temp_files(directory):  # from a writer that was killed mid-save
             with contextlib.suppress(OSError):
                 leftover.unlink()
         yield
     finally:
+        unlock_file(fd)
         os.close(fd)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
+import shutil
 import sqlite3
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
@@ -50,7 +50,7 @@ def _full_disk(name: str, lowered: str, where: Path | str | None) -> bool:
     if where is None or not (name.startswith("SQLITE_IOERR") or "disk i/o error" in lowered):
         return False
     try:
-        return os.statvfs(where).f_bavail == 0
+        return shutil.disk_usage(where).free == 0  # what users other than root may use
     except OSError:
         return False
 

@@ -15,6 +15,10 @@ What this relies on, and what happens otherwise: remem replaces an index file on
 one over it, so a mapped file never changes under a reader (a reader keeps the verified old file
 until it loads the new one). A program that truncates or rewrites the file *in place* while remem
 has it mapped is not defended against: reading a page past a truncation raises SIGBUS.
+
+On Windows a mapped file cannot be renamed over (nor a checkpoint written) while any process maps
+it: there the file is read into memory of the process's own (``remem.portable.MAP_IN_PLACE``), a copy
+per process as before version 3, and nothing holds the file open after loading.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from typing import BinaryIO
 import numpy as np
 import numpy.typing as npt
 
+from remem.portable import MAP_IN_PLACE, drop_pages
+
 ByteArray = npt.NDArray[np.uint8]
 
 #: Bytes hashed between two releases of pages: 64 MB (16 MB and 256 MB measured the same, 0.17–0.18 s
@@ -34,16 +40,23 @@ PIECE = 64 << 20
 
 
 class MappedFile:
-    """A whole file mapped read-only (shared with the page cache; never written through)."""
+    """A whole file mapped read-only (shared with the page cache; never written through), or read
+    into memory where a mapping would pin the file (see the module docstring)."""
 
     def __init__(self, handle: BinaryIO) -> None:
-        """Map the file ``handle`` is open on (ValueError if it is empty); the mapping outlives it."""
+        """Map the file ``handle`` is open on (ValueError if it is empty); the mapping outlives it.
+        Where files are not mapped in place, read it whole (its position is kept) instead."""
         self.size = os.fstat(handle.fileno()).st_size
         if not self.size:
             raise ValueError("the file is empty")
-        self._map = mmap.mmap(handle.fileno(), 0, prot=mmap.PROT_READ)
+        self._map: mmap.mmap | None = None
         #: The mapped bytes (read only); slices are views, never copies.
-        self.bytes: ByteArray = np.frombuffer(self._map, dtype=np.uint8)
+        self.bytes: ByteArray
+        if MAP_IN_PLACE:
+            self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            self.bytes = np.frombuffer(self._map, dtype=np.uint8)
+        else:
+            self.bytes = _read_whole(handle, self.size)
         #: True when a long-lived process keeps the pages it reads mapped (see the module docstring).
         self.resident = False
 
@@ -68,5 +81,19 @@ class MappedFile:
     def _let_go(self, start: int, stop: int) -> None:
         first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
         last = stop // mmap.PAGESIZE * mmap.PAGESIZE
-        if last > first:
-            self._map.madvise(mmap.MADV_DONTNEED, first, last - first)
+        if last > first and self._map is not None:
+            drop_pages(self._map, first, last - first)
+
+
+def _read_whole(handle: BinaryIO, size: int) -> ByteArray:
+    """The ``size`` bytes of the file ``handle`` is open on, in a buffer whose start lies on a 64-byte
+    boundary (as a mapping's does on a page), ``handle`` left where it was; OSError if it is short."""
+    room = np.empty(size + 64, dtype=np.uint8)
+    shift = -room.ctypes.data % 64
+    whole = room[shift : shift + size]
+    where = handle.tell()
+    handle.seek(0)
+    if handle.readinto(whole.data) != size:  # type: ignore[attr-defined]
+        raise OSError(f"the file changed size while it was read ({size:,} bytes)")
+    handle.seek(where)
+    return whole

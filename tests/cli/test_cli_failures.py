@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import remem
 from helpers import run_cli
 from remem.backends.local.files import DB_FILE, INDEX_FILE
 
@@ -165,3 +166,13 @@ def test_long_text_is_stored_whole_without_a_warning(store_dir: Path) -> None:
     assert result.code == 0
     assert "Warning" not in result.stderr
     assert json.loads(run_cli(["export"], store_dir).stdout)["text"] == text
+
+
+def test_an_unexpected_exception_never_shows_its_message(two: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*args: object, **kwargs: object) -> None:
+        raise ValueError("the secret text of a memory")
+
+    monkeypatch.setattr(remem.Memories, "list", boom)
+    result = run_cli(["list"], two)
+    assert result.code == 2 and "secret" not in result.stderr
+    assert result.stderr == "Error: unexpected ValueError (set REMEM_DEBUG=1 for a traceback)\n"

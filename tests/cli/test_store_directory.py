@@ -103,3 +103,10 @@ def test_a_negative_number_taken_for_an_option_says_how_to_pass_it(store_dir: Pa
     result = run_cli(["edit", "-1", "new text"], store_dir)
     assert result.code == 2 and "No such option: -1" in result.stderr
     assert "put -- before it: remem edit -- -1" in result.stderr
+
+
+def test_a_new_store_in_an_existing_empty_directory_is_made(tmp_path: Path) -> None:
+    empty = tmp_path / "made-by-hand"
+    empty.mkdir()
+    assert run_cli(["add", "the first memory"], empty).code == 0
+    assert run_cli(["list"], empty).code == 0  # (its 0755 mode is issue 15 #21, not done yet)

@@ -139,10 +139,11 @@ def test_a_server_stopped_mid_command_is_a_clear_error_and_nothing_half_written(
     try:
         assert writer.stdout is not None and writer.stdout.readline() == b"writing\n"
         time.sleep(0.3)
-        server.cleanup()  # pg_ctl stop (fast): the server disconnects everyone
+        postgres_server.stop_at_once(data)  # as pg_ctl stop (fast): the server disconnects everyone
         _, err = writer.communicate(timeout=120)
     finally:
         writer.kill()
+    server.cleanup()  # (it is stopped) the package forgets it, so the get_server below starts it again
     assert writer.returncode == 2, err.decode()
     lines = err.decode().strip().splitlines()
     assert len(lines) == 1, err.decode()

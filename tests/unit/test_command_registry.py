@@ -58,6 +58,18 @@ def test_help_lists_the_commands_in_one_order_whatever_ran_before(capsys: pytest
     assert listed == [name for name in cli._ORDER if name not in groups] + list(groups)
 
 
+def test_help_lists_the_groups_in_their_order_when_the_second_ran_first(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A process that ran `token` before `model` (a server's, or a test worker's) still lists model
+    first: the groups are ordered as the commands are, not by when each was registered."""
+    cli.register_commands([])
+    monkeypatch.setattr(cli.app, "registered_groups", list(reversed(cli.app.registered_groups)))
+    assert cli.main(["--help"]) == 0
+    lines = capsys.readouterr().out.split("Commands:")[-1].splitlines()
+    assert [line.split()[0] for line in lines if line.startswith("  ")][-2:] == ["model", "token"]
+
+
 def test_the_root_options_the_command_name_skips_are_the_apps() -> None:
     group = typer.main.get_command(cli.app)
     declared = {name for param in group.params for name in param.opts}

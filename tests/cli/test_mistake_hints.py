@@ -1,4 +1,5 @@
-"""Papercuts a newcomer hits in the first hour (issue 26 #6): each mistake gets one line that says
+"""Hints for a newcomer's mistakes (issue 26 #6): an unknown command, `forget all`, a file name
+given to `add`, time words, a CJK query on an English-only model — each gets one line that says
 what to do instead."""
 
 from __future__ import annotations

@@ -117,3 +117,20 @@ def one_error(stderr: str, expected: str) -> None:
     errors = [line for line in stderr.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and expected in errors[0], stderr
     assert "unexpected" not in stderr
+
+
+def bench_module(name: str) -> Any:
+    """bench/NAME.py imported as a module, as when it runs as a script: its folder (with
+    ``_harness.py``) on ``sys.path``."""
+    import importlib.util
+    import sys
+
+    folder = Path(__file__).resolve().parents[1] / "bench"
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", folder / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
+    spec.loader.exec_module(module)
+    return module

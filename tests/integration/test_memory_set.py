@@ -3,15 +3,13 @@ and answer every temporal, phrase and CJK query first."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
+from tests.helpers import bench_module
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("memory_set_bench", ROOT / "bench" / "memory_set.py")
-assert _spec is not None and _spec.loader is not None
-memory_set = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(memory_set)
+memory_set = bench_module("memory_set")
 
 
 def test_hybrid_wins_overall_and_finds_every_identifier_first(tmp_path: Path) -> None:

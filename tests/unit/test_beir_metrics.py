@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tests.helpers import bench_module
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "beir.py"
-
-
-def _load() -> ModuleType:
-    if str(BENCH.parent) not in sys.path:  # as when run as a script: its folder holds _harness.py
-        sys.path.insert(0, str(BENCH.parent))
-    spec = importlib.util.spec_from_file_location("bench_beir", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
-    spec.loader.exec_module(module)
-    return module
-
-
-beir = _load()
+beir = bench_module("beir")
 
 
 def test_perfect_ranking_scores_one() -> None:

@@ -3,7 +3,6 @@ every query paraphrases its answer (bench/cjk.py's ``overlap`` rule)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections import Counter
@@ -11,12 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import bench_module
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("cjk_bench", ROOT / "bench" / "cjk.py")
-assert _spec is not None and _spec.loader is not None
-cjk = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cjk)
+cjk = bench_module("cjk")
 
 ISSUE_MEMORY = "使用者想加強旅遊英文。"
 ISSUE_QUERY = "我想練習在機場和飯店會用到的英文。"

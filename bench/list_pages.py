@@ -6,13 +6,12 @@ ingest's batch): each depth against the first page, measured in the same run.
 
 The store (every memory alice's) is built with the fake embedder, each page read through the MCP
 server's ``memory_list`` tool with the SDK's own client (a cursor for depth d names the memory d
-deep; it also carries the d ties that cursors before issue 46 counted, which the code since
-ignores). A made-up cursor (that time, id 1) is read too. Each twice: by a server pinned to no user
-(``admin``) and by one pinned to alice, who also sees the shared memories (``alice+shared``: what a
-token of hers gives). The baseline is the first page (depth 0) of the same server. With
-``--postgres URL`` the same on a PostgreSQL store too; with ``--before SRC`` (another checkout's
-``src``) the store is built by that code and the pages are read by it as well, in a child process
-of the same run.
+deep, as the tool's own cursors do). A made-up cursor (that time, id 1) is read too. Each twice: by
+a server pinned to no user (``admin``) and by one pinned to alice, who also sees the shared memories
+(``alice+shared``: what a token of hers gives). The baseline is the first page (depth 0) of the same
+server. With ``--postgres URL`` the same on a PostgreSQL store too; with ``--before SRC`` (another
+checkout's ``src``) the store is built by that code and the pages are read by it as well, in a child
+process of the same run.
 """
 
 from __future__ import annotations
@@ -33,9 +32,9 @@ BATCH = "2026-05-01T12:00:00.000Z"
 LIMIT = 20
 
 
-def cursor(memory_id: int, ties: int) -> str:
-    """A cursor both versions read: [created_at, id, ties] (the newer code ignores the ties)."""
-    raw = json.dumps([BATCH, memory_id, ties], separators=(",", ":")).encode()
+def cursor(memory_id: int) -> str:
+    """A cursor as memory_list writes it: [created_at, id] of the page's last memory."""
+    raw = json.dumps([BATCH, memory_id], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -73,8 +72,8 @@ def measure_pinned(
     from remem.testing import FakeEmbedder
 
     app = build_server(store, user=user, embedder=FakeEmbedder(), warm_up=False)
-    wanted = {f"depth {d}": cursor(count - d + 1, d) if d else None for d in depths}
-    wanted["made-up (time, id 1)"] = cursor(1, 0)
+    wanted = {f"depth {d}": cursor(count - d + 1) if d else None for d in depths}
+    wanted["made-up (time, id 1)"] = cursor(1)
     found: dict[str, float] = {}
 
     async def scenario() -> None:

@@ -6,7 +6,11 @@ before it rewrites the file, ``LAG_BOUND``), then on the same store after `remem
 file; the reindex's wall time is the checkpoint's cost).
 
     python bench/writes.py [--sizes 1000,100000] [--work /tmp/writes] [--adds 5] [--lag 9990]
-                           [--queries 30] [--kinds exact,hnsw]
+                           [--queries 30] [--kinds exact,hnsw] [--quick]
+
+The baseline in the same run is one add to the smallest store (the goal: an add to a big store
+costs about what it costs a small one); the search columns set a lagging checkpoint beside a
+fresh one.
 
 Run it once per code version with the same ``--work`` (the stores are built once, with the
 bundled model's identity and vectors mixed from a few real ones, by ``remem import``, and copied
@@ -22,7 +26,6 @@ Each row is printed and appended to ``WORK/writes-results.txt``.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
 import shutil
@@ -34,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+import _harness
 import remem
 
 _CLI = (
@@ -183,39 +187,43 @@ def lag_then_compact(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,100000")
+    parser = _harness.parser(__doc__)
+    parser.add_argument("--sizes", type=_harness.int_list, default=None, help="[1000,100000]")
     parser.add_argument("--kinds", default="exact,hnsw")
     parser.add_argument("--work", default="/tmp/writes")
-    parser.add_argument("--adds", type=int, default=5)
-    parser.add_argument("--lag", type=int, default=9_990)
-    parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--adds", type=int, default=None, help="[5]")
+    parser.add_argument("--lag", type=int, default=None, help="[9990]")
+    parser.add_argument("--queries", type=int, default=None, help="[30]")
     parser.add_argument("--label", default="this code")
     args = parser.parse_args()
+    sizes = args.sizes or ([1000, 3000] if args.quick else [1000, 100_000])
+    adds, lag = args.adds or (2 if args.quick else 5), args.lag or (200 if args.quick else 9_990)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    queries = [f"topic {n * 37 % 997} memory" for n in range(args.queries)]
+    queries = [f"topic {n * 37 % 997} memory" for n in range(args.queries or (5 if args.quick else 30))]
     results = work / "writes-results.txt"
+    print(_harness.machine())
     header = (
-        "| code | store | cli add s | cli add MB | warm add ms | warm add MB "
-        f"| cold search s, lag {args.lag} / fresh | warm search p50 ms, lag {args.lag} / fresh "
+        "| code | store | cli add s (× smallest) | cli add MB | warm add ms | warm add MB "
+        f"| cold search s, lag {lag} / fresh | warm search p50 ms, lag {lag} / fresh "
         "| reindex s |"
     )
     print(header)
     print("|" + "---|" * 9)
-    for size in (int(s) for s in args.sizes.split(",")):
+    smallest: dict[str, float] = {}  # the baseline: one add to the smallest store, same run
+    for size in sizes:
         for kind in args.kinds.split(","):
             built = build(work, size, kind)
             store = fresh_copy(work, built)
-            cli_wall, cli_mb = cli_adds(store, args.adds)
-            add_ms, add_mb = warm_adds(store, args.adds)
-            cold_lag, warm_lag, compact, cold_fresh, warm_fresh = lag_then_compact(
-                store, kind, args.lag, queries
-            )
+            cli_wall, cli_mb = cli_adds(store, adds)
+            smallest.setdefault(kind, cli_wall)
+            add_ms, add_mb = warm_adds(store, adds)
+            cold_lag, warm_lag, compact, cold_fresh, warm_fresh = lag_then_compact(store, kind, lag, queries)
             row = (
-                f"| {args.label} | {size:,} {kind} | {cli_wall:.3f} | {cli_mb:.2f} | {add_ms:.1f} "
-                f"| {add_mb:.2f} | {cold_lag:.2f} / {cold_fresh:.2f} | {warm_lag:.2f} / {warm_fresh:.2f} "
-                f"| {compact:.2f} |"
+                f"| {args.label} | {size:,} {kind} "
+                f"| {cli_wall:.3f} ({_harness.times(cli_wall, smallest[kind])}) "
+                f"| {cli_mb:.2f} | {add_ms:.1f} | {add_mb:.2f} | {cold_lag:.2f} / {cold_fresh:.2f} "
+                f"| {warm_lag:.2f} / {warm_fresh:.2f} | {compact:.2f} |"
             )
             print(row, flush=True)
             with results.open("a") as out:

@@ -50,9 +50,8 @@ def _remem_modules(tree: ast.Module) -> set[str]:
     bound = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            bound.update(
-                alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name.startswith("remem")
-            )
+            named = [alias for alias in node.names if alias.name.startswith("remem")]
+            bound.update(alias.asname or alias.name.split(".")[0] for alias in named)
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("remem"):
             bound.update(alias.asname or alias.name for alias in node.names)
     return bound

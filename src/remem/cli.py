@@ -113,7 +113,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "changes": ("edit", "forget"),
     "maintenance": ("reindex", "compact", "doctor"),
     "models": ("model",),
-    "mcp": ("mcp", "serve"),
+    "mcp": ("mcp", "serve", "ui"),
     "tokens": ("token",),
 }
 _ORDER = [name for names in COMMANDS.values() for name in names]

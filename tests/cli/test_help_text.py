@@ -13,10 +13,10 @@ from helpers import run_cli
 COMMANDS = [
     ["add"], ["list"], ["search"], ["context"], ["show"], ["stats"], ["edit"], ["forget"], ["export"],
     ["import"], ["reindex"], ["doctor"], ["model", "list"], ["model", "pull"], ["model", "verify"],
-    ["model", "path"], ["mcp"], ["serve"], ["token", "add"], ["token", "list"], ["token", "revoke"],
+    ["model", "path"], ["mcp"], ["serve"], ["ui"], ["token", "add"], ["token", "list"], ["token", "revoke"],
 ]  # fmt: skip
 #: The commands whose output is not results: servers, and export (JSON Lines by default).
-NO_JSON = (["mcp"], ["serve"], ["export"])
+NO_JSON = (["mcp"], ["serve"], ["ui"], ["export"])
 
 
 def _help(command: list[str]) -> str:

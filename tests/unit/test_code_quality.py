@@ -56,15 +56,31 @@ def test_the_mcp_server_imports_only_the_public_api() -> None:
     assert paths
     for path in paths:
         wrong = {
-            m for m in _remem_imports(path) if m not in COMMAND_IMPORTS and not m.startswith("remem.mcp")
+            m
+            for m in _remem_imports(path)
+            if m not in COMMAND_IMPORTS and not m.startswith(("remem.mcp", "remem.web"))
         }
         assert not wrong, f"mcp/{path.name} imports {sorted(wrong)}"
+
+
+def test_the_page_imports_only_the_public_api_and_the_mcp_service() -> None:
+    """remem.web is a front-end beside the MCP server: the public API and remem.mcp's service layer
+    (the same pin and functions as the tools), nothing below."""
+    paths = sorted((SOURCE / "web").glob("*.py"))
+    assert paths
+    for path in paths:
+        wrong = {
+            m
+            for m in _remem_imports(path)
+            if m not in COMMAND_IMPORTS and not m.startswith(("remem.web", "remem.mcp"))
+        }
+        assert not wrong, f"web/{path.name} imports {sorted(wrong)}"
 
 
 def test_imports_point_down() -> None:
     """The core never imports a front-end; back-ends and embedders never import each other, the
     core or a front-end; the local and PostgreSQL back-ends never import each other."""
-    front = ("remem.cli", "remem.commands", "remem.render", "remem.mcp")
+    front = ("remem.cli", "remem.commands", "remem.render", "remem.mcp", "remem.web")
     rules = {
         "core": front,
         "backends": (*front, "remem.core", "remem.embedders"),

@@ -4,6 +4,7 @@ when one of these commands runs."""
 
 import os
 import signal
+import webbrowser
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +13,7 @@ import typer
 from remem.commands import options as opt
 from remem.commands.common import EXIT_INTERRUPTED, invocation, missing_store, note
 from remem.errors import StoreNotFoundError
-from remem.mcp import MAX_CONNECTIONS, REQUEST_TIMEOUT, serve, serve_http
+from remem.mcp import MAX_CONNECTIONS, REQUEST_TIMEOUT, serve, serve_http, serve_ui
 
 #: A server's concurrency comes from its requests, so each search runs its vector products on one
 #: thread: with OpenBLAS's own threads (2 here) the server spent 85 ms of CPU per search of 10,000
@@ -25,6 +26,7 @@ def register(app: typer.Typer) -> None:
     """Add these commands to the app."""
     app.command(name="mcp")(mcp)
     app.command(name="serve")(serve_command)
+    app.command(name="ui")(ui_command)
 
 
 def mcp(
@@ -151,3 +153,32 @@ def _serve_http(store: str | None, **options: Any) -> int | None:
         embedder=settings.embedder,
         note=note,
     )
+
+
+def ui_command(
+    port: Annotated[
+        int,
+        typer.Option("--port", min=0, max=65535, metavar="PORT", help="Port on 127.0.0.1 (0: any free one)."),
+    ] = 8766,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the page in the default browser.")
+    ] = False,
+    store: opt.StoreOption = None,
+) -> None:
+    """Review, search and change the memories in a browser: serves the page on 127.0.0.1 and prints
+    its URL with a one-time sign-in code (it works once). Needs the mcp extra: pip install 'remem[mcp]'.
+    """
+    for name, value in SERVER_THREADS.items():
+        os.environ.setdefault(name, value)
+    settings = invocation()
+    stopped_by = serve_ui(
+        store,
+        port=port,
+        model_dir=settings.model_dir,
+        model=settings.model,
+        embedder=settings.embedder,
+        note=note,
+        opened=webbrowser.open if open_browser else None,
+    )
+    if stopped_by == signal.SIGINT:
+        raise typer.Exit(EXIT_INTERRUPTED)

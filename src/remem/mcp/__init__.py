@@ -106,3 +106,32 @@ def serve_http(
         store, model_dir=model_dir, embedder=embedder, note=note, create=False, name="remem serve"
     )
     return HttpServer(server, listener, limits=limits, note=note).serve()
+
+
+def serve_ui(
+    store: str | Path | None = None,
+    *,
+    port: int = 8766,
+    model_dir: Path | None = None,
+    model: str | None = None,
+    embedder: remem.Embedder | None = None,
+    note: Callable[[str], None] = lambda message: None,
+    opened: Callable[[str], object] | None = None,
+) -> int | None:
+    """Serve the page (``remem.web``) for the store on 127.0.0.1 only (``port`` 0: any free one), with
+    a one-time code that signs one browser in as the store's owner, until SIGTERM or SIGINT: say its
+    URL on ``note`` (and hand it to ``opened``, which opens a browser); the signal that stopped it.
+    A missing store is created (as ``remem add`` does; a new one starts with ``model``)."""
+    require_sdk("remem ui")
+    import secrets  # noqa: PLC0415
+
+    from remem.mcp.http import HttpServer, Listener  # noqa: PLC0415
+    from remem.mcp.server import build_server  # noqa: PLC0415
+
+    server = build_server(
+        store, model_dir=model_dir, model=model, embedder=embedder, note=note, name="remem ui"
+    )
+    http = HttpServer(server, Listener("127.0.0.1", port), note=note, code=secrets.token_urlsafe(24))
+    if opened is not None:
+        opened(http.page_url)
+    return http.serve()

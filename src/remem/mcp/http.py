@@ -102,8 +102,9 @@ class RequireToken:
         await self.app(scope, receive, send)
 
 
-def build_app(server: RememServer) -> ASGIApp:
-    """The ASGI application of ``server``: ``/mcp`` behind ``RequireToken``, and ``/healthz``.
+def build_app(server: RememServer, code: str | None = None) -> ASGIApp:
+    """The ASGI application of ``server``: ``/mcp`` behind ``RequireToken``, ``/healthz``, and the
+    page (``remem.web``: sign in with a token, or once with ``code``) at every other path.
 
     The SDK's DNS-rebinding check (of Host and Origin) is off: it protects a local server that
     answers without credentials from web pages, and every request here needs a bearer token that a
@@ -131,7 +132,24 @@ def build_app(server: RememServer) -> ASGIApp:
         check = lambda memories: memories.tokens.verify(secret)  # noqa: E731
         return await anyio.to_thread.run_sync(lambda: service.run(check))
 
-    return RequireToken(app, verify)
+    from remem.web.app import build  # noqa: PLC0415 - Jinja2 only when a server runs
+
+    return RequireToken(Split(app, build(service, code)), verify)
+
+
+class Split:
+    """ASGI: ``/mcp``, ``/healthz`` and the lifespan to the MCP application, every other path to
+    the page (``remem.web``), in the same process, on the same store."""
+
+    def __init__(self, mcp: ASGIApp, page: ASGIApp) -> None:
+        """Route between ``mcp`` and ``page``."""
+        self.mcp, self.page = mcp, page
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Hand the request to the application of its path."""
+        path = scope.get("path", "").rstrip("/")
+        to_mcp = scope["type"] == "lifespan" or path in (MCP_PATH, HEALTH_PATH)
+        await (self.mcp if to_mcp else self.page)(scope, receive, send)
 
 
 def _model_state(server: RememServer) -> str:
@@ -243,11 +261,13 @@ class HttpServer:
         *,
         limits: Limits = DEFAULT_LIMITS,
         note: Callable[[str], None] = lambda message: None,
+        code: str | None = None,
     ) -> None:
         """Open the store of ``server`` (its errors raise before anything listens) and bind
         ``listener``'s address, to serve within ``limits`` (``max_connections`` lowered below the
         descriptor limit); say on ``note`` where it listens (``remem serve: http://…/mcp``), and
-        when the store has no token. InvalidInputError for an unsafe or incomplete set-up."""
+        when the store has no token. With ``code`` (``remem ui``), the page's one-time sign-in URL is
+        ``page_url`` and is said instead. InvalidInputError for an unsafe or incomplete set-up."""
         warning = listener.check()
         limits.check()
         password = _check_tls(listener)
@@ -256,7 +276,7 @@ class HttpServer:
         #: The URL of the MCP endpoint (with the port the system gave when ``listener.port`` was 0).
         self.url = listener.url(self.socket)
         config = uvicorn.Config(
-            build_app(server),
+            build_app(server, code),
             log_level="warning",
             access_log=False,
             lifespan="on",
@@ -271,6 +291,11 @@ class HttpServer:
         self._uvicorn = _Server(config)
         self._server = server
         self._note = note
+        #: The page's address (with the one-time code's sign-in, when there is one).
+        self.page_url = self.url.removesuffix(MCP_PATH) + ("/" if code is None else f"/signin?code={code}")
+        if code is not None:
+            note(f"remem ui: {self.page_url} ({location}; the code signs in once)")
+            return
         if warning:
             note(f"remem serve: {warning}")
         plural = "token" if len(tokens) == 1 else "tokens"

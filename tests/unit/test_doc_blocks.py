@@ -25,6 +25,7 @@ DOC_PAGES = [
     "python-api",
     "team-store",
     "serve",
+    "ui",
     "scaling",
     "models",
     "output",

@@ -125,7 +125,8 @@ def serve_command(
     ] = REQUEST_TIMEOUT,
     store: opt.StoreOption = None,
 ) -> None:
-    """Serve memories to a team's assistants over MCP (Streamable HTTP at /mcp; GET /healthz).
+    """Serve memories to a team's assistants over MCP (Streamable HTTP at /mcp; GET /healthz), and
+    a page for people at / (sign in with a token).
     Needs the mcp extra: pip install 'remem[mcp]'.
 
     Every request needs a token from `remem token add --user NAME` (Authorization: Bearer TOKEN),

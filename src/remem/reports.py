@@ -12,14 +12,15 @@ from remem.types import Hit, Memory, ModelInfo
 
 #: How a note about a date reading says how to turn it off, in the library's words (a front-end
 #: says it in its own: ``SearchResult.notes_saying``).
-DATES_OFF_HINT = "dates=False searches all time"
+DATES_OFF_HINT = "dates=False ignores them"
 
 
 @dataclass(frozen=True)
 class DateReading:
     """How time words in a query were read: ``phrase`` (as written) became the local-time window
-    ``start`` ≤ created_at < ``end`` (None: until now), and ``rest`` is the query that was
-    searched. ``all_time`` is true when the window held no memory, so all time was searched."""
+    ``start`` ≤ created_at < ``end`` (None: until now), whose memories rank higher (it filters
+    nothing), and ``rest`` is the query that was searched. ``all_time`` is true when no memory the
+    search found is from then."""
 
     phrase: str
     rest: str
@@ -40,8 +41,8 @@ class DateReading:
         """One line for a person: what was read, and how to turn it off."""
         read = f'"{self.phrase}" read as {self.label} (local time)'
         if self.all_time:
-            return f"{read}; no memory is from then, so all time was searched"
-        return f"{read}; {hint}"
+            return f"{read}; no memory found is from then"
+        return f"{read}: memories from then rank higher; {hint}"
 
     def record(self) -> dict[str, Any]:
         """JSON-ready: phrase, query searched, UTC ``since``/``until``, local label, all_time."""

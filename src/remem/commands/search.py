@@ -12,7 +12,7 @@ from remem.inputs import read_text
 
 DEFAULT_SEARCH_LIMIT = 5
 #: How a date reading's note says to turn it off, in this front-end's words.
-NO_DATES = "--no-dates searches all time"
+NO_DATES = "--no-dates ignores them"
 
 
 def register(app: typer.Typer) -> None:

@@ -44,7 +44,7 @@ from remem.mcp.service import Service
 #: A line that does not fit the rest of the budget is cut when at least this much room is left.
 MIN_CUT_LINE = 80
 #: How a date reading's note says to turn it off, in this front-end's words.
-DATES_OFF = "dates=false searches all time"
+DATES_OFF = "dates=false ignores them"
 
 
 def memory_search(

@@ -242,7 +242,7 @@ class DatesOut(BaseModel):
     since: str = Field(description="Window start, UTC ISO 8601 (local midnight).")
     until: str | None = Field(description="Window end (exclusive), UTC ISO 8601; null: until now.")
     local: str = Field(description="The window in local dates: 2026-11-24, or 2026-11-23 to 2026-11-29.")
-    all_time: bool = Field(description="The window held no memory, so all time was searched.")
+    all_time: bool = Field(description="No memory the search found is from the window.")
 
 
 class SearchOut(BaseModel):

@@ -45,8 +45,9 @@ def search(
     SCORE is the mode's score: raw cosine (vector, -1..1), BM25 (keyword, higher is better), or
     the fused z-score of the two lanes (hybrid, shown with each hit's COSINE; --json shows
     each lane's rank and score).
-    Time words ("from Tuesday", "last week", "yesterday") search that window of local time
-    (said on stderr; in --json as "dates" on each hit); --since/--until win, --no-dates turns it off.
+    Time words ("from Tuesday", "last week", "yesterday") rank memories from that window of local
+    time higher, hiding none (said on stderr; in --json as "dates" on each hit); --since/--until
+    filter and win, --no-dates turns it off.
     Exit 1 if nothing matched.
     """
     text = read_text(query, stdin(), what="query")

@@ -60,7 +60,8 @@ def memory_search(
     dates: Dates = True,
 ) -> SearchOut:
     """Search memories by meaning and exact words, best first. Time words in the query ("the bug
-    from Tuesday", "last week") search that window of created_at (see dates in the result)."""
+    from Tuesday", "last week") rank memories from then higher, hiding none (see dates in the
+    result); since/until filter."""
     where = including(where, include_superseded, include_expired)
     if mode != "keyword":
         service.wait_for_model()  # right after the start: the first searches wait for the model
@@ -140,7 +141,7 @@ def memory_context(
     dates: Dates = True,
 ) -> ContextOut:
     """What to know before answering: the newest memories and those most similar to the query
-    (time words in it, such as "from Tuesday", restrict the similar ones to that window), each
+    (time words in it, such as "from Tuesday", rank the similar ones from then higher), each
     once, as prompt lines within a character budget."""
     where = including(where, include_superseded, include_expired)
     notes: list[str] = []

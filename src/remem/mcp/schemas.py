@@ -46,7 +46,8 @@ Dates = Annotated[
     bool,
     Field(
         description='Read time words in the query ("from Tuesday", "last week", "yesterday") as a '
-        "created_at window in the server's local time (since/until win); false: search all time."
+        "created_at window in the server's local time whose memories rank higher (not a filter: "
+        "since/until filter, and win); false: read none."
     ),
 ]
 TagFilter = Annotated[

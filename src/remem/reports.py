@@ -57,16 +57,39 @@ class DateReading:
 
 
 @dataclass(frozen=True)
+class Nothing:
+    """Why a search found nothing: ``kind`` ``filters`` (they select no memory; ``what`` is empty),
+    ``store`` (it holds no memory), ``phrase`` (no memory holds the quoted ``what``) or ``words`` (no
+    memory holds any keyword term of ``what``)."""
+
+    kind: str
+    what: str = ""
+
+    def line(self) -> str:
+        """One line for a person, in the library's words."""
+        if self.kind == "filters":
+            return "the filters select no memory"
+        if self.kind == "store":
+            return "the store holds no memory yet"
+        if self.kind == "phrase":
+            return f'no memory holds the phrase "{self.what}"'
+        return f"no memory holds '{self.what}'"
+
+
+@dataclass(frozen=True)
 class SearchResult(Sequence[Hit]):
     """The hits of a search, best first (a sequence: iterate, index, ``len``), and what else
     happened: how many hits ``min_score`` left out and the best cosine among them, and notes
-    (e.g. a query cut to the model window), and how time words in the query were read (``dates``)."""
+    (e.g. a query cut to the model window, an identifier no memory holds), how time words in the
+    query were read (``dates``), and when nothing was found for another reason than ``min_score``,
+    why (``nothing``)."""
 
     hits: list[Hit] = field(default_factory=list)
     below_min_score: int = 0
     best_below: float | None = None
     notes: tuple[str, ...] = ()
     dates: DateReading | None = None
+    nothing: Nothing | None = None
 
     @overload
     def __getitem__(self, index: int) -> Hit: ...

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import dated_store as day
 from mcp import Client
 from mcp_support import call, memories, run, server, warm
+
+import dated_store as day
 
 
 def test_memory_search_ranks_the_named_day_first_and_hides_no_answer(store_dir: Path) -> None:

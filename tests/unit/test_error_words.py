@@ -124,4 +124,5 @@ def test_a_date_note_says_how_to_turn_it_off_in_the_librarys_words(tmp_path: Pat
         "(local time): memories from then rank higher; dates=False ignores them"
     )
     cli = result.notes_saying("--no-dates ignores them")
-    assert cli[:-1] == result.notes[:-1] and cli[-1].endswith("memories from then rank higher; --no-dates ignores them")
+    assert cli[:-1] == result.notes[:-1]
+    assert cli[-1].endswith("memories from then rank higher; --no-dates ignores them")

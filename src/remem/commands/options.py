@@ -56,7 +56,9 @@ MaxCharsOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object per line.")]
 NoDatesOption = Annotated[
     bool,
-    typer.Option("--no-dates", help='Do not read time words ("from Tuesday"): memories from then gain nothing.'),
+    typer.Option(
+        "--no-dates", help='Do not read time words ("from Tuesday"): memories from then gain nothing.'
+    ),
 ]
 LimitOption = Annotated[
     int, typer.Option("--limit", "-k", min=1, metavar="N", help="Show at most N memories.")

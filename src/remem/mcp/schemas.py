@@ -50,6 +50,10 @@ Dates = Annotated[
         "since/until filter, and win); false: read none."
     ),
 ]
+Explain = Annotated[
+    bool,
+    Field(description="Also say per hit why it ranked there: each lane's rank and raw score, every lift."),
+]
 TagFilter = Annotated[
     tuple[_Name, ...], Field(max_length=20, description="Only memories that have all these tags.")
 ]
@@ -188,6 +192,31 @@ class SnippetOut(BaseModel):
     end: int = Field(description="Where it ends in the whole text (exclusive).")
 
 
+class LaneOut(BaseModel):
+    """A memory's place in one lane."""
+
+    rank: int = Field(description="1-based rank in the lane.")
+    score: float = Field(description="The lane's raw score: cosine (vector) or BM25 (keyword).")
+
+
+class LiftOut(BaseModel):
+    """Something besides the lanes' scores that moved a hit."""
+
+    name: str = Field(description="session, speaker, time, phrase or script.")
+    size: float | None = Field(
+        description="What it added to the score; null: it moved the hit ahead (phrase) or put its "
+        "cosine at the pool's lowest (script, a script the model cannot read)."
+    )
+
+
+class ExplainOut(BaseModel):
+    """Why a hit ranked where it did."""
+
+    vector: LaneOut | None = Field(description="Its vector lane rank and cosine (null: not ranked there).")
+    keyword: LaneOut | None = Field(description="Its keyword lane rank and BM25 (null: not ranked there).")
+    lifts: list[LiftOut] = Field(description="Every lift applied to it, in order.")
+
+
 class HitOut(BaseModel):
     """A search hit: the mode's score and the memory's rank in each lane (null: not ranked there)."""
 
@@ -211,10 +240,12 @@ class HitOut(BaseModel):
         description="The part of a long text that matched the query (null: the text is short enough "
         "to read whole).",
     )
+    explain: ExplainOut | None = Field(default=None, description="Why it ranked here (with explain=true).")
 
     @classmethod
-    def of(cls, hit: remem.Hit) -> HitOut:
-        """A search hit, its text cut to ``TEXT_LIMIT``, with the snippet of a long text."""
+    def of(cls, hit: remem.Hit, explain: dict[str, Any] | None = None) -> HitOut:
+        """A search hit, its text cut to ``TEXT_LIMIT``, with the snippet of a long text and, if
+        given, why it ranked where it did (``render.explain_record``)."""
         memory = hit.memory
         text, truncated = cut(memory.text, TEXT_LIMIT)
         return cls(
@@ -232,6 +263,7 @@ class HitOut(BaseModel):
             superseded_by=memory.superseded_by,
             expires_at=memory.expires_at,
             snippet=None if hit.snippet is None else SnippetOut(**vars(hit.snippet)),
+            explain=None if explain is None else ExplainOut.model_validate(explain),
         )
 
 

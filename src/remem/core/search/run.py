@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from remem.core import scripts
-from remem.core.search import fuse, snippets
+from remem.core.search import fuse, snippets, why
 from remem.core.search import query as reading
 from remem.core.search.pool import Asked, Pool, gather
 from remem.errors import ConnectionLostError, ModelChangedError
@@ -67,13 +67,14 @@ def run_search(
         embedding = embed if embed is None or callable(embed) else _always(embed)
         pool = gather(Asked(backend, lane, embedding, filters, k), query, mode)
         ranked = fuse.rank(pool, mode)
+        empty = why.nothing(backend, query, filters, mode) if not ranked else None
         below = []
         if min_score is not None:
             below = [r.vector.score for r in ranked if r.vector is not None and r.vector.score < min_score]
             ranked = [r for r in ranked if r.vector is not None and r.vector.score >= min_score]
-        ranked = ranked[:k]
-        memories = backend.get_many([r.id for r in ranked])
-    found = SearchResult(_hits(ranked, memories, query), len(below), max(below) if below else None)
+        hits = _hits(ranked[:k], backend.get_many([r.id for r in ranked[:k]]), query)
+        notes = why.identifier_notes(backend, query, filters, hits, mode)
+    found = SearchResult(hits, len(below), max(below) if below else None, notes, nothing=empty)
     return _dated(found, query, pool)
 
 

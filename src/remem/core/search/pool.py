@@ -136,9 +136,16 @@ class Asked:
     among: list[int] | None = None
 
     def windowed(self, query: Query) -> Filters | None:
-        """The filters narrowed to the query's window (to mark its members); None without one."""
+        """The filters narrowed to the query's window (to mark its members), within their own
+        since/until; None without a window, or when the two do not overlap."""
         bounds = query.window_filters
-        return None if bounds is None else replace(self.filters, since=bounds[0], until=bounds[1])
+        if bounds is None:
+            return None
+        since = max(bounds[0], self.filters.since or bounds[0])
+        until = min((end for end in (bounds[1], self.filters.until) if end is not None), default=None)
+        if until is not None and since >= until:
+            return None
+        return replace(self.filters, since=since, until=until)
 
 
 def gather(asked: Asked, query: Query, mode: SearchMode) -> Pool:

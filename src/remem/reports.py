@@ -59,8 +59,9 @@ class DateReading:
 @dataclass(frozen=True)
 class Nothing:
     """Why a search found nothing: ``kind`` ``filters`` (they select no memory; ``what`` is empty),
-    ``store`` (it holds no memory), ``phrase`` (no memory holds the quoted ``what``) or ``words`` (no
-    memory holds any keyword term of ``what``)."""
+    ``store`` (it holds no memory), ``unembedded`` (none has a vector, outside keyword mode),
+    ``phrase`` (no memory holds the quoted ``what``) or ``words`` (no memory holds any keyword term
+    of ``what``)."""
 
     kind: str
     what: str = ""
@@ -71,6 +72,8 @@ class Nothing:
             return "the filters select no memory"
         if self.kind == "store":
             return "the store holds no memory yet"
+        if self.kind == "unembedded":
+            return "no memory has a vector yet: keyword mode finds them by their words"
         if self.kind == "phrase":
             return f'no memory holds the phrase "{self.what}"'
         return f"no memory holds '{self.what}'"

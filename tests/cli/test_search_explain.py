@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 import dated_store as day
+import remem
 from helpers import run_cli
+from remem.testing import FakeEmbedder
 
 
 @pytest.fixture
@@ -73,3 +75,13 @@ def test_an_identifier_no_memory_holds_is_said_beside_the_hits_near_it(store: Pa
     assert "No memory holds 'E1046': these hits are only near it by meaning." in out.stderr
     held = run_cli(["search", "E1045"], store)
     assert held.code == 0 and "No memory holds" not in held.stderr
+
+
+def test_a_store_without_vectors_says_so_outside_keyword_mode(store_dir: Path) -> None:
+    with remem.open(store_dir, embedder=FakeEmbedder()) as memories:
+        memories.add("The deploy went out.", embed=False)
+    out = run_cli(["search", "deploy"], store_dir)
+    assert (
+        out.code == 1 and "no memory has a vector yet: keyword mode finds them by their words" in out.stderr
+    )
+    assert run_cli(["search", "--mode", "keyword", "deploy"], store_dir).code == 0

@@ -21,7 +21,7 @@ from remem.core.search import pool as pooling
 from remem.core.search import query as reading
 from remem.core.search.pool import Asked, Pool
 from remem.errors import ConnectionLostError, ModelChangedError
-from remem.reports import SearchResult
+from remem.reports import Nothing, SearchResult
 from remem.types import Filters, Hit, Memory, ModelInfo, SearchMode
 
 if TYPE_CHECKING:
@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from remem.core.search.pool import QueryEmbedder
     from remem.core.search.query import Query
     from remem.embedders.base import Embedder, Embeddings
+
+
+#: What a search outside keyword mode finds in a store without vectors.
+UNEMBEDDED = SearchResult(nothing=Nothing("unembedded"))
 
 
 def run_search(
@@ -63,7 +67,7 @@ def run_search(
         lane = None
         if mode is not SearchMode.KEYWORD:
             if backend.model is None:
-                return SearchResult()
+                return UNEMBEDDED
             lane = backend.vector_lane(embedded_with)
         embedding = embed if embed is None or callable(embed) else _always(embed)
         pool = pooling.gather(Asked(backend, lane, embedding, filters, k), query, mode)
@@ -162,7 +166,7 @@ def search_with_retry(
     a model."""
     mode = wanted.mode
     if mode is not SearchMode.KEYWORD and backend.model is None:
-        return SearchResult()
+        return UNEMBEDDED
     for attempt in range(2):
         embed = None if mode is SearchMode.KEYWORD else QueryEmbedding(embedder())  # keyword: no model
         try:

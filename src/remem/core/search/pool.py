@@ -217,7 +217,7 @@ def _vector(asked: Asked, query: Query, texts: Texts) -> Pool:
 
 def _script_first(found: Sequence[Scored], query: Query, texts: Texts) -> list[Scored]:
     """The vector lane's list with the memories in the query's script first (``scripts``)."""
-    return scripts.query_script_first(found, query.text, texts.of([mid for mid, _ in found]))
+    return scripts.query_script_first(found, query.cjk, texts.of([mid for mid, _ in found]))
 
 
 def _hybrid(asked: Asked, query: Query, texts: Texts) -> Pool:
@@ -259,7 +259,7 @@ def _unread(by_vector: Iterable[Scored], query: Query, texts: Texts) -> set[int]
     if not query.blind_across_scripts:
         return set()
     ids = [mid for mid, _ in by_vector]
-    return scripts.in_other_script(ids, query.text, texts.of(ids))
+    return scripts.in_other_script(ids, query.cjk, texts.of(ids))
 
 
 def _with_phrases(pool: Pool, query: Query, texts: Texts, mode: SearchMode) -> Pool:

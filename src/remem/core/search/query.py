@@ -8,13 +8,14 @@ and never the raw query again.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from remem.core import scripts
-from remem.core.search import dates, phrases, speakers
+from remem.core.search import dates, phrases, snippets, speakers
 from remem.reports import DateReading
 from remem.times import utc_iso
 from remem.types import Filters
@@ -55,6 +56,12 @@ class Query:
         if self.window is None:
             return None
         return utc_iso(self.window.start), None if self.window.end is None else utc_iso(self.window.end)
+
+    @functools.cached_property
+    def snippet_terms(self) -> list[str]:
+        """Its keyword terms as a long hit's snippet looks for them (``snippets``), found when a hit
+        first needs them."""
+        return snippets.query_terms(self.text)
 
     def vector_text(self, named: frozenset[str]) -> str:
         """What the vector lane embeds: the text without the speakers it names (``speakers``)."""

@@ -99,7 +99,6 @@ def _always(vector: FloatArray) -> QueryEmbedder:
 
 def _hits(ranked: list[fuse.Ranked], memories: dict[int, Memory], query: Query) -> list[Hit]:
     """The ranked memories as hits, a long text with the snippet the query matched (``snippets``)."""
-    terms: list[str] | None = None  # the query's terms, found only when a hit is long
     hits = []
     for r in ranked:
         memory = memories.get(r.id)
@@ -107,8 +106,7 @@ def _hits(ranked: list[fuse.Ranked], memories: dict[int, Memory], query: Query) 
             continue
         snippet = None
         if len(memory.text) > snippets.LONG_TEXT:
-            terms = snippets.query_terms(query.text) if terms is None else terms
-            snippet = snippets.snippet_of(memory.text, terms)
+            snippet = snippets.snippet_of(memory.text, query.snippet_terms)
         hits.append(Hit(memory, r.score, r.vector, r.keyword, snippet, r.lifts))
     return hits
 

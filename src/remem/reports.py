@@ -76,6 +76,8 @@ class Nothing:
             return "no memory has a vector yet: keyword mode finds them by their words"
         if self.kind == "phrase":
             return f'no memory holds the phrase "{self.what}"'
+        if len(self.what.split()) > 1:
+            return f"no memory holds any word of '{self.what}'"
         return f"no memory holds '{self.what}'"
 
 

@@ -9,7 +9,8 @@
 ``…-e5``: multilingual-e5-small, from ``--models-dir``) and runs every query through
 ``Memories.search`` in hybrid mode with the benchmark's own arguments (SciFact k=100, LoCoMo k=10
 within the conversation with ``dates=False``, the memory-shaped set and the CJK set k=3). Around the
-real ``ranking.hybrid_rank`` it records, for each query, a pool twice as deep as hybrid's (each
+real ``remem.core.search.pool.gather`` it records, for each query, the pool search ranked (what
+``fuse.rank`` reads of each candidate), and a pool twice as deep as hybrid's (each
 lane's top 2 × depth, the vector lane's by the vector the search embedded): per memory its
 best-window cosine and every window's cosine, its vector rank, its BM25 score and keyword rank
 (ungated), the share of the query's IDF weight it covers, whether it holds the query as a phrase,
@@ -18,7 +19,7 @@ conversation; the query's whole IDF weight and the speakers it names (whom its v
 without); and the ranking search returned. One JSON file per corpus, ``<lab>/<corpus>.json``.
 
 ``eval`` re-fuses the dumps with the rule search used before issue #31 (``Rrf``: RRF_K=10, the
-coverage gate, phrase bonus) and with the rule it uses now (``Shipped``: ``ranking.fuse``'s z-scores
+coverage gate, phrase bonus) and with the rule it uses now (``Shipped``: ``fuse.fused``'s z-scores
 with weak matches counted in proportion and floored spreads, then ``sessions``' lift of a
 conversation's turns by their session mates), and checks that one of them reproduces the rankings
 the dump recorded (a dump made before the change reproduces the first). It then scores
@@ -112,12 +113,14 @@ def window_cosines(backend: Any, vector: Any, ids: Sequence[int]) -> dict[int, l
 
 def pool_of(backend: Any, lane: Any, query: Any, vector: Any, k: int, filters: Any, among: Any) -> dict:
     """The deep pool of one hybrid query (see the module docstring)."""
-    from remem.core import ranking, scripts, speakers
+    from remem.core import scripts
+    from remem.core.search import speakers
+    from remem.core.search.pool import MIN_HYBRID_DEPTH
 
-    depth = 2 * max(ranking.MIN_HYBRID_DEPTH, 4 * k)
+    depth = 2 * max(MIN_HYBRID_DEPTH, 4 * k)
     by_keyword = backend.keyword_top(query.text, filters, depth, among)
-    named = speakers.named(query.text, backend.turn_times([mid for mid, _ in by_keyword[: depth // 2]]))
-    # the vector lane's top (only ``among`` if given), as ranking's hybrid search takes it
+    named = speakers.named(query.names, backend.turn_times([mid for mid, _ in by_keyword[: depth // 2]]))
+    # the vector lane's top (only ``among`` if given), as the search's pool takes it
     by_vector = lane.top(vector, depth, filters) if among is None else lane.cosines(vector, among)[:depth]
     ids = list(dict.fromkeys([mid for mid, _ in by_vector] + [mid for mid, _ in by_keyword]))
     cosines = dict(lane.cosines(vector, ids))
@@ -147,34 +150,75 @@ def pool_of(backend: Any, lane: Any, query: Any, vector: Any, k: int, filters: A
     } | term_stats(backend, query.text, ids)
 
 
+def product_pool(pool: Any) -> dict:
+    """The pool search itself ranked (``remem.core.search.pool.Pool``) as JSON: what ``fuse.rank``
+    reads, so that ``eval`` replays it through the product's own function."""
+    lane = lambda found: None if found is None else [found.rank, found.score]  # noqa: E731
+    turn = lambda c: None if c.turn is None else list(c.turn)  # noqa: E731
+    return {
+        "weight": pool.weight,
+        "speakers": sorted(pool.speakers),
+        "windowed": pool.windowed,
+        "candidates": [
+            [c.id, lane(c.vector), lane(c.keyword), c.share, turn(c), c.unread, c.in_window, c.phrase]
+            for c in pool.candidates
+        ],
+    }
+
+
+def replayed(record: dict, n: int) -> list[int]:
+    """The ``n`` best ids of a dumped product pool, ranked by the product's ``fuse.rank``."""
+    from remem.backends.base import TurnTime
+    from remem.core.search import fuse
+    from remem.core.search.pool import Candidate, Pool
+    from remem.types import Lane, SearchMode
+
+    lane = lambda found: None if found is None else Lane(*found)  # noqa: E731
+    candidates = tuple(
+        Candidate(mid, lane(v), lane(kw), share, None if turn is None else TurnTime(*turn), *flags)
+        for mid, v, kw, share, turn, *flags in record["candidates"]
+    )
+    pool = Pool(candidates, record["weight"], frozenset(record["speakers"]), record["windowed"])
+    return [r.id for r in fuse.rank(pool, SearchMode.HYBRID)][:n]
+
+
 class Recorder:
-    """Wraps ``ranking.hybrid_rank``: each call's deep pool and the seconds the real call took."""
+    """Wraps the search's ``pool.gather``: each hybrid search's own pool (``product_pool``), the
+    deep pool beside it (``pool_of``) and the seconds the real gathering took."""
 
     def __init__(self) -> None:
-        """Patch ranking.hybrid_rank (for this process)."""
-        from remem.core import ranking
+        """Patch remem.core.search.pool.gather (for this process)."""
+        from remem.core.search import phrases
+        from remem.core.search import pool as pooling
+        from remem.types import SearchMode
 
         self.pools: list[dict] = []
-        original = ranking.hybrid_rank
+        original = pooling.gather
 
-        def wrapper(backend, lane, query, embed, k, filters, texts, among=None):  # type: ignore[no-untyped-def]
+        def wrapper(asked, query, mode):  # type: ignore[no-untyped-def]
+            if mode is not SearchMode.HYBRID:
+                return original(asked, query, mode)
             vectors = []
 
             def embedding(text):  # type: ignore[no-untyped-def]
-                vectors.append(embed(text))
+                vectors.append(asked.embed(text))
                 return vectors[-1]
 
             started = time.perf_counter()
-            ranked = original(backend, lane, query, embedding, k, filters, texts, among)
+            found = original(
+                pooling.Asked(asked.backend, asked.lane, embedding, asked.filters, asked.k), query, mode
+            )
             seconds = time.perf_counter() - started
-            pool = pool_of(backend, lane, query, vectors[-1], k, filters, among)
-            self.pools.append(pool | {"ms": seconds * 1000})
-            return ranked
+            held = phrases.holders(asked.backend, query.phrases, asked.filters)
+            among = None if held is None else list(held)
+            deep = pool_of(asked.backend, asked.lane, query, vectors[-1], asked.k, asked.filters, among)
+            self.pools.append(deep | {"ms": seconds * 1000, "product": product_pool(found)})
+            return found
 
-        ranking.hybrid_rank = wrapper
+        pooling.gather = wrapper
 
     def take(self) -> dict | None:
-        """The pool of the last search (None if it never reached hybrid_rank)."""
+        """The pool of the last search (None if it never gathered a hybrid pool)."""
         return self.pools.pop() if self.pools else None
 
 
@@ -467,9 +511,14 @@ def score(rule: Rule, corpora: dict[str, list[Pool]]) -> dict[str, dict[str, flo
 
 
 def check_reproduction(corpora: dict[str, list[Pool]]) -> None:
-    """The rule search used when a dump was made, re-fused from it, must return what search returned."""
+    """The rule search used when a dump was made, re-fused from it, must return what search returned;
+    the product's own pool replayed through its own ``fuse.rank`` must return it exactly."""
     for corpus, pools in corpora.items():
         real = np.mean([quality(p, p.real) for p in pools])
+        dumped = [p for p in pools if "product" in p.record]
+        if dumped:
+            differ = [p.key for p in dumped if replayed(p.record["product"], len(p.real)) != p.real]
+            print(f"{corpus}: fuse.rank replaying search's own pool: differing {len(differ)}/{len(dumped)}")
         for name, rule in (("RRF (before #31)", Rrf()), ("z-scores (shipped)", Shipped())):
             differ = [p.key for p in pools if rule(p, len(p.real)) != p.real]
             mine = np.mean([quality(p, rule(p, DEPTH[corpus])) for p in pools])
@@ -558,7 +607,7 @@ class Convex:
 
 @dataclass(frozen=True)
 class Shipped:
-    """``ranking.fuse`` since issue #31: alpha · z(cosine) + (1 − alpha) · z(BM25 · min(1, share /
+    """``fuse.fused`` since issue #31: alpha · z(cosine) + (1 − alpha) · z(BM25 · min(1, share /
     full)) over the pool, the cosines' spread at least ``cosine_floor`` × (1 − their mean), BM25's at least
     ``keyword_floor`` × the query's whole IDF weight (Lucene's, of the terms' holders in memories'
     own text, as the coverage weighs terms); then each turn of a conversation lifted by its session
@@ -596,9 +645,9 @@ class Shipped:
         return ranked_ids(pool, inside, fused + np.where(pool.phrase, 1e3, 0.0), n)
 
     def speaker_lift(self, pool: Pool, inside: np.ndarray) -> np.ndarray:
-        """What the turns of the speakers the query names add (``speakers.lifts``, as ``ranking``
+        """What the turns of the speakers the query names add (``speakers.lifts``, as ``fuse``
         adds it; the dump's cosines are already those of the query without them)."""
-        from remem.core import speakers
+        from remem.core.search import speakers
 
         lift = np.zeros(len(pool.ids))
         names = pool.record.get("speakers") or []
@@ -609,8 +658,8 @@ class Shipped:
         return lift
 
     def session_lift(self, pool: Pool, inside: np.ndarray, fused: np.ndarray) -> np.ndarray:
-        """What each pooled memory's session mates add (``sessions.lifts``, as ``ranking`` calls it)."""
-        from remem.core import sessions
+        """What each pooled memory's session mates add (``sessions.lifts``, as ``fuse`` calls it)."""
+        from remem.core.search import sessions
 
         lift = np.zeros(len(pool.ids))
         place, times = pooled_turns(pool, inside)

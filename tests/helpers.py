@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from remem import Embedder, Filters, Hit, SearchMode, SearchResult
 from remem.backends.base import Backend
 from remem.cli import main
-from remem.core.ranking import run_search
+from remem.core.search.run import run_search
 from remem.testing import FAKE_DIM, FAKE_MODEL, FakeEmbedder, fake_vector
 
 __all__ = [

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the names of _HOMES below, for type checkers (never run)
     from remem.types import Filters as Filters
     from remem.types import Hit as Hit
     from remem.types import Lane as Lane
+    from remem.types import Lift as Lift
     from remem.types import Memory as Memory
     from remem.types import ModelInfo as ModelInfo
     from remem.types import NewMemory as NewMemory
@@ -82,6 +83,7 @@ _HOMES = {
         "Filters",
         "Hit",
         "Lane",
+        "Lift",
         "Memory",
         "ModelInfo",
         "NewMemory",

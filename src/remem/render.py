@@ -248,3 +248,32 @@ def history_table(memories: Sequence[Memory], width: int | None) -> str:
     """A memory's chain (``Memories.history``), oldest first: id, created, status (``status``), text."""
     rows = [[str(m.id), m.created_at[:16].replace("T", " "), status(m), _one_line(m.text)] for m in memories]
     return table(["ID", "CREATED", "STATUS", "TEXT"], rows, width, numeric=1)
+
+
+def explain_record(hit: Hit) -> dict[str, Any]:
+    """Why a hit ranked where it did (``--explain``, MCP ``explain``): each lane's rank and raw score
+    (``vector``: cosine, ``keyword``: BM25; null where the lane did not rank it) and every lift
+    applied besides them, in order: ``name`` and ``size`` (what it added to the score; null for one
+    that moved the hit ahead without a size, or, ``script``, put its cosine at the pool's lowest)."""
+    lifts = [
+        {"name": lift.name, "size": None if lift.size is None else round(lift.size, 6)} for lift in hit.lifts
+    ]
+    return {"vector": _lane(hit.vector), "keyword": _lane(hit.keyword), "lifts": lifts}
+
+
+def explain_line(hit: Hit) -> str:
+    """``explain_record`` as one line for a person: ``4: vector #1 cosine 0.7051, keyword #2 BM25
+    2.3100, time +1.0000, phrase first``."""
+    parts = [
+        f"{name} #{lane.rank} {measure} {lane.score:.{SCORE_DECIMALS}f}"
+        for name, measure, lane in (("vector", "cosine", hit.vector), ("keyword", "BM25", hit.keyword))
+        if lane is not None
+    ]
+    for lift in hit.lifts:
+        if lift.size is not None:
+            parts.append(f"{lift.name} {lift.size:+.{SCORE_DECIMALS}f}")
+        else:
+            parts.append(
+                "script: cosine as the pool's lowest" if lift.name == "script" else f"{lift.name} first"
+            )
+    return f"{hit.memory.id}: {', '.join(parts)}"

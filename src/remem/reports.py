@@ -12,14 +12,15 @@ from remem.types import Hit, Memory, ModelInfo
 
 #: How a note about a date reading says how to turn it off, in the library's words (a front-end
 #: says it in its own: ``SearchResult.notes_saying``).
-DATES_OFF_HINT = "dates=False searches all time"
+DATES_OFF_HINT = "dates=False ignores them"
 
 
 @dataclass(frozen=True)
 class DateReading:
     """How time words in a query were read: ``phrase`` (as written) became the local-time window
-    ``start`` ≤ created_at < ``end`` (None: until now), and ``rest`` is the query that was
-    searched. ``all_time`` is true when the window held no memory, so all time was searched."""
+    ``start`` ≤ created_at < ``end`` (None: until now), whose memories rank higher (it filters
+    nothing), and ``rest`` is the query that was searched. ``all_time`` is true when no memory the
+    search found is from then."""
 
     phrase: str
     rest: str
@@ -40,8 +41,8 @@ class DateReading:
         """One line for a person: what was read, and how to turn it off."""
         read = f'"{self.phrase}" read as {self.label} (local time)'
         if self.all_time:
-            return f"{read}; no memory is from then, so all time was searched"
-        return f"{read}; {hint}"
+            return f"{read}; no memory found is from then"
+        return f"{read}: memories from then rank higher; {hint}"
 
     def record(self) -> dict[str, Any]:
         """JSON-ready: phrase, query searched, UTC ``since``/``until``, local label, all_time."""
@@ -56,16 +57,44 @@ class DateReading:
 
 
 @dataclass(frozen=True)
+class Nothing:
+    """Why a search found nothing: ``kind`` ``filters`` (they select no memory; ``what`` is empty),
+    ``store`` (it holds no memory), ``unembedded`` (none has a vector, outside keyword mode),
+    ``phrase`` (no memory holds the quoted ``what``) or ``words`` (no memory holds any keyword term
+    of ``what``)."""
+
+    kind: str
+    what: str = ""
+
+    def line(self) -> str:
+        """One line for a person, in the library's words."""
+        if self.kind == "filters":
+            return "the filters select no memory"
+        if self.kind == "store":
+            return "the store holds no memory yet"
+        if self.kind == "unembedded":
+            return "no memory has a vector yet: keyword mode finds them by their words"
+        if self.kind == "phrase":
+            return f'no memory holds the phrase "{self.what}"'
+        if len(self.what.split()) > 1:
+            return f"no memory holds any word of '{self.what}'"
+        return f"no memory holds '{self.what}'"
+
+
+@dataclass(frozen=True)
 class SearchResult(Sequence[Hit]):
     """The hits of a search, best first (a sequence: iterate, index, ``len``), and what else
     happened: how many hits ``min_score`` left out and the best cosine among them, and notes
-    (e.g. a query cut to the model window), and how time words in the query were read (``dates``)."""
+    (e.g. a query cut to the model window, an identifier no memory holds), how time words in the
+    query were read (``dates``), and when nothing was found for another reason than ``min_score``,
+    why (``nothing``)."""
 
     hits: list[Hit] = field(default_factory=list)
     below_min_score: int = 0
     best_below: float | None = None
     notes: tuple[str, ...] = ()
     dates: DateReading | None = None
+    nothing: Nothing | None = None
 
     @overload
     def __getitem__(self, index: int) -> Hit: ...

@@ -1,5 +1,6 @@
-"""Time words: "the bug from Tuesday" → the phrase "from Tuesday" and its created_at window (remem.core.dates
-reads them in queries; --since/--until take them as a moment, remem.inputs.parse_when).
+"""Time words: "the bug from Tuesday" → the phrase "from Tuesday" and its created_at window
+(remem.core.search.dates reads them in queries; --since/--until take them as a moment,
+remem.inputs.parse_when).
 
 A small grammar, in the user's local time zone (weeks start on Monday):
 

@@ -240,7 +240,7 @@ class SearchMode(str, Enum):
 
     VECTOR = "vector"  # cosine of embeddings: meaning, paraphrases
     KEYWORD = "keyword"  # BM25 over analyzed terms: exact words and identifiers; needs no model
-    HYBRID = "hybrid"  # both, their z-scores fused (remem.core.ranking)
+    HYBRID = "hybrid"  # both, their z-scores fused (remem.core.search.fuse)
 
 
 @dataclass(frozen=True)
@@ -249,6 +249,16 @@ class Lane:
 
     rank: int
     score: float
+
+
+@dataclass(frozen=True)
+class Lift:
+    """What moved a hit in the ranking besides its lanes' scores: ``name`` (``session``, ``speaker``,
+    ``time``, ``phrase``, ``script``) and ``size``, what it added to the score (None: it moved the hit
+    ahead of the others, or for ``script`` put its cosine at the pool's lowest, without a size)."""
+
+    name: str
+    size: float | None = None
 
 
 @dataclass(frozen=True)
@@ -273,6 +283,8 @@ class Hit:
     vector: Lane | None = None
     keyword: Lane | None = None
     snippet: Snippet | None = None
+    #: What moved it besides its lanes' scores, in the order applied (``--explain``).
+    lifts: tuple[Lift, ...] = ()
 
 
 @dataclass(frozen=True)

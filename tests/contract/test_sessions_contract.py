@@ -10,8 +10,8 @@ import pytest
 
 from remem import Memories
 from remem.backends.base import TurnTime
-from remem.core import sessions
 from remem.core.opening import model_catalog
+from remem.core.search import sessions
 from remem.testing import FAKE_MODEL, FakeEmbedder, fake_vector
 from remem.times import utc_iso
 from remem.types import NewMemory

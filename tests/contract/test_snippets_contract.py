@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from remem.core.memories import Memories
-from remem.core.snippets import LONG_TEXT, SNIPPET_CHARS
+from remem.core.search.snippets import LONG_TEXT, SNIPPET_CHARS
 from remem.embedders.catalog import ModelCatalog
 from remem.testing import FakeEmbedder
 from remem.types import Snippet

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from remem import Memories
-from remem.core import speakers
 from remem.core.opening import model_catalog
+from remem.core.search import speakers
 from remem.testing import FakeEmbedder
 from remem.times import utc_iso
 from remem.types import NewMemory

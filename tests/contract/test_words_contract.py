@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-from remem.core.ranking import run_search
+from remem.core.search.run import run_search
 from remem.testing import FAKE_MODEL, fake_vector
 from remem.types import Filters, NewMemory, SearchMode
 

@@ -17,7 +17,7 @@ import pytest
 from remem.backends.postgres import bulk, upkeep
 from remem.backends.postgres.store import PostgresBackend
 from remem.backends.postgres.urls import parse
-from remem.core.ranking import run_search
+from remem.core.search.run import run_search
 from remem.errors import ConnectionLostError
 from remem.types import Filters, ModelInfo, NewMemory, SearchMode
 

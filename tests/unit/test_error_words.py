@@ -121,7 +121,8 @@ def test_a_date_note_says_how_to_turn_it_off_in_the_librarys_words(tmp_path: Pat
         memories.add("a memo")
         result = memories.search("memo from today")
     assert result.dates is not None and result.notes[-1].endswith(
-        "(local time); dates=False searches all time"
+        "(local time): memories from then rank higher; dates=False ignores them"
     )
-    cli = result.notes_saying("--no-dates searches all time")
-    assert cli[:-1] == result.notes[:-1] and cli[-1].endswith("(local time); --no-dates searches all time")
+    cli = result.notes_saying("--no-dates ignores them")
+    assert cli[:-1] == result.notes[:-1]
+    assert cli[-1].endswith("memories from then rank higher; --no-dates ignores them")

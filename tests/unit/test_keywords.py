@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,17 +17,9 @@ from remem import Filters, Lane, NewMemory, SearchMode
 from remem.backends.analyzer import analyze, term_queries
 from remem.backends.base import Coverage
 from remem.backends.local import LocalBackend, fts
-from remem.core.ranking import (
-    COSINE_SPREAD_FLOOR,
-    FULL_COVERAGE,
-    KEYWORD_SPREAD_FLOOR,
-    VECTOR_WEIGHT,
-    Query,
-    Ranked,
-    Texts,
-    by_phrase,
-    fuse,
-)
+from remem.core.search.fuse import COSINE_SPREAD_FLOOR, KEYWORD_SPREAD_FLOOR, VECTOR_WEIGHT, fuse, rank
+from remem.core.search.pool import FULL_COVERAGE, Pool
+from remem.core.search.query import read
 
 
 @pytest.mark.parametrize(
@@ -256,13 +249,16 @@ def test_a_memory_the_model_cannot_read_gets_the_lowest_cosine() -> None:
 
 @pytest.mark.parametrize("mode", [SearchMode.HYBRID, SearchMode.KEYWORD])
 def test_whole_query_phrase_matches_go_first_each_group_in_its_order(mode: SearchMode) -> None:
-    texts = Texts(backend=None)  # type: ignore[arg-type]  # every text is known
-    texts.known.update(
-        {1: "box main of the team", 2: "the main box is full", 3: "main and box", 4: "a main box again"}
-    )
-    ranked = [Ranked(mid, score, None, None) for mid, score in [(1, 0.9), (2, 0.5), (3, 0.4), (4, -1.0)]]
-    assert [r.id for r in by_phrase(ranked, Query.of("main box"), texts, mode)] == [2, 4, 1, 3]
-    assert [r.score for r in by_phrase(ranked, Query.of("main box"), texts, mode)] == [0.5, -1.0, 0.9, 0.4]
+    texts = {1: "box main of the team", 2: "the main box is full", 3: "main and box", 4: "a main box again"}
+    wanted = read("main box").phrases
+    cosines, bm25 = [(1, 0.9), (2, 0.5), (3, 0.4), (4, 0.1)], [(1, 9.0), (2, 5.0), (3, 4.0), (4, 1.0)]
+    pool = Pool.of_lanes(cosines if mode is SearchMode.HYBRID else [], bm25)
+    marked = tuple(c._replace(phrase=wanted.matches(texts[c.id])) for c in pool.candidates)
+    pool = replace(pool, candidates=marked)
+    ranked = rank(pool, mode)
+    assert [r.id for r in ranked] == [2, 4, 1, 3]
+    assert [[lift.name for lift in r.lifts] for r in ranked] == [["phrase"], ["phrase"], [], []]
+    assert ranked[2].score > ranked[0].score  # moved ahead, its score unchanged
 
 
 def test_the_cosine_floor_follows_the_models_scale() -> None:

@@ -21,7 +21,7 @@ import pytest
 
 import remem
 from remem import AddResult, Filters, Memories, Memory, NewMemory, SearchMode
-from remem.core.ranking import fuse
+from remem.core.search.fuse import fuse
 from remem.errors import (
     InvalidInputError,
     MemoryNotFoundError,

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from remem.backends.base import TurnTime
-from remem.core import sessions
+from remem.core.search import sessions
 from remem.core.turns import CONTEXT_GAP
 from remem.times import utc_iso
 

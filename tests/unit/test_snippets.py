@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remem import render
-from remem.core.snippets import LONG_TEXT, SNIPPET_CHARS, query_terms, snippet_of
+from remem.core.search.snippets import LONG_TEXT, SNIPPET_CHARS, query_terms, snippet_of
 from remem.types import Hit, Memory, Snippet
 
 FILLER = "lorem ipsum dolor sit amet consectetur " * 40  # 1,560 characters, none of the query words

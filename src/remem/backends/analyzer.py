@@ -132,7 +132,7 @@ MAX_SURE_WORD_BYTES = 255
 
 def sure_terms(words: Iterable[str]) -> list[str]:
     """Of a text's words (runs of letters and digits of its NFKC lower-cased text, each CJK character
-    a word of its own: ``remem.core.phrases.words``), those that every memory whose text holds the word
+    a word of its own: ``remem.core.search.phrases.words``), those that every memory whose text holds the word
     surely has among its own index terms: no stop word, no number of one or two digits (left out
     inside identifiers), no CJK (indexed as bigrams), none very long; each once, in order."""
     return list(

@@ -344,7 +344,7 @@ class Backend(Protocol):
 
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
         """(id, text) of the filtered memories that may hold every one of ``words`` (normalised words,
-        ``remem.core.phrases.words``), in id order: at least every filtered memory whose text holds
+        ``remem.core.search.phrases.words``), in id order: at least every filtered memory whose text holds
         them all (more, for the caller to check the texts). The words that surely are index terms
         (``analyzer.sure_terms``) select through the keyword index; with none, every filtered memory."""
         ...

@@ -111,6 +111,24 @@ def in_own_words(message: str, mentions: Sequence[str]) -> str:
     return phrase(message, mentions, invocation().options)
 
 
+def selecting_none(filters: remem.Filters) -> str:
+    """What to say when ``filters`` select no memory, naming them as the options that gave them:
+    ``the filter --tag nosuchtag selects no memory``; without any, that the store holds none."""
+    named = [
+        (f"--{name}", getattr(filters, name)) for name in ("user", "conversation", "role", "since", "until")
+    ]
+    given = [
+        *(f"{flag} {render.visible(value)}" for flag, value in named if value is not None),
+        *(f"--tag {render.visible(tag)}" for tag in filters.tags),
+        *(f"--meta {render.visible(key)}={render.visible(value)}" for key, value in filters.meta),
+        *(["--shared"] if filters.shared else []),
+    ]
+    if not given:
+        return "the store holds no memory yet"
+    many = len(given) > 1
+    return f"the filter{'s' if many else ''} {' '.join(given)} select{'' if many else 's'} no memory"
+
+
 def note(message: str) -> None:
     """One line for the human on stderr (a summary, a hint); silent with --quiet. A ``remem.Tip``
     (the same for every store) is said once per machine (``first_time``)."""

@@ -17,6 +17,7 @@ from remem.commands.common import (
     open_memories,
     print_results,
     progress_bar,
+    selecting_none,
     stdin,
     warn,
 )
@@ -234,9 +235,11 @@ def list_memories(
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
-    """Show memories, newest first. Exit 1 if there are none."""
+    """Show memories, newest first. Exit 1 if there are none, saying why."""
     with open_memories(store, create=False) as memories:
         found = [] if memories is None else memories.list(limit=limit, where=filters)
     if not found:
+        if memories is not None:
+            note(selecting_none(filters))
         raise typer.Exit(EXIT_NOTHING_FOUND)
     print_results(found, json_out, render.memory_record, render.memories_table, wide)

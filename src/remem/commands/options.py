@@ -107,7 +107,9 @@ WideOption = Annotated[
 ]
 NoDatesOption = Annotated[
     bool,
-    typer.Option("--no-dates", help='Search all time: do not read time words ("from Tuesday") as a window.'),
+    typer.Option(
+        "--no-dates", help='Do not read time words ("from Tuesday"): memories from then gain nothing.'
+    ),
 ]
 LimitOption = Annotated[
     int, typer.Option("--limit", "-k", min=1, metavar="N", help="Show at most N memories.")

@@ -44,7 +44,7 @@ def context(
 ) -> None:
     """Print the memories an assistant should see: the newest plus the most similar to QUERY,
     merged, each once — as prompt-ready lines or --json (with "source": recent or similar).
-    Time words in QUERY restrict the similar ones as in search (--no-dates: all time)."""
+    Time words in QUERY rank the similar ones from then higher, as in search (--no-dates: not)."""
     text = read_text(query, stdin(), what="query") if similar else None
     threshold = check_min_score(min_score)
     with open_memories(store, create=False) as memories:

@@ -7,12 +7,19 @@ import typer
 import remem
 from remem import render
 from remem.commands import options as opt
-from remem.commands.common import EXIT_NOTHING_FOUND, note, open_memories, print_results, stdin
+from remem.commands.common import (
+    EXIT_NOTHING_FOUND,
+    note,
+    open_memories,
+    print_results,
+    selecting_none,
+    stdin,
+)
 from remem.inputs import read_text
 
 DEFAULT_SEARCH_LIMIT = 5
 #: How a date reading's note says to turn it off, in this front-end's words.
-NO_DATES = "--no-dates searches all time"
+NO_DATES = "--no-dates ignores them"
 
 
 def register(app: typer.Typer) -> None:
@@ -38,6 +45,12 @@ def search(
     filters: remem.Filters = opt.NO_FILTERS,
     no_dates: opt.NoDatesOption = False,
     wide: opt.WideOption = False,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain", help="Say why each hit ranked where it did: each lane's rank and score, every lift."
+        ),
+    ] = False,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
@@ -46,9 +59,10 @@ def search(
     SCORE is the mode's score: raw cosine (vector, -1..1), BM25 (keyword, higher is better), or
     the fused z-score of the two lanes (hybrid, shown with each hit's COSINE; --json shows
     each lane's rank and score).
-    Time words ("from Tuesday", "last week", "yesterday") search that window of local time
-    (said on stderr; in --json as "dates" on each hit); --since/--until win, --no-dates turns it off.
-    Exit 1 if nothing matched.
+    Time words ("from Tuesday", "last week", "yesterday") rank memories from that window of local
+    time higher, hiding none (said on stderr; in --json as "dates" on each hit); --since/--until
+    filter and win, --no-dates turns it off.
+    --explain adds why (in --json as "explain" on each hit). Exit 1 if nothing matched, saying why.
     """
     text = read_text(query, stdin(), what="query")
     with open_memories(store, create=False) as memories:
@@ -60,18 +74,34 @@ def search(
     for message in result.notes_saying(NO_DATES):
         note(message)
     if not result:
-        if result.below_min_score and result.best_below is not None:
-            note(
-                f"No results: {result.below_min_score} below --min-score {min_score} "
-                f"(best cosine seen {result.best_below:.4f})."
-            )
+        _say_why_empty(result, min_score, filters)
         raise typer.Exit(EXIT_NOTHING_FOUND)
     hybrid = mode is remem.SearchMode.HYBRID
     dated = {} if result.dates is None else {"dates": result.dates.record()}
     print_results(
         list(result),
         json_out,
-        lambda hit: {**render.hit_record(hit), **dated},
-        lambda hits, width: render.hits_table(hits, width, hybrid),
+        lambda hit: {
+            **render.hit_record(hit),
+            **dated,
+            **({"explain": render.explain_record(hit)} if explain else {}),
+        },
+        lambda hits, width: (
+            render.hits_table(hits, width, hybrid)
+            + ("".join(f"\n{render.explain_line(hit)}" for hit in hits) if explain else "")
+        ),
         wide,
     )
+
+
+def _say_why_empty(result: remem.SearchResult, min_score: float | None, filters: remem.Filters) -> None:
+    """One line on stderr saying why a search found nothing."""
+    if result.below_min_score and result.best_below is not None:
+        note(
+            f"No results: {result.below_min_score} below --min-score {min_score} "
+            f"(best cosine seen {result.best_below:.4f})."
+        )
+    elif result.nothing is not None and result.nothing.kind == "filters":
+        note(selecting_none(filters))
+    elif result.nothing is not None:
+        note(render.visible(result.nothing.line()))

@@ -22,6 +22,7 @@ from remem.core.context import ContextItem, Merge, merge
 from remem.errors import MemoryNotFoundError, ModelMismatchError, StoreClosedError
 from remem.inputs import MAX_TEXT_CHARS
 from remem.later import Later
+from remem.timewords import LOCAL
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, SearchMode
 
 if TYPE_CHECKING:
@@ -315,8 +316,9 @@ class Memories(AbstractContextManager["Memories"]):
         ``mode``: hybrid (default; both lanes fused), vector (cosine) or keyword (BM25, loads no
         model). ``min_score`` is a raw cosine: hits below it are left out (not in keyword mode).
         Filters: ``where=Filters(...)`` or the keywords of ``Filters.of`` (user, tags, since…).
-        Time words ("from Tuesday", "last week") become a created_at window in local time unless
-        ``dates=False`` or since/until are given; ``result.dates`` says how they were read.
+        Time words ("from Tuesday", "last week") name a created_at window in local time whose
+        memories rank higher (evidence, not a filter: ``hit.lifts`` names it) unless ``dates=False``
+        or since/until are given (those filter); ``result.dates`` says how they were read.
 
         ``scope``: the memories the caller may see, for a caller who must learn nothing about the
         others (a server's pinned user: ``Filters.of(user="alice", shared=True)``, and/or a
@@ -324,20 +326,16 @@ class Memories(AbstractContextManager["Memories"]):
         say, and every statistic its scores count (how many memories there are and hold each word,
         their mean length) is that of the scope's memories alone; without it, of the whole store.
         """
-        from remem.core import ranking  # noqa: PLC0415 - lazy: `list` and `add` never rank
-        from remem.core.dates import within_dates  # noqa: PLC0415
+        from remem.core.search import run  # noqa: PLC0415 - lazy: `list` and `add` never rank
 
         text = arguments.text(query, "query", self.max_text_chars, "query")
         mode = arguments.choice(SearchMode, mode, "mode")
         threshold = arguments.min_score(min_score, mode)
         chosen, k = arguments.filters(where, filters), arguments.count(k, "k", minimum=1)
         chosen = arguments.scoped(chosen, scope)
-        dates = checks.flag(dates, "dates")
-        text, chosen, read = within_dates(self.backend, text, chosen) if dates else (text, chosen, None)
-        found = ranking.search_with_retry(
-            self.backend, self.embedder, self._reload_model, text, k, chosen, mode, threshold, scope
-        )
-        return replace(found, dates=read, notes=(*found.notes, *([read.note()] if read else [])))
+        dates = checks.flag(dates, "dates") and chosen.since is None and chosen.until is None
+        wanted = run.Wanted(text, k, chosen, mode, threshold, scope, datetime.now(LOCAL) if dates else None)
+        return run.search_with_retry(self.backend, self.embedder, self._reload_model, wanted)
 
     def list(
         self,

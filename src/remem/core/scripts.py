@@ -53,16 +53,16 @@ def blind_across_scripts(languages: Sequence[str]) -> bool:
     return bool(languages) and not CJK_LANGUAGES.intersection(languages)
 
 
-def in_other_script(memory_ids: Iterable[int], query: str, texts: Mapping[int, str]) -> set[int]:
+def in_other_script(memory_ids: Iterable[int], cjk: bool, texts: Mapping[int, str]) -> set[int]:
     """Those of the memories whose text (from ``texts``; a missing one counts as empty) is in another
-    script than the query's (CJK or not, ``is_cjk``)."""
-    script = is_cjk(query)
-    return {mid for mid in memory_ids if is_cjk(texts.get(mid, "")) != script}
+    script than the query's (``cjk``: the query is CJK, ``is_cjk``)."""
+    return {mid for mid in memory_ids if is_cjk(texts.get(mid, "")) != cjk}
 
 
-def query_script_first(scored: Sequence[Scored], query: str, texts: Mapping[int, str]) -> list[Scored]:
-    """The vector lane's list with the memories in the query's script first, each part in its order."""
-    other = in_other_script((mid for mid, _ in scored), query, texts)
+def query_script_first(scored: Sequence[Scored], cjk: bool, texts: Mapping[int, str]) -> list[Scored]:
+    """The vector lane's list with the memories in the query's script (``cjk`` or not) first, each
+    part in its order."""
+    other = in_other_script((mid for mid, _ in scored), cjk, texts)
     return [item for item in scored if item[0] not in other] + [item for item in scored if item[0] in other]
 
 

@@ -20,6 +20,7 @@ from remem.mcp.schemas import (
     Cursor,
     Dates,
     DatesOut,
+    Explain,
     GetOut,
     HitOut,
     Ids,
@@ -44,7 +45,7 @@ from remem.mcp.service import Service
 #: A line that does not fit the rest of the budget is cut when at least this much room is left.
 MIN_CUT_LINE = 80
 #: How a date reading's note says to turn it off, in this front-end's words.
-DATES_OFF = "dates=false searches all time"
+DATES_OFF = "dates=false ignores them"
 
 
 def memory_search(
@@ -58,18 +59,22 @@ def memory_search(
     include_superseded: IncludeSuperseded = False,
     include_expired: IncludeExpired = False,
     dates: Dates = True,
+    explain: Explain = False,
 ) -> SearchOut:
     """Search memories by meaning and exact words, best first. Time words in the query ("the bug
-    from Tuesday", "last week") search that window of created_at (see dates in the result)."""
+    from Tuesday", "last week") rank memories from then higher, hiding none (see dates in the
+    result); since/until filter. When nothing is found, a note says why."""
     where = including(where, include_superseded, include_expired)
     if mode != "keyword":
         service.wait_for_model()  # right after the start: the first searches wait for the model
     result, used, note = service.run(
         lambda memories: _search(service, memories, query, k, mode, min_score, where, dates, scope)
     )
-    hits = [HitOut.of(hit) for hit in result]
+    hits = [HitOut.of(hit, render.explain_record(hit) if explain else None) for hit in result]
     read = None if result.dates is None else DatesOut(**result.dates.record())
     notes = list(result.notes_saying(DATES_OFF))
+    if result.nothing is not None:
+        notes.append(result.nothing.line())
     return SearchOut(mode=used, hits=hits, lane_note=note, notes=notes, dates=read)
 
 
@@ -140,7 +145,7 @@ def memory_context(
     dates: Dates = True,
 ) -> ContextOut:
     """What to know before answering: the newest memories and those most similar to the query
-    (time words in it, such as "from Tuesday", restrict the similar ones to that window), each
+    (time words in it, such as "from Tuesday", rank the similar ones from then higher), each
     once, as prompt lines within a character budget."""
     where = including(where, include_superseded, include_expired)
     notes: list[str] = []

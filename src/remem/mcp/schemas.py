@@ -49,8 +49,13 @@ Dates = Annotated[
     bool,
     Field(
         description='Read time words in the query ("from Tuesday", "last week", "yesterday") as a '
-        "created_at window in the server's local time (since/until win); false: search all time."
+        "created_at window in the server's local time whose memories rank higher (not a filter: "
+        "since/until filter, and win); false: read none."
     ),
+]
+Explain = Annotated[
+    bool,
+    Field(description="Also say per hit why it ranked there: each lane's rank and raw score, every lift."),
 ]
 TagFilter = Annotated[
     tuple[_Name, ...], Field(max_length=20, description="Only memories that have all these tags.")
@@ -198,6 +203,31 @@ class SnippetOut(BaseModel):
     end: int = Field(description="Where it ends in the whole text (exclusive).")
 
 
+class LaneOut(BaseModel):
+    """A memory's place in one lane."""
+
+    rank: int = Field(description="1-based rank in the lane.")
+    score: float = Field(description="The lane's raw score: cosine (vector) or BM25 (keyword).")
+
+
+class LiftOut(BaseModel):
+    """Something besides the lanes' scores that moved a hit."""
+
+    name: str = Field(description="session, speaker, time, phrase or script.")
+    size: float | None = Field(
+        description="What it added to the score; null: it moved the hit ahead (phrase) or put its "
+        "cosine at the pool's lowest (script, a script the model cannot read)."
+    )
+
+
+class ExplainOut(BaseModel):
+    """Why a hit ranked where it did."""
+
+    vector: LaneOut | None = Field(description="Its vector lane rank and cosine (null: not ranked there).")
+    keyword: LaneOut | None = Field(description="Its keyword lane rank and BM25 (null: not ranked there).")
+    lifts: list[LiftOut] = Field(description="Every lift applied to it, in order.")
+
+
 class HitOut(BaseModel):
     """A search hit: the mode's score and the memory's rank in each lane (null: not ranked there)."""
 
@@ -221,10 +251,12 @@ class HitOut(BaseModel):
         description="The part of a long text that matched the query (null: the text is short enough "
         "to read whole).",
     )
+    explain: ExplainOut | None = Field(default=None, description="Why it ranked here (with explain=true).")
 
     @classmethod
-    def of(cls, hit: remem.Hit) -> HitOut:
-        """A search hit, its text cut to ``TEXT_LIMIT``, with the snippet of a long text."""
+    def of(cls, hit: remem.Hit, explain: dict[str, Any] | None = None) -> HitOut:
+        """A search hit, its text cut to ``TEXT_LIMIT``, with the snippet of a long text and, if
+        given, why it ranked where it did (``render.explain_record``)."""
         memory = hit.memory
         text, truncated = cut(memory.text, TEXT_LIMIT)
         return cls(
@@ -242,6 +274,7 @@ class HitOut(BaseModel):
             superseded_by=memory.superseded_by,
             expires_at=memory.expires_at,
             snippet=None if hit.snippet is None else SnippetOut(**vars(hit.snippet)),
+            explain=None if explain is None else ExplainOut.model_validate(explain),
         )
 
 
@@ -253,7 +286,7 @@ class DatesOut(BaseModel):
     since: str = Field(description="Window start, UTC ISO 8601 (local midnight).")
     until: str | None = Field(description="Window end (exclusive), UTC ISO 8601; null: until now.")
     local: str = Field(description="The window in local dates: 2026-11-24, or 2026-11-23 to 2026-11-29.")
-    all_time: bool = Field(description="The window held no memory, so all time was searched.")
+    all_time: bool = Field(description="No memory the search found is from the window.")
 
 
 class SearchOut(BaseModel):

@@ -1,4 +1,5 @@
-"""Time words in a query: "the bug from Tuesday" → the text "the bug" and a created_at window.
+"""Time words in a query: "the bug from Tuesday" → the text "the bug" and a created_at window (which
+ranks memories from then higher, ``fuse.TIME_WEIGHT``; it filters nothing).
 
 The grammar (today, yesterday, last week, weekdays, N days ago, in May, ISO dates, since …) is
 ``remem.timewords``'; here a search reads it in its query, in time linear in the query's length
@@ -9,19 +10,12 @@ in 0.67 s, 100,000 in 1.72 s).
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from remem.reports import DateReading
-from remem.times import utc_iso
 from remem.timewords import LOCAL, find_window
-from remem.types import Filters
 
-if TYPE_CHECKING:
-    from remem.backends.base import Backend
-
-__all__ = ["LOCAL", "read_dates", "tidied", "within_dates"]
+__all__ = ["LOCAL", "read_dates", "tidied"]
 
 
 def read_dates(query: str, now: datetime) -> DateReading | None:
@@ -46,22 +40,3 @@ def tidied(rest: str) -> str:
     punctuation, none at the ends; '' when no word is left."""
     rest = re.sub(r"\s+([?!.,;:])", r"\1", re.sub(r"\s+", " ", rest)).strip()
     return rest if re.search(r"\w", rest) else ""
-
-
-def within_dates(
-    backend: Backend, text: str, filters: Filters, now: datetime | None = None
-) -> tuple[str, Filters, DateReading | None]:
-    """The query to search, its filters and the date reading: the window of the query's time words
-    (local time; ``now`` defaults to the current local time) joins the filters unless they already
-    bound created_at (explicit --since/--until win); a window that holds no memory is dropped
-    again (``all_time``), keeping the rest of the query."""
-    if filters.since is not None or filters.until is not None:
-        return text, filters, None
-    reading = read_dates(text, now or datetime.now(LOCAL))
-    if reading is None:
-        return text, filters, None
-    end = None if reading.end is None else utc_iso(reading.end)
-    windowed = replace(filters, since=utc_iso(reading.start), until=end)
-    if not backend.newest(windowed, 1):
-        return reading.rest, filters, replace(reading, all_time=True)
-    return reading.rest, windowed, reading

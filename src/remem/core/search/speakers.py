@@ -27,7 +27,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from remem.core.dates import tidied
+from remem.core.search.dates import tidied
 
 if TYPE_CHECKING:
     from remem.backends.base import TurnTime
@@ -71,11 +71,11 @@ def candidates(query: str) -> list[str]:
     return list(found)[:MAX_CANDIDATES]
 
 
-def named(query: str, times: Mapping[int, TurnTime]) -> frozenset[str]:
-    """The speakers ``query`` names: its capitalised words and runs of them (``candidates``) that
-    are, as written, the role of one of the turns ``times``."""
+def named(names: Iterable[str], times: Mapping[int, TurnTime]) -> frozenset[str]:
+    """The speakers a query names: those of its ``names`` (``candidates``) that are, as written, the
+    role of one of the turns ``times``."""
     roles = {turn.role for turn in times.values() if turn.role}
-    return frozenset(name for name in candidates(query) if name in roles) if roles else frozenset()
+    return frozenset(name for name in names if name in roles) if roles else frozenset()
 
 
 def without(query: str, names: Iterable[str]) -> str:

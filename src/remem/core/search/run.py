@@ -1,0 +1,197 @@
+"""A search from the core's entry to its hits: read the query once (``query``), gather its pool
+from the back-end inside one snapshot (``pool``), rank it with a pure function (``fuse``), cut to
+``k``, fetch the memories, and say what a person should know (notes, and why nothing was found).
+
+Word order (``phrases``): in hybrid and keyword modes a memory holding the whole query as a phrase
+outranks the others. Quoted phrases are required in every mode: a filter over the whole store, so the
+lanes rank only the memories holding them. Time words are evidence: memories from the window they
+name gain (``fuse.TIME_WEIGHT``), none is left out; only since/until filter by time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from remem.core import scripts
+from remem.core.search import fuse, snippets, why
+from remem.core.search import pool as pooling
+from remem.core.search import query as reading
+from remem.core.search.pool import Asked, Pool
+from remem.errors import ConnectionLostError, ModelChangedError
+from remem.reports import Nothing, SearchResult
+from remem.types import Filters, Hit, Memory, ModelInfo, SearchMode
+
+if TYPE_CHECKING:
+    from remem.arrays import FloatArray
+    from remem.backends.base import Backend
+    from remem.core.search.pool import QueryEmbedder
+    from remem.core.search.query import Query
+    from remem.embedders.base import Embedder, Embeddings
+
+
+#: What a search outside keyword mode finds in a store without vectors.
+UNEMBEDDED = SearchResult(nothing=Nothing("unembedded"))
+
+
+def run_search(
+    backend: Backend,
+    text: str,
+    embed: QueryEmbedder | FloatArray | None,
+    k: int,
+    filters: Filters,
+    *,
+    mode: SearchMode = SearchMode.VECTOR,
+    min_score: float | None = None,
+    embedded_with: ModelInfo | None = None,
+    languages: Sequence[str] = (),
+    scope: Filters | None = None,
+    now: datetime | None = None,
+) -> SearchResult:
+    """Rank, apply ``min_score`` (a cosine; not for keyword mode), cut to ``k``, fetch the memories.
+
+    A store without vectors finds nothing outside keyword mode. With ``embedded_with``, raises
+    ModelChangedError if the store no longer uses that model (a re-embed was swapped in meanwhile).
+    ``embed`` embeds the query (``text``, or hybrid search's text without the speakers it names) as
+    ``embedded_with``, or is the query's vector (then always the whole query's); ``languages`` are
+    those the query's model declares (see ``scripts``); the keyword lane counts the statistics of
+    ``scope``'s memories (which hold every filtered one), or the whole store's. With ``now``
+    (timezone-aware), the query's time words are read in its zone: memories from then rank higher.
+    """
+    if min_score is not None and mode is SearchMode.KEYWORD:
+        raise ValueError("min_score is a cosine; keyword search has none")
+    query = reading.read(text, languages, scope, now)
+    with backend.snapshot():  # both lanes and the memories they name: one state of the store
+        lane = None
+        if mode is not SearchMode.KEYWORD:
+            if backend.model is None:
+                return UNEMBEDDED
+            lane = backend.vector_lane(embedded_with)
+        embedding = embed if embed is None or callable(embed) else _always(embed)
+        pool = pooling.gather(Asked(backend, lane, embedding, filters, k), query, mode)
+        ranked = fuse.rank(pool, mode)
+        empty = why.nothing(backend, query, filters, mode) if not ranked else None
+        below = []
+        if min_score is not None:
+            below = [r.vector.score for r in ranked if r.vector is not None and r.vector.score < min_score]
+            ranked = [r for r in ranked if r.vector is not None and r.vector.score >= min_score]
+        hits = _hits(ranked[:k], backend.get_many([r.id for r in ranked[:k]]), query)
+        notes = why.identifier_notes(backend, query, filters, hits, mode)
+    found = SearchResult(hits, len(below), max(below) if below else None, notes, nothing=empty)
+    return _dated(found, query, pool)
+
+
+def _dated(found: SearchResult, query: Query, pool: Pool) -> SearchResult:
+    """The result with how the query's time words were read, ``all_time`` where no pooled memory is
+    from their window."""
+    if query.window is None:
+        return found
+    window = replace(query.window, all_time=not any(c.in_window for c in pool.candidates))
+    return replace(found, dates=window, notes=(*found.notes, window.note()))
+
+
+def _always(vector: FloatArray) -> QueryEmbedder:
+    """An embedder that gives ``vector`` for any text."""
+    return lambda _text: vector
+
+
+def _hits(ranked: list[fuse.Ranked], memories: dict[int, Memory], query: Query) -> list[Hit]:
+    """The ranked memories as hits, a long text with the snippet the query matched (``snippets``)."""
+    hits = []
+    for r in ranked:
+        memory = memories.get(r.id)
+        if memory is None:
+            continue
+        snippet = None
+        if len(memory.text) > snippets.LONG_TEXT:
+            snippet = snippets.snippet_of(memory.text, query.snippet_terms)
+        hits.append(Hit(memory, r.score, r.vector, r.keyword, snippet, r.lifts))
+    return hits
+
+
+def _query_notes(
+    model: str, languages: Sequence[str], text: str, dropped: int, mode: SearchMode
+) -> tuple[str, ...]:
+    """What a person should know about how the model read the query: tokens beyond its window, a
+    script it cannot read (``scripts.unread_query_note``)."""
+    cut = f"The query's last {dropped} tokens were beyond the model window and were not used."
+    unread = scripts.unread_query_note(model, languages, text, vector_only=mode is SearchMode.VECTOR)
+    return (*([cut] if dropped else []), *([unread] if unread else []))
+
+
+@dataclass
+class QueryEmbedding:
+    """Embeds a search's query with its model, keeping the last embedding (for the query's notes)."""
+
+    model: Embedder
+    last: Embeddings | None = None
+
+    @property
+    def languages(self) -> Sequence[str]:
+        """The languages the model declares (none: any)."""
+        return tuple(getattr(self.model, "languages", ()))
+
+    def __call__(self, text: str) -> FloatArray:
+        """``text``'s query vector."""
+        self.last = self.model.embed_queries([text])
+        vector: FloatArray = self.last.vectors[0]
+        return vector
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """A search as its caller asked it: the query, how many hits, the filters, the mode, the
+    smallest cosine, the statistics' scope, and the moment its time words are read at (None: not
+    read)."""
+
+    text: str
+    k: int
+    filters: Filters
+    mode: SearchMode
+    min_score: float | None = None
+    scope: Filters | None = None
+    now: datetime | None = None
+
+
+def search_with_retry(
+    backend: Backend, embedder: Callable[[], Embedder], reload_model: Callable[[], None], wanted: Wanted
+) -> SearchResult:
+    """Embed the query (not in keyword mode) and search (``run_search``); once more, with the model
+    chosen again, if a re-embed swapped the store's model meanwhile, or the connection was lost
+    midway. A store without vectors finds nothing outside keyword mode, without choosing or loading
+    a model."""
+    mode = wanted.mode
+    if mode is not SearchMode.KEYWORD and backend.model is None:
+        return UNEMBEDDED
+    for attempt in range(2):
+        embed = None if mode is SearchMode.KEYWORD else QueryEmbedding(embedder())  # keyword: no model
+        try:
+            found = run_search(
+                backend,
+                wanted.text,
+                embed,
+                wanted.k,
+                wanted.filters,
+                mode=mode,
+                min_score=wanted.min_score,
+                embedded_with=None if embed is None else embed.model.info,
+                languages=() if embed is None else embed.languages,
+                scope=wanted.scope,
+                now=wanted.now,
+            )
+            if embed is None:
+                return found
+            dropped = embed.last.dropped_tokens[0] if embed.last else 0
+            searched = found.dates.rest if found.dates else wanted.text
+            notes = _query_notes(embed.model.info.name, embed.languages, searched, dropped, mode)
+            return replace(found, notes=(*notes, *found.notes))
+        except ConnectionLostError:  # a read changes nothing: once more, on a new connection
+            if attempt:
+                raise
+        except ModelChangedError:
+            if attempt:
+                raise
+            reload_model()
+    raise AssertionError("unreachable")

@@ -1,0 +1,76 @@
+"""A search's pool on every back-end (``core/search/pool.gather``): what fusion reads of each
+candidate — both lanes' raw scores, the share of the query's weight it covers, its turn, whether it
+is from the window the query's time words name — is the same on each, and the pure ``fuse.rank``
+of that pool is the search's ranking."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
+
+import pytest
+
+from remem.core.search import fuse
+from remem.core.search.pool import Asked, gather
+from remem.core.search.query import read
+from remem.core.search.run import run_search
+from remem.testing import FAKE_MODEL, fake_vector
+from remem.times import utc_iso
+from remem.types import Filters, NewMemory, SearchMode
+
+if TYPE_CHECKING:
+    from remem.backends.base import Backend
+
+NOW = datetime(2026, 12, 7, 15, 0, tzinfo=timezone.utc)  # a Monday
+FRIDAY = NOW - timedelta(days=3)
+MEMORIES = [
+    NewMemory(
+        "We do not deploy on Fridays: nobody is on call.", created_at=utc_iso(NOW - timedelta(days=40))
+    ),
+    NewMemory("Ordered pizza for the team lunch.", created_at=utc_iso(FRIDAY)),
+    NewMemory("Ordered sushi for the team lunch.", created_at=utc_iso(NOW - timedelta(days=6))),
+    NewMemory("Gina: the lunch place was full", conversation="c", role="Gina", created_at=utc_iso(FRIDAY)),
+    NewMemory("Jon: then we order pizza again", conversation="c", role="Jon", created_at=utc_iso(FRIDAY)),
+]
+
+
+@pytest.fixture
+def ids(backend: Backend) -> list[int]:
+    vectors = [fake_vector(m.text).reshape(1, -1) for m in MEMORIES]
+    return [result.id for result in backend.add_many(MEMORIES, vectors, FAKE_MODEL)]
+
+
+@pytest.mark.parametrize("mode", list(SearchMode))
+def test_the_pool_carries_what_fusion_reads_and_its_ranking_is_the_search(
+    backend: Backend, ids: list[int], mode: SearchMode
+) -> None:
+    text = "what did we order for lunch on Friday"
+    query = read(text, now=NOW)
+    assert query.window is not None and query.text == "what did we order for lunch"
+    lane = backend.vector_lane()
+    pool = gather(Asked(backend, lane, fake_vector, Filters(), 10), query, mode)
+    by_id = {c.id: c for c in pool.candidates}
+    assert set(by_id) == set(ids) if mode is not SearchMode.KEYWORD else set(by_id) <= set(ids)
+    assert {mid for mid, c in by_id.items() if c.in_window} == {ids[1], ids[3], ids[4]} & set(by_id)
+    if mode is not SearchMode.KEYWORD:
+        assert by_id[ids[1]].vector is not None
+        assert by_id[ids[1]].vector.score == pytest.approx(
+            float(fake_vector(query.text) @ fake_vector(MEMORIES[1].text))
+        )
+    if mode is SearchMode.HYBRID:
+        assert by_id[ids[0]].keyword is None and by_id[ids[2]].keyword is not None  # "lunch"
+        assert pool.weight is not None and 0 < by_id[ids[2]].share <= 1
+        assert {mid for mid, c in by_id.items() if c.turn is not None} == {ids[3], ids[4]}
+    ranked = [r.id for r in fuse.rank(pool, mode)]
+    found = run_search(backend, text, fake_vector, 10, Filters(), mode=mode, now=NOW)
+    assert [hit.memory.id for hit in found] == ranked
+    assert found.dates is not None and not found.dates.all_time
+
+
+def test_the_window_stays_within_the_filters(backend: Backend, ids: list[int]) -> None:
+    before_friday = Filters(until=utc_iso(FRIDAY - timedelta(days=1)))
+    found = run_search(
+        backend, "lunch on Friday", fake_vector, 10, before_friday, mode=SearchMode.HYBRID, now=NOW
+    )
+    assert {hit.memory.id for hit in found} == {ids[0], ids[2]}  # never a memory the filters leave out
+    assert found.dates is not None and found.dates.all_time  # nothing they select is from then

@@ -18,6 +18,15 @@ def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "store"
 
 
+@pytest.fixture(params=["local", "postgres"])
+def either_store(request: pytest.FixtureRequest, store_dir: Path) -> Path | str:
+    """A new store of each back-end: a local directory, then a PostgreSQL URL (real server)."""
+    if request.param == "local":
+        return store_dir
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
 @pytest.fixture(scope="session")
 def session_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One model cache for the whole run: the bundled model's int8 variant is built (through the

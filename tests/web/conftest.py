@@ -4,9 +4,6 @@ Starlette's TestClient with the fake embedder. Skipped when the ``mcp`` extra (t
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
-
-import pytest
 
 
 def _extra_installed() -> bool:
@@ -17,12 +14,3 @@ def _extra_installed() -> bool:
 
 
 collect_ignore_glob = [] if _extra_installed() else ["test_*.py"]
-
-
-@pytest.fixture(params=["local", "postgres"])
-def either_store(request: pytest.FixtureRequest, store_dir: Path) -> Path | str:
-    """A new store of each back-end: a local directory, then a PostgreSQL URL (real server)."""
-    if request.param == "local":
-        return store_dir
-    url: str = request.getfixturevalue("postgres_url")
-    return url

@@ -46,14 +46,18 @@ def routes(pages: Pages) -> list[Route]:
         added = await pages.run(lambda: writing.memory_add(pages.service, visitor.scope, text, tags or None))
         return _to(added.id)
 
-    async def edit_form(request: Request, visitor: Visitor, form: Form) -> Response:
+    async def memory_form(request: Request, visitor: Visitor, template: str, verb: str) -> Response:
+        """The form of ``template`` about the memory the path names (404 if the pin sees none)."""
         memory_id = whole_number(request.path_params["memory_id"], "the memory id")
         got = await pages.run(lambda: reading.memory_get(pages.service, visitor.scope, [memory_id]))
         if not got.memories:
             return pages.failure(request, visitor, 404, "there is no such memory")
         return pages.html(
-            request, "edit.html", visitor, title=f"Edit memory {memory_id}", memory=got.memories[0]
+            request, template, visitor, title=f"{verb} memory {memory_id}", memory=got.memories[0]
         )
+
+    async def edit_form(request: Request, visitor: Visitor, form: Form) -> Response:
+        return await memory_form(request, visitor, "edit.html", "Edit")
 
     async def edit(request: Request, visitor: Visitor, form: Form) -> Response:
         memory_id = whole_number(request.path_params["memory_id"], "the memory id")
@@ -73,13 +77,7 @@ def routes(pages: Pages) -> list[Route]:
         return _to(added.id)
 
     async def forget_form(request: Request, visitor: Visitor, form: Form) -> Response:
-        memory_id = whole_number(request.path_params["memory_id"], "the memory id")
-        got = await pages.run(lambda: reading.memory_get(pages.service, visitor.scope, [memory_id]))
-        if not got.memories:
-            return pages.failure(request, visitor, 404, "there is no such memory")
-        return pages.html(
-            request, "forget.html", visitor, title=f"Forget memory {memory_id}", memory=got.memories[0]
-        )
+        return await memory_form(request, visitor, "forget.html", "Forget")
 
     async def forget(request: Request, visitor: Visitor, form: Form) -> Response:
         memory_id = whole_number(request.path_params["memory_id"], "the memory id")

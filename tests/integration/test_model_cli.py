@@ -240,7 +240,7 @@ def test_searching_a_store_without_vectors_chooses_no_model(hub: HubServer, stor
     LocalBackend.open(store_dir, create=True).close()
     for mode in ("vector", "hybrid"):
         found = run_cli(["search", "anything", "--mode", mode], store_dir)
-        assert (found.code, found.stdout, found.stderr) == (1, "", "")
+        assert (found.code, found.stdout, found.stderr) == (1, "", "the store holds no memory yet\n")
     with LocalBackend.open(store_dir, create=False) as store:
         assert store.model is None
 

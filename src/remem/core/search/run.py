@@ -32,8 +32,10 @@ if TYPE_CHECKING:
     from remem.embedders.base import Embedder, Embeddings
 
 
-#: What a search outside keyword mode finds in a store without vectors.
-UNEMBEDDED = SearchResult(nothing=Nothing("unembedded"))
+def unembedded(backend: Backend) -> SearchResult:
+    """What a search outside keyword mode finds in a store without vectors: nothing, because the
+    store holds no memory at all, or because none has a vector yet."""
+    return SearchResult(nothing=Nothing("unembedded" if backend.newest(Filters(), 1) else "store"))
 
 
 def run_search(
@@ -67,7 +69,7 @@ def run_search(
         lane = None
         if mode is not SearchMode.KEYWORD:
             if backend.model is None:
-                return UNEMBEDDED
+                return unembedded(backend)
             lane = backend.vector_lane(embedded_with)
         embedding = embed if embed is None or callable(embed) else _always(embed)
         pool = pooling.gather(Asked(backend, lane, embedding, filters, k), query, mode)
@@ -164,7 +166,7 @@ def search_with_retry(
     a model."""
     mode = wanted.mode
     if mode is not SearchMode.KEYWORD and backend.model is None:
-        return UNEMBEDDED
+        return unembedded(backend)
     for attempt in range(2):
         embed = None if mode is SearchMode.KEYWORD else QueryEmbedding(embedder())  # keyword: no model
         try:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from tests.helpers import vector_search
 
+from helpers import vector_search
 from remem.backends.local.store import LocalBackend
 from remem.testing import FAKE_MODEL, fake_vector
 from remem.types import Filters, NewMemory

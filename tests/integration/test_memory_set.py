@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.helpers import bench_module
+from helpers import bench_module
 
 ROOT = Path(__file__).resolve().parents[2]
 memory_set = bench_module("memory_set")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from tests.helpers import bench_module
+
+from helpers import bench_module
 
 beir = bench_module("beir")
 

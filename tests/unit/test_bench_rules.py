@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.unit.test_import_circles import _circles
+from helpers import import_circles
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -73,4 +73,4 @@ def test_no_benchmark_imports_another_back() -> None:
         name: {module for module, _ in _imported(tree) if module in trees and module != name}
         for name, tree in trees.items()
     }
-    assert not _circles(graph), _circles(graph)
+    assert not import_circles(graph), import_circles(graph)

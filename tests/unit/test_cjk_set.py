@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import bench_module
+
+from helpers import bench_module
 
 ROOT = Path(__file__).resolve().parents[2]
 cjk = bench_module("cjk")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from helpers import import_circles
+
 SOURCE = Path(__file__).resolve().parents[2] / "src" / "remem"
 
 
@@ -32,45 +34,13 @@ def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
     return found
 
 
-def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    circles: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for other in graph[node]:
-            if other not in index:
-                visit(other)
-                low[node] = min(low[node], low[other])
-            elif other in stack:
-                low[node] = min(low[node], index[other])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                circles.append(sorted(group))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return circles
-
-
 def test_no_module_imports_itself_back() -> None:
     modules = _modules()
     graph = {name: _imports(path, modules) - {name} for name, path in modules.items()}
     assert len(graph) > 50 and graph["remem.types"]  # the source was read
-    assert not _circles(graph), _circles(graph)
+    assert not import_circles(graph), import_circles(graph)
 
 
 def test_the_circle_finder_finds_circles() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
-    assert _circles(graph) == [["a", "b", "c"]]
+    assert import_circles(graph) == [["a", "b", "c"]]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers import vector_search
 
+from helpers import vector_search
 from remem.backends.local import sync
 from remem.backends.local.maintenance import reindex
 from remem.backends.local.store import LocalBackend

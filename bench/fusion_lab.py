@@ -31,6 +31,7 @@ recall@10, memory-set hit@1, and, never tuned on, the CJK set's hit@1 (``cjk``: 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -205,13 +206,12 @@ class Recorder:
                 return vectors[-1]
 
             started = time.perf_counter()
-            found = original(
-                pooling.Asked(asked.backend, asked.lane, embedding, asked.filters, asked.k), query, mode
-            )
+            found = original(dataclasses.replace(asked, embed=embedding), query, mode)
             seconds = time.perf_counter() - started
             held = phrases.holders(asked.backend, query.phrases, asked.filters)
             among = None if held is None else list(held)
-            deep = pool_of(asked.backend, asked.lane, query, vectors[-1], asked.k, asked.filters, among)
+            lane = asked.backend.vector_lane(asked.model)
+            deep = pool_of(asked.backend, lane, query, vectors[-1], asked.k, asked.filters, among)
             self.pools.append(deep | {"ms": seconds * 1000, "product": product_pool(found)})
             return found
 

@@ -47,8 +47,7 @@ def test_the_pool_carries_what_fusion_reads_and_its_ranking_is_the_search(
     text = "what did we order for lunch on Friday"
     query = read(text, now=NOW)
     assert query.window is not None and query.text == "what did we order for lunch"
-    lane = backend.vector_lane()
-    pool = gather(Asked(backend, lane, fake_vector, Filters(), 10), query, mode)
+    pool = gather(Asked(backend, fake_vector, Filters(), 10), query, mode)
     by_id = {c.id: c for c in pool.candidates}
     assert set(by_id) == set(ids) if mode is not SearchMode.KEYWORD else set(by_id) <= set(ids)
     assert {mid for mid, c in by_id.items() if c.in_window} == {ids[1], ids[3], ids[4]} & set(by_id)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from remem.arrays import FloatArray
     from remem.backends.links import Link, Revival
+    from remem.backends.pooling import PoolAnswer, PoolRequest
     from remem.backends.shapes import IndexState, TokenRecord
     from remem.backends.staging import Moved, StagedRow, StagedRun
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
@@ -340,6 +341,13 @@ class Backend(Protocol):
         that of the whole store, or with ``scope`` (selecting only by user, shared and conversation,
         and holding every filtered memory) of the memories it selects, superseded and expired ones
         included: nothing else about the store shows in a score."""
+        ...
+
+    def pool(self, request: PoolRequest) -> PoolAnswer:
+        """A search's candidate pool in one call (``remem.backends.pooling``: what each list holds):
+        both lanes' tops with their raw scores, each scoring the other's, the turns, coverage,
+        window marks and texts the request asks for, all over one state of the store; raises
+        ModelChangedError as ``vector_lane`` when the request's model is no longer the store's."""
         ...
 
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:

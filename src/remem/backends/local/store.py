@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from remem.backends import pooling
 from remem.backends.local import pending, tokens
 from remem.backends.local.connections import Connections
 from remem.backends.local.files import DB_FILE, open_database
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from remem.backends.local.staged import LocalStaging
     from remem.backends.local.vectors import VectorIndex
     from remem.backends.local.writelog import WriteLog
+    from remem.backends.pooling import PoolAnswer, PoolRequest
     from remem.backends.shapes import IndexState, TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
 
@@ -330,6 +332,11 @@ class LocalBackend:
         searches read (this process serves many: see ``mapped``)."""
         self._resident = True
         self.vector_lane(model)
+
+    def pool(self, request: PoolRequest) -> PoolAnswer:
+        """A search's pool, its lanes composed inside one snapshot (``pooling.gather``)."""
+        with self.snapshot():
+            return pooling.gather(self, request)
 
     def keyword_top(
         self,

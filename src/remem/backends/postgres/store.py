@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from remem.backends import links
+from remem.backends import links, pooling
 from remem.backends.postgres import bulk, doctor, keywords, pending, phrases, records, tokens, upkeep
 from remem.backends.postgres import reembed as reembedding
 from remem.backends.postgres import settings as meta
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from remem.arrays import FloatArray
     from remem.backends.base import Coverage, EmbedFn, ProgressFn, Scored, TurnTime
+    from remem.backends.pooling import PoolAnswer, PoolRequest
     from remem.backends.postgres.staged import PostgresStaging
     from remem.backends.shapes import TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
@@ -381,6 +382,12 @@ class PostgresBackend:
     def warm_up(self, model: ModelInfo) -> None:
         """Read the store's settings and register the vector type now (``vector_lane``)."""
         self.vector_lane(model)
+
+    @read_again
+    def pool(self, request: PoolRequest) -> PoolAnswer:
+        """A search's pool, its lanes composed inside one snapshot (``pooling.gather``)."""
+        with self.session.snapshot():
+            return pooling.gather(self, request)
 
     def keyword_top(
         self,

@@ -1,35 +1,36 @@
-"""A search's candidate pool: what the back-end is asked, once per lane and signal, and the value
-``fuse`` ranks without any I/O.
+"""A search's candidate pool: what the back-end is asked, in one call (``Backend.pool``), and the
+value ``fuse`` ranks without any I/O.
 
 A candidate carries each lane's rank and raw score (the vector lane's best-window cosine, the
 keyword lane's BM25), the share of the query's IDF weight its terms cover, its turn (conversation,
 user, created_at, role) if it is one, whether the model reads its script, whether it lies inside
 the window the query's time words name, and whether it holds the query as a phrase.
 
-The back-end calls of a hybrid search, each over the search's filters (``gather``): the keyword
-lane's top; the turns among them (the speakers the query names are roles of these); the vector
-lane's top; the cosines of the keyword matches beyond that top; the BM25 of the vector top's
-memories beyond the keyword top and their turns; the keyword coverage of every match; the pool's
-texts where word order or scripts need them. A query with time words asks each lane once more
-within the window (those answers mark which candidates are from then, and bring the window's own
-best into the pool); a query with quoted phrases first asks which memories hold them.
+``gather`` turns the query into one ``PoolRequest`` (the keyword text, the query's vector for the
+speakers it names, the filters, each lane's depth, the window's filters, the required phrases, the
+names, the statistics' scope, which texts are needed; ``remem.backends.pooling`` says what the
+back-end does with it) and the ``PoolAnswer`` into Candidates: the vector list in the query's script
+first for a model blind across scripts, the memories lacking a required phrase left out, and word
+order marked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from remem.backends.pooling import PoolRequest
 from remem.core import scripts
-from remem.core.search import phrases, speakers
+from remem.core.search import speakers
 from remem.types import Lane, SearchMode
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
-    from remem.backends.base import Backend, Coverage, Scored, TurnTime, VectorLane
+    from remem.backends.base import Backend, Coverage, Scored, TurnTime
+    from remem.backends.pooling import VectorOf
     from remem.core.search.query import Query
-    from remem.types import Filters
+    from remem.types import Filters, ModelInfo
 
     #: Embeds a text as a query (the model of the search).
     QueryEmbedder = Callable[[str], FloatArray]
@@ -108,32 +109,16 @@ def _lanes(scored: Sequence[Scored]) -> dict[int, Lane]:
     return {mid: Lane(place, score) for place, (mid, score) in enumerate(scored, start=1)}
 
 
-@dataclass
-class Texts:
-    """The texts of candidate memories, fetched once per search as the signals need them."""
-
-    backend: Backend
-    known: dict[int, str] = field(default_factory=dict)
-
-    def of(self, memory_ids: Sequence[int]) -> dict[int, str]:
-        """Memory id → text for these ids (and any fetched before); missing ids are absent."""
-        missing = [mid for mid in memory_ids if mid not in self.known]
-        if missing:
-            self.known.update(self.backend.texts(missing))
-        return self.known
-
-
 @dataclass(frozen=True)
 class Asked:
-    """What a search asks of the back-end: the store, its vector lane and the query embedder (None
-    in keyword mode), the filters, how many hits, and the memories holding the required phrases."""
+    """What a search asks of the back-end: the store, the query embedder (None in keyword mode) and
+    the model it embeds with (None: any), the filters and how many hits."""
 
     backend: Backend
-    lane: VectorLane | None
     embed: QueryEmbedder | None
     filters: Filters
     k: int
-    among: list[int] | None = None
+    model: ModelInfo | None = None
 
     def windowed(self, query: Query) -> Filters | None:
         """The filters narrowed to the query's window (to mark its members), within their own
@@ -148,127 +133,104 @@ class Asked:
         return replace(self.filters, since=since, until=until)
 
 
-def gather(asked: Asked, query: Query, mode: SearchMode) -> Pool:
-    """The pool of a search in ``mode`` (see the module docstring); empty when a required phrase is
-    held by no filtered memory."""
-    texts = Texts(asked.backend)
-    held = phrases.holders(asked.backend, query.phrases, asked.filters)
-    if held is not None and not held:
-        return Pool()
-    texts.known.update(held or {})
-    asked = replace(asked, among=None if held is None else list(held))
-    if mode is SearchMode.KEYWORD:
-        depth = max(MIN_HYBRID_DEPTH, 4 * asked.k) if query.phrases else asked.k
-        found, inside = _with_window(lambda f: _keyword_top(asked, query, f, depth), asked, query)
-        pool = Pool.of_lanes([], found, inside=inside, windowed=query.window is not None)
-    elif asked.lane is None or asked.embed is None:
-        raise ValueError(f"{mode.value} search needs the vector lane and a query embedder")
-    elif mode is SearchMode.HYBRID:
-        pool = _hybrid(asked, query, texts)
-    else:
-        pool = _vector(asked, query, texts)
-    return _with_phrases(pool, query, texts, mode)
-
-
-def _with_window(
-    fetch: Callable[[Filters], list[Scored]], asked: Asked, query: Query
-) -> tuple[list[Scored], set[int]]:
-    """A lane's best-first list over the filters and, with a window, its top within the window
-    merged in (by score); the ids from the window. A lane's top within the window holds every
-    member of its top over the filters that is from then, so every such candidate is marked."""
-    found = fetch(asked.filters)
-    windowed = asked.windowed(query)
-    if windowed is None:
-        return found, set()
-    inside = fetch(windowed)
-    seen = {mid for mid, _ in found}
-    merged = sorted(found + [item for item in inside if item[0] not in seen], key=lambda item: -item[1])
-    return merged, {mid for mid, _ in inside}
-
-
-def _keyword_top(
-    asked: Asked, query: Query, filters: Filters, depth: int, among: Sequence[int] | None = None
-) -> list[Scored]:
-    """The keyword lane's top ``depth`` (only ``among``, or the phrase holders, if given)."""
-    among = asked.among if among is None else among
-    return asked.backend.keyword_top(query.text, filters, depth, among, query.scope)
-
-
-def _cosine_top(asked: Asked, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
-    """The vector lane's top ``k`` among the filtered memories (only the phrase holders if given)."""
-    assert asked.lane is not None
-    if asked.among is None:
-        return asked.lane.top(vector, k, filters)
-    return asked.lane.cosines(vector, asked.among)[:k]
-
-
-def _vector(asked: Asked, query: Query, texts: Texts) -> Pool:
-    """Vector mode's pool: the vector lane's top k (deeper, and in the query's script first, for a
-    model blind across scripts)."""
-    assert asked.embed is not None
-    vector = asked.embed(query.text)
-    depth = max(asked.k, MIN_HYBRID_DEPTH) if query.blind_across_scripts else asked.k
-    found, inside = _with_window(lambda f: _cosine_top(asked, vector, depth, f), asked, query)
-    if query.blind_across_scripts:
-        found = _script_first(found, query, texts)
-    unread = _unread(found, query, texts)
-    return Pool.of_lanes(found, [], unread, inside=inside, windowed=query.window is not None)
-
-
-def _script_first(found: Sequence[Scored], query: Query, texts: Texts) -> list[Scored]:
-    """The vector lane's list with the memories in the query's script first (``scripts``)."""
-    return scripts.query_script_first(found, query.cjk, texts.of([mid for mid, _ in found]))
-
-
-def _hybrid(asked: Asked, query: Query, texts: Texts) -> Pool:
-    """Hybrid mode's pool: both lanes' tops, each scoring the other's (see the module docstring)."""
-    assert asked.lane is not None and asked.embed is not None
-    backend, lane, depth = asked.backend, asked.lane, max(MIN_HYBRID_DEPTH, 4 * asked.k)
-    by_keyword, inside = _with_window(lambda f: _keyword_top(asked, query, f, depth), asked, query)
-    times = backend.turn_times([mid for mid, _ in by_keyword]) if by_keyword else {}
-    named = speakers.named(query.names, times)
-    vector = asked.embed(query.vector_text(named))
-    top, inside_top = _with_window(lambda f: _cosine_top(asked, vector, depth, f), asked, query)
-    seen = {mid for mid, _ in top}
-    extra = [mid for mid, _ in by_keyword if mid not in seen]
-    by_vector = top + lane.cosines(vector, extra) if extra else top
-    if query.blind_across_scripts:
-        by_vector = _script_first(by_vector, query, texts)
-    matched = {mid for mid, _ in by_keyword}
-    missing = [mid for mid, _ in by_vector if mid not in matched]
-    if missing:
-        by_keyword = by_keyword + _keyword_top(asked, query, asked.filters, len(missing), missing)
-        times |= backend.turn_times(missing)
-    matches = [mid for mid, _ in by_keyword]
-    coverage = backend.keyword_coverage(query.text, matches, FULL_COVERAGE, query.scope) if matches else None
-    unread = _unread(by_vector, query, texts)
-    return Pool.of_lanes(
-        by_vector,
-        by_keyword,
-        unread,
-        coverage,
-        times=times,
-        inside=inside | inside_top,
-        speakers=named,
-        windowed=query.window is not None,
+def request(asked: Asked, query: Query, mode: SearchMode, vector: VectorOf | None) -> PoolRequest:
+    """The one request a search in ``mode`` makes of the back-end for its pool, the query's vector
+    made by ``vector`` (None in keyword mode)."""
+    required = query.phrases.required
+    return PoolRequest(
+        query.text,
+        asked.filters,
+        _depth(asked.k, query, mode),
+        keyword=mode is not SearchMode.VECTOR,
+        vector=vector,
+        model=asked.model,
+        window=asked.windowed(query),
+        phrase_words=tuple(word for phrase in required for word in phrase),
+        holds=query.phrases.allows if required else None,
+        speakers=bool(query.names) and mode is SearchMode.HYBRID,
+        scope=query.scope,
+        enough=FULL_COVERAGE,
+        texts=_texts_needed(query, mode),
     )
 
 
-def _unread(by_vector: Iterable[Scored], query: Query, texts: Texts) -> set[int]:
+def _texts_needed(query: Query, mode: SearchMode) -> bool:
+    """Whether the pool's texts are needed: to put the query's script first (for a model blind
+    across scripts, outside keyword mode) or to check word order (outside vector mode)."""
+    if query.blind_across_scripts and mode is not SearchMode.KEYWORD:
+        return True
+    return bool(query.phrases) and mode is not SearchMode.VECTOR
+
+
+def _depth(k: int, query: Query, mode: SearchMode) -> int:
+    """How deep each lane looks: hybrid (and keyword with phrases) at least MIN_HYBRID_DEPTH and
+    4 × k; vector at least MIN_HYBRID_DEPTH for a model blind across scripts; else k."""
+    if mode is SearchMode.HYBRID or (mode is SearchMode.KEYWORD and query.phrases):
+        return max(MIN_HYBRID_DEPTH, 4 * k)
+    if mode is SearchMode.VECTOR and query.blind_across_scripts:
+        return max(k, MIN_HYBRID_DEPTH)
+    return k
+
+
+@dataclass
+class _Embedding:
+    """The query's vector as the back-end asks for it (``pooling.VectorOf``): in hybrid mode without
+    the speakers it names (``speakers``: its names that are roles of the keyword top's turns),
+    which it keeps for fusion; in vector mode the whole query."""
+
+    embed: QueryEmbedder
+    query: Query
+    hybrid: bool
+    named: frozenset[str] = frozenset()
+
+    def __call__(self, turns: Mapping[int, TurnTime]) -> FloatArray:
+        """The query's vector, given the keyword top's turns."""
+        if not self.hybrid:
+            return self.embed(self.query.text)
+        self.named = speakers.named(self.query.names, turns)
+        return self.embed(self.query.vector_text(self.named))
+
+
+def gather(asked: Asked, query: Query, mode: SearchMode) -> Pool:
+    """The pool of a search in ``mode``: one ``Backend.pool`` call (see the module docstring);
+    empty when a required phrase is held by no filtered memory."""
+    embedding = None
+    if mode is not SearchMode.KEYWORD:
+        if asked.embed is None:
+            raise ValueError(f"{mode.value} search needs a query embedder")
+        embedding = _Embedding(asked.embed, query, mode is SearchMode.HYBRID)
+    answer = asked.backend.pool(request(asked, query, mode, embedding))
+    if not answer.held:
+        return Pool()
+    by_vector = answer.vector
+    if query.blind_across_scripts and by_vector:
+        by_vector = scripts.query_script_first(by_vector, query.cjk, answer.texts)
+    pool = Pool.of_lanes(
+        by_vector,
+        answer.keyword,
+        _unread(by_vector, query, answer.texts),
+        answer.coverage,
+        times=answer.turns,
+        inside=answer.inside,
+        speakers=embedding.named if embedding else frozenset(),
+        windowed=query.window is not None,
+    )
+    return _with_phrases(pool, query, answer.texts, mode)
+
+
+def _unread(by_vector: Iterable[Scored], query: Query, texts: Mapping[int, str]) -> set[int]:
     """For a model blind across scripts, the pooled memories in another script than the query's."""
     if not query.blind_across_scripts:
         return set()
-    ids = [mid for mid, _ in by_vector]
-    return scripts.in_other_script(ids, query.cjk, texts.of(ids))
+    return scripts.in_other_script([mid for mid, _ in by_vector], query.cjk, texts)
 
 
-def _with_phrases(pool: Pool, query: Query, texts: Texts, mode: SearchMode) -> Pool:
+def _with_phrases(pool: Pool, query: Query, known: Mapping[int, str], mode: SearchMode) -> Pool:
     """The pool without memories lacking a required phrase, each marked if it holds the whole query
     as a phrase (word order counts in hybrid and keyword modes)."""
     wanted = query.phrases
     if not wanted or mode is SearchMode.VECTOR:
         return pool
-    known = texts.of([c.id for c in pool.candidates])
     kept = (c for c in pool.candidates if c.id in known and wanted.allows(known[c.id]))
     marked = tuple(c._replace(phrase=wanted.matches(known[c.id])) for c in kept)
     return replace(pool, candidates=marked)

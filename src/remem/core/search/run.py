@@ -1,5 +1,5 @@
 """A search from the core's entry to its hits: read the query once (``query``), gather its pool
-from the back-end inside one snapshot (``pool``), rank it with a pure function (``fuse``), cut to
+from the back-end in one call inside one snapshot (``pool``), rank it with a pure function (``fuse``), cut to
 ``k``, fetch the memories, and say what a person should know (notes, and why nothing was found).
 
 Word order (``phrases``): in hybrid and keyword modes a memory holding the whole query as a phrase
@@ -65,14 +65,11 @@ def run_search(
     if min_score is not None and mode is SearchMode.KEYWORD:
         raise ValueError("min_score is a cosine; keyword search has none")
     query = reading.read(text, languages, scope, now)
-    with backend.snapshot():  # both lanes and the memories they name: one state of the store
-        lane = None
-        if mode is not SearchMode.KEYWORD:
-            if backend.model is None:
-                return unembedded(backend)
-            lane = backend.vector_lane(embedded_with)
+    with backend.snapshot():  # the pool and the memories it names: one state of the store
+        if mode is not SearchMode.KEYWORD and backend.model is None:
+            return unembedded(backend)
         embedding = embed if embed is None or callable(embed) else _always(embed)
-        pool = pooling.gather(Asked(backend, lane, embedding, filters, k), query, mode)
+        pool = pooling.gather(Asked(backend, embedding, filters, k, embedded_with), query, mode)
         ranked = fuse.rank(pool, mode)
         empty = why.nothing(backend, query, filters, mode) if not ranked else None
         below = []

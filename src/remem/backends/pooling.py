@@ -1,0 +1,247 @@
+"""A search's candidate pool in one back-end call (``Backend.pool``): what the core asks
+(``PoolRequest``), what it gets (``PoolAnswer``), and how both back-ends gather it from their lane
+primitives (``gather``), so the order of the steps lives once.
+
+The steps of a hybrid pool, each over the search's filters: the memories holding the required
+phrases (then the lanes rank only those); the keyword lane's top (and its top within the window
+the query's time words name, merged in by score); the turns among them, when the query may name
+speakers (the core makes the query's vector from them: without the speakers they name); the vector
+lane's top (likewise with the window); the cosines of the keyword matches beyond that top; the BM25 of the
+vector top's memories beyond the keyword top; every pooled memory's turn, keyword coverage and (when
+asked) text. Keyword and vector pools take only their own lane's top. A back-end may answer the
+same with fewer round trips (``Facts``: the per-memory facts of the last step in one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from remem.arrays import FloatArray
+    from remem.backends.base import Coverage, Scored, TurnTime, VectorLane
+    from remem.types import Filters, ModelInfo
+
+#: The query's vector, given the keyword top's turns (whose roles may be speakers the query names:
+#: the vector lane searches without them).
+VectorOf = Callable[[Mapping[int, "TurnTime"]], "FloatArray"]
+
+
+@dataclass(frozen=True)
+class PoolRequest:
+    """What a search asks for its pool (see the module docstring)."""
+
+    #: What the keyword lane searches.
+    text: str
+    filters: Filters
+    #: How many each lane returns (and each lane within the window).
+    depth: int
+    #: Whether the keyword lane is asked.
+    keyword: bool = True
+    #: The query's vector (None: the vector lane is not asked).
+    vector: VectorOf | None = None
+    #: The model the vector was made with (ModelChangedError if the store no longer uses it).
+    model: ModelInfo | None = None
+    #: The filters narrowed to the window the query's time words name (None: no window).
+    window: Filters | None = None
+    #: The words of the required phrases, for the keyword index to propose their holders.
+    phrase_words: tuple[str, ...] = ()
+    #: Whether a proposed text holds every required phrase (None: none is required).
+    holds: Callable[[str], bool] | None = None
+    #: Whether the query may name speakers (then ``vector`` is given the keyword top's turns).
+    speakers: bool = False
+    #: The memories whose statistics the keyword lane counts (None: the whole store's).
+    scope: Filters | None = None
+    #: A keyword match's coverage counts whole from this share of the query's weight on.
+    enough: float = 1.0
+    #: Whether the pooled memories' texts are needed.
+    texts: bool = False
+
+    @property
+    def hybrid(self) -> bool:
+        """Both lanes are asked: each scores the other's top, with turns and coverage."""
+        return self.keyword and self.vector is not None
+
+
+@dataclass(frozen=True)
+class PoolAnswer:
+    """A search's pool as the back-end found it (see the module docstring)."""
+
+    #: The keyword lane's list, best first (window top merged in), then the BM25 of the vector
+    #: top's memories beyond it.
+    keyword: list[Scored] = field(default_factory=list)
+    #: The vector lane's list, best first (window top merged in), then the cosines of the keyword
+    #: matches beyond it.
+    vector: list[Scored] = field(default_factory=list)
+    #: The pooled memories from the window.
+    inside: frozenset[int] = frozenset()
+    #: The pooled turns (hybrid only).
+    turns: dict[int, TurnTime] = field(default_factory=dict)
+    #: The keyword matches' coverage (hybrid only, with matches).
+    coverage: Coverage | None = None
+    #: The pooled memories' texts (when asked, and every phrase holder's).
+    texts: dict[int, str] = field(default_factory=dict)
+    #: False when a required phrase is held by no filtered memory (then nothing is pooled).
+    held: bool = True
+
+
+class Facts(NamedTuple):
+    """What the last step of a hybrid pool reads of the pooled memories (``Primitives.facts``)."""
+
+    turns: dict[int, TurnTime]
+    coverage: Coverage | None
+    texts: dict[int, str]
+
+
+class Primitives(Protocol):
+    """The lane primitives a back-end composes its pool of (``Backend``'s methods of these names)."""
+
+    def keyword_top(
+        self,
+        text: str,
+        filters: Filters,
+        k: int,
+        among: Sequence[int] | None = None,
+        scope: Filters | None = None,
+    ) -> list[Scored]:
+        """``Backend.keyword_top``."""
+        ...
+
+    def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
+        """``Backend.texts_holding``."""
+        ...
+
+    def turn_times(self, memory_ids: Sequence[int]) -> dict[int, TurnTime]:
+        """``Backend.turn_times``."""
+        ...
+
+    def texts(self, memory_ids: Sequence[int]) -> dict[int, str]:
+        """``Backend.texts``."""
+        ...
+
+    def keyword_coverage(
+        self, text: str, memory_ids: Sequence[int], enough: float, scope: Filters | None = None
+    ) -> Coverage:
+        """``Backend.keyword_coverage``."""
+        ...
+
+    def vector_lane(self, embedded_with: ModelInfo | None = None) -> VectorLane:
+        """``Backend.vector_lane``."""
+        ...
+
+
+def facts(
+    store: Primitives,
+    request: PoolRequest,
+    ids: Sequence[int],
+    matches: Sequence[int],
+    known: Collection[int],
+) -> Facts:
+    """The turns of ``ids``, the coverage of ``matches`` and (when asked) the texts of those of
+    ``ids`` not ``known``, each by its own primitive."""
+    turns = store.turn_times(ids) if ids else {}
+    coverage = (
+        store.keyword_coverage(request.text, matches, request.enough, request.scope) if matches else None
+    )
+    missing = [mid for mid in ids if mid not in known] if request.texts else []
+    return Facts(turns, coverage, store.texts(missing) if missing else {})
+
+
+#: Reads a pool's last step in one go where a back-end can (default: ``facts``).
+FactsOf = Callable[[PoolRequest, Sequence[int], Sequence[int], Collection[int]], Facts]
+
+
+@dataclass
+class _Gathering:
+    """One pool being gathered: the store, the request, the phrase holders, the vector lane."""
+
+    store: Primitives
+    request: PoolRequest
+    among: list[int] | None = None
+    lane: VectorLane | None = None
+
+    def windowed(self, fetch: Callable[[Filters], list[Scored]]) -> tuple[list[Scored], set[int]]:
+        """A lane's list over the filters and, with a window, its top within the window merged in
+        (by score); the ids from the window. A lane's top within the window holds every member of
+        its top over the filters that is from then, so every such candidate is marked."""
+        found = fetch(self.request.filters)
+        if self.request.window is None:
+            return found, set()
+        inside = fetch(self.request.window)
+        seen = {mid for mid, _ in found}
+        merged = sorted(found + [item for item in inside if item[0] not in seen], key=lambda item: -item[1])
+        return merged, {mid for mid, _ in inside}
+
+    def keyword_top(self, filters: Filters, depth: int, among: Sequence[int] | None = None) -> list[Scored]:
+        """The keyword lane's top ``depth`` (only ``among``, or the phrase holders, if given)."""
+        among = self.among if among is None else among
+        return self.store.keyword_top(self.request.text, filters, depth, among, self.request.scope)
+
+    def cosine_top(self, vector: FloatArray, filters: Filters) -> list[Scored]:
+        """The vector lane's top among the filtered memories (only the phrase holders if given)."""
+        assert self.lane is not None
+        if self.among is None:
+            return self.lane.top(vector, self.request.depth, filters)
+        return self.lane.cosines(vector, self.among)[: self.request.depth]
+
+
+def gather(store: Primitives, request: PoolRequest, facts_of: FactsOf | None = None) -> PoolAnswer:
+    """The pool ``request`` asks for (see the module docstring), from ``store``'s primitives; the
+    last step of a hybrid pool by ``facts_of`` where given."""
+    texts: dict[int, str] = {}
+    gathering = _Gathering(store, request)
+    if request.holds is not None:
+        texts = {
+            m: t for m, t in store.texts_holding(request.phrase_words, request.filters) if request.holds(t)
+        }
+        if not texts:
+            return PoolAnswer(held=False)
+        gathering.among = list(texts)
+    if request.vector is not None:
+        gathering.lane = store.vector_lane(request.model)
+    if request.hybrid:
+        return _hybrid(gathering, texts, facts_of or (lambda *args: facts(store, *args)))
+    if request.vector is None:
+        found, inside = gathering.windowed(lambda f: gathering.keyword_top(f, request.depth))
+        answer = PoolAnswer(keyword=found, inside=frozenset(inside))
+    else:
+        vector = request.vector({})
+        found, inside = gathering.windowed(lambda f: gathering.cosine_top(vector, f))
+        answer = PoolAnswer(vector=found, inside=frozenset(inside))
+    return replace(answer, texts=_texts(store, request, [mid for mid, _ in found], texts))
+
+
+def _texts(
+    store: Primitives, request: PoolRequest, ids: Sequence[int], known: dict[int, str]
+) -> dict[int, str]:
+    """``known`` and, when asked, the texts of those of ``ids`` not in it."""
+    missing = [mid for mid in ids if mid not in known] if request.texts else []
+    return known | store.texts(missing) if missing else known
+
+
+def _hybrid(gathering: _Gathering, texts: dict[int, str], facts_of: FactsOf) -> PoolAnswer:
+    """A hybrid pool: both lanes' tops, each scoring the other's (see the module docstring)."""
+    request, store, lane = gathering.request, gathering.store, gathering.lane
+    assert request.vector is not None and lane is not None
+    by_keyword, inside = gathering.windowed(lambda f: gathering.keyword_top(f, request.depth))
+    spoken = request.speakers and by_keyword
+    vector = request.vector(store.turn_times([mid for mid, _ in by_keyword]) if spoken else {})
+    top, inside_top = gathering.windowed(lambda f: gathering.cosine_top(vector, f))
+    seen = {mid for mid, _ in top}
+    extra = [mid for mid, _ in by_keyword if mid not in seen]
+    by_vector = top + lane.cosines(vector, extra) if extra else top
+    matched = {mid for mid, _ in by_keyword}
+    missing = [mid for mid, _ in by_vector if mid not in matched]
+    if missing:
+        by_keyword = by_keyword + gathering.keyword_top(request.filters, len(missing), missing)
+    ids = list(dict.fromkeys([mid for mid, _ in by_keyword] + [mid for mid, _ in by_vector]))
+    found = facts_of(request, ids, [mid for mid, _ in by_keyword], texts)
+    return PoolAnswer(
+        by_keyword,
+        by_vector,
+        frozenset(inside | inside_top),
+        found.turns,
+        found.coverage,
+        texts | found.texts,
+    )

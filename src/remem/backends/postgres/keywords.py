@@ -329,10 +329,22 @@ def coverage(
     if not terms or not ids:
         return Coverage(dict.fromkeys(ids, 0.0), float(sum(idf)))
     cursor.execute(
-        "SELECT m.id, (SELECT coalesce(sum(q.w), 0) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) "
-        f"WHERE m.terms @@ q.t) FROM {s}.memories m WHERE m.id = ANY(%s::bigint[])",
+        f"SELECT m.id, {COVERED} FROM {s}.memories m WHERE m.id = ANY(%s::bigint[])",
         (tsqueries(terms, own=True), idf, list(ids)),
     )
     whole = float(sum(idf))
-    found = {int(mid): min(float(weight) / (whole or 1.0), enough) for mid, weight in cursor.fetchall()}
+    found = {int(mid): share(weight, whole, enough) for mid, weight in cursor.fetchall()}
     return Coverage({mid: found.get(mid, 0.0) for mid in ids}, whole)
+
+
+#: The IDF weight of the query's terms that memory ``m``'s own terms match. Parameters: the terms
+#: as tsqueries of own terms (``tsqueries(terms, own=True)``), their IDF weights.
+COVERED = (
+    "(SELECT coalesce(sum(q.w), 0) FROM unnest(%s::tsquery[], %s::float8[]) AS q(t, w) WHERE m.terms @@ q.t)"
+)
+
+
+def share(weight: Any, whole: float, enough: float) -> float:
+    """A memory's coverage: the ``weight`` its terms match (``COVERED``) as a share of the query's
+    ``whole`` weight, capped at ``enough``."""
+    return min(float(weight) / (whole or 1.0), enough)

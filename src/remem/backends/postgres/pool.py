@@ -91,10 +91,11 @@ class Pool:
             with contextlib.suppress(Exception):
                 conn.close()
 
-    def begun(self, begin: str, prepare: Callable[[Connection], None]) -> tuple[Connection, int | None]:
+    def begun(self, begin: str, prepare: Callable[[Connection], None]) -> tuple[Connection, Any]:
         """A connection with ``prepare`` done and ``begin`` run on it, and the value ``begin``
-        selected last (a transaction id), if any. A kept connection found dead (a restarted
-        server, a terminated backend) is replaced by a new one, once: nothing sent on it was applied."""
+        selected last (a transaction id, a snapshot's stamp), if any. A kept connection found dead
+        (a restarted server, a terminated backend) is replaced by a new one, once: nothing sent on it
+        was applied."""
         conn, fresh = self.take()
         while True:
             try:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from remem.backends.postgres.connecting import connect, one_line, psycopg_module, remem_error
 from remem.backends.postgres.pool import Pool, last_value
-from remem.backends.postgres.unchanged import SnapshotCache, stamp
+from remem.backends.postgres.unchanged import STAMP, SnapshotCache, stamp
 from remem.errors import ConnectionLostError, RememError, StoreError
 
 if TYPE_CHECKING:
@@ -211,7 +211,8 @@ class Session:
             yield
             return
         begin = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL statement_timeout = "
-        with self._leased(begin + str(STATEMENT_TIMEOUT_MS), False, True):
+        stamped = f"{STATEMENT_TIMEOUT_MS}; {STAMP}"  # the state it sees, in the same round trip
+        with self._leased(begin + stamped, False, True):
             yield
 
     @contextlib.contextmanager
@@ -231,8 +232,12 @@ class Session:
         """A connection with ``begin`` run on it, this thread's until the transaction commits (or
         rolls back, on an exception)."""
         with self.errors():
-            conn, xid = self._pool.begun(begin, self._register)
-        lease = _Lease(conn, threading.current_thread(), os.getpid(), writes, read_only, xid)
+            conn, selected = self._pool.begun(begin, self._register)
+        lease = _Lease(
+            conn, threading.current_thread(), os.getpid(), writes, read_only, selected if writes else None
+        )
+        if read_only and selected is not None:  # a snapshot's stamp (``unchanged``)
+            lease.memo["stamp"] = str(selected)
         self._held[threading.get_ident()] = lease  # ended by whichever thread ends it (a generator)
         try:
             with self.errors():

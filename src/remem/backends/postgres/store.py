@@ -9,11 +9,12 @@ still — the first model stamp, a re-embed's swap, a reindex — take it exclus
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from remem.backends import links, pooling
-from remem.backends.postgres import bulk, doctor, keywords, pending, phrases, records, tokens, upkeep
+from remem.backends.postgres import bulk, doctor, facts, keywords, pending, phrases, records, tokens, upkeep
 from remem.backends.postgres import reembed as reembedding
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.access import StoreAccess
@@ -385,9 +386,10 @@ class PostgresBackend:
 
     @read_again
     def pool(self, request: PoolRequest) -> PoolAnswer:
-        """A search's pool, its lanes composed inside one snapshot (``pooling.gather``)."""
-        with self.session.snapshot():
-            return pooling.gather(self, request)
+        """A search's pool, its lanes composed inside one snapshot (``pooling.gather``), the
+        pooled memories' facts in one statement (``facts``)."""
+        with self.session.snapshot(), self.session.transaction() as cursor:
+            return pooling.gather(self, request, functools.partial(facts.facts, cursor, self.s, self.session))
 
     def keyword_top(
         self,

@@ -21,10 +21,15 @@ from remem.backends.statecache import SnapshotCache
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["SnapshotCache", "stamp"]
+__all__ = ["STAMP", "SnapshotCache", "stamp"]
+
+
+#: Selects the state of the database the current snapshot sees (``Session.snapshot`` runs it with
+#: its BEGIN, in the same round trip).
+STAMP = "SELECT txid_current_snapshot()::text"
 
 
 def stamp(cursor: psycopg.Cursor[Any]) -> str:
     """The state of the database the current snapshot sees (see the module docstring)."""
-    cursor.execute("SELECT txid_current_snapshot()::text")
+    cursor.execute(STAMP)
     return str(one_value(cursor))

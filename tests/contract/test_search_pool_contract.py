@@ -6,14 +6,16 @@ of that pool is the search's ranking."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import psycopg
 import pytest
 
 from remem.core.search import fuse
 from remem.core.search.pool import Asked, gather
 from remem.core.search.query import read
 from remem.core.search.run import run_search
+from remem.reports import SearchResult
 from remem.testing import FAKE_MODEL, fake_vector
 from remem.times import utc_iso
 from remem.types import Filters, NewMemory, SearchMode
@@ -73,3 +75,82 @@ def test_the_window_stays_within_the_filters(backend: Backend, ids: list[int]) -
     )
     assert {hit.memory.id for hit in found} == {ids[0], ids[2]}  # never a memory the filters leave out
     assert found.dates is not None and found.dates.all_time  # nothing they select is from then
+
+
+#: One hybrid query of each kind: no name, a speaker, a required phrase, an identifier (held by a
+#: memory), time words; and one whose identifier no memory holds (then ``why`` looks it up once).
+KINDS = {
+    "plain": "what did we order for lunch",
+    "speaker": "what did Gina say about lunch",
+    "phrase": 'the "team lunch" order',
+    "identifier": "lunch E1046",
+    "time words": "what did we order for lunch on Friday",
+    "unheld identifier": "lunch E1047",
+}
+#: Round trips of a hybrid search on PostgreSQL, once the store's statistics for its terms are
+#: counted (a search of the same words before, the store unchanged): BEGIN (with the snapshot's
+#: stamp), the keyword lane's terms and top, the vector lane's top, the BM25 of the vector hits
+#: beyond the keyword top, the pooled memories' facts, the hits' memories, COMMIT. A capitalised
+#: word that may name a speaker ("Gina", "E1046") adds the keyword top's turns (the vector is made
+#: without the speakers among them); a required phrase the look-up of its holders (the vector lane
+#: then scores only those: no top); time words each lane's top within the window; an identifier no
+#: hit holds the look-up that says so (``why``). Before the pool was one call: 12, 12, 11, 12, 14, 14.
+ROUND_TRIPS = {
+    "plain": 8,
+    "speaker": 9,
+    "phrase": 9,
+    "identifier": 9,
+    "time words": 10,
+    "unheld identifier": 11,
+}
+
+
+class Counting:
+    """A back-end whose method calls are counted by name (the vector lane's too)."""
+
+    def __init__(self, inner: Backend, calls: list[str]) -> None:
+        self.inner, self.calls = inner, calls
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.inner, name)
+        if not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            found = value(*args, **kwargs)
+            return Counting(found, self.calls) if name == "vector_lane" else found
+
+        return call
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_hybrid_search_asks_the_back_end_for_its_pool_once(
+    backend: Backend, ids: list[int], kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend.add_many(
+        [NewMemory("E1046 broke the lunch order form")], [fake_vector("E1046").reshape(1, -1)], FAKE_MODEL
+    )
+    text = KINDS[kind]
+
+    def search(store: Backend) -> SearchResult:
+        return run_search(store, text, fake_vector, 10, Filters(), mode=SearchMode.HYBRID, now=NOW)
+
+    assert search(backend)  # the statistics of its terms are counted once
+    calls: list[str] = []
+    statements: list[str] = []
+    real = psycopg.Cursor.execute
+
+    def counted(cursor: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        statements.append(str(query))
+        return real(cursor, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    found = search(Counting(backend, calls))
+    why = ["keyword_top"] if kind == "unheld identifier" else []
+    assert calls == ["snapshot", "pool", "get_many", *why]
+    assert bool(found.notes) == (kind in ("time words", "unheld identifier"))
+    if type(backend).__name__ == "PostgresBackend":
+        assert len(statements) == ROUND_TRIPS[kind], statements
+    else:
+        assert not statements

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from remem.backends.postgres.connecting import connect, one_line, psycopg_module, remem_error
 from remem.backends.postgres.pool import Pool, last_value
-from remem.backends.postgres.unchanged import STAMP, SnapshotCache, stamp
+from remem.backends.postgres.unchanged import STAMP, SnapshotCache
 from remem.errors import ConnectionLostError, RememError, StoreError
 
 if TYPE_CHECKING:
@@ -112,10 +112,8 @@ class Session:
         """``compute()`` (run on ``cursor``); inside a ``snapshot``, the value it gave in an earlier
         snapshot that saw the same state of the database, if there was one (``unchanged``)."""
         lease = self._current()
-        if lease is None or not lease.read_only:
+        if lease is None or "stamp" not in lease.memo:  # not in a snapshot (which selects its stamp)
             return compute()
-        if "stamp" not in lease.memo:
-            lease.memo["stamp"] = stamp(cursor)
         return self._unchanged.get(lease.memo["stamp"], key, compute)
 
     @property

@@ -13,23 +13,11 @@ no changes of their own) read or fill the cache.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from remem.backends.postgres.rows import one_value
 from remem.backends.statecache import SnapshotCache
 
-if TYPE_CHECKING:
-    import psycopg
-
-__all__ = ["STAMP", "SnapshotCache", "stamp"]
+__all__ = ["STAMP", "SnapshotCache"]
 
 
-#: Selects the state of the database the current snapshot sees (``Session.snapshot`` runs it with
-#: its BEGIN, in the same round trip).
+#: Selects the state of the database the current snapshot sees (see the module docstring):
+#: ``Session.snapshot`` runs it with its BEGIN, in the same round trip.
 STAMP = "SELECT txid_current_snapshot()::text"
-
-
-def stamp(cursor: psycopg.Cursor[Any]) -> str:
-    """The state of the database the current snapshot sees (see the module docstring)."""
-    cursor.execute(STAMP)
-    return str(one_value(cursor))

@@ -9,7 +9,8 @@ speakers (the core makes the query's vector from them: without the speakers they
 lane's top (likewise with the window); the cosines of the keyword matches beyond that top; the BM25 of the
 vector top's memories beyond the keyword top; every pooled memory's turn, keyword coverage and (when
 asked) text. Keyword and vector pools take only their own lane's top. A back-end may answer the
-same with fewer round trips (``Facts``: the per-memory facts of the last step in one).
+same with fewer round trips (``Facts``: the per-memory facts of the last step, the cosines of the
+keyword matches beyond the vector top among them, in one).
 """
 
 from __future__ import annotations
@@ -86,12 +87,28 @@ class PoolAnswer:
     held: bool = True
 
 
+class Wanted(NamedTuple):
+    """What the last step of a hybrid pool asks of the pooled memories (``facts``)."""
+
+    #: Every pooled memory (their turns; their texts when asked).
+    ids: Sequence[int]
+    #: The keyword matches (their coverage).
+    matches: Sequence[int]
+    #: The memories whose texts are known already.
+    known: Collection[int]
+    #: The query's vector, and the keyword matches beyond the vector top (their cosines).
+    vector: FloatArray
+    extra: Sequence[int]
+
+
 class Facts(NamedTuple):
-    """What the last step of a hybrid pool reads of the pooled memories (``Primitives.facts``)."""
+    """What the last step of a hybrid pool reads of the pooled memories (``facts``)."""
 
     turns: dict[int, TurnTime]
     coverage: Coverage | None
     texts: dict[int, str]
+    #: (memory id, cosine of its best window) of the extra keyword matches, best first.
+    cosines: list[Scored]
 
 
 class Primitives(Protocol):
@@ -131,25 +148,21 @@ class Primitives(Protocol):
         ...
 
 
-def facts(
-    store: Primitives,
-    request: PoolRequest,
-    ids: Sequence[int],
-    matches: Sequence[int],
-    known: Collection[int],
-) -> Facts:
-    """The turns of ``ids``, the coverage of ``matches`` and (when asked) the texts of those of
-    ``ids`` not ``known``, each by its own primitive."""
-    turns = store.turn_times(ids) if ids else {}
+def facts(store: Primitives, lane: VectorLane, request: PoolRequest, wanted: Wanted) -> Facts:
+    """What ``wanted`` asks (``Wanted``; texts when the request asks for them), each by its own
+    primitive."""
+    turns = store.turn_times(wanted.ids) if wanted.ids else {}
+    matches = wanted.matches
     coverage = (
         store.keyword_coverage(request.text, matches, request.enough, request.scope) if matches else None
     )
-    missing = [mid for mid in ids if mid not in known] if request.texts else []
-    return Facts(turns, coverage, store.texts(missing) if missing else {})
+    missing = [mid for mid in wanted.ids if mid not in wanted.known] if request.texts else []
+    cosines = lane.cosines(wanted.vector, wanted.extra) if wanted.extra else []
+    return Facts(turns, coverage, store.texts(missing) if missing else {}, cosines)
 
 
 #: Reads a pool's last step in one go where a back-end can (default: ``facts``).
-FactsOf = Callable[[PoolRequest, Sequence[int], Sequence[int], Collection[int]], Facts]
+FactsOf = Callable[[PoolRequest, Wanted], Facts]
 
 
 @dataclass
@@ -201,7 +214,9 @@ def gather(store: Primitives, request: PoolRequest, facts_of: FactsOf | None = N
     if request.vector is not None:
         gathering.lane = store.vector_lane(request.model)
     if request.hybrid:
-        return _hybrid(gathering, texts, facts_of or (lambda *args: facts(store, *args)))
+        lane = gathering.lane
+        assert lane is not None
+        return _hybrid(gathering, texts, facts_of or (lambda *args: facts(store, lane, *args)))
     if request.vector is None:
         found, inside = gathering.windowed(lambda f: gathering.keyword_top(f, request.depth))
         answer = PoolAnswer(keyword=found, inside=frozenset(inside))
@@ -230,13 +245,13 @@ def _hybrid(gathering: _Gathering, texts: dict[int, str], facts_of: FactsOf) -> 
     top, inside_top = gathering.windowed(lambda f: gathering.cosine_top(vector, f))
     seen = {mid for mid, _ in top}
     extra = [mid for mid, _ in by_keyword if mid not in seen]
-    by_vector = top + lane.cosines(vector, extra) if extra else top
     matched = {mid for mid, _ in by_keyword}
-    missing = [mid for mid, _ in by_vector if mid not in matched]
+    missing = [mid for mid, _ in top if mid not in matched]  # the extra ones are all matched
     if missing:
         by_keyword = by_keyword + gathering.keyword_top(request.filters, len(missing), missing)
-    ids = list(dict.fromkeys([mid for mid, _ in by_keyword] + [mid for mid, _ in by_vector]))
-    found = facts_of(request, ids, [mid for mid, _ in by_keyword], texts)
+    ids = list(dict.fromkeys([mid for mid, _ in by_keyword] + [mid for mid, _ in top]))
+    found = facts_of(request, Wanted(ids, [mid for mid, _ in by_keyword], texts, vector, extra))
+    by_vector = top + found.cosines
     return PoolAnswer(
         by_keyword,
         by_vector,

@@ -60,7 +60,8 @@ class LaneSettings:
         return cls(model.dim, ef_search if iterative else max(ef_search, 400), iterative, exact)
 
 
-def _best_per_memory(rows: Sequence[tuple[Any, Any]]) -> list[Scored]:
+def best_per_memory(rows: Sequence[tuple[Any, Any]]) -> list[Scored]:
+    """(memory id, best score of its rows) for (memory id, score) rows, best first (ties: lower id)."""
     best: dict[int, float] = {}
     for mid, score in rows:
         best[int(mid)] = max(float(score), best.get(int(mid), -2.0))
@@ -142,7 +143,7 @@ class PostgresVectorLane:
             fetch = k
             while True:  # long memories may fill the walk with several windows each: walk further
                 rows = self.walk(cursor, vector, fetch, filters)
-                best = _best_per_memory(rows)
+                best = best_per_memory(rows)
                 if len(best) >= k:
                     return best[:k]
                 if len(rows) < fetch:  # more candidates than the limit, yet the walk ran dry
@@ -157,4 +158,4 @@ class PostgresVectorLane:
                 "WHERE memory_id = ANY(%s::bigint[]) GROUP BY memory_id",
                 (vector, list(memory_ids)),
             )
-            return _best_per_memory(cursor.fetchall())
+            return best_per_memory(cursor.fetchall())

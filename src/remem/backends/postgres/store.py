@@ -9,7 +9,6 @@ still — the first model stamp, a re-embed's swap, a reindex — take it exclus
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -388,8 +387,14 @@ class PostgresBackend:
     def pool(self, request: PoolRequest) -> PoolAnswer:
         """A search's pool, its lanes composed inside one snapshot (``pooling.gather``), the
         pooled memories' facts in one statement (``facts``)."""
-        with self.session.snapshot(), self.session.transaction() as cursor:
-            return pooling.gather(self, request, functools.partial(facts.facts, cursor, self.s, self.session))
+        with self.session.snapshot():
+            return pooling.gather(self, request, self._facts)
+
+    def _facts(self, request: PoolRequest, wanted: pooling.Wanted) -> pooling.Facts:
+        """The last step of a hybrid pool in one statement (``facts.facts``), on a cursor made once
+        the vector lane registered the vector type (a cursor keeps the adapters it was made with)."""
+        with self.session.transaction() as cursor:
+            return facts.facts(cursor, self.s, self.session, request, wanted)
 
     def keyword_top(
         self,

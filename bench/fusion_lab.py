@@ -189,7 +189,7 @@ class Recorder:
 
     def __init__(self) -> None:
         """Patch remem.core.search.pool.gather (for this process)."""
-        from remem.core.search import phrases
+        from remem.backends.pooling import holders
         from remem.core.search import pool as pooling
         from remem.types import SearchMode
 
@@ -208,7 +208,12 @@ class Recorder:
             started = time.perf_counter()
             found = original(dataclasses.replace(asked, embed=embedding), query, mode)
             seconds = time.perf_counter() - started
-            held = phrases.holders(asked.backend, query.phrases, asked.filters)
+            wanted = query.phrases
+            held = (
+                holders(asked.backend, wanted.required_words, wanted.allows, asked.filters)
+                if wanted.required
+                else None
+            )
             among = None if held is None else list(held)
             lane = asked.backend.vector_lane(asked.model)
             deep = pool_of(asked.backend, lane, query, vectors[-1], asked.k, asked.filters, among)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
 
     from remem.arrays import FloatArray
     from remem.backends.links import Link, Revival
-    from remem.backends.pooling import PoolAnswer, PoolRequest
     from remem.backends.shapes import IndexState, TokenRecord
     from remem.backends.staging import Moved, StagedRow, StagedRun
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
@@ -67,6 +67,70 @@ class VectorLane(Protocol):
     def cosines(self, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
         """(memory id, cosine of its best window) for these memories, best first."""
         ...
+
+
+#: The query's vector, given the keyword top's turns (whose roles may be speakers the query names:
+#: the vector lane searches without them).
+VectorOf = Callable[[Mapping[int, "TurnTime"]], "FloatArray"]
+
+
+@dataclass(frozen=True)
+class PoolRequest:
+    """What a search asks for its pool (``Backend.pool``; ``remem.backends.pooling`` says what a
+    back-end does with it)."""
+
+    #: What the keyword lane searches.
+    text: str
+    filters: Filters
+    #: How many each lane returns (and each lane within the window).
+    depth: int
+    #: Whether the keyword lane is asked.
+    keyword: bool = True
+    #: The query's vector (None: the vector lane is not asked).
+    vector: VectorOf | None = None
+    #: The model the vector was made with (ModelChangedError if the store no longer uses it).
+    model: ModelInfo | None = None
+    #: The filters narrowed to the window the query's time words name (None: no window).
+    window: Filters | None = None
+    #: The words of the required phrases, for the keyword index to propose their holders.
+    phrase_words: tuple[str, ...] = ()
+    #: Whether a proposed text holds every required phrase (None: none is required).
+    holds: Callable[[str], bool] | None = None
+    #: Whether the query may name speakers (then ``vector`` is given the keyword top's turns).
+    speakers: bool = False
+    #: The memories whose statistics the keyword lane counts (None: the whole store's).
+    scope: Filters | None = None
+    #: A keyword match's coverage counts whole from this share of the query's weight on.
+    enough: float = 1.0
+    #: Whether the pooled memories' texts are needed.
+    texts: bool = False
+
+    @property
+    def hybrid(self) -> bool:
+        """Both lanes are asked: each scores the other's top, with turns and coverage."""
+        return self.keyword and self.vector is not None
+
+
+@dataclass(frozen=True)
+class PoolAnswer:
+    """A search's pool as the back-end found it (``Backend.pool``; ``remem.backends.pooling``)."""
+
+    #: The keyword lane's list, best first (window top merged in), then the BM25 of the vector
+    #: top's memories beyond it.
+    keyword: list[Scored] = field(default_factory=list)
+    #: The vector lane's list, best first (window top merged in), then the cosines of the keyword
+    #: matches beyond it.
+    vector: list[Scored] = field(default_factory=list)
+    #: The pooled memories from the window.
+    inside: frozenset[int] = frozenset()
+    #: The pooled turns (hybrid only).
+    turns: dict[int, TurnTime] = field(default_factory=dict)
+    #: The keyword matches' coverage (hybrid only, with matches).
+    coverage: Coverage | None = None
+    #: The pooled memories' texts (when asked, and every phrase holder's).
+    texts: dict[int, str] = field(default_factory=dict)
+    #: False when a required phrase is held by no filtered memory (then nothing is pooled).
+    held: bool = True
 
 
 class Staging(Protocol):

@@ -1,90 +1,30 @@
-"""A search's candidate pool in one back-end call (``Backend.pool``): what the core asks
-(``PoolRequest``), what it gets (``PoolAnswer``), and how both back-ends gather it from their lane
-primitives (``gather``), so the order of the steps lives once.
+"""A search's candidate pool in one back-end call (``Backend.pool``): how both back-ends gather what
+the core asks (``base.PoolRequest``) from their lane primitives into what it gets
+(``base.PoolAnswer``) (``gather``), so the order of the steps lives once.
 
 The steps of a hybrid pool, each over the search's filters: the memories holding the required
 phrases (then the lanes rank only those); the keyword lane's top (and its top within the window
 the query's time words name, merged in by score); the turns among them, when the query may name
-speakers (the core makes the query's vector from them: without the speakers they name); the vector
-lane's top (likewise with the window); the cosines of the keyword matches beyond that top; the BM25 of the
-vector top's memories beyond the keyword top; every pooled memory's turn, keyword coverage and (when
-asked) text. Keyword and vector pools take only their own lane's top. A back-end may answer the
-same with fewer round trips (``Facts``: the per-memory facts of the last step, the cosines of the
-keyword matches beyond the vector top among them, in one).
+speakers (the core makes the query's vector from them: without the speakers they name); the
+vector lane's top (likewise with the window); the cosines of the keyword matches beyond that top;
+the BM25 of the vector top's memories beyond the keyword top; every pooled memory's turn, keyword
+coverage and (when asked) text. Keyword and vector pools take only their own lane's top. A back-end
+may answer the same with fewer round trips (``Facts``: the per-memory facts of the last step, the
+cosines of the keyword matches beyond the vector top among them, in one).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from remem.backends.base import PoolAnswer, PoolRequest
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
     from remem.backends.base import Coverage, Scored, TurnTime, VectorLane
     from remem.types import Filters, ModelInfo
-
-#: The query's vector, given the keyword top's turns (whose roles may be speakers the query names:
-#: the vector lane searches without them).
-VectorOf = Callable[[Mapping[int, "TurnTime"]], "FloatArray"]
-
-
-@dataclass(frozen=True)
-class PoolRequest:
-    """What a search asks for its pool (see the module docstring)."""
-
-    #: What the keyword lane searches.
-    text: str
-    filters: Filters
-    #: How many each lane returns (and each lane within the window).
-    depth: int
-    #: Whether the keyword lane is asked.
-    keyword: bool = True
-    #: The query's vector (None: the vector lane is not asked).
-    vector: VectorOf | None = None
-    #: The model the vector was made with (ModelChangedError if the store no longer uses it).
-    model: ModelInfo | None = None
-    #: The filters narrowed to the window the query's time words name (None: no window).
-    window: Filters | None = None
-    #: The words of the required phrases, for the keyword index to propose their holders.
-    phrase_words: tuple[str, ...] = ()
-    #: Whether a proposed text holds every required phrase (None: none is required).
-    holds: Callable[[str], bool] | None = None
-    #: Whether the query may name speakers (then ``vector`` is given the keyword top's turns).
-    speakers: bool = False
-    #: The memories whose statistics the keyword lane counts (None: the whole store's).
-    scope: Filters | None = None
-    #: A keyword match's coverage counts whole from this share of the query's weight on.
-    enough: float = 1.0
-    #: Whether the pooled memories' texts are needed.
-    texts: bool = False
-
-    @property
-    def hybrid(self) -> bool:
-        """Both lanes are asked: each scores the other's top, with turns and coverage."""
-        return self.keyword and self.vector is not None
-
-
-@dataclass(frozen=True)
-class PoolAnswer:
-    """A search's pool as the back-end found it (see the module docstring)."""
-
-    #: The keyword lane's list, best first (window top merged in), then the BM25 of the vector
-    #: top's memories beyond it.
-    keyword: list[Scored] = field(default_factory=list)
-    #: The vector lane's list, best first (window top merged in), then the cosines of the keyword
-    #: matches beyond it.
-    vector: list[Scored] = field(default_factory=list)
-    #: The pooled memories from the window.
-    inside: frozenset[int] = frozenset()
-    #: The pooled turns (hybrid only).
-    turns: dict[int, TurnTime] = field(default_factory=dict)
-    #: The keyword matches' coverage (hybrid only, with matches).
-    coverage: Coverage | None = None
-    #: The pooled memories' texts (when asked, and every phrase holder's).
-    texts: dict[int, str] = field(default_factory=dict)
-    #: False when a required phrase is held by no filtered memory (then nothing is pooled).
-    held: bool = True
 
 
 class Wanted(NamedTuple):
@@ -205,9 +145,7 @@ def gather(store: Primitives, request: PoolRequest, facts_of: FactsOf | None = N
     texts: dict[int, str] = {}
     gathering = _Gathering(store, request)
     if request.holds is not None:
-        texts = {
-            m: t for m, t in store.texts_holding(request.phrase_words, request.filters) if request.holds(t)
-        }
+        texts = holders(store, request.phrase_words, request.holds, request.filters)
         if not texts:
             return PoolAnswer(held=False)
         gathering.among = list(texts)
@@ -225,6 +163,14 @@ def gather(store: Primitives, request: PoolRequest, facts_of: FactsOf | None = N
         found, inside = gathering.windowed(lambda f: gathering.cosine_top(vector, f))
         answer = PoolAnswer(vector=found, inside=frozenset(inside))
     return replace(answer, texts=_texts(store, request, [mid for mid, _ in found], texts))
+
+
+def holders(
+    store: Primitives, words: Sequence[str], holds: Callable[[str], bool], filters: Filters
+) -> dict[int, str]:
+    """Memory id → text of every filtered memory holding the required phrases, looked for in the
+    whole store: the keyword index proposes the memories holding ``words``, ``holds`` decides."""
+    return {mid: text for mid, text in store.texts_holding(words, filters) if holds(text)}
 
 
 def _texts(

@@ -30,13 +30,12 @@ from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_s
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
-    from remem.backends.base import Coverage, EmbedFn, ProgressFn, Scored, TurnTime
+    from remem.backends.base import Coverage, EmbedFn, PoolAnswer, PoolRequest, ProgressFn, Scored, TurnTime
     from remem.backends.links import Link, Revival
     from remem.backends.local.lanes import LocalVectorLane
     from remem.backends.local.staged import LocalStaging
     from remem.backends.local.vectors import VectorIndex
     from remem.backends.local.writelog import WriteLog
-    from remem.backends.pooling import PoolAnswer, PoolRequest
     from remem.backends.shapes import IndexState, TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
 

@@ -15,7 +15,8 @@ from remem.backends.postgres.lanes import best_per_memory
 if TYPE_CHECKING:
     import psycopg
 
-    from remem.backends.pooling import PoolRequest, Wanted
+    from remem.backends.base import PoolRequest
+    from remem.backends.pooling import Wanted
     from remem.backends.postgres.session import Session
 
 

@@ -29,8 +29,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from remem.arrays import FloatArray
-    from remem.backends.base import Coverage, EmbedFn, ProgressFn, Scored, TurnTime
-    from remem.backends.pooling import PoolAnswer, PoolRequest
+    from remem.backends.base import Coverage, EmbedFn, PoolAnswer, PoolRequest, ProgressFn, Scored, TurnTime
     from remem.backends.postgres.staged import PostgresStaging
     from remem.backends.shapes import TokenRecord
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats

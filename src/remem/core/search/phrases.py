@@ -3,10 +3,10 @@ memories that merely share them, and quoted parts of a query ("…") are require
 
 Checked on the candidates' texts in the core, so it works the same on every back-end (the
 PostgreSQL keyword lane keeps no word positions). A required phrase is a filter: its candidates are
-every filtered memory whose keyword terms hold its words (``holders``), not the lanes' top. Texts
-and phrases are compared as normalised words: NFKC, lower case, punctuation ignored, each CJK
-character a word of its own (CJK does not separate words by spaces, so ``旅遊`` is a phrase of two
-words). Cost (the retired bench/query_words.py, fake embedder, 2-core AMD EPYC at load 16): a
+every filtered memory whose keyword terms hold its words (``remem.backends.pooling.holders``), not
+the lanes' top. Texts and phrases are compared as normalised words: NFKC, lower case, punctuation
+ignored, each CJK character a word of its own (CJK does not separate words by spaces, so ``旅遊`` is
+a phrase of two words). Cost (the retired bench/query_words.py, fake embedder, 2-core AMD EPYC at load 16): a
 quoted phrase held by 500 of 5,000 memories took 0.32-0.40 s a search in every mode, the same words
 unquoted 0.05-0.14 s.
 """
@@ -16,13 +16,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from remem.backends.analyzer import STOP_WORDS, cjk_pattern
-
-if TYPE_CHECKING:
-    from remem.backends.base import Backend
-    from remem.types import Filters
 
 #: A query is a phrase to look for when it has at least this many words that are not stop words.
 MIN_PHRASE_WORDS = 2
@@ -69,6 +64,11 @@ class Phrases:
         """True when ``text`` holds every required phrase."""
         return all(_holds(text, phrase) for phrase in self.required)
 
+    @property
+    def required_words(self) -> tuple[str, ...]:
+        """The words of every required phrase, in order (what a memory holding them must hold)."""
+        return tuple(word for phrase in self.required for word in phrase)
+
 
 def _holds(text: str, phrase: tuple[str, ...]) -> bool:
     """True when ``text``'s words hold ``phrase``; its words are found only when the normalised
@@ -110,12 +110,3 @@ def of_query(text: str) -> Phrases:
     whole = words(text)
     content = [word for word in whole if word not in STOP_WORDS]
     return Phrases(whole if len(content) >= MIN_PHRASE_WORDS else (), tuple(dict.fromkeys(required)))
-
-
-def holders(backend: Backend, wanted: Phrases, filters: Filters) -> dict[int, str] | None:
-    """Memory id → text of every filtered memory holding all the required phrases, looked for in the
-    whole store (the back-end's keyword index proposes, the texts decide); None when none is required."""
-    if not wanted.required:
-        return None
-    words = [word for phrase in wanted.required for word in phrase]
-    return {mid: text for mid, text in backend.texts_holding(words, filters) if wanted.allows(text)}

@@ -20,15 +20,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
-from remem.backends.pooling import PoolRequest
+from remem.backends.base import PoolRequest
 from remem.core import scripts
 from remem.core.search import speakers
 from remem.types import Lane, SearchMode
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
-    from remem.backends.base import Backend, Coverage, Scored, TurnTime
-    from remem.backends.pooling import VectorOf
+    from remem.backends.base import Backend, Coverage, Scored, TurnTime, VectorOf
     from remem.core.search.query import Query
     from remem.types import Filters, ModelInfo
 
@@ -145,7 +144,7 @@ def request(asked: Asked, query: Query, mode: SearchMode, vector: VectorOf | Non
         vector=vector,
         model=asked.model,
         window=asked.windowed(query),
-        phrase_words=tuple(word for phrase in required for word in phrase),
+        phrase_words=query.phrases.required_words,
         holds=query.phrases.allows if required else None,
         speakers=bool(query.names) and mode is SearchMode.HYBRID,
         scope=query.scope,

@@ -61,7 +61,9 @@ def _written_out(
         "low": np.array(INT16[0], np.float32),
         "high": np.array(INT16[1], np.float32),
     }
-    graph.initializer.extend(numpy_helper.from_array(value, f"{own}_{key}") for key, value in constants.items())
+    graph.initializer.extend(
+        numpy_helper.from_array(value, f"{own}_{key}") for key, value in constants.items()
+    )
     c = {key: f"{own}_{key}" for key in constants}
     step = _Steps(own)
     pairs = step("Reshape", step("Cast", a, to=onnx.TensorProto.FLOAT), c["pairs"])

@@ -48,7 +48,8 @@ def test_this_cpu_computes_the_vectors_recorded_from_the_shipped_file() -> None:
     if int8_kernels() == "vnni":  # the kernels the reference was recorded with: the same bytes
         assert np.array_equal(vectors, recorded)
     else:  # the same integer sums; the float parts' AVX2 code may round the last bits otherwise
-        # (measured against vectors recorded on an AVX2 machine: 5.2e-8 at most)
+        # (measured with the 8-bit graph, its AVX2 sums written out, against vectors recorded on a real
+        # AVX2 machine: 5.2e-8 at most; test_same_vector_on_every_cpu.py)
         np.testing.assert_allclose(vectors, recorded, atol=1e-6)
 
 

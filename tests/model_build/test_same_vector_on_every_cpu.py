@@ -3,6 +3,9 @@ kernel of onnxruntime can saturate, and an AVX2 machine computes what an AVX-512
 
 This machine runs one kind of kernel; the other is written out in plain ONNX (``int8_kernels``). That
 written-out AVX2 kernel is first shown to reproduce vectors recorded on a real AVX2 machine.
+onnxruntime itself cannot be made to run its AVX2 kernels on a VNNI CPU: MLAS picks them by CPUID,
+and onnxruntime 1.32 has no session option or environment variable for it (no ``ORT_DISABLE_AVX512``;
+its ``mlas.*`` config keys are for KleidiAI (ARM), LUT GEMM and convolutions).
 """
 
 from __future__ import annotations

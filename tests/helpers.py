@@ -97,9 +97,9 @@ def vector_search(
 def int8_kernels() -> str:
     """Which of onnxruntime's x86 int8 matrix kernels this CPU runs: ``vnni`` (AVX-512 VNNI or
     AVX-VNNI: exact int32 sums), ``avx2`` (u8 × s8 products summed in pairs into int16, which
-    saturates), or ``unknown`` (no /proc/cpuinfo). The bundled model's vectors differ between the
-    two: over 45 sentences, cosine 0.9915 on average and 0.953 at worst between a VNNI machine's
-    and an AVX2 machine's, while each is ≈0.993 from fp32. Values are pinned per kernel."""
+    saturates), or ``unknown`` (no /proc/cpuinfo). The bundled model's earlier 8-bit file gave
+    vectors that differed between the two (cosine 0.953 at worst over 45 sentences); the shipped
+    7-bit file cannot saturate, so both compute the same integer sums (their speed still differs)."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:

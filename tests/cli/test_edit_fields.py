@@ -57,7 +57,7 @@ def test_a_new_text_and_tags_at_once(store: Path) -> None:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ([], "Error: give a new TEXT, --tag, --meta, --no-tags or --no-meta\n"),
+        ([], "Error: give a new TEXT, --tag, --meta, --user, --no-tags, --no-meta or --no-user\n"),
         (["-t", "ops", "--no-tags"], "Error: --tag and --no-tags exclude each other: give one\n"),
         (["-m", "novalue"], "Error: --meta 'novalue' is not key=value\n"),
     ],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -285,3 +286,36 @@ def test_two_servers_and_a_cli_writer_on_one_store_find_every_memory(store_dir: 
         assert _cli(store_dir, "doctor").count("ok") >= 6
 
     anyio.run(scenario)
+
+
+def test_a_store_of_the_earlier_model_file_keeps_its_writes_and_names_the_command_that_re_embeds_it(
+    store_dir: Path, tmp_path: Path
+) -> None:
+    """A store whose vectors came from the 8-bit file of earlier releases (its stamp): an add is kept
+    without a vector, a search answers from keywords with a note naming `remem reindex --model …`;
+    after that command the memory added meanwhile is found by meaning."""
+    _cli(store_dir, "add", "Postgres 16 runs on the main box")
+    earlier = "b5f035bc8a39f1dd8c54d1fe71fa07a98236a23b87070df346ca6a604fa93831"  # the 8-bit file
+    with sqlite3.connect(store_dir / "memories.sqlite3") as db:
+        db.execute("UPDATE store_meta SET value = ? WHERE key = 'model_sha256'", (earlier,))
+    fix = "`remem reindex --model all-minilm-l6-v2`"
+
+    async def before_the_fix() -> None:
+        with (tmp_path / "stderr.txt").open("w+") as errlog:
+            async with _server(store_dir, errlog) as session:
+                added = await _call(session, "memory_add", {"text": "Lunch is at noon on Fridays"})
+                assert (added["id"], added["embedded"]) == (2, False)
+                found = await _call(session, "memory_search", {"query": "Postgres"})
+                assert found["mode"] == "keyword" and fix in found["lane_note"]
+                assert [hit["id"] for hit in found["hits"]] == [1]
+
+    async def after_the_fix() -> None:
+        with (tmp_path / "stderr.txt").open("w+") as errlog:
+            async with _server(store_dir, errlog) as session:
+                await _until_warm(session)
+                found = await _call(session, "memory_search", {"query": "when do we eat", "mode": "vector"})
+                assert found["hits"][0]["id"] == 2
+
+    anyio.run(before_the_fix)
+    _cli(store_dir, "reindex", "--model", "all-minilm-l6-v2")
+    anyio.run(after_the_fix)

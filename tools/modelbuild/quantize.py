@@ -28,12 +28,17 @@ if TYPE_CHECKING:
 #: is rewritten must change it.
 RECIPE = "remem-int8-per-channel-1"
 
-_INT8_LIMIT = 127  # symmetric: -127…127, zero point 0
+#: The largest weight value of the 8-bit recipe (symmetric: -127…127, zero point 0).
+INT8_LIMIT = 127
+#: The largest weight value of the 7-bit recipe (-63…63): a pair of uint8 × int8 products sums to at
+#: most 2 · 255 · 63 = 32,130, inside int16, so the integer kernels that add pairs into a saturating
+#: int16 (AVX2's VPMADDUBSW, onnxruntime's ``reduce_range``) compute exactly what VNNI computes.
+INT7_LIMIT = 63
 
 
-def quantize_matmuls(graph: GraphProto) -> int:
-    """Quantise in place every MatMul of ``graph`` whose second input is a 2-D float32 initializer;
-    the number of MatMuls rewritten."""
+def quantize_matmuls(graph: GraphProto, limit: int = INT8_LIMIT) -> int:
+    """Quantise in place every MatMul of ``graph`` whose second input is a 2-D float32 initializer,
+    its weights to -``limit``…``limit``; the number of MatMuls rewritten."""
     from onnx import numpy_helper  # noqa: PLC0415
 
     weights = {t.name: t for t in graph.initializer if t.data_type == 1 and len(t.dims) == 2}
@@ -49,7 +54,7 @@ def quantize_matmuls(graph: GraphProto) -> int:
             activations[source] = (f"{source}_q8", f"{source}_q8_scale", f"{source}_q8_zero")
             nodes.append(_node("DynamicQuantizeLinear", [source], list(activations[source])))
         weight = numpy_helper.to_array(weights[node.input[1]])
-        nodes += _integer_matmul(graph, node, weight, activations[source])
+        nodes += _integer_matmul(graph, node, weight, activations[source], limit)
         replaced.add(node.input[1])
     del graph.node[:]
     graph.node.extend(nodes)
@@ -60,12 +65,16 @@ def quantize_matmuls(graph: GraphProto) -> int:
 
 
 def _integer_matmul(
-    graph: GraphProto, node: NodeProto, weight: npt.NDArray[Any], activation: tuple[str, str, str]
+    graph: GraphProto,
+    node: NodeProto,
+    weight: npt.NDArray[Any],
+    activation: tuple[str, str, str],
+    limit: int,
 ) -> list[NodeProto]:
     """The nodes that compute ``node`` (``x @ weight``) with ``x`` quantised as ``activation``."""
     from onnx import numpy_helper  # noqa: PLC0415
 
-    quantized, scales = _per_channel_int8(weight.astype(np.float32))
+    quantized, scales = _per_channel_int8(weight.astype(np.float32), limit)
     output = node.output[0]
     names = {part: f"{output}_{part}" for part in ("w8", "wzero", "wscale", "scale", "i32", "f32")}
     graph.initializer.extend(
@@ -85,12 +94,13 @@ def _integer_matmul(
 
 
 def _per_channel_int8(
-    weight: npt.NDArray[np.float32],
+    weight: npt.NDArray[np.float32], limit: int
 ) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
-    """``weight`` (in, out) as int8 values and one float32 scale per output column, symmetric."""
+    """``weight`` (in, out) as int8 values in -``limit``…``limit`` and one float32 scale per output
+    column, symmetric."""
     peak = np.abs(weight).max(axis=0)
-    scales = np.where(peak > 0, peak / np.float32(_INT8_LIMIT), np.float32(1.0)).astype(np.float32)
-    quantized = np.clip(np.rint(weight / scales), -_INT8_LIMIT, _INT8_LIMIT).astype(np.int8)
+    scales = np.where(peak > 0, peak / np.float32(limit), np.float32(1.0)).astype(np.float32)
+    quantized = np.clip(np.rint(weight / scales), -limit, limit).astype(np.int8)
     return quantized, scales
 
 

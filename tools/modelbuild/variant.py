@@ -107,16 +107,17 @@ def load_model(source: Path) -> ModelProto:
     return model
 
 
-def make_int8(model: ModelProto) -> str:
-    """Turn ``model`` in place into its int8 per-channel dynamically quantized variant; returns its
-    identity (``quantize.model_identity``: the same wherever it is built from the same file)."""
-    from modelbuild.quantize import model_identity, quantize_matmuls  # noqa: PLC0415
+def make_int8(model: ModelProto, limit: int | None = None) -> str:
+    """Turn ``model`` in place into its int8 per-channel dynamically quantized variant, its MatMul
+    weights in -``limit``…``limit`` (``quantize.INT8_LIMIT`` when not given); returns its identity
+    (``quantize.model_identity``: the same wherever it is built from the same file)."""
+    from modelbuild.quantize import INT8_LIMIT, model_identity, quantize_matmuls  # noqa: PLC0415
 
     try:
         _fold_dequantized_weights(model.graph)
         _int8_embedding_tables(model.graph)
         _drop_nan_guards(model.graph)
-        quantize_matmuls(model.graph)
+        quantize_matmuls(model.graph, INT8_LIMIT if limit is None else limit)
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         raise EmbedderError(f"cannot convert the ONNX model: {exc}") from exc
     return model_identity(model)

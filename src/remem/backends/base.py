@@ -304,12 +304,15 @@ class Backend(Protocol):
         tags: Sequence[str] | None,
         meta: Mapping[str, str] | None,
         expected_sha256: str | None = None,
+        owner: tuple[str | None] | None = None,
     ) -> Memory:
-        """Replace a memory's tags and/or meta (None: kept as they are) in one transaction, its
-        keyword terms with them, setting updated_at; its text and vectors stay.
+        """Replace a memory's tags and/or meta (None: kept as they are) and, with ``owner`` (``(user,)``,
+        ``(None,)`` for no user), its user, in one transaction, its keyword terms with them, setting
+        updated_at; its text and vectors stay.
 
         MemoryNotFoundError if there is none; EditConflictError if ``expected_sha256`` is given and
-        the memory's text no longer has it.
+        the memory's text no longer has it; InvalidInputError (nothing changed) if the new user
+        already holds that text in another memory.
         """
         ...
 

@@ -45,24 +45,36 @@ def edit(
     ] = None,
     no_tags: Annotated[bool, typer.Option("--no-tags", help="Remove all its tags.")] = False,
     no_meta: Annotated[bool, typer.Option("--no-meta", help="Remove all its metadata.")] = False,
+    user: Annotated[
+        str | None,
+        typer.Option(
+            "--user",
+            "-u",
+            metavar="NAME",
+            help="Move it to this user (not a conversation's turn, nor one of a chain of replaced memories).",
+        ),
+    ] = None,
+    no_user: Annotated[bool, typer.Option("--no-user", help="Make it a memory of no user (shared).")] = False,
     max_chars: opt.MaxCharsOption = MAX_TEXT_CHARS,
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
-    """Change a memory: its text (re-embedded), its tags, its metadata; keeps its id and
+    """Change a memory: its text (re-embedded), its tags, its metadata, its user; keeps its id and
     created_at, records updated_at. Exit 1 if there is no such memory."""
     new_text = (
         within_limit(read_text(text, stdin(), limit=max_chars), max_chars, "memory text") if text else None
     )
     tags = _replacing(tag, no_tags, "--tag", "--no-tags", clean_tags)
     new_meta = _replacing(meta, no_meta, "--meta", "--no-meta", parse_meta)
-    if new_text is None and tags is None and new_meta is None:
-        raise InvalidInputError("give a new TEXT, --tag, --meta, --no-tags or --no-meta")
+    if user is not None and no_user:
+        raise InvalidInputError("--user and --no-user exclude each other: give one")
+    if new_text is None and tags is None and new_meta is None and user is None and not no_user:
+        raise InvalidInputError("give a new TEXT, --tag, --meta, --user, --no-tags, --no-meta or --no-user")
     with open_memories(store, create=False) as memories:
         if memories is None:
             raise MemoryNotFoundError([memory_id])
         memories.max_text_chars = max_chars
-        memory = memories.edit(memory_id, new_text, tags=tags, meta=new_meta)
+        memory = memories.edit(memory_id, new_text, tags=tags, meta=new_meta, user=user, no_user=no_user)
     print_results([memory], json_out, render.memory_record, render.memories_table)
 
 

@@ -16,6 +16,7 @@ from remem.inputs import (
     MAX_TEXT_CHARS,
     check_min_score,
     clean_meta,
+    clean_name,
     clean_tags,
     expiry_iso,
     strip_text,
@@ -58,24 +59,35 @@ def text(value: str, what: str = "memory text", limit: int = MAX_TEXT_CHARS, nam
 
 
 class Change(NamedTuple):
-    """What an edit changes of a memory (None: kept as it is)."""
+    """What an edit changes of a memory (None: kept as it is); ``owner`` is ``(user,)``, ``(None,)``
+    for no user."""
 
     text: str | None
     tags: tuple[str, ...] | None
     meta: dict[str, str] | None
+    owner: tuple[str | None] | None = None
 
 
 def change(
-    text_given: str | None, tags: Sequence[str] | None, meta: Mapping[str, str] | None, limit: int
+    text_given: str | None,
+    tags: Sequence[str] | None,
+    meta: Mapping[str, str] | None,
+    limit: int,
+    owner: tuple[str | None, bool] = (None, False),
 ) -> Change:
-    """An edit's new text (as ``text``), tags and meta, checked as ``add`` checks them; at least one
-    given (else InvalidInputError)."""
-    if text_given is None and tags is None and meta is None:
+    """An edit's new text (as ``text``), tags, meta and user (``owner``: a user, and whether to
+    remove it), checked as ``add`` checks them; at least one given (else InvalidInputError)."""
+    user = clean_name(checks.optional_string(owner[0], "user"), "user", "user")
+    no_user = checks.flag(owner[1], "no_user")
+    if user is not None and no_user:
+        raise InvalidInputError("user and no_user exclude each other: give one", parameter="user")
+    if text_given is None and tags is None and meta is None and user is None and not no_user:
         raise InvalidInputError("give a new text, tags or meta to change", parameter="text")
     return Change(
         None if text_given is None else text(text_given, limit=limit),
         None if tags is None else clean_tags(checks.strings(tags, "tags")),
         None if meta is None else clean_meta(checks.string_map(meta, "meta"), "meta", "meta"),
+        (user,) if user is not None else (None,) if no_user else None,
     )
 
 

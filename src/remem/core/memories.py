@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
-from remem.core import arguments
+from remem.core import arguments, owners
 from remem.core.afterwards import afterwards
 from remem.core.context import ContextItem, Merge, merge
 from remem.errors import MemoryNotFoundError, ModelMismatchError, StoreClosedError
@@ -407,16 +407,21 @@ class Memories(AbstractContextManager["Memories"]):
         *,
         tags: Sequence[str] | None = None,
         meta: Mapping[str, str] | None = None,
+        user: str | None = None,
+        no_user: bool = False,
     ) -> Memory:
         """Change a memory, keeping its id and created_at and setting updated_at: its text
-        (re-embedded), its tags, its meta — what is given (None: kept; InvalidInputError if nothing
-        is). MemoryNotFoundError if there is none (nothing is loaded or changed); EditConflictError
-        if another edit changed it while this one was embedding (nothing is changed)."""
+        (re-embedded), its tags, its meta, its user (``no_user``: none) — what is given (None: kept;
+        InvalidInputError if nothing is). MemoryNotFoundError if there is none (nothing is loaded or
+        changed); EditConflictError if another edit changed it while this one was embedding;
+        InvalidInputError for a move ``core.owners`` refuses (nothing is changed)."""
         memory_id = checks.integer(memory_id, "memory_id")
-        change = arguments.change(text, tags, meta, self.max_text_chars)
+        change = arguments.change(text, tags, meta, self.max_text_chars, (user, no_user))
         before = self.backend.get_many(arguments.stored_ids([memory_id])).get(memory_id)
         if before is None:
             raise MemoryNotFoundError([memory_id])
+        if change.owner is not None and change.owner[0] != before.user:
+            owners.check_move(self.backend, before, change.owner[0], change.text)
         return turns.edit(self.backend, self._stores_embedder, before, change)
 
     def forget(

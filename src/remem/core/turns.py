@@ -291,8 +291,8 @@ def refresh(backend: Backend, embedder: Embedder | None, memory_ids: Sequence[in
 
 def edit(backend: Backend, embedder: Callable[[], Embedder], before: Memory, change: Change) -> Memory:
     """Give a stored memory (as read: ``before``) a new text, re-embedded with its context (the
-    turns after it refreshed), then new tags or meta (``Backend.refile``, after the text: a text the
-    store refuses changes nothing); see ``Backend.edit`` for the errors. ``embedder`` is called only
+    turns after it refreshed), then new tags, meta or user (``Backend.refile``, after the text: a text
+    the store refuses changes nothing); see ``Backend.edit`` for the errors. ``embedder`` is called only
     for a new text."""
     edited = before
     if change.text is not None:
@@ -303,9 +303,10 @@ def edit(backend: Backend, embedder: Callable[[], Embedder], before: Memory, cha
             before.id, change.text, vectors, model.info, expected_sha256=before.sha256, context=doc.context
         )
         refresh(backend, model, followers(backend, [edited]))
-    if change.tags is None and change.meta is None:
+    owner = None if change.owner is None or change.owner[0] == before.user else change.owner
+    if change.tags is None and change.meta is None and owner is None:
         return edited
-    return backend.refile(before.id, change.tags, change.meta, expected_sha256=edited.sha256)
+    return backend.refile(before.id, change.tags, change.meta, expected_sha256=edited.sha256, owner=owner)
 
 
 def forget(backend: Backend, embedder: Callable[[], Embedder], memories: Sequence[Memory]) -> list[int]:

@@ -54,15 +54,14 @@ def edit(
     return records.get_many([memory_id])[memory_id]
 
 
-def refile(
-    writing: Writing,
-    memory_id: int,
-    tags: Sequence[str] | None,
-    meta: Mapping[str, str] | None,
-    expected_sha256: str | None,
-) -> Memory:
-    """Replace a memory's tags and/or meta (None: kept) and its keyword terms in one ``writing``
-    transaction; records updated_at (``Backend.refile`` says what it raises)."""
+#: What a refile replaces: tags, meta, owner (``Backend.refile``'s arguments; None: kept).
+Refiling = tuple[Sequence[str] | None, Mapping[str, str] | None, tuple[str | None] | None]
+
+
+def refile(writing: Writing, memory_id: int, change: Refiling, expected_sha256: str | None) -> Memory:
+    """Replace a memory's tags, meta and/or user (``change``; None: kept) and its keyword terms in one
+    ``writing`` transaction; records updated_at (``Backend.refile`` says what it raises)."""
+    tags, meta, owner = change
     with writing(None) as (_, records):
         conn = records.conn
         row = conn.execute("SELECT sha256 FROM memories WHERE id = ?", (memory_id,)).fetchone()
@@ -75,15 +74,26 @@ def refile(
             "UPDATE memories SET updated_at = ?, meta = coalesce(?, meta) WHERE id = ?",
             (utc_now_iso(), stored, memory_id),
         )
+        if owner is not None:
+            _move(conn, memory_id, owner[0])
         if tags is not None:
             conn.execute("DELETE FROM memory_tags WHERE memory_id = ?", (memory_id,))
             conn.executemany(
                 "INSERT INTO memory_tags (memory_id, tag) VALUES (?, ?)",
                 [(memory_id, tag) for tag in sorted(set(tags))],
             )
+        if tags is not None or owner is not None:
             conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
             fts.write_stored_terms(conn, [memory_id])
     return records.get_many([memory_id])[memory_id]
+
+
+def _move(conn: sqlite3.Connection, memory_id: int, user: str | None) -> None:
+    """Give a memory another user (None: no user); InvalidInputError if that user holds its text."""
+    try:
+        conn.execute("UPDATE memories SET user = ? WHERE id = ?", (user, memory_id))
+    except sqlite3.IntegrityError:
+        raise InvalidInputError("the new user already holds this text in another memory") from None
 
 
 def set_contexts(writing: Writing, items: Sequence[tuple[int, str, str]]) -> list[int]:

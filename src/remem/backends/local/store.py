@@ -158,11 +158,12 @@ class LocalBackend:
         tags: Sequence[str] | None,
         meta: Mapping[str, str] | None,
         expected_sha256: str | None = None,
+        owner: tuple[str | None] | None = None,
     ) -> Memory:
-        """Replace a memory's tags and/or meta and its keyword terms (``changes.refile``)."""
+        """Replace a memory's tags, meta and/or user and its keyword terms (``changes.refile``)."""
         from remem.backends.local import changes  # noqa: PLC0415 - `list` never changes a memory
 
-        return changes.refile(self.writing, memory_id, tags, meta, expected_sha256)
+        return changes.refile(self.writing, memory_id, (tags, meta, owner), expected_sha256)
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
         """Delete memories (texts, tags, terms, vectors); returns the ids that existed."""

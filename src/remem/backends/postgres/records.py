@@ -348,28 +348,44 @@ def refile(
     cursor: psycopg.Cursor[Any],
     s: str,
     memory_id: int,
-    tags: Sequence[str] | None,
-    meta: Mapping[str, str] | None,
+    change: tuple[Sequence[str] | None, Mapping[str, str] | None, tuple[str | None] | None],
     expected_sha256: str | None,
 ) -> Memory:
-    """Replace a memory's tags and/or meta (None: kept) and its keyword terms, setting updated_at
-    (see ``Backend.refile`` for the errors). The row is locked first, as an edit's is."""
+    """Replace a memory's tags, meta and/or user (``change``; None: kept) and its keyword terms,
+    setting updated_at (see ``Backend.refile`` for the errors). The row is locked first, as an
+    edit's is."""
+    tags, meta, owner = change
     cursor.execute(
-        f'SELECT sha256, text, "user", role, tags, context FROM {s}.memories WHERE id = %s FOR UPDATE',
+        f'SELECT sha256, text, "user", role, tags, context, conversation FROM {s}.memories '
+        "WHERE id = %s FOR UPDATE",
         (memory_id,),
     )
     current = cursor.fetchone()
     if current is None:
         raise MemoryNotFoundError([memory_id])
-    sha, text, user, role, stored_tags, context = current
+    sha, text, user, role, stored_tags, context, conversation = current
     if expected_sha256 not in (None, sha):
         raise EditConflictError(f"memory {memory_id} was changed by another edit meanwhile; retry")
+    if owner is not None:
+        user = owner[0]
+        if find_duplicate(cursor, s, NewMemory(text=text, user=user, conversation=conversation)) not in (
+            None,
+            memory_id,
+        ):
+            raise InvalidInputError("the new user already holds this text in another memory")
     new_tags = sorted(set(stored_tags if tags is None else tags))
     stored_meta = None if meta is None else json.dumps(dict(meta), ensure_ascii=False, sort_keys=True)
     cursor.execute(
-        f"UPDATE {s}.memories SET tags = %s, meta = coalesce(%s, meta), updated_at = %s, "
+        f'UPDATE {s}.memories SET tags = %s, meta = coalesce(%s, meta), "user" = %s, updated_at = %s, '
         f"terms = {terms_sql(s)}, term_count = %s WHERE id = %s",
-        (new_tags, stored_meta, utc_now_iso(), *analyzed(text, (role, user, *new_tags), context), memory_id),
+        (
+            new_tags,
+            stored_meta,
+            user,
+            utc_now_iso(),
+            *analyzed(text, (role, user, *new_tags), context),
+            memory_id,
+        ),
     )
     return get_many(cursor, s, [memory_id])[memory_id]
 

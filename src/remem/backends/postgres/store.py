@@ -246,10 +246,11 @@ class PostgresBackend:
         tags: Sequence[str] | None,
         meta: Mapping[str, str] | None,
         expected_sha256: str | None = None,
+        owner: tuple[str | None] | None = None,
     ) -> Memory:
-        """Replace a memory's tags and/or meta and its keyword terms (``records.refile``)."""
+        """Replace a memory's tags, meta and/or user and its keyword terms (``records.refile``)."""
         with self.access.writing(None) as cursor:
-            return records.refile(cursor, self.s, memory_id, tags, meta, expected_sha256)
+            return records.refile(cursor, self.s, memory_id, (tags, meta, owner), expected_sha256)
 
     def forget(self, memory_ids: Sequence[int]) -> list[int]:
         """Delete memories with their vectors; returns the ids that existed."""

@@ -38,7 +38,7 @@ def conversations(path: Path, given: str, source: str) -> Iterator[tuple[int, di
                 yield index, item
         except ijson.JSONError as exc:
             raise InvalidInputError(
-                f"{given}: not valid JSON after conversation [{index}] (a truncated file?): "
+                f"{given}: not valid JSON in conversation [{index + 1}] (a truncated file?): "
                 f"{_first_line(exc)}"
             ) from None
         except OSError as exc:

@@ -50,24 +50,25 @@ def split(text: str) -> Note:
 def _fields(lines: list[str]) -> dict[str, Value]:
     fields: dict[str, Value] = {}
     last: str | None = None
+    nested: set[str] = set()
     for number, line in enumerate(lines, start=2):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        if line[0] in " \t":
-            if last is None:
-                raise FrontMatterError(number, "an indented line that belongs to no key")
-            item = _ITEM.match(line)
-            current = fields[last]
-            if item and (current is None or isinstance(current, list)):
-                fields[last] = [*(current or []), _scalar(item.group(1))]
-            else:  # a nested map or a block of text: passed over
-                fields[last] = None
+        if line[0] not in " \t":
+            found = _KEY.match(line)
+            if found is None:
+                raise FrontMatterError(number, "not a `key: value` line")
+            last = found.group(1).strip().lower()
+            fields[last] = _value(found.group(2) or "")
             continue
-        found = _KEY.match(line)
-        if found is None:
-            raise FrontMatterError(number, "not a `key: value` line")
-        last = found.group(1).strip().lower()
-        fields[last] = _value(found.group(2) or "")
+        if last is None or isinstance(fields[last], str):
+            raise FrontMatterError(number, "an indented line under no key, or under a key that has a value")
+        item = _ITEM.match(line)
+        if item and last not in nested:
+            fields[last] = [*(fields[last] or []), _scalar(item.group(1))]
+        else:  # a nested map or a block of text: passed over
+            fields[last] = None
+            nested.add(last)
     return fields
 
 

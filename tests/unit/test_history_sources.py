@@ -130,7 +130,8 @@ def test_an_unknown_claude_block_is_skipped_with_a_line_naming_it(tmp_path: Path
     entries, history = _read("claude", path)
     assert len(entries) == 6  # the message keeps its text block
     assert history.notes == [
-        f"{path}: [1].chat_messages[1].content[2].type: 'hologram' is not a content block remem knows; skipped"
+        f"{path}: [1].chat_messages[1].content[2].type: 'hologram' is not a content block remem knows; "
+        "skipped"
     ]
 
 
@@ -230,7 +231,8 @@ def _bad(tmp_path: Path, kind: str) -> tuple[str, Path, str]:
         "claude-as-chatgpt": (
             "chatgpt",
             (DATA / "claude.json").read_text(encoding="utf-8"),
-            ": [0] has no mapping of messages: not a ChatGPT export (a Claude export is read with --from claude)",
+            ": [0] has no mapping of messages: not a ChatGPT export (a Claude export is read with "
+            "--from claude)",
         ),
         "chatgpt-as-claude": ("claude", chatgpt, ": [0] has no chat_messages: not a Claude export"),
         "strings": ("claude", '["a", "b"]', ": [0] is not an object: not a Claude export"),

@@ -134,8 +134,7 @@ def import_history(
     for line in history.notes:
         warn(line)
     skipped = ", ".join(f"{count:,} {what}" for what, count in history.skipped.items())
-    resumed = f" (resumed: {report.resumed:,} were staged already)" if report.resumed else ""
     note(
-        f"Imported from {source}: {len(report.added):,} new, {len(report.duplicates):,} already there"
-        f"{resumed}; skipped {skipped or 'nothing'}."
+        f"Imported from {source}: {len(report.added):,} new, {len(report.duplicates):,} already there; "
+        f"skipped {skipped or 'nothing'}."
     )

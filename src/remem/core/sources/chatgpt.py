@@ -17,8 +17,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from remem.core.sources import Item, Tally
 from remem.core.sources.arrays import conversations, epoch_time, key, text
+from remem.core.sources.shape import Item, Tally
 from remem.errors import InvalidInputError
 
 #: The roles whose messages are imported, as remem names them.

@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from remem.core.sources import Item, Tally
 from remem.core.sources.arrays import conversations, iso_time, text
+from remem.core.sources.shape import Item, Tally
 from remem.errors import InvalidInputError
 
 #: Claude's senders, as remem's roles.

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-from remem.core.sources import Item, Tally
 from remem.core.sources.frontmatter import FrontMatterError, Note, split, words
+from remem.core.sources.shape import Item, Tally
 from remem.times import utc_iso
 
 #: Notes longer than this (characters, after the front matter) are split at their headings: about

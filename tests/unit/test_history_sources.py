@@ -221,12 +221,12 @@ def _bad(tmp_path: Path, kind: str) -> tuple[str, Path, str]:
         "truncated": (
             "chatgpt",
             chatgpt[: len(chatgpt) // 2],
-            "not valid JSON in conversation [0] (a truncated file?)",
+            "not valid JSON in conversation [0]: the file ends inside it (a truncated file?)",
         ),
         "truncated-later": (
             "chatgpt",
             chatgpt[: chatgpt.index('"6650c3d4-garden"') + 40],
-            "not valid JSON in conversation [1] (a truncated file?)",
+            "not valid JSON in conversation [1]: the file ends inside it (a truncated file?)",
         ),
         "claude-as-chatgpt": (
             "chatgpt",
@@ -238,6 +238,12 @@ def _bad(tmp_path: Path, kind: str) -> tuple[str, Path, str]:
         "strings": ("claude", '["a", "b"]', ": [0] is not an object: not a Claude export"),
         "empty": ("chatgpt", "  \n", ": empty; a ChatGPT export's conversations.json is a JSON array"),
         "binary": ("claude", "PK\x03\x04 a zip", ": not JSON, not the JSON array of conversations"),
+        "deep": ("claude", "[" * 100_000, ": conversation [0] nests more than 512 deep"),
+        "trailing": (
+            "claude",
+            "[] and more",
+            ": not valid JSON in conversation [0]: parse error: trailing garbage",
+        ),
     }
     if kind == "directory":
         return "chatgpt", tmp_path, ": a directory; --from chatgpt reads the export's conversations.json"
@@ -245,6 +251,14 @@ def _bad(tmp_path: Path, kind: str) -> tuple[str, Path, str]:
         return "markdown", DATA / "chatgpt.json", ": not a directory; --from markdown reads a folder of notes"
     if kind == "missing":
         return "claude", tmp_path / "nothing.json", ": no such file"
+    if kind == "not-utf-8":
+        path = tmp_path / "latin1.json"
+        path.write_bytes(chatgpt.replace("Príncipe", "Pr\xedncipe").encode("latin-1", "replace"))
+        return (
+            "chatgpt",
+            path,
+            ": not valid JSON in conversation [0]: lexical error: invalid bytes in UTF8 string.",
+        )
     source, content, says = files[kind]
     path = tmp_path / f"{kind}.json"
     path.write_text(content, encoding="utf-8")
@@ -262,6 +276,9 @@ def _bad(tmp_path: Path, kind: str) -> tuple[str, Path, str]:
         "strings",
         "empty",
         "binary",
+        "deep",
+        "trailing",
+        "not-utf-8",
         "directory",
         "file-for-markdown",
         "missing",

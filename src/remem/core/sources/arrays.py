@@ -15,12 +15,14 @@ from remem.times import utc_iso
 
 #: Bytes read before the first that is not white space, to tell a JSON array from other input.
 _SNIFF = 4096
+#: How deep a conversation may nest (a real export's are about 10 deep; tool inputs a little more).
+MAX_DEPTH = 512
 
 
 def conversations(path: Path, given: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(index, conversation) for each object of the JSON array in ``path`` (``given`` names it in
     an error); InvalidInputError, naming the file and where, for input that is not a JSON array
-    of objects or that ends early (a truncated file)."""
+    of objects, that ends early (a truncated file) or that nests deeper than ``MAX_DEPTH``."""
     import ijson  # noqa: PLC0415 - only an import of a chat export loads it
 
     try:
@@ -30,19 +32,43 @@ def conversations(path: Path, given: str, source: str) -> Iterator[tuple[int, di
     with handle:
         _check_array(handle.read(_SNIFF), given, source)
         handle.seek(0)
-        index = -1
+        index = 0
         try:
-            for index, item in enumerate(ijson.items(handle, "item", use_float=True)):
+            for item in _items(ijson.basic_parse(handle, use_float=True), ijson, given):
                 if not isinstance(item, dict):
                     raise InvalidInputError(f"{given}: [{index}] is not an object: not a {source} export")
                 yield index, item
+                index += 1
         except ijson.JSONError as exc:
             raise InvalidInputError(
-                f"{given}: not valid JSON in conversation [{index + 1}] (a truncated file?): "
-                f"{_first_line(exc)}"
+                f"{given}: not valid JSON in conversation [{index}]: {_why(exc)}"
             ) from None
         except OSError as exc:
             raise InvalidInputError(f"{given}: cannot read: {exc.strerror or exc}") from None
+
+
+def _items(events: Iterator[tuple[str, Any]], ijson: Any, given: str) -> Iterator[Any]:
+    """The values of the top-level array, built from ijson's events one at a time. Built here
+    rather than by ``ijson.items``, whose path prefixes grow with the nesting: a 100 KB file of
+    ``[[[[…`` would take gigabytes; here memory is bounded by the depth, itself at most MAX_DEPTH."""
+    next(events)  # the array's start (``_check_array``)
+    depth, index, builder = 0, 0, None
+    for event, value in events:
+        if event in ("start_map", "start_array"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InvalidInputError(f"{given}: conversation [{index}] nests more than {MAX_DEPTH} deep")
+        elif event in ("end_map", "end_array"):
+            depth -= 1
+            if depth < 0:  # the array's end: the rest is read for what may follow it
+                for _ in events:
+                    pass
+                return
+        builder = builder or ijson.ObjectBuilder()
+        builder.event(event, value)
+        if depth == 0:
+            yield builder.value
+            index, builder = index + 1, None
 
 
 def _check_array(head: bytes, given: str, source: str) -> None:
@@ -58,8 +84,14 @@ def _check_array(head: bytes, given: str, source: str) -> None:
         )
 
 
-def _first_line(exc: Exception) -> str:
-    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+def _why(exc: Exception) -> str:
+    """What ijson found wrong, in one short line (never the text it quotes from the file)."""
+    raw = exc.args[0] if exc.args else ""
+    said = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    first = (said.strip().splitlines() or [type(exc).__name__])[0].strip()
+    if "premature EOF" in first or "Incomplete" in first:
+        return "the file ends inside it (a truncated file?)"
+    return first[:120]
 
 
 def epoch_time(value: Any) -> str | None:

@@ -309,3 +309,21 @@ def test_a_message_remem_would_refuse_is_skipped_and_noted(tmp_path: Path) -> No
     assert f'{path}: [1].mapping["q1"].message: skipped: the text has 50 characters' in "\n".join(
         history.notes
     )
+
+
+def test_a_note_that_is_not_utf8_or_too_big_is_skipped_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from remem.core.sources import markdown
+
+    (tmp_path / "latin1.md").write_bytes("café au lait".encode("latin-1"))
+    (tmp_path / "big.md").write_text("x" * 200, encoding="utf-8")
+    (tmp_path / "good.md").write_text("The boiler is serviced in March.", encoding="utf-8")
+    monkeypatch.setattr(markdown, "MAX_FILE_BYTES", 100)
+    entries, history = _read("markdown", tmp_path)
+    assert [e.memory.text for e in entries] == ["The boiler is serviced in March."]
+    assert history.skipped == {"files over 64 MB": 1, "unreadable files": 1}
+    assert history.notes == [
+        f"{tmp_path}/big.md: skipped: 200 bytes, more than a note's 100",
+        f"{tmp_path}/latin1.md: skipped: not UTF-8",
+    ]

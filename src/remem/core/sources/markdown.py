@@ -29,6 +29,8 @@ from remem.times import utc_iso
 #: Notes longer than this (characters, after the front matter) are split at their headings: about
 #: two windows of the bundled model, whose 256 tokens hold about 1,000 characters of English.
 SECTION_CHARS = 2_000
+#: A file bigger than this is not read as a note (it would be held whole): skipped and noted.
+MAX_FILE_BYTES = 64 << 20
 #: The tag every imported note gets.
 TAG = "source:markdown"
 
@@ -49,8 +51,12 @@ def read(path: Path, given: str, tally: Tally) -> Iterator[Item]:
             continue
         shown = f"{given.rstrip('/')}/{relative}"
         try:
-            raw = file.read_bytes().decode("utf-8").removeprefix("\ufeff")
-            mtime = file.stat().st_mtime
+            stat = file.stat()
+            if stat.st_size > MAX_FILE_BYTES:
+                tally.skip("files over 64 MB")
+                tally.note(f"{shown}: skipped: {stat.st_size:,} bytes, more than a note's {MAX_FILE_BYTES:,}")
+                continue
+            raw, mtime = file.read_bytes().decode("utf-8").removeprefix("\ufeff"), stat.st_mtime
         except (OSError, UnicodeDecodeError) as exc:
             tally.skip("unreadable files")
             tally.note(f"{shown}: skipped: {exc.strerror if isinstance(exc, OSError) else 'not UTF-8'}")

@@ -327,3 +327,18 @@ def test_a_note_that_is_not_utf8_or_too_big_is_skipped_and_named(
         f"{tmp_path}/big.md: skipped: 200 bytes, more than a note's 100",
         f"{tmp_path}/latin1.md: skipped: not UTF-8",
     ]
+
+
+@pytest.mark.parametrize("name", ["chatgpt.json", "claude.json"])
+def test_the_streamed_conversations_are_the_files_json(name: str) -> None:
+    from remem.core.sources.arrays import conversations
+
+    streamed = [conversation for _, conversation in conversations(DATA / name, name, "test")]
+    assert streamed == json.loads((DATA / name).read_text(encoding="utf-8"))
+
+
+def test_too_deep_a_conversation_is_named_by_its_place(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('[{"uuid": "a", "chat_messages": []}, ' + "[" * 600 + "]" * 600 + "]", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=r"deep.json: conversation \[1\] nests more than 512 deep"):
+        _read("claude", path)

@@ -34,7 +34,7 @@ def conversations(path: Path, given: str, source: str) -> Iterator[tuple[int, di
         handle.seek(0)
         index = 0
         try:
-            for item in _items(ijson.basic_parse(handle, use_float=True), ijson, given):
+            for item in _items(ijson.basic_parse(handle, use_float=True), given):
                 if not isinstance(item, dict):
                     raise InvalidInputError(f"{given}: [{index}] is not an object: not a {source} export")
                 yield index, item
@@ -47,28 +47,50 @@ def conversations(path: Path, given: str, source: str) -> Iterator[tuple[int, di
             raise InvalidInputError(f"{given}: cannot read: {exc.strerror or exc}") from None
 
 
-def _items(events: Iterator[tuple[str, Any]], ijson: Any, given: str) -> Iterator[Any]:
+def _items(events: Iterator[tuple[str, Any]], given: str) -> Iterator[Any]:
     """The values of the top-level array, built from ijson's events one at a time. Built here
-    rather than by ``ijson.items``, whose path prefixes grow with the nesting: a 100 KB file of
-    ``[[[[…`` would take gigabytes; here memory is bounded by the depth, itself at most MAX_DEPTH."""
+    rather than by ``ijson.items``, whose path prefixes grow with the nesting (a 100 KB file of
+    ``[[[[…`` took gigabytes); here memory is bounded by the depth, itself at most MAX_DEPTH."""
     next(events)  # the array's start (``_check_array``)
-    depth, index, builder = 0, 0, None
+    stack: list[Any] = []  # the containers being built, outermost first
+    keys: list[Any] = []  # the key each open map is waiting to fill
+    index = 0  # of the value being built
     for event, value in events:
-        if event in ("start_map", "start_array"):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise InvalidInputError(f"{given}: conversation [{index}] nests more than {MAX_DEPTH} deep")
-        elif event in ("end_map", "end_array"):
-            depth -= 1
-            if depth < 0:  # the array's end: the rest is read for what may follow it
+        if event == "map_key":
+            keys[-1] = value
+            continue
+        if event in ("end_map", "end_array"):
+            if not stack:  # the array's end: the rest is read for what may follow it
                 for _ in events:
                     pass
                 return
-        builder = builder or ijson.ObjectBuilder()
-        builder.event(event, value)
-        if depth == 0:
-            yield builder.value
-            index, builder = index + 1, None
+            done = stack.pop()
+            keys.pop()
+            if not stack:
+                yield done
+                index += 1
+            continue
+        if event in ("start_map", "start_array"):
+            if len(stack) >= MAX_DEPTH:
+                raise InvalidInputError(f"{given}: conversation [{index}] nests more than {MAX_DEPTH} deep")
+            container: Any = {} if event == "start_map" else []
+            if stack:
+                _put(stack[-1], keys[-1], container)
+            stack.append(container)
+            keys.append(None)
+        elif stack:
+            _put(stack[-1], keys[-1], value)
+        else:
+            yield value  # a value that is not an object (refused by the caller)
+            index += 1
+
+
+def _put(container: Any, key: Any, value: Any) -> None:
+    """Put ``value`` into the map (at ``key``) or array being built."""
+    if type(container) is dict:
+        container[key] = value
+    else:
+        container.append(value)
 
 
 def _check_array(head: bytes, given: str, source: str) -> None:

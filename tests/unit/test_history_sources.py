@@ -135,6 +135,30 @@ def test_an_unknown_claude_block_is_skipped_with_a_line_naming_it(tmp_path: Path
     ]
 
 
+def test_claude_tool_results_voice_notes_and_odd_blocks(tmp_path: Path) -> None:
+    """A message of nothing but a tool result (what Claude's export holds after each tool call) is
+    counted as that, not also as an empty message; a voice note is its transcript; a block whose
+    type is not a string is an unknown block, not a crash."""
+    messages = [
+        {"uuid": "v1", "sender": "human", "content": [{"type": "voice_note", "transcript": "Hi"}]},
+        {"uuid": "t1", "sender": "assistant", "content": [{"type": "tool_use", "name": "calc"}]},
+        {"uuid": "t2", "sender": "human", "text": "", "content": [{"type": "tool_result"}]},
+        {"uuid": "e1", "sender": "assistant", "text": "", "content": []},
+        {"uuid": "o1", "sender": "assistant", "content": [{"type": ["x"]}, {"type": "text", "text": "42"}]},
+    ]
+    path = _export(tmp_path, [{"uuid": "c", "chat_messages": messages}])
+    entries, history = _read("claude", path)
+    assert [(e.memory.role, e.memory.text) for e in entries] == [("user", "Hi"), ("assistant", "42")]
+    assert history.skipped == {
+        "tool calls and results": 2,
+        "empty messages": 1,
+        "content blocks of unknown types": 1,
+    }
+    assert history.notes == [
+        f"{path}: [0].chat_messages[4].content[0].type: None is not a content block remem knows; skipped"
+    ]
+
+
 def test_markdown_notes_sections_tags_links_and_times() -> None:
     entries, history = _read("markdown", DATA / "notes")
     by_id = {e.memory.meta["source_id"]: e.memory for e in entries}

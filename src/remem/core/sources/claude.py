@@ -3,10 +3,11 @@ created_at, chat_messages: [{uuid, sender, text, content, created_at, attachment
 each a list of messages in order.
 
 Kept: the words of the human's (role ``user``) and the assistant's messages, each a turn of the
-conversation (its uuid) with the message's own time: the ``text`` blocks of its ``content``, else
-its ``text``. Skipped and counted: tool calls and results, reasoning, images, attachments and
-files, other senders, empty messages; a content block type this module does not know is skipped
-with a note naming the file and its JSON path.
+conversation (its uuid) with the message's own time: the ``text`` blocks of its ``content`` (and a
+voice note's transcript), else its ``text``. Skipped and counted: tool calls and results,
+reasoning, images, attachments and files, other senders, empty messages (a message of nothing but
+left-out blocks, such as a tool result, is counted as those blocks only); a content block type
+this module does not know is skipped with a note naming the file and its JSON path.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from remem.errors import InvalidInputError
 
 #: Claude's senders, as remem's roles.
 ROLES = {"human": "user", "user": "user", "assistant": "assistant"}
+#: Content blocks that are words of the conversation, and the key that holds them.
+WORDS = {"text": "text", "voice_note": "transcript"}
 #: Content blocks that are not words of the conversation, by what they are counted as.
 NOT_WORDS = {
     "tool_use": "tool calls and results",
@@ -81,20 +84,26 @@ def _turn(message: Any, where: str, tally: Tally) -> tuple[str, str] | None:
         tally.skip(f"{sender} messages" if isinstance(sender, str) else "messages without a sender")
         return None
     blocks = message.get("content")
-    words = _words(blocks, where, tally) if isinstance(blocks, list) and blocks else text(message.get("text"))
+    if isinstance(blocks, list) and blocks:
+        words, left_out = _words(blocks, where, tally)
+    else:
+        words, left_out = text(message.get("text")), 0
     if not words.strip():
-        tally.skip("empty messages")
+        if not left_out:  # nothing but left-out blocks (a tool result): counted as those
+            tally.skip("empty messages")
         return None
     return role, words
 
 
-def _words(blocks: list[Any], where: str, tally: Tally) -> str:
-    """The text blocks of a message's content, joined; the others counted (or noted)."""
+def _words(blocks: list[Any], where: str, tally: Tally) -> tuple[str, int]:
+    """The words of a message's content blocks, joined, and how many blocks were left out (each
+    counted, or noted when of an unknown type)."""
     words: list[str] = []
     for number, block in enumerate(blocks):
         kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text":
-            words.append(text(block.get("text")))
+        kind = kind if isinstance(kind, str) else None  # a list or map is no type (and unhashable)
+        if kind in WORDS:
+            words.append(text(block.get(WORDS[kind])))
         elif kind in NOT_WORDS:
             tally.skip(NOT_WORDS[kind])
         else:
@@ -102,4 +111,4 @@ def _words(blocks: list[Any], where: str, tally: Tally) -> str:
             tally.note(
                 f"{where}.content[{number}].type: {kind!r} is not a content block remem knows; skipped"
             )
-    return "\n\n".join(word for word in words if word.strip())
+    return "\n\n".join(word for word in words if word.strip()), len(blocks) - len(words)

@@ -97,6 +97,21 @@ def test_an_unknown_chatgpt_content_type_is_skipped_with_a_line_naming_the_file_
     ]
 
 
+def test_chatgpt_markers_are_read_as_the_page_shows_them(tmp_path: Path) -> None:
+    """ChatGPT writes private-use markers into answers (web citations, entity links, the bounds of
+    a cited passage): a citation is left out, an entity is its name, a link its text."""
+    conversations = _chatgpt()
+    conversations[0]["mapping"]["a3"]["message"]["content"]["parts"] = [
+        "\ue203Those are azulejos\ue204\ue206 \ue200cite\ue202turn0search0\ue202turn0search3\ue201, "
+        'from \ue200entity\ue202["place","Portugal","country"]\ue201; see '
+        "\ue200url\ue202the tile museum\ue202https://example.org/azulejo\ue201 "
+        "\ue200cite\ue202turn1view0\ue201."
+    ]
+    path = _export(tmp_path, conversations)
+    texts = [e.memory.text for e in _read("chatgpt", path)[0]]
+    assert "Those are azulejos, from Portugal; see the tile museum." in texts
+
+
 def test_claude_maps_senders_and_keeps_only_text_blocks() -> None:
     entries, history = _read("claude", DATA / "claude.json")
     memories = [e.memory for e in entries]

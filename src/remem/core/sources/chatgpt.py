@@ -5,7 +5,10 @@ the root and read oldest first; a message edited or regenerated left other branc
 not imported.
 
 Kept: the words of user and assistant messages (``text`` and ``multimodal_text`` parts, a voice
-message's transcription), each a turn of the conversation (its id), with the message's own time.
+message's transcription), each a turn of the conversation (its id), with the message's own time,
+as the page shows them: the private-use markers ChatGPT writes into an answer (a citation
+``\ue200cite\ue202turn0search0\ue201``, an entity link, the bounds of a cited passage) are read
+as the page does (an entity is its name, a link its text, a citation nothing).
 Skipped and counted: system and tool messages, hidden messages, code and tool output, browsing,
 reasoning, images and files, empty nodes; a content type this module does not know is skipped with
 a note naming the file and the JSON path of its message.
@@ -13,6 +16,8 @@ a note naming the file and the JSON path of its message.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -40,6 +45,10 @@ NOT_WORDS = {
     "model_editable_context": "memory updates",
     "app_pairing_context": "app context",
 }
+#: A marked span in ChatGPT's text, ``\ue200KIND\ue202ARGS\ue201``, with the white space before it.
+_SPAN = re.compile("(\\s*)\ue200([a-z_]*)\ue202([^\ue200\ue201]*)\ue201")
+#: ChatGPT's private-use markers (what is left of them once the spans are read).
+_MARKERS = re.compile("[\ue200-\ue2ff]")
 #: The tag every imported turn gets.
 TAG = "source:chatgpt"
 
@@ -147,9 +156,32 @@ def _words(parts: Any, tally: Tally) -> str:
     words: list[str] = []
     for part in parts if isinstance(parts, list) else []:
         if isinstance(part, str):
-            words.append(part)
+            words.append(_shown(part))
         elif isinstance(part, dict) and part.get("content_type") == "audio_transcription":
             words.append(text(part.get("text")))
         else:
             tally.skip("images and files")
     return "\n\n".join(word for word in words if word.strip())
+
+
+def _shown(words: str) -> str:
+    """``words`` as the ChatGPT page shows them: a marked entity is its name, a marked link its
+    text, a citation (or another marked span) nothing, and the remaining markers are removed."""
+    if not _MARKERS.search(words):
+        return words
+    return _MARKERS.sub("", _SPAN.sub(_span, words))
+
+
+def _span(match: re.Match[str]) -> str:
+    """What the page shows of one marked span (see ``_shown``)."""
+    space, kind, args = match.groups()
+    if kind == "url":  # \ue200url\ue202TEXT\ue202ADDRESS\ue201
+        return space + args.split("\ue202")[0]
+    if kind != "entity":  # cite, navlist, filecite, ...: the page shows a chip or nothing
+        return ""
+    try:  # ["kind", "Name", "description"], or the name bare
+        value = json.loads(args)
+    except ValueError:
+        return space + args
+    name = value[1] if isinstance(value, list) and len(value) > 1 else value
+    return space + name if isinstance(name, str) else space

@@ -276,7 +276,8 @@ def _bad(tmp_path: Path, kind: str) -> tuple[str, Path, str]:
         "chatgpt-as-claude": ("claude", chatgpt, ": [0] has no chat_messages: not a Claude export"),
         "strings": ("claude", '["a", "b"]', ": [0] is not an object: not a Claude export"),
         "empty": ("chatgpt", "  \n", ": empty; a ChatGPT export's conversations.json is a JSON array"),
-        "binary": ("claude", "PK\x03\x04 a zip", ": not JSON, not the JSON array of conversations"),
+        "zip": ("chatgpt", "PK\x03\x04 a zip", ": a zip archive; unzip the ChatGPT export and give its"),
+        "binary": ("claude", "\x00\x01 data", ": not JSON, not the JSON array of conversations"),
         "deep": ("claude", "[" * 100_000, ": conversation [0] nests more than 512 deep"),
         "trailing": (
             "claude",
@@ -314,6 +315,7 @@ def _bad(tmp_path: Path, kind: str) -> tuple[str, Path, str]:
         "chatgpt-as-claude",
         "strings",
         "empty",
+        "zip",
         "binary",
         "deep",
         "trailing",

@@ -98,6 +98,10 @@ def _check_array(head: bytes, given: str, source: str) -> None:
     start = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if not start:
         raise InvalidInputError(f"{given}: empty; a {source} export's conversations.json is a JSON array")
+    if head.startswith(b"PK\x03\x04"):
+        raise InvalidInputError(
+            f"{given}: a zip archive; unzip the {source} export and give its conversations.json"
+        )
     if start[:1] != b"[":
         kind = "a JSON object or JSON Lines" if start[:1] == b"{" else "not JSON"
         raise InvalidInputError(

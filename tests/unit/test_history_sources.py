@@ -291,6 +291,8 @@ def _bad(tmp_path: Path, kind: str) -> tuple[str, Path, str]:
         return "markdown", DATA / "chatgpt.json", ": not a directory; --from markdown reads a folder of notes"
     if kind == "missing":
         return "claude", tmp_path / "nothing.json", ": no such file"
+    if kind == "stdin":
+        return "chatgpt", Path("-"), "--from chatgpt reads the export's conversations.json, not stdin (-)"
     if kind == "not-utf-8":
         path = tmp_path / "latin1.json"
         path.write_bytes(chatgpt.replace("Príncipe", "Pr\xedncipe").encode("latin-1", "replace"))
@@ -323,6 +325,7 @@ def _bad(tmp_path: Path, kind: str) -> tuple[str, Path, str]:
         "directory",
         "file-for-markdown",
         "missing",
+        "stdin",
     ],
 )
 def test_an_input_of_another_shape_is_one_line_naming_the_file(tmp_path: Path, kind: str) -> None:

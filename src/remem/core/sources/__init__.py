@@ -104,6 +104,8 @@ def read_history(
         raise InvalidInputError(
             f"{given}: a directory; --from {source} reads the export's conversations.json"
         )
+    elif given == "-" and not found.exists():
+        raise InvalidInputError(f"--from {source} reads the export's conversations.json, not stdin (-)")
     elif not found.exists():
         raise InvalidInputError(f"{given}: no such file")
     tally = Tally()

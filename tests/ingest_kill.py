@@ -1,5 +1,6 @@
-"""A big ``remem add --jsonl`` / ``remem import`` killed with SIGKILL at chosen points, then run
-again: the helpers of tests/integration/test_interrupted_ingest.py, for either back-end.
+"""A big ``remem add --jsonl`` / ``remem import`` (``--from chatgpt`` too) killed with SIGKILL at
+chosen points, then run again: the helpers of tests/integration/test_interrupted_ingest.py (and
+test_interrupted_history_import.py), for either back-end.
 
 The child is the real CLI with a fake embedder that counts what it embeds; it kills itself (a real
 SIGKILL, nothing cleaned up) when a method of the staging area is called once more than allowed.
@@ -55,7 +56,9 @@ if where != "-":
         return original(*args, **kwargs)
     setattr(owner, name, killing)
 
-args = ["import", source] if command == "import" else ["add", "--jsonl", source]
+args = {"import": ["import", source], "chatgpt": ["import", "--from", "chatgpt", source]}.get(
+    command, ["add", "--jsonl", source]
+)
 code = main([*args, "--store", store], embedder=Counting())
 sys.stderr.write(f"embedded {Counting.texts}\\n")
 sys.exit(code)

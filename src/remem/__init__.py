@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # the names of _HOMES below, for type checkers (never run)
     from remem.core.memories import Memories as Memories
     from remem.core.opening import model_catalog as model_catalog
     from remem.core.opening import open as open
+    from remem.core.sources import History as History
+    from remem.core.sources import read_history as read_history
     from remem.core.upkeep import ReindexOutcome as ReindexOutcome
     from remem.embedders.base import DocumentEmbeddings as DocumentEmbeddings
     from remem.embedders.base import Embedder as Embedder
@@ -65,6 +67,7 @@ _HOMES = {
     "remem.core.context": ("ContextItem", "Merge"),
     "remem.core.memories": ("Memories",),
     "remem.core.opening": ("model_catalog", "open"),
+    "remem.core.sources": ("History", "read_history"),
     "remem.core.upkeep": ("ReindexOutcome",),
     "remem.embedders.base": ("DocumentEmbeddings", "Embedder", "Embeddings"),
     "remem.embedders.catalog": ("FileProblem", "ModelCatalog"),

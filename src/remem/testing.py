@@ -1,11 +1,14 @@
 """Test support that ships with remem: a deterministic fake embedder that goes through the same
-code path as the real model (``remem.open(..., embedder=FakeEmbedder())``), without ONNX."""
+code path as the real model (``remem.open(..., embedder=FakeEmbedder())``), without ONNX; and a
+ChatGPT-shaped export of any size (``write_chatgpt_export``) for import tests and benchmarks."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remem.embedders.base import DocumentEmbeddings, Embeddings
@@ -69,3 +72,60 @@ class FakeEmbedder:
         dropped = tuple(max(0, len(w) - self.max_words) for w in words)
         matrix = np.stack(vectors) if vectors else np.zeros((0, self._info.dim), dtype=np.float32)
         return Embeddings(matrix, dropped)
+
+
+_TOPICS = ("the garden", "a trip to Lisbon", "the tax return", "sourdough", "the bike", "a job offer")
+_ASKS = ("What should I do about", "Remind me what we said about", "Can you summarise", "Any ideas for")
+
+
+def _chat_node(node: str, parent: str | None, role: str, words: str, at: float) -> dict[str, object]:
+    message = {
+        "id": node,
+        "author": {"role": role, "name": None, "metadata": {}},
+        "create_time": at,
+        "content": {"content_type": "text", "parts": [words]},
+        "metadata": {},
+    }
+    return {"id": node, "parent": parent, "children": [], "message": message}
+
+
+def chatgpt_conversation(number: int, turns: int, start: float = 1.7e9) -> dict[str, object]:
+    """Conversation ``number`` of a ChatGPT-shaped export (``write_chatgpt_export``): a root node
+    and ``turns`` user and assistant messages, each text unique, a minute apart."""
+    ident = f"conv-{number:07d}"
+    mapping: dict[str, dict[str, object]] = {"root": {"id": "root", "parent": None, "children": []}}
+    parent = "root"
+    for turn in range(turns):
+        node, topic = f"{ident}-{turn}", _TOPICS[(number + turn // 2) % len(_TOPICS)]
+        if turn % 2 == 0:
+            words = f"{_ASKS[turn % len(_ASKS)]} {topic}? It is note {number}.{turn} of this chat."
+        else:
+            words = f"About {topic}: step {turn} of plan {number} is: write it down, check in {turn} days."
+        mapping[node] = _chat_node(
+            node, parent, ("user", "assistant")[turn % 2], words, start + number * 3600 + turn * 60
+        )
+        mapping[parent]["children"] = [node]
+        parent = node
+    return {
+        "id": ident,
+        "conversation_id": ident,
+        "title": f"Chat {number}",
+        "create_time": start + number * 3600,
+        "mapping": mapping,
+        "current_node": parent,
+    }
+
+
+def write_chatgpt_export(path: str | Path, messages: int, per_conversation: int = 40) -> int:
+    """Write a ChatGPT-shaped conversations.json of ``messages`` user and assistant messages in
+    conversations of ``per_conversation``, one conversation at a time (never the whole export in
+    memory); returns how many messages it holds."""
+    with Path(path).open("w", encoding="utf-8") as handle:
+        handle.write("[")
+        written = number = 0
+        while written < messages:
+            turns = min(per_conversation, messages - written)
+            handle.write(("," if number else "") + "\n" + json.dumps(chatgpt_conversation(number, turns)))
+            written, number = written + turns, number + 1
+        handle.write("\n]\n")
+    return written

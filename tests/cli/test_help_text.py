@@ -35,7 +35,7 @@ def test_no_python_types_in_usage_or_arguments(command: list[str]) -> None:
     ("command", "usage"),
     [
         (["edit"], "Usage: remem edit [OPTIONS] ID [TEXT]..."),
-        (["import"], "Usage: remem import [OPTIONS] FILE"),
+        (["import"], "Usage: remem import [OPTIONS] PATH"),
         (["model", "verify"], "Usage: remem model verify [OPTIONS] [NAME]"),
         (["forget"], "Usage: remem forget [OPTIONS] [ID]..."),
     ],

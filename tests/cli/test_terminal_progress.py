@@ -56,3 +56,15 @@ def test_a_long_add_still_shows_its_progress(tmp_path: Path) -> None:
     code, shown = _in_terminal(["add", "-", "--store", str(tmp_path / "s")], stdin=long_text.encode())
     assert code == 0, shown
     assert "Embedding" in shown and "100%" in shown, shown[-300:]
+
+
+@pytest.mark.slow
+def test_a_chat_import_shows_its_progress(tmp_path: Path) -> None:
+    from remem.testing import write_chatgpt_export
+
+    export = tmp_path / "conversations.json"
+    write_chatgpt_export(export, 300)
+    code, shown = _in_terminal(["import", "--from", "chatgpt", str(export), "--store", str(tmp_path / "s")])
+    assert code == 0, shown
+    assert "Embedding" in shown and "100%" in shown, shown[-300:]
+    assert "Imported from chatgpt: 300 new" in shown

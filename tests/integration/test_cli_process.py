@@ -107,7 +107,7 @@ def test_help_list_export_and_tokens_do_not_load_onnxruntime_faiss_or_the_mcp_sd
         ["token", "list"],
     ):
         loaded = _loaded_packages(args, store_dir)
-        assert not loaded & {"onnxruntime", "faiss", "tokenizers", "numpy", "mcp", "pydantic"}, args
+        assert not loaded & {"onnxruntime", "faiss", "tokenizers", "numpy", "mcp", "pydantic", "ijson"}, args
     searched = _loaded_packages(["search", "-k", "2", "memory"], store_dir)
     assert "onnxruntime" in searched
     assert "faiss" not in searched  # an exact index is scored in numpy (backends/local/flat.py)

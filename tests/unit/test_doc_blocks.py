@@ -32,6 +32,7 @@ DOC_PAGES = [
     "data",
     "performance",
     "architecture",
+    "import",
 ]
 
 

@@ -75,15 +75,23 @@ def ingest(
     """Add the entries of ``source`` (see the module docstring), with a progress bar on a terminal."""
     skipped: list[int] = []
     with source_lines(source) as lines:
-        stream = entries_of(parse(lines), skip_invalid, skipped)
-        head = list(islice(stream, PEEK))
-        expected = (_expected(source) or len(head)) if len(head) == PEEK else len(head)
-        with open_memories(store, create=True) as memories, progress_bar(expected, "Embedding") as progress:
-            assert memories is not None
-            memories.max_text_chars = max_chars
-            result = memories.add_entries(chain(head, stream), progress=progress, expected=expected)
+        entries = entries_of(parse(lines), skip_invalid, skipped)
+        result = store_stream(entries, lambda: _expected(source), max_chars, store)
     result.skipped = skipped
     return result
+
+
+def store_stream(
+    stream: Iterator[Entry], expected_of: Callable[[], int], max_chars: int, store: str | None
+) -> remem.BulkResult:
+    """Add ``stream``'s entries to the store (made if missing): the first ``PEEK`` are read before
+    it is opened; past that, ``expected_of()`` is how many to expect (0: unknown), for the bar."""
+    head = list(islice(stream, PEEK))
+    expected = (expected_of() or len(head)) if len(head) == PEEK else len(head)
+    with open_memories(store, create=True) as memories, progress_bar(expected, "Embedding") as progress:
+        assert memories is not None
+        memories.max_text_chars = max_chars
+        return memories.add_entries(chain(head, stream), progress=progress, expected=expected)
 
 
 def _expected(source: str) -> int:
@@ -108,3 +116,25 @@ def print_report(report: remem.BulkResult, json_out: bool) -> None:
     reused = f", {report.reused_vectors} vectors reused" if report.reused_vectors else ""
     counts = f"Added {len(report.added)}, duplicates {len(report.duplicates)}, skipped {len(report.skipped)}"
     note(f"{counts}{reused}.")
+
+
+def import_history(
+    source: str, path: str, user: str | None, max_chars: int, store: str | None, json_out: bool
+) -> None:
+    """Import another tool's history (``remem.read_history``) and say what it added, what was
+    already there, and what the source skipped (and why, for what it could not read)."""
+    history = remem.read_history(source, path, user=user, max_chars=max_chars)
+    report = store_stream(history.entries(), lambda: 0, max_chars, store)
+    if json_out:
+        typer.echo(
+            render.json_line(
+                {"added": report.added, "duplicates": report.duplicates, "skipped": history.skipped}
+            )
+        )
+    for line in history.notes:
+        warn(line)
+    skipped = ", ".join(f"{count:,} {what}" for what, count in history.skipped.items())
+    note(
+        f"Imported from {source}: {len(report.added):,} new, {len(report.duplicates):,} already there; "
+        f"skipped {skipped or 'nothing'}."
+    )

@@ -2,6 +2,7 @@
 
 import stat
 from collections.abc import Iterator
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,7 @@ import typer
 import remem
 from remem import render
 from remem.commands import options as opt
-from remem.commands.bulk import ingest, print_report
+from remem.commands.bulk import import_history, ingest, print_report
 from remem.commands.common import open_memories, terminal_width
 from remem.errors import InvalidInputError, RememError
 from remem.exports import ExportFormat, csv_lines, markdown_lines
@@ -116,8 +117,32 @@ def _output_target(target: Path, store_dir: Path) -> tuple[Path, bool]:
     return real, False
 
 
+class Source(str, Enum):
+    """What ``remem import --from`` reads."""
+
+    REMEM = "remem"
+    CHATGPT = "chatgpt"
+    CLAUDE = "claude"
+    MARKDOWN = "markdown"
+
+
 def import_memories(
-    source: Annotated[str, typer.Argument(metavar="FILE", help="remem JSONL export to read (- is stdin).")],
+    source: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH",
+            help="remem JSONL export to read (- is stdin); with --from chatgpt/claude: the export's "
+            "conversations.json; with --from markdown: a folder of notes.",
+        ),
+    ],
+    origin: Annotated[
+        Source,
+        typer.Option(
+            "--from",
+            help="remem (its own export), chatgpt or claude (their data export), markdown (a folder).",
+        ),
+    ] = Source.REMEM,
+    user: opt.UserOption = None,
     skip_invalid: Annotated[
         bool, typer.Option("--skip-invalid", help="Import the good lines, report bad ones.")
     ] = (False),
@@ -125,10 +150,19 @@ def import_memories(
     json_out: opt.JsonOption = False,
     store: opt.StoreOption = None,
 ) -> None:
-    """Add the memories of a `remem export` (JSONL) file, in one transaction.
+    """Add the memories of a `remem export` (JSONL) file, or another tool's history, in one transaction.
 
     Keeps their order, timestamps and (where unused here) ids; skips duplicates; reuses exported
-    vectors made by this store's model and embeds the others.
+    vectors made by this store's model and embeds the others. With --from chatgpt|claude each
+    message is a conversation turn; with --from markdown each note (or section of a long one) a
+    memory. Importing again adds only what is new; an interrupted import resumes.
     """
+    if origin is not Source.REMEM:
+        if skip_invalid:
+            raise InvalidInputError("--skip-invalid is for remem's own export; other sources skip and count")
+        import_history(origin.value, source, user, max_chars, store, json_out)
+        return
+    if user is not None:
+        raise InvalidInputError("--user is for --from chatgpt, claude or markdown; an export keeps its users")
     report = ingest(source, lambda read: export_entries(read, max_chars), skip_invalid, max_chars, store)
     print_report(report, json_out)

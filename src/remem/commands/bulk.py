@@ -17,7 +17,16 @@ import typer
 
 import remem
 from remem import render
-from remem.commands.common import in_own_words, note, open_memories, progress_bar, shows_progress, stdin, warn
+from remem.commands.common import (
+    CLI_WRITER,
+    in_own_words,
+    note,
+    open_memories,
+    progress_bar,
+    shows_progress,
+    stdin,
+    warn,
+)
 from remem.errors import InvalidInputError
 from remem.ingest import Entry, LineError, read_lines
 from remem.inputs import STDIN_MARKER
@@ -70,9 +79,15 @@ def entries_of(items: Iterator[Entry | LineError], skip_invalid: bool, skipped: 
 
 
 def ingest(
-    source: str, parse: Parser, skip_invalid: bool, max_chars: int, store: str | None
+    source: str,
+    parse: Parser,
+    skip_invalid: bool,
+    max_chars: int,
+    store: str | None,
+    writer: str | None = CLI_WRITER,
 ) -> remem.BulkResult:
-    """Add the entries of ``source`` (see the module docstring), with a progress bar on a terminal."""
+    """Add the entries of ``source`` (see the module docstring), with a progress bar on a terminal;
+    those that do not name who wrote them are written by ``writer``."""
     skipped: list[int] = []
     with source_lines(source) as lines:
         stream = entries_of(parse(lines), skip_invalid, skipped)
@@ -80,7 +95,7 @@ def ingest(
         expected = (_expected(source) or len(head)) if len(head) == PEEK else len(head)
         with open_memories(store, create=True) as memories, progress_bar(expected, "Embedding") as progress:
             assert memories is not None
-            memories.max_text_chars = max_chars
+            memories.max_text_chars, memories.writer = max_chars, writer
             result = memories.add_entries(chain(head, stream), progress=progress, expected=expected)
     result.skipped = skipped
     return result

@@ -1,5 +1,6 @@
 """Taking memories out and putting them back: export and import."""
 
+import functools
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,8 +128,10 @@ def import_memories(
 ) -> None:
     """Add the memories of a `remem export` (JSONL) file, in one transaction.
 
-    Keeps their order, timestamps and (where unused here) ids; skips duplicates; reuses exported
-    vectors made by this store's model and embeds the others.
+    Keeps their order, timestamps, who wrote them ("import" for records that do not say) and (where
+    unused here) ids; skips duplicates; reuses exported vectors made by this store's model and
+    embeds the others.
     """
-    report = ingest(source, lambda read: export_entries(read, max_chars), skip_invalid, max_chars, store)
+    parse = functools.partial(export_entries, max_chars=max_chars)
+    report = ingest(source, parse, skip_invalid, max_chars, store, writer=None)  # each record says
     print_report(report, json_out)

@@ -67,6 +67,7 @@ class Memories(AbstractContextManager["Memories"]):
         self.notes: list[str] = []
         #: The longest text a memory or query may have (characters; at most 10,000,000).
         self.max_text_chars = MAX_TEXT_CHARS
+        self.writer: str | None = None  # new memories' written_by (``cli``…) unless a call names another
         self._tokens: Tokens | None = None
 
     @property
@@ -164,12 +165,14 @@ class Memories(AbstractContextManager["Memories"]):
         progress: ProgressFn | None = None,
         supersedes: int | None = None,
         expires_at: str | datetime | None = None,
+        written_by: str | None = None,
     ) -> AddResult:
-        """Store one memory; the same text in the same user/conversation is stored once: added again
-        while its memory is current, the existing id comes back with ``duplicate=True`` (no model is
-        loaded); while it is retired (superseded, or expired), that memory is made current again
-        (``current_again``): it takes this ``expires_at`` (none without one) and supersedes the
-        memory that had replaced it (``superseded``), its history kept (``core.superseding``).
+        """Store one memory, written by ``written_by`` (default: ``writer``); the same text in the same
+        user/conversation is stored once (its writer kept): added again while its memory is current,
+        the existing id comes back with ``duplicate=True`` (no model is loaded); while it is retired
+        (superseded, or expired), that memory is made current again (``current_again``): it takes
+        this ``expires_at`` (none without one) and supersedes the memory that had replaced it
+        (``superseded``), its history kept (``core.superseding``).
 
         ``supersedes``: the id of a memory of the same user and conversation that this one replaces,
         whose user, conversation, tags and meta it takes unless given (None: tags=() gives none),
@@ -195,6 +198,7 @@ class Memories(AbstractContextManager["Memories"]):
         memory = arguments.new_memory(
             text, *fields, limit=self.max_text_chars, supersedes=supersedes, expires_at=expires_at
         )
+        memory = arguments.written(memory, self.writer if written_by is None else written_by)
         existing = self.backend.find_duplicate(memory)
         again = None if existing is None else superseding.add_again(self.backend, memory, existing)
         if again is not None:
@@ -262,10 +266,12 @@ class Memories(AbstractContextManager["Memories"]):
     def add_entries(
         self, entries: Iterable[Entry], *, progress: ProgressFn | None = None, expected: int | None = None
     ) -> BulkResult:
-        """Store parsed input entries (``remem.ingest``) as ``add_many`` stores memories, reusing the
-        vectors an export carried when this store's model made them; ``resumed`` counts those an
+        """Store parsed input entries (``remem.ingest``) as ``add_many`` stores memories (written by
+        ``writer`` unless an entry names who), reusing the vectors an export carried when this store's
+        model made them; ``resumed`` counts those an
         interrupted run of the same ingest had staged."""
-        entries, progress = arguments.entries_within(entries, self.max_text_chars), checks.callback(progress)
+        entries = arguments.entries_within(entries, self.max_text_chars, self.writer)
+        progress = checks.callback(progress)
         expected = arguments.sized(entries, arguments.optional_count(expected, "expected"))
         carried, first = superseding.ImportLinks(), scripts.FirstTexts()
         new_store = self.backend.model is None

@@ -1,5 +1,6 @@
-"""The page's routes that read: the newest memories, paged; search with its filters; a memory's page
-(its text, tags, metadata, times, supersede chain and most similar memories); the export (JSONL).
+"""The page's routes that read: the newest memories, paged; what was remembered recently and by whom
+(a token's name, ``cli``…), filtered by writer; search with its filters; a memory's page (its text,
+tags, metadata, writer, times, supersede chain and most similar memories); the export (JSONL).
 
 Each goes through the MCP tools' own functions (``remem.mcp.reading``) within the visitor's pin.
 """
@@ -46,6 +47,22 @@ def routes(pages: Pages) -> list[Route]:
             hits=None,
         )
 
+    async def recent(request: Request, visitor: Visitor, form: Form) -> Response:
+        writer = request.query_params.get("writer", "").strip() or None
+        cursor = request.query_params.get("cursor") or None
+        scope = visitor.scope
+        where = scope.filters(written_by=writer)  # within the pin, whatever writer is asked for
+        listed = await pages.run(lambda: reading.memory_list(pages.service, scope, PAGE_SIZE, cursor, where))
+        return pages.html(
+            request,
+            "recent.html",
+            visitor,
+            title="Recently remembered",
+            memories=listed.memories,
+            next_cursor=listed.next_cursor,
+            writer=writer,
+        )
+
     async def search(request: Request, visitor: Visitor, form: Form) -> Response:
         asked = {name: request.query_params.get(name, "").strip() for name in ("q", "mode", *FILTERS)}
         if not asked["q"]:
@@ -87,6 +104,7 @@ def routes(pages: Pages) -> list[Route]:
 
     return [
         pages.route("/", newest),
+        pages.route("/recent", recent),
         pages.route("/search", search),
         pages.route("/memories/{memory_id}", memory),
         pages.route("/export.jsonl", export),

@@ -7,16 +7,15 @@ Each goes through the MCP tools' own functions (``remem.mcp.reading``) within th
 
 from __future__ import annotations
 
-import json
-
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 import remem
 from remem.errors import MemoryNotFoundError, RememError
 from remem.mcp import reading
 from remem.mcp.schemas import HitOut, SearchOut
+from remem.web.exporting import export_body
 from remem.web.pages import Form, Pages, Visitor, whole_number
 
 #: Memories per page of the newest; hits per search; similar memories on a memory's page.
@@ -96,11 +95,9 @@ def routes(pages: Pages) -> list[Route]:
         )
 
     async def export(request: Request, visitor: Visitor, form: Form) -> Response:
-        where = visitor.scope.filters()
-        records = await pages.run(lambda: pages.service.run(lambda m: list(m.export(where=where))))
-        body = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+        body = await export_body(pages.service, visitor.scope.filters())  # streamed, never held whole
         disposition = {"content-disposition": 'attachment; filename="remem-export.jsonl"'}
-        return Response(body, media_type="application/x-ndjson", headers=disposition)
+        return StreamingResponse(body, media_type="application/x-ndjson", headers=disposition)
 
     return [
         pages.route("/", newest),

@@ -14,11 +14,12 @@ signed in once through its form. Both ask for the same 20 hits of the same queri
 (MCP, page, MCP, page, ...) after an untimed warm-up pass.
 
 The second table runs two servers of the same store in this process, one built without the page
-(``HttpServer(..., page=False)``), and calls the MCP tool on each in turn (without, with, without,
-...) after a warm-up pass: first with nothing else running, then while a thread signed in to the
-page of the server that has it loads ``/recent``, ``/`` and ``/search`` one after another (every
-server here shares this process and its cores, so that browsing slows both; what it shows is
-whether it slows the server that serves it more). Never asserts times: it prints them.
+(``HttpServer(..., page=False)``), and calls the MCP tool on each in turn (each query on both, the
+one that goes first alternating) after a warm-up pass: first with nothing else running, then while
+a thread signed in to the page of the server that has it loads ``/recent``, ``/`` and ``/search``
+one after another (every server here shares this process and its cores, so that browsing slows
+both; what it shows is whether it slows the server that serves it more). Never asserts times: it
+prints them.
 """
 
 from __future__ import annotations
@@ -127,7 +128,8 @@ def measure_mounted(without: str, with_page: str, secret: str, queries: list[str
         try:
             for timed in (False, True):
                 for number, query in enumerate(queries):
-                    for name, client in clients.items():
+                    turn = list(clients.items())
+                    for name, client in turn if number % 2 else reversed(turn):  # each goes first by turns
                         started = time.perf_counter()
                         mcp_search(client, secret, number, query)
                         if timed:

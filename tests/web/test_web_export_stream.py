@@ -1,7 +1,7 @@
 """The page's export is streamed: a store of any size goes out a chunk at a time, so the memory the
 server uses while sending it stays bounded (here: a 12 MB export with under 4 MB held at its peak,
 where building it whole held more than twice the export), it is what `remem export` writes, and a
-browser that goes away stops the reading."""
+browser that goes away stops the reading, even before the response starts."""
 
 from __future__ import annotations
 
@@ -13,11 +13,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from web_support import csrf, memories
 
-from remem import NewMemory
+from remem import Filters, NewMemory
+from remem.mcp.server import build_server
+from remem.testing import FakeEmbedder
+from remem.web.exporting import export_body
 from serve_support import serving
 
 TEXT_CHARS = 20_000
@@ -83,7 +87,26 @@ def test_a_browser_that_goes_away_stops_the_reading(
             first = next(answer.iter_bytes())
             assert json.loads(first.split(b"\n")[0])["id"] == 1
             assert _reading(), "the export was read whole before its first bytes were sent"
-        deadline = time.monotonic() + 30
-        while _reading():
-            assert time.monotonic() < deadline, "the export's reader kept reading"
-            time.sleep(0.05)
+        _stopped_reading(within=30)
+
+
+def _stopped_reading(within: float) -> None:
+    deadline = time.monotonic() + within
+    while _reading():
+        assert time.monotonic() < deadline, "the export's reader kept reading"
+        time.sleep(0.05)
+
+
+def test_an_export_whose_response_never_starts_stops_its_reader(
+    big_store: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The browser gone between the export's first chunk and the response's first byte: the body is
+    dropped unstarted (its own ``finally`` never runs), and the reader, which holds a snapshot of the
+    store, stops all the same."""
+    store, _ = big_store
+    monkeypatch.setattr("remem.web.exporting.CHUNK_BYTES", 1 << 12)  # the reader fills its queue and waits
+    service = build_server(store, embedder=FakeEmbedder(), warm_up=False, create=False).service
+    body = anyio.run(export_body, service, Filters())
+    assert _reading()
+    del body  # what a response cancelled before its first send leaves behind
+    _stopped_reading(within=10)

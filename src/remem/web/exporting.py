@@ -3,9 +3,10 @@ without being held in memory.
 
 One thread reads the export (the store's rows are read on the thread that asked for them) and hands
 it over in chunks of about ``CHUNK_BYTES`` through a queue of at most ``QUEUED_CHUNKS``: it waits
-while the browser is slower, and stops when the browser goes away. An error before the first byte
-is raised to the route (its error page); one after it ends the download with a last line that is no
-memory (``{"error": …}``), so `remem import` refuses the cut file instead of importing part of it.
+while the browser is slower, and stops when the browser goes away (before the first byte too). An
+error before the first byte is raised to the route (its error page); one after it ends the download
+with a last line that is no memory (``{"error": …}``), so `remem import` refuses the cut file
+instead of importing part of it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -45,7 +47,11 @@ async def export_body(service: Service, where: remem.Filters) -> AsyncIterator[b
     if isinstance(first, BaseException):
         stop.set()
         raise first
-    return _rest(first, chunks, stop)
+    body = _rest(first, chunks, stop)
+    # A response that never starts (the browser gone before its first byte) never runs the body's
+    # ``finally``: dropping it stops the reader too, which would otherwise hold its snapshot for ever.
+    weakref.finalize(body, stop.set)
+    return body
 
 
 async def _rest(first: _Item, chunks: queue.Queue[_Item], stop: threading.Event) -> AsyncIterator[bytes]:

@@ -210,6 +210,10 @@ def _vector(record: Mapping[str, Any]) -> tuple[bytes | None, ModelInfo | None]:
     return data, model
 
 
+#: Who wrote an imported record that does not say (an export made before remem recorded it).
+IMPORT_WRITER = "import"
+
+
 def export_entry(record: Any, line: int, max_chars: int = MAX_TEXT_CHARS) -> Entry:
     """One record of remem's export (a decoded JSON object) as an entry; InvalidInputError if bad."""
     memory = memory_from_object(record, NewMemory(text=""), max_chars)
@@ -226,7 +230,10 @@ def export_entry(record: Any, line: int, max_chars: int = MAX_TEXT_CHARS) -> Ent
     if by is not None and (not isinstance(by, int) or isinstance(by, bool) or not 1 <= by <= MAX_GIVEN_ID):
         raise InvalidInputError(f"superseded_by must be a positive integer up to {MAX_GIVEN_ID} or null")
     at = _timestamp(record.get("superseded_at"), "superseded_at")
-    return Entry(line, replace(memory, id=memory_id, updated_at=updated), vector, model, by, at)
+    writer = _name(record, "written_by", IMPORT_WRITER)  # travels with it; null: unknown
+    return Entry(
+        line, replace(memory, id=memory_id, updated_at=updated, written_by=writer), vector, model, by, at
+    )
 
 
 def export_entries(lines: Iterable[bytes], max_chars: int = MAX_TEXT_CHARS) -> Iterator[Entry | LineError]:

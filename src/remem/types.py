@@ -72,10 +72,13 @@ class NewMemory:
     supersedes: int | None = None
     #: When it stops being found (UTC ISO 8601); ``Memories.add`` takes ``30d`` or a date too.
     expires_at: str | None = None
+    #: Who wrote it (a token's name, ``cli``…; None: unknown): ``Memories.add_entries`` sets it
+    #: to ``Memories.writer`` when not given; an import keeps an export's.
+    written_by: str | None = None
 
     def __post_init__(self) -> None:
         checks.string(self.text, "text")
-        for name in _NAMES:
+        for name in (*_NAMES, "written_by"):
             _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), name, name))
         _set(self, "tags", clean_tags(checks.strings(self.tags, "tags")))
         _set(self, "meta", clean_meta(checks.string_map(self.meta, "meta"), "meta", "meta"))
@@ -95,7 +98,9 @@ class Memory:
     ``superseded_by``/``superseded_at`` once a newer memory replaced it (``Memories.add(...,
     supersedes=)``); ``expires_at`` if it was given a lifetime. A superseded or expired memory stays
     stored, but searches, lists and contexts leave it out unless asked (``include_superseded``,
-    ``include_expired``)."""
+    ``include_expired``). ``written_by`` names who wrote it: the token of ``remem serve`` (its
+    name), ``cli``, ``mcp``, ``import``…, or None (unknown: written before remem recorded it, or by a
+    program that named nobody)."""
 
     id: int
     text: str
@@ -110,6 +115,7 @@ class Memory:
     superseded_by: int | None = None
     superseded_at: str | None = None
     expires_at: str | None = None
+    written_by: str | None = None
 
     def expired(self, now: str | None = None) -> bool:
         """True once ``expires_at`` is at or before ``now`` (UTC ISO 8601; default: the current time)."""
@@ -144,11 +150,13 @@ class Filters:
     include_superseded: bool = False
     #: Also the memories whose ``expires_at`` has passed.
     include_expired: bool = False
+    #: Only the memories this writer wrote (``Memory.written_by``).
+    written_by: str | None = None
 
     def __post_init__(self) -> None:
         checks.flag(self.include_superseded, "include_superseded")
         checks.flag(self.include_expired, "include_expired")
-        for name in _NAMES:
+        for name in (*_NAMES, "written_by"):
             _set(self, name, clean_name(checks.optional_string(getattr(self, name), name), name, name))
         if checks.flag(self.shared, "shared") and self.user is None:
             raise InvalidInputError(
@@ -198,6 +206,7 @@ class Filters:
         include_superseded: bool = False,
         include_expired: bool = False,
         now: datetime | None = None,
+        written_by: str | None = None,
     ) -> Filters:
         """Validated filters (see ``Filters``); ``tags`` may be one tag; ``since``/``until`` may also
         be a datetime (naive: UTC), and an age is counted back from ``now`` (``30m``, ``12h``,
@@ -220,6 +229,7 @@ class Filters:
             shared=shared,
             include_superseded=include_superseded,
             include_expired=include_expired,
+            written_by=written_by,
         )
 
 
@@ -326,6 +336,7 @@ MEMORY_FIELDS = (
     "superseded_by",
     "superseded_at",
     "expires_at",
+    "written_by",
 )
 
 
@@ -345,6 +356,7 @@ def memory_record(memory: Memory) -> dict[str, Any]:
         "superseded_by": memory.superseded_by,
         "superseded_at": memory.superseded_at,
         "expires_at": memory.expires_at,
+        "written_by": memory.written_by,
     }
 
 

@@ -38,6 +38,7 @@ def test_each_source_imports_and_says_what_it_added_and_skipped(
     records = _exported(either_store)
     assert len(records) == count and {r["user"] for r in records} == {"ann"}
     assert all(f"source:{source}" in r["tags"] and r["meta"]["source_id"] for r in records)
+    assert {r["written_by"] for r in records} == {"import"}  # not "cli": another tool wrote them
 
 
 def test_an_imported_chatgpt_history_is_turns_that_context_and_search_see(either_store: Path | str) -> None:

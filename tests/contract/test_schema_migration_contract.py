@@ -3,8 +3,10 @@ schema version, opened by a remem with a later migration, keeps every memory, to
 vector, and everything works on it (``MIGRATIONS`` of ``backends/local/migrations.py`` and
 ``backends/postgres/schema.py``).
 
-remem 0.1 ships schema version 1 and no release has a later one yet, so the later migration here is
-a step of the test's own, appended to the real ones as a future release would append its own.
+remem 0.1 ships schema version 1; step 2 adds who wrote each memory (``written_by``, unknown for
+the memories already stored). The store here is made, then taken back to version 1 as remem 0.1
+left it (the column dropped), then opened with every real step and one of the test's own appended,
+as a future release would append its own.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from remem.testing import FakeEmbedder
 if TYPE_CHECKING:
     from remem.backends.base import Backend
 
-#: Each back-end's module of migrations, and the step 2 this test appends: a column and an index.
+#: Each back-end's module of migrations, and the step this test appends: a column and an index.
 MODULES = {"local": "remem.backends.local.migrations", "postgres": "remem.backends.postgres.schema"}
 STEP_2 = {
     "local": (
@@ -69,10 +71,34 @@ def _version_and_columns(backend: Backend) -> tuple[int, list[str]]:
     return int(row[0]), [name for (name,) in columns]
 
 
+def _back_to_version_1(backend: Backend) -> None:
+    """The closed store ``backend`` as remem 0.1 made it: without step 2's column, at version 1."""
+    if isinstance(backend, LocalBackend):
+        from remem.backends.local.files import DB_FILE
+
+        conn = sqlite3.connect(backend.directory / DB_FILE, isolation_level=None)
+        try:
+            conn.execute("ALTER TABLE memories DROP COLUMN written_by")
+            conn.execute("PRAGMA user_version = 1")
+        finally:
+            conn.close()
+        return
+    import psycopg
+
+    from remem.backends.postgres.store import PostgresBackend
+
+    assert isinstance(backend, PostgresBackend)
+    with psycopg.connect(backend.session.url.conninfo) as pg:
+        pg.execute(f"ALTER TABLE {backend.s}.memories DROP COLUMN written_by")
+        pg.execute(f"DELETE FROM {backend.s}.remem_schema WHERE version > 1")
+
+
 def test_a_store_of_an_earlier_schema_version_is_upgraded_on_open_and_keeps_working(
     open_backend: Callable[..., Backend], request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     name = request.node.callspec.params["open_backend"]
+    module = importlib.import_module(MODULES[name])
+    real = module.MIGRATIONS
     before = _memories(open_backend())
     ids = [
         before.add("the deploy window opens at nine", user="alice", tags=["ops"]).id,
@@ -80,17 +106,19 @@ def test_a_store_of_an_earlier_schema_version_is_upgraded_on_open_and_keeps_work
         before.add("a memory still waiting for its vectors", embed=False).id,
     ]
     secret, token = before.tokens.add(user="alice")
-    version, columns = _version_and_columns(before.backend)
-    assert version == 1 and "note" not in columns
+    made = before.backend
     before.close()
+    _back_to_version_1(made)
+    version, columns = _version_and_columns(made)
+    assert version == 1 and "note" not in columns and "written_by" not in columns
 
-    module = importlib.import_module(MODULES[name])
-    monkeypatch.setattr(module, "MIGRATIONS", (*module.MIGRATIONS, STEP_2[name]))
-    monkeypatch.setattr(module, "LATEST_VERSION", 2)
+    monkeypatch.setattr(module, "MIGRATIONS", (*real, STEP_2[name]))
+    monkeypatch.setattr(module, "LATEST_VERSION", len(real) + 1)
     after = _memories(open_backend())
     version, columns = _version_and_columns(after.backend)
-    assert version == 2 and columns[-1] == "note"
+    assert version == len(real) + 1 and columns[-2:] == ["written_by", "note"]
     assert sorted(after.get_many(ids)) == ids
+    assert {m.written_by for m in after.get_many(ids).values()} == {None}  # unknown: written before
     assert [m.id for m in after.list(user="alice")] == [ids[0]]
     assert [h.memory.id for h in after.search("deploy window", mode="keyword", tags=["ops"])] == [ids[0]]
     new = after.add("the deploy window opens at ten", user="alice", tags=["ops"], supersedes=ids[0]).id

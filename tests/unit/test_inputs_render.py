@@ -199,6 +199,7 @@ def test_memory_record_field_names_and_order() -> None:
         "superseded_by": None,
         "superseded_at": None,
         "expires_at": None,
+        "written_by": None,
     }
 
 

@@ -1,7 +1,8 @@
 """The page in a real browser: headless Chromium (Debian's ``chromium``, installed when missing on a
 Debian machine where the tests run as root, as CI does) driven by Playwright against ``remem serve``
-on a free port, on local and PostgreSQL stores: sign-in, search, open, edit, supersede, forget, a
-read-only token's page, another user's memory, hostile texts that never run, sign-out.
+on a free port, on local and PostgreSQL stores: sign-in, search, open, edit, supersede, forget, add,
+what was remembered recently and by whom (filtered by writer, within the pin), a read-only token's
+page, another user's memory, hostile texts that never run, sign-out.
 
 ``REMEM_UPDATE_SCREENSHOTS=1`` writes the screenshots docs/ui.md shows (from the local store)."""
 
@@ -26,8 +27,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)> javascript:alert(2)'
 STORE = [
     NewMemory("alice keeps the blue deploy key in the vault", user="alice", tags=("ops",)),
-    NewMemory("bob keeps the red deploy key", user="bob"),
-    NewMemory("the team deploy key rotates monthly", tags=("ops",)),
+    NewMemory("bob keeps the red deploy key", user="bob", written_by="bob"),
+    NewMemory("the team deploy key rotates monthly", tags=("ops",), written_by="cli"),
     NewMemory(HOSTILE, user="alice"),
     NewMemory("مرحبا \u202eevil.exe — 你好，世界", user="alice", meta={"source": "chat"}),
 ]
@@ -84,6 +85,29 @@ def _shot(page: Any, name: str, store: Path | str) -> None:
         page.screenshot(path=str(DOCS / name), full_page=True)
 
 
+def _recently_remembered(page: Any, base: str, store: Path | str) -> None:
+    """Add a memory on the page, then find it first in what was remembered recently, named after the
+    token; filter by a writer; another user's writer shows nothing of theirs."""
+    page.goto(base + "/")
+    page.locator("summary", has_text="Add a memory").click()
+    page.fill("#add-text", "alice added this on the page")
+    page.get_by_role("button", name="Add", exact=True).click()
+    page.get_by_role("link", name="Recently remembered").click()
+    assert page.url == base + "/recent"
+    rows = page.locator("table.recent tbody tr")
+    assert (
+        "alice-browser" in rows.nth(0).inner_text() and "added this on the page" in rows.nth(0).inner_text()
+    )
+    assert "bob keeps" not in page.inner_text("main")
+    _shot(page, "ui-recent.png", store)
+    page.get_by_role("link", name="cli").first.click()
+    assert page.url == base + "/recent?writer=cli"
+    assert [row.locator("td.writer").inner_text() for row in rows.all()] == ["cli"]
+    page.fill("#f-writer", "bob")
+    page.get_by_role("button", name="Show").click()
+    assert rows.count() == 0 and "bob keeps" not in page.inner_text("main")
+
+
 def test_the_page_in_a_browser(either_store: Path | str, browser: Any) -> None:
     with memories(either_store) as m:
         m.add_many(STORE)
@@ -117,6 +141,7 @@ def test_the_page_in_a_browser(either_store: Path | str, browser: Any) -> None:
         _shot(page, "ui-forget.png", either_store)
         page.get_by_role("button", name=f"Forget memory {newer}").click()
         assert "is forgotten" in page.inner_text("main")
+        _recently_remembered(page, base, either_store)
         page.goto(f"{base}/memories/{BOB}")
         assert "there is no such memory" in page.inner_text("main")
         page.get_by_role("button", name="Sign out").click()

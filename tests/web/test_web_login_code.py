@@ -48,7 +48,7 @@ def test_the_one_time_code_signs_in_once_as_the_stores_owner(store_dir: Path) ->
         assert browser.get("/signin", params={"code": CODE}).status_code == 401  # used up
         assert browser.get("/").status_code == 303
     with memories(store_dir) as m:
-        assert "added from the page" in [x.text for x in m.iter()]
+        assert {x.text: x.written_by for x in m.iter()}["added from the page"] == "ui"  # no token: ui
 
 
 def test_serve_has_no_code_to_sign_in_with(store_dir: Path) -> None:

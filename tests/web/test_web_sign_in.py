@@ -1,11 +1,17 @@
 """The page of ``remem serve``: signing in with a token and out, the session cookie's flags, CSRF on
-every form, the security headers, and a revoked token's session ending at its next request."""
+every form, the security headers, a revoked token's session ending at its next request, and a
+server built without the page."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from starlette.testclient import TestClient
 from web_support import csrf, memories, page, post, sign_in
+
+from remem.mcp.http import build_app
+from remem.mcp.server import build_server
+from remem.testing import FakeEmbedder
 
 CSP_PARTS = ("default-src 'self'", "frame-ancestors 'none'", "script-src 'none'")
 
@@ -132,3 +138,16 @@ def test_the_mcp_endpoint_and_health_are_served_beside_the_page(store_dir: Path)
     with page(store_dir) as browser:
         assert browser.get("/healthz").json()["status"] == "ok"
         assert browser.post("/mcp", json={}).status_code == 401  # still behind its bearer token
+
+
+def test_a_server_built_without_the_page_serves_only_mcp_and_health(store_dir: Path) -> None:
+    secret = _store(store_dir)
+    server = build_server(store_dir, embedder=FakeEmbedder(), warm_up=False, create=False)
+    with TestClient(build_app(server, page=False), follow_redirects=False) as bare:
+        assert bare.get("/healthz").json()["status"] == "ok"
+        assert bare.post("/mcp", json={}).status_code == 401
+        listed = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        headers = {"Authorization": f"Bearer {secret}", "Accept": "application/json, text/event-stream"}
+        assert bare.post("/mcp", json=listed, headers=headers).status_code == 200
+        for path in ("/", "/signin", "/recent", "/remem.css"):
+            assert bare.get(path).status_code == 404, path

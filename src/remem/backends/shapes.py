@@ -64,9 +64,9 @@ def check_same_model(location: str, recorded: ModelInfo | None, model: ModelInfo
 
 def stored_memory(row: Sequence[Any], tags: Iterable[str]) -> Memory:
     """A Memory from a row of (id, text, sha256, created_at, user, conversation, role, meta as JSON
-    text, tags in the back-end's own form, updated_at, superseded_by, superseded_at, expires_at)
-    and the tags read from it."""
-    mid, text, sha, created, user, conversation, role, meta, _, updated, by, at, expires = row
+    text, tags in the back-end's own form, updated_at, superseded_by, superseded_at, expires_at,
+    written_by) and the tags read from it."""
+    mid, text, sha, created, user, conversation, role, meta, _, updated, by, at, expires, writer = row
     return Memory(
         id=int(mid),
         text=text,
@@ -81,6 +81,7 @@ def stored_memory(row: Sequence[Any], tags: Iterable[str]) -> Memory:
         superseded_by=None if by is None else int(by),
         superseded_at=at,
         expires_at=expires,
+        written_by=writer,
     )
 
 

@@ -17,9 +17,18 @@ import typer
 
 import remem
 from remem import render
-from remem.commands.common import in_own_words, note, open_memories, progress_bar, shows_progress, stdin, warn
+from remem.commands.common import (
+    CLI_WRITER,
+    in_own_words,
+    note,
+    open_memories,
+    progress_bar,
+    shows_progress,
+    stdin,
+    warn,
+)
 from remem.errors import InvalidInputError
-from remem.ingest import Entry, LineError, read_lines
+from remem.ingest import IMPORT_WRITER, Entry, LineError, read_lines
 from remem.inputs import STDIN_MARKER
 
 #: Entries read before the store is opened: an input this small is checked whole first, so a bad
@@ -70,27 +79,38 @@ def entries_of(items: Iterator[Entry | LineError], skip_invalid: bool, skipped: 
 
 
 def ingest(
-    source: str, parse: Parser, skip_invalid: bool, max_chars: int, store: str | None
+    source: str,
+    parse: Parser,
+    skip_invalid: bool,
+    max_chars: int,
+    store: str | None,
+    writer: str | None = CLI_WRITER,
 ) -> remem.BulkResult:
-    """Add the entries of ``source`` (see the module docstring), with a progress bar on a terminal."""
+    """Add the entries of ``source`` (see the module docstring), with a progress bar on a terminal;
+    those that do not name who wrote them are written by ``writer``."""
     skipped: list[int] = []
     with source_lines(source) as lines:
         entries = entries_of(parse(lines), skip_invalid, skipped)
-        result = store_stream(entries, lambda: _expected(source), max_chars, store)
+        result = store_stream(entries, lambda: _expected(source), max_chars, store, writer)
     result.skipped = skipped
     return result
 
 
 def store_stream(
-    stream: Iterator[Entry], expected_of: Callable[[], int], max_chars: int, store: str | None
+    stream: Iterator[Entry],
+    expected_of: Callable[[], int],
+    max_chars: int,
+    store: str | None,
+    writer: str | None,
 ) -> remem.BulkResult:
-    """Add ``stream``'s entries to the store (made if missing): the first ``PEEK`` are read before
-    it is opened; past that, ``expected_of()`` is how many to expect (0: unknown), for the bar."""
+    """Add ``stream``'s entries to the store (made if missing), those that do not name who wrote
+    them as written by ``writer``: the first ``PEEK`` are read before it is opened; past that,
+    ``expected_of()`` is how many to expect (0: unknown), for the bar."""
     head = list(islice(stream, PEEK))
     expected = (expected_of() or len(head)) if len(head) == PEEK else len(head)
     with open_memories(store, create=True) as memories, progress_bar(expected, "Embedding") as progress:
         assert memories is not None
-        memories.max_text_chars = max_chars
+        memories.max_text_chars, memories.writer = max_chars, writer
         return memories.add_entries(chain(head, stream), progress=progress, expected=expected)
 
 
@@ -124,7 +144,7 @@ def import_history(
     """Import another tool's history (``remem.read_history``) and say what it added, what was
     already there, and what the source skipped (and why, for what it could not read)."""
     history = remem.read_history(source, path, user=user, max_chars=max_chars)
-    report = store_stream(history.entries(), lambda: 0, max_chars, store)
+    report = store_stream(history.entries(), lambda: 0, max_chars, store, IMPORT_WRITER)
     if json_out:
         typer.echo(
             render.json_line(

@@ -162,6 +162,12 @@ def model_catalog() -> remem.ModelCatalog:
     return remem.model_catalog(model_dir=invocation().model_dir, model=invocation().model)
 
 
+#: Who the CLI's writes name (``Memory.written_by``): the front-end, not the OS user. One person's
+#: machine knows its user already, a shared store's memories would carry account names, and a token's
+#: writes name the token; ``remem token add`` refuses the name, so no token passes for the CLI.
+CLI_WRITER = "cli"
+
+
 @contextlib.contextmanager
 def open_memories(
     option: str | None, *, create: bool, if_missing: Literal["say", "silent", "fail"] = "say"
@@ -170,7 +176,8 @@ def open_memories(
 
     A command that does not create the store gets None when there is none, after ``No remem
     store at PATH`` on stderr (``if_missing="say"``) or silently (``"silent"``: the store is
-    optional to it); with ``"fail"`` the StoreNotFoundError propagates (an error, exit 2).
+    optional to it); with ``"fail"`` the StoreNotFoundError propagates (an error, exit 2). What it
+    writes names ``CLI_WRITER``.
     """
     settings = invocation()
     try:
@@ -189,6 +196,7 @@ def open_memories(
             note(message[:1].upper() + message[1:])
         yield None
         return
+    memories.writer = CLI_WRITER
     try:
         yield memories
     finally:

@@ -105,6 +105,14 @@ def serve_command(
             help="Serve plain HTTP on an address other machines reach (a TLS proxy in front).",
         ),
     ] = False,
+    forwarded_allow_ips: Annotated[
+        str,
+        typer.Option(
+            "--forwarded-allow-ips",
+            metavar="ADDRESSES",
+            help="Believe X-Forwarded-Proto from these proxies (comma-separated IPs or networks; *: any).",
+        ),
+    ] = "",
     max_connections: Annotated[
         int,
         typer.Option(
@@ -135,7 +143,13 @@ def serve_command(
     for name, value in SERVER_THREADS.items():
         os.environ.setdefault(name, value)
     try:
-        listening = {"host": host, "port": port, "insecure_http": insecure_http}
+        proxies = tuple(part.strip() for part in forwarded_allow_ips.split(",") if part.strip())
+        listening = {
+            "host": host,
+            "port": port,
+            "insecure_http": insecure_http,
+            "forwarded_allow_ips": proxies,
+        }
         tls = {"tls_cert": tls_cert, "tls_key": tls_key, "tls_key_password_file": tls_key_password_file}
         limits = {"max_connections": max_connections, "request_timeout": request_timeout}
         stopped_by = _serve_http(store, **listening, **tls, **limits)

@@ -1,5 +1,6 @@
 """Taking memories out and putting them back: export and import."""
 
+import functools
 import stat
 from collections.abc import Iterator
 from enum import Enum
@@ -152,7 +153,8 @@ def import_memories(
 ) -> None:
     """Add the memories of a `remem export` (JSONL) file, or another tool's history, in one transaction.
 
-    Keeps their order, timestamps and (where unused here) ids; skips duplicates; reuses exported
+    Keeps their order, timestamps, who wrote them ("import" for records that do not say, and for
+    another tool's history) and (where unused here) ids; skips duplicates; reuses exported
     vectors made by this store's model and embeds the others. With --from chatgpt|claude each
     message is a conversation turn; with --from markdown each note (or section of a long one) a
     memory. Importing again adds only what is new; an interrupted import resumes.
@@ -164,5 +166,6 @@ def import_memories(
         return
     if user is not None:
         raise InvalidInputError("--user is for --from chatgpt, claude or markdown; an export keeps its users")
-    report = ingest(source, lambda read: export_entries(read, max_chars), skip_invalid, max_chars, store)
+    parse = functools.partial(export_entries, max_chars=max_chars)
+    report = ingest(source, parse, skip_invalid, max_chars, store, writer=None)  # each record says
     print_report(report, json_out)

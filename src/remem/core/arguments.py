@@ -127,10 +127,11 @@ def new_memory(
     )
 
 
-def checked(memory: NewMemory, limit: int = MAX_TEXT_CHARS) -> NewMemory:
+def checked(memory: NewMemory, limit: int = MAX_TEXT_CHARS, writer: str | None = None) -> NewMemory:
     """``memory`` (its fields were checked when it was made) with its text stripped, never empty
-    and at most ``limit`` characters."""
-    return replace(memory, text=text(memory.text, limit=limit))
+    and at most ``limit`` characters, written by ``writer`` unless it names who (``written``)."""
+    who = writer if memory.written_by is None else memory.written_by
+    return replace(memory, text=text(memory.text, limit=limit), written_by=who)
 
 
 def memories_to_add(memories: Iterable[NewMemory | str], limit: int) -> Iterator[Entry]:
@@ -204,8 +205,17 @@ def scoped(chosen: Filters, scope: Filters | None) -> Filters:
     )
 
 
-def entries_within(entries: Iterable[Entry], limit: int) -> Iterator[Entry]:
-    """The entries with their texts checked (``checked``), as they are read; InvalidInputError
+def written(memory: NewMemory, writer: str | None) -> NewMemory:
+    """``memory`` written by ``writer`` unless it names who wrote it (TypeError, InvalidInputError
+    for a writer that is not a name)."""
+    if memory.written_by is not None or writer is None:
+        return memory
+    return replace(memory, written_by=writer)
+
+
+def entries_within(entries: Iterable[Entry], limit: int, writer: str | None = None) -> Iterator[Entry]:
+    """The entries with their texts checked (``checked``) and written by ``writer`` unless they
+    name who (``written``), as they are read; InvalidInputError
     naming the line of the first bad one, TypeError for what is not an Entry (at once when
     ``entries`` is no collection)."""
     from remem.ingest import Entry  # noqa: PLC0415
@@ -216,7 +226,7 @@ def entries_within(entries: Iterable[Entry], limit: int) -> Iterator[Entry]:
         for entry in items:
             checks.instance(entry, Entry, "each of entries", "a remem.ingest.Entry")
             try:
-                yield replace(entry, memory=checked(entry.memory, limit))
+                yield replace(entry, memory=checked(entry.memory, limit, writer))
             except InvalidInputError as exc:
                 raise within(exc, f"line {entry.line}: {exc}; nothing was added") from None
 

@@ -1,7 +1,7 @@
 """``Memories``: one store and its model, with everything a front-end does to memories.
 
-It adds (dedup first: re-adding a text loads no model), searches (the re-embed retry, fusion in
-``ranking``), lists, edits, forgets, packs context, exports and imports, and maintains the store.
+It adds (dedup first: re-adding a text loads no model), searches (the re-embed retry; the pipeline in
+``core.search``), lists, edits, forgets, packs context, exports and imports, and maintains the store.
 It never prints: what a person should hear comes back as ``notes`` and ``warnings``.
 """
 
@@ -67,6 +67,7 @@ class Memories(AbstractContextManager["Memories"]):
         self.notes: list[str] = []
         #: The longest text a memory or query may have (characters; at most 10,000,000).
         self.max_text_chars = MAX_TEXT_CHARS
+        self.writer: str | None = None  # new memories' written_by (``cli``…) unless a call names another
         self._tokens: Tokens | None = None
 
     @property
@@ -164,12 +165,14 @@ class Memories(AbstractContextManager["Memories"]):
         progress: ProgressFn | None = None,
         supersedes: int | None = None,
         expires_at: str | datetime | None = None,
+        written_by: str | None = None,
     ) -> AddResult:
-        """Store one memory; the same text in the same user/conversation is stored once: added again
-        while its memory is current, the existing id comes back with ``duplicate=True`` (no model is
-        loaded); while it is retired (superseded, or expired), that memory is made current again
-        (``current_again``): it takes this ``expires_at`` (none without one) and supersedes the
-        memory that had replaced it (``superseded``), its history kept (``core.superseding``).
+        """Store one memory, written by ``written_by`` (default: ``writer``); the same text in the same
+        user/conversation is stored once (its writer kept): added again while its memory is current,
+        the existing id comes back with ``duplicate=True`` (no model is loaded); while it is retired
+        (superseded, or expired), that memory is made current again (``current_again``): it takes
+        this ``expires_at`` (none without one) and supersedes the memory that had replaced it
+        (``superseded``), its history kept (``core.superseding``).
 
         ``supersedes``: the id of a memory of the same user and conversation that this one replaces,
         whose user, conversation, tags and meta it takes unless given (None: tags=() gives none),
@@ -195,6 +198,7 @@ class Memories(AbstractContextManager["Memories"]):
         memory = arguments.new_memory(
             text, *fields, limit=self.max_text_chars, supersedes=supersedes, expires_at=expires_at
         )
+        memory = arguments.written(memory, self.writer if written_by is None else written_by)
         existing = self.backend.find_duplicate(memory)
         again = None if existing is None else superseding.add_again(self.backend, memory, existing)
         if again is not None:
@@ -262,10 +266,12 @@ class Memories(AbstractContextManager["Memories"]):
     def add_entries(
         self, entries: Iterable[Entry], *, progress: ProgressFn | None = None, expected: int | None = None
     ) -> BulkResult:
-        """Store parsed input entries (``remem.ingest``) as ``add_many`` stores memories, reusing the
-        vectors an export carried when this store's model made them; ``resumed`` counts those an
+        """Store parsed input entries (``remem.ingest``) as ``add_many`` stores memories (written by
+        ``writer`` unless an entry names who), reusing the vectors an export carried when this store's
+        model made them; ``resumed`` counts those an
         interrupted run of the same ingest had staged."""
-        entries, progress = arguments.entries_within(entries, self.max_text_chars), checks.callback(progress)
+        entries = arguments.entries_within(entries, self.max_text_chars, self.writer)
+        progress = checks.callback(progress)
         expected = arguments.sized(entries, arguments.optional_count(expected, "expected"))
         carried, first = superseding.ImportLinks(), scripts.FirstTexts()
         new_store = self.backend.model is None
@@ -420,8 +426,7 @@ class Memories(AbstractContextManager["Memories"]):
         before = self.backend.get_many(arguments.stored_ids([memory_id])).get(memory_id)
         if before is None:
             raise MemoryNotFoundError([memory_id])
-        if change.owner is not None and change.owner[0] != before.user:
-            owners.check_move(self.backend, before, change.owner[0], change.text)
+        owners.check_move(self.backend, before, change.owner, change.text)
         return turns.edit(self.backend, self._stores_embedder, before, change)
 
     def forget(
@@ -432,9 +437,7 @@ class Memories(AbstractContextManager["Memories"]):
         new context (and vectors). The result names what was (would be) forgotten and the ids asked
         for that do not exist."""
         ids, where, dry_run = arguments.to_forget(ids, where, dry_run)
-        chosen = (
-            self.backend.candidate_ids(where.everything()) if where is not None else sorted(set(ids or []))
-        )
+        chosen = sorted(set(ids or [])) if where is None else self.backend.candidate_ids(where.everything())
         found = self.backend.get_many(arguments.stored_ids(chosen))
         missing = tuple(sorted(set(chosen) - set(found)))
         ids = sorted(found)
@@ -443,8 +446,7 @@ class Memories(AbstractContextManager["Memories"]):
         return reports.ForgetResult(tuple(found[i] for i in ids), missing, dry_run)
 
     def forget_expired(self, *, dry_run: bool = False) -> ForgetResult:
-        """Delete every memory whose ``expires_at`` has passed (as ``forget`` deletes; with
-        ``dry_run`` nothing is deleted)."""
+        """Delete every memory whose ``expires_at`` has passed, as ``forget`` does (``dry_run``: none)."""
         return self.forget(superseding.expired_ids(self.backend), dry_run=checks.flag(dry_run, "dry_run"))
 
     # --- moving and maintaining ------------------------------------------------------------------
@@ -478,10 +480,9 @@ class Memories(AbstractContextManager["Memories"]):
         return outcome
 
     def index_advice(self) -> str | None:
-        """One line when the store has outgrown its exact index: asked to be ``auto``, it holds at
-        least as many vectors as ``auto`` builds HNSW for, but builds it only at a reindex (the line
-        names the command); None otherwise, and always on PostgreSQL (HNSW from the first vector).
-        A write that takes the store across that size, or a doubling of it, adds it to ``notes``."""
+        """One line (naming the command) when the store has outgrown its exact index: asked to be
+        ``auto``, it holds as many vectors as ``auto`` builds HNSW for, but builds it only at a reindex;
+        None otherwise (always on PostgreSQL). A write crossing that size, or its double, notes it."""
         return growth.advice(growth.state_of(self.backend))
 
     def compact(self) -> int:

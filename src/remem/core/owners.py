@@ -20,9 +20,15 @@ if TYPE_CHECKING:
     from remem.types import Memory
 
 
-def check_move(backend: Backend, memory: Memory, user: str | None, text: str | None = None) -> None:
-    """InvalidInputError (parameter ``user``) unless ``memory`` may move to ``user`` (None: no user)
-    holding its text, or ``text`` when the same edit gives it a new one."""
+def check_move(
+    backend: Backend, memory: Memory, owner: tuple[str | None] | None, text: str | None = None
+) -> None:
+    """InvalidInputError (parameter ``user``) unless ``memory`` may move to the user ``owner`` names
+    (``(None,)``: no user; None, or its own user: no move, nothing to check) holding its text, or
+    ``text`` when the same edit gives it a new one."""
+    if owner is None or owner[0] == memory.user:
+        return
+    user = owner[0]
     if memory.conversation is not None:
         raise InvalidInputError(
             f"memory {memory.id} is a turn of conversation {memory.conversation!r}, which stays with its "

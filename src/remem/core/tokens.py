@@ -34,6 +34,9 @@ SECRET_PREFIX = "remem_"
 SECRET_BYTES = 32
 #: The default name of an admin token (then ``admin-2``, ``admin-3``…).
 ADMIN_NAME = "admin"
+#: Names no new token may have: the writers the front-ends record (``Memory.written_by``) for what
+#: is written without a token (the CLI, ``remem import``, ``remem mcp`` over stdio, ``remem ui``).
+FRONT_END_WRITERS = frozenset({"cli", "import", "mcp", "ui"})
 
 
 def secret_hash(secret: str) -> str:
@@ -76,6 +79,12 @@ class Tokens:
         fields = (conversation, checks.flag(read_only, "read_only"), checks.flag(private, "private"))
         if name is not None:
             token = Token(name, user, *fields, created_at, expiry)
+            if token.name in FRONT_END_WRITERS:
+                raise InvalidInputError(
+                    f'name "{token.name}" names what its memories were written by without a token; '
+                    "choose another name",
+                    parameter="name",
+                )
             if not self._backend().add_token(TokenRecord.made(token, digest)):
                 raise InvalidInputError(
                     f'name "{token.name}" is taken by another token; '
@@ -86,7 +95,7 @@ class Tokens:
         base = Token(ADMIN_NAME, user, *fields, created_at, expiry)  # checks the fields before a name is made
         stem = ADMIN_NAME if base.user is None else _name_from(base.user)
         while True:  # a name another process takes meanwhile is skipped: the next one is tried
-            taken = {record.name for record in self._backend().token_records()}
+            taken = {record.name for record in self._backend().token_records()} | FRONT_END_WRITERS
             token = Token(_free_name(stem, taken), user, *fields, created_at, expiry)
             if self._backend().add_token(TokenRecord.made(token, digest)):
                 return secret, token

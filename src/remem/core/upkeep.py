@@ -57,7 +57,9 @@ def export_records(backend: Backend, filters: Filters, with_vectors: bool) -> It
     from one state of the store (a snapshot), however long the reader takes."""
     with backend.snapshot():
         model = backend.model if with_vectors else None
-        for batch in _batches(backend.iter_all(filters), EXPORT_CHUNK):
+        # Vectors are read a batch of memories at a time; without them a memory at a time, so a
+        # stream of the export (the page's) holds one record, however large the store.
+        for batch in _batches(backend.iter_all(filters), EXPORT_CHUNK if model else 1):
             vectors = backend.vectors_of_memories([m.id for m in batch]) if model else {}
             for memory in batch:
                 record = memory_record(memory)

@@ -84,6 +84,7 @@ def serve_http(
     tls_key: Path | None = None,
     insecure_http: bool = False,
     tls_key_password_file: Path | None = None,
+    forwarded_allow_ips: tuple[str, ...] = (),
     max_connections: int = MAX_CONNECTIONS,
     request_timeout: float = REQUEST_TIMEOUT,
     model_dir: Path | None = None,
@@ -92,7 +93,8 @@ def serve_http(
 ) -> int | None:
     """Serve the store over Streamable HTTP (``remem.mcp.http``) until SIGTERM or SIGINT, every
     call pinned by its bearer token, at most ``max_connections`` at once, each request arriving
-    whole within ``request_timeout`` seconds (``remem.mcp.connections``);
+    whole within ``request_timeout`` seconds (``remem.mcp.connections``), believing the
+    ``X-Forwarded-Proto`` of the proxies ``forwarded_allow_ips`` names (``Listener``);
     the signal that stopped it. InvalidInputError for an unsafe or incomplete address set-up or
     limit, the store's own errors when it cannot be opened (a missing one is
     not created: ``remem token add`` creates it, with the token its clients need)."""
@@ -100,7 +102,9 @@ def serve_http(
     from remem.mcp.http import HttpServer, Listener  # noqa: PLC0415
     from remem.mcp.server import build_server  # noqa: PLC0415
 
-    listener = Listener(host, port, tls_cert, tls_key, insecure_http, tls_key_password_file)
+    listener = Listener(
+        host, port, tls_cert, tls_key, insecure_http, tls_key_password_file, forwarded_allow_ips
+    )
     limits = Limits(max_connections, request_timeout)
     server = build_server(
         store, model_dir=model_dir, embedder=embedder, note=note, create=False, name="remem serve"

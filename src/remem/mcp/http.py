@@ -102,9 +102,10 @@ class RequireToken:
         await self.app(scope, receive, send)
 
 
-def build_app(server: RememServer, code: str | None = None) -> ASGIApp:
+def build_app(server: RememServer, code: str | None = None, *, page: bool = True) -> ASGIApp:
     """The ASGI application of ``server``: ``/mcp`` behind ``RequireToken``, ``/healthz``, and the
-    page (``remem.web``: sign in with a token, or once with ``code``) at every other path.
+    page (``remem.web``: sign in with a token, or once with ``code``) at every other path (without
+    ``page``: none, every other path is 404; ``bench/page.py`` compares the two).
 
     The SDK's DNS-rebinding check (of Host and Origin) is off: it protects a local server that
     answers without credentials from web pages, and every request here needs a bearer token that a
@@ -132,6 +133,8 @@ def build_app(server: RememServer, code: str | None = None) -> ASGIApp:
         check = lambda memories: memories.tokens.verify(secret)  # noqa: E731
         return await anyio.to_thread.run_sync(lambda: service.run(check))
 
+    if not page:
+        return RequireToken(app, verify)
     from remem.web.app import build  # noqa: PLC0415 - Jinja2 only when a server runs
 
     return RequireToken(Split(app, build(service, code)), verify)
@@ -170,6 +173,9 @@ class Listener:
     tls_key: Path | None = None
     insecure_http: bool = False
     tls_key_password_file: Path | None = field(default=None, repr=False)
+    #: The proxies whose ``X-Forwarded-Proto``/``-For`` are believed (addresses or networks; ``*``:
+    #: any); none by default, so no client makes the page think it was reached over HTTPS.
+    forwarded_allow_ips: tuple[str, ...] = ()
 
     @property
     def loopback(self) -> bool:
@@ -187,6 +193,12 @@ class Listener:
             raise InvalidInputError(
                 "HTTPS needs both tls_cert and tls_key", parameter="tls_cert", mentions=("tls_key",)
             )
+        for address in self.forwarded_allow_ips:
+            if address != "*" and not _is_network(address):
+                raise InvalidInputError(
+                    f"forwarded_allow_ips: {address!r} is not an IP address or network (or *)",
+                    parameter="forwarded_allow_ips",
+                )
         if self.tls_cert is not None or self.loopback:
             return None
         if not self.insecure_http:
@@ -223,6 +235,15 @@ class Listener:
         port = sock.getsockname()[1]
         host = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") else self.host
         return f"{'https' if self.tls_cert else 'http'}://{host}:{port}{MCP_PATH}"
+
+
+def _is_network(address: str) -> bool:
+    """Whether ``address`` is an IP address or network (``10.0.0.0/8``)."""
+    try:
+        ipaddress.ip_network(address, strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 class _Server(uvicorn.Server):
@@ -262,12 +283,14 @@ class HttpServer:
         limits: Limits = DEFAULT_LIMITS,
         note: Callable[[str], None] = lambda message: None,
         code: str | None = None,
+        page: bool = True,
     ) -> None:
         """Open the store of ``server`` (its errors raise before anything listens) and bind
         ``listener``'s address, to serve within ``limits`` (``max_connections`` lowered below the
         descriptor limit); say on ``note`` where it listens (``remem serve: http://…/mcp``), and
         when the store has no token. With ``code`` (``remem ui``), the page's one-time sign-in URL is
-        ``page_url`` and is said instead. InvalidInputError for an unsafe or incomplete set-up."""
+        ``page_url`` and is said instead; without ``page``, only ``/mcp`` and ``/healthz`` are
+        served. InvalidInputError for an unsafe or incomplete set-up."""
         warning = listener.check()
         limits.check()
         password = _check_tls(listener)
@@ -276,7 +299,7 @@ class HttpServer:
         #: The URL of the MCP endpoint (with the port the system gave when ``listener.port`` was 0).
         self.url = listener.url(self.socket)
         config = uvicorn.Config(
-            build_app(server, code),
+            build_app(server, code, page=page),
             log_level="warning",
             access_log=False,
             lifespan="on",
@@ -287,6 +310,9 @@ class HttpServer:
             ssl_keyfile_password=password,
             http=guarded(limits.fit(note)),
             ws="none",  # remem serves no WebSocket (an upgraded connection would stay on the request clock)
+            # X-Forwarded-* only from the proxies named (uvicorn believed 127.0.0.1, or $FORWARDED_ALLOW_IPS)
+            proxy_headers=bool(listener.forwarded_allow_ips),
+            forwarded_allow_ips=list(listener.forwarded_allow_ips),
         )
         self._uvicorn = _Server(config)
         self._server = server

@@ -173,6 +173,9 @@ class MemoryOut(BaseModel):
     superseded_by: int | None = Field(default=None, description="The memory that replaced this one.")
     superseded_at: str | None = Field(default=None, description="When it was replaced (UTC ISO 8601).")
     expires_at: str | None = Field(default=None, description="When it stops being found (UTC ISO 8601).")
+    written_by: str | None = Field(
+        default=None, description="Who wrote it: a token's name, cli, mcp, import, ui; null: unknown."
+    )
 
     @classmethod
     def of(cls, memory: remem.Memory, limit: int | None = TEXT_LIMIT) -> MemoryOut:
@@ -192,6 +195,7 @@ class MemoryOut(BaseModel):
             superseded_by=memory.superseded_by,
             superseded_at=memory.superseded_at,
             expires_at=memory.expires_at,
+            written_by=memory.written_by,
         )
 
 

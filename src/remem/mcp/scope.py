@@ -10,6 +10,10 @@ offer the pinned arguments.
 Memories without a user are the team's shared memories: a caller pinned to a user sees them too
 (unless ``private``), but writes, edits and forgets only its own; an unpinned caller (an admin) sees
 and changes everything. A ``read_only`` pin has no tools that write.
+
+A pin also names who writes through it (``writer``, recorded as each new memory's ``written_by``):
+a token's name on ``remem serve``, ``mcp`` for ``remem mcp`` over stdio. It comes from the server,
+never from a tool's arguments, so no caller writes in another's name.
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Scope:
     """The user and conversation every call is confined to (None: not pinned), whether the user's
-    pin leaves out the shared memories (``private``), and whether the caller may write."""
+    pin leaves out the shared memories (``private``), whether the caller may write, and who it is
+    (``writer``: None names nobody)."""
 
     user: str | None = None
     conversation: str | None = None
     private: bool = False
     read_only: bool = False
+    writer: str | None = None
 
     @classmethod
     def of(
@@ -43,18 +49,20 @@ class Scope:
         *,
         private: bool = False,
         read_only: bool = False,
+        writer: str | None = None,
     ) -> Scope:
         """A validated pin (names stripped, never empty; ``private`` only with a user;
-        InvalidInputError otherwise)."""
+        InvalidInputError otherwise) whose writes name ``writer``."""
         checked = Filters.of(user=user, conversation=conversation)
         if private and checked.user is None:
             raise InvalidInputError("private goes with a user", parameter="private", mentions=("user",))
-        return cls(checked.user, checked.conversation, private, read_only)
+        return cls(checked.user, checked.conversation, private, read_only, writer)
 
     @classmethod
     def of_token(cls, token: Token) -> Scope:
-        """The pin a token of ``remem serve`` stands for."""
-        return cls(token.user, token.conversation, token.private and token.user is not None, token.read_only)
+        """The pin a token of ``remem serve`` stands for; its writes name the token."""
+        private = token.private and token.user is not None
+        return cls(token.user, token.conversation, private, token.read_only, token.name)
 
     @property
     def pinned(self) -> frozenset[str]:
@@ -72,6 +80,7 @@ class Scope:
         since: str | None = None,
         until: str | None = None,
         writing: bool = False,
+        written_by: str | None = None,
     ) -> Filters:
         """The filters a call asked for, validated, with the pinned fields in force: a pinned user's
         own memories and, unless ``private`` or ``writing`` (what a call may change), the shared ones."""
@@ -84,6 +93,7 @@ class Scope:
             since=since,
             until=until,
             shared=pinned_user and not (self.private or writing),
+            written_by=written_by,
         )
 
     @property

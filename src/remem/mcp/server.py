@@ -52,6 +52,8 @@ CHANGES = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 
+#: Who the writes of a server without tokens name (``remem mcp`` over stdio); a token's name its own.
+STDIO_WRITER = "mcp"
 #: The hidden argument through which the SDK hands a tool its request's context (and so its caller).
 CONTEXT = "remem_context"
 #: The tools in the order tools/list gives them, and whether they write (--read-only leaves those out).
@@ -277,7 +279,7 @@ def build_server(
     ``note`` receives lines for a person (stderr), each starting with the command's ``name``;
     without ``warm_up`` the model loads only when ``server.service.warm_up()`` is called;
     ``create`` (default: not ``read_only``) says whether a missing store is created."""
-    scope = Scope.of(user, conversation, private=private, read_only=read_only)
+    scope = Scope.of(user, conversation, private=private, read_only=read_only, writer=STDIO_WRITER)
     creates = not read_only if create is None else create
 
     def opener() -> remem.Memories:

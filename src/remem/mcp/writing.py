@@ -70,6 +70,7 @@ def memory_add(
             embed=embed,
             supersedes=supersedes,
             expires_at=expires_at,
+            written_by=scope.writer,  # the server's, never an argument's
         )
         return AddOut(
             id=result.id,

@@ -40,6 +40,8 @@ SECURITY_HEADERS = {
     "referrer-policy": "no-referrer",
     "cache-control": "no-store",
 }
+#: Who the writes of ``remem ui``'s signed-in owner (no token: its one-time code) name.
+UI_WRITER = "ui"
 #: The same answer to any token that is not good (unknown, revoked, expired).
 NOT_SIGNED_IN = "that token is not valid: it is unknown, revoked or expired"
 
@@ -123,7 +125,7 @@ class Pages:
             return None
         secret = session.secret
         if secret is None:
-            return Visitor(session_id, session, None, Scope())
+            return Visitor(session_id, session, None, Scope(writer=UI_WRITER))
         token = await self.run(lambda: self.service.run(lambda memories: memories.tokens.verify(secret)))
         if token is None:
             self.sessions.end(session_id)

@@ -1,21 +1,21 @@
-"""The page's routes that read: the newest memories, paged; search with its filters; a memory's page
-(its text, tags, metadata, times, supersede chain and most similar memories); the export (JSONL).
+"""The page's routes that read: the newest memories, paged; what was remembered recently and by whom
+(a token's name, ``cli``…), filtered by writer; search with its filters; a memory's page (its text,
+tags, metadata, writer, times, supersede chain and most similar memories); the export (JSONL).
 
 Each goes through the MCP tools' own functions (``remem.mcp.reading``) within the visitor's pin.
 """
 
 from __future__ import annotations
 
-import json
-
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 import remem
 from remem.errors import MemoryNotFoundError, RememError
 from remem.mcp import reading
 from remem.mcp.schemas import HitOut, SearchOut
+from remem.web.exporting import export_body
 from remem.web.pages import Form, Pages, Visitor, whole_number
 
 #: Memories per page of the newest; hits per search; similar memories on a memory's page.
@@ -44,6 +44,22 @@ def routes(pages: Pages) -> list[Route]:
             next_cursor=listed.next_cursor,
             asked={},
             hits=None,
+        )
+
+    async def recent(request: Request, visitor: Visitor, form: Form) -> Response:
+        writer = request.query_params.get("writer", "").strip() or None
+        cursor = request.query_params.get("cursor") or None
+        scope = visitor.scope
+        where = scope.filters(written_by=writer)  # within the pin, whatever writer is asked for
+        listed = await pages.run(lambda: reading.memory_list(pages.service, scope, PAGE_SIZE, cursor, where))
+        return pages.html(
+            request,
+            "recent.html",
+            visitor,
+            title="Recently remembered",
+            memories=listed.memories,
+            next_cursor=listed.next_cursor,
+            writer=writer,
         )
 
     async def search(request: Request, visitor: Visitor, form: Form) -> Response:
@@ -79,14 +95,13 @@ def routes(pages: Pages) -> list[Route]:
         )
 
     async def export(request: Request, visitor: Visitor, form: Form) -> Response:
-        where = visitor.scope.filters()
-        records = await pages.run(lambda: pages.service.run(lambda m: list(m.export(where=where))))
-        body = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+        body = await export_body(pages.service, visitor.scope.filters())  # streamed, never held whole
         disposition = {"content-disposition": 'attachment; filename="remem-export.jsonl"'}
-        return Response(body, media_type="application/x-ndjson", headers=disposition)
+        return StreamingResponse(body, media_type="application/x-ndjson", headers=disposition)
 
     return [
         pages.route("/", newest),
+        pages.route("/recent", recent),
         pages.route("/search", search),
         pages.route("/memories/{memory_id}", memory),
         pages.route("/export.jsonl", export),

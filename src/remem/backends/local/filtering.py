@@ -11,7 +11,14 @@ def needs_memory_row(filters: Filters | None) -> bool:
     """True when the condition of ``where`` reads columns of the memory row (alias ``m``); else it
     needs only the memory's id, and a query can skip the lookup of each memory (tags, or nothing)."""
     filters = Filters().everything() if filters is None else filters
-    fields = (filters.user, filters.conversation, filters.role, filters.since, filters.until)
+    fields = (
+        filters.user,
+        filters.conversation,
+        filters.role,
+        filters.since,
+        filters.until,
+        filters.written_by,
+    )
     return any(value is not None for value in fields) or bool(filters.meta)
 
 
@@ -28,7 +35,7 @@ def where(
     filters = Filters().everything() if filters is None else filters
     clauses: list[str] = []
     params: list[Any] = []
-    for column in ("user", "conversation", "role"):
+    for column in ("user", "conversation", "role", "written_by"):
         value = getattr(filters, column)
         if value is not None:
             clauses.append(f"m.{column} = ?")

@@ -77,12 +77,16 @@ _SCHEMA = (
 )
 
 
+#: Who wrote each memory (``Memory.written_by``): a token's name, ``cli``…; NULL for the memories
+#: written before it was recorded (unknown).
+_WRITTEN_BY = ("ALTER TABLE memories ADD COLUMN written_by TEXT",)
+
 #: A migration is SQL statements or a function of the connection; it runs inside a transaction.
 Migration = tuple[str, ...] | Callable[[sqlite3.Connection], None]
 
 #: Migration n brings a database from schema version n-1 to n. Version 1 is the schema remem 0.1
 #: ships (what came before it was never released). Append only; never edit a released one.
-MIGRATIONS: tuple[Migration, ...] = (_SCHEMA,)
+MIGRATIONS: tuple[Migration, ...] = (_SCHEMA, _WRITTEN_BY)
 LATEST_VERSION = len(MIGRATIONS)
 
 

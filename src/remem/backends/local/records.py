@@ -30,7 +30,7 @@ _DELETED, _DELETED_FROM = "deleted:", "deleted_from"
 _MEMORY_COLUMNS = """m.id, m.text, m.sha256, m.created_at, m.user, m.conversation, m.role, m.meta,
     (SELECT json_group_array(tag) FROM
         (SELECT tag FROM memory_tags t WHERE t.memory_id = m.id ORDER BY tag)) AS tags, m.updated_at,
-    m.superseded_by, m.superseded_at, m.expires_at"""
+    m.superseded_by, m.superseded_at, m.expires_at, m.written_by"""
 
 
 #: How a list page's branches are written for SQLite (``remem.backends.listing``).
@@ -220,7 +220,8 @@ class Records:
         """
         cursor = self.conn.execute(
             "INSERT INTO memories (id, text, sha256, created_at, updated_at, user, conversation, role, meta, "
-            "context, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "context, expires_at, written_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
             (
                 memory.id if memory.id is not None and memory.id > self._last_id() else None,
                 memory.text,
@@ -233,6 +234,7 @@ class Records:
                 json.dumps(dict(memory.meta), ensure_ascii=False, sort_keys=True),
                 context,
                 memory.expires_at,
+                memory.written_by,
             ),
         )
         if cursor.rowcount == 0:

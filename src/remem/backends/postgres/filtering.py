@@ -24,6 +24,9 @@ def where(filters: Filters | None, s: str) -> tuple[str, list[Any]]:
             params.append(value)
     if filters.shared:  # and the team's: no user, so no key (a BitmapOr of two scans of the key's index)
         clauses[0] = f"({clauses[0]} OR m.user_key IS NULL)"
+    if filters.written_by is not None:  # no index: the page lists a writer's newest along created_at
+        clauses.append("m.written_by = %s")
+        params.append(filters.written_by)
     if filters.tags:
         clauses.append(f"m.tag_keys @> {s}.name_keys(%s::text[])")
         params.append(sorted(set(filters.tags)))

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 COLUMNS = (
     'm.id, m.text, m.sha256, m.created_at, m."user", m.conversation, m.role, m.meta, m.tags, m.updated_at, '
-    "m.superseded_by, m.superseded_at, m.expires_at"
+    "m.superseded_by, m.superseded_at, m.expires_at, m.written_by"
 )
 
 
@@ -134,8 +134,9 @@ def _insert_sql(s: str) -> str:
     )
     return (
         f'INSERT INTO {s}.memories (id, text, sha256, created_at, updated_at, "user", conversation, '
-        f"role, meta, tags, context, expires_at, terms, term_count) VALUES ({new_id}, %s, %s, %s, %s, %s, "
-        f"%s, %s, %s, %s, %s, %s, {terms_sql(s)}, %s) ON CONFLICT {dedup_key(s)} DO NOTHING RETURNING id"
+        f"role, meta, tags, context, expires_at, written_by, terms, term_count) VALUES ({new_id}, %s, %s, "
+        f"%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, {terms_sql(s)}, %s) "
+        f"ON CONFLICT {dedup_key(s)} DO NOTHING RETURNING id"
     )
 
 
@@ -156,6 +157,7 @@ def _insert_row(item: NewMemory, created_at: str, context: str) -> tuple[Any, ..
         sorted(set(item.tags)),
         context,
         item.expires_at,
+        item.written_by,
         *terms,
     )
 

@@ -157,12 +157,16 @@ _TABLES = (
     "CREATE INDEX ingest_rows_thread ON {s}.ingest_rows (run, thread, seq) WHERE thread IS NOT NULL",
 )
 
+#: Who wrote each memory (``Memory.written_by``): a token's name, ``cli``…; NULL for the memories
+#: written before it was recorded (unknown). Adding a nullable column rewrites no row.
+_WRITTEN_BY = ("ALTER TABLE {s}.memories ADD COLUMN written_by text",)
+
 #: A migration: SQL statements (``{s}`` standing for the quoted schema), run in one transaction.
 Migration = Sequence[str]
 
 #: Migration n brings a schema from version n-1 to n. Version 1 is the schema remem 0.1 ships (what
 #: came before it was never released). Append only; never edit a released one.
-MIGRATIONS: tuple[Migration, ...] = (_FUNCTIONS + _MEMORIES + _TABLES,)
+MIGRATIONS: tuple[Migration, ...] = (_FUNCTIONS + _MEMORIES + _TABLES, _WRITTEN_BY)
 LATEST_VERSION = len(MIGRATIONS)
 
 

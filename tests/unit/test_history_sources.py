@@ -271,7 +271,7 @@ def _bad(tmp_path: Path, kind: str) -> tuple[str, Path, str]:
             "chatgpt",
             (DATA / "claude.json").read_text(encoding="utf-8"),
             ": [0] has no mapping of messages: not a ChatGPT export (a Claude export is read with "
-            "--from claude)",
+            "source claude)",
         ),
         "chatgpt-as-claude": ("claude", chatgpt, ": [0] has no chat_messages: not a Claude export"),
         "strings": ("claude", '["a", "b"]', ": [0] is not an object: not a Claude export"),
@@ -286,13 +286,13 @@ def _bad(tmp_path: Path, kind: str) -> tuple[str, Path, str]:
         ),
     }
     if kind == "directory":
-        return "chatgpt", tmp_path, ": a directory; --from chatgpt reads the export's conversations.json"
+        return "chatgpt", tmp_path, ": a directory; source chatgpt reads the export's conversations.json"
     if kind == "file-for-markdown":
-        return "markdown", DATA / "chatgpt.json", ": not a directory; --from markdown reads a folder of notes"
+        return "markdown", DATA / "chatgpt.json", ": not a directory; source markdown reads a folder of notes"
     if kind == "missing":
         return "claude", tmp_path / "nothing.json", ": no such file"
     if kind == "stdin":
-        return "chatgpt", Path("-"), "--from chatgpt reads the export's conversations.json, not stdin (-)"
+        return "chatgpt", Path("-"), "source chatgpt reads the export's conversations.json, not stdin (-)"
     if kind == "not-utf-8":
         path = tmp_path / "latin1.json"
         path.write_bytes(chatgpt.replace("Príncipe", "Pr\xedncipe").encode("latin-1", "replace"))

@@ -28,6 +28,7 @@ T = TypeVar("T")
 #: The options whose parameter is not named as the library names the argument it gives.
 _ARGUMENT_OF_OPTION = {
     "tag": "tags",
+    "origin": "source",  # remem import --from
     "expires": "expires_at",
     "max_chars": "max_text_chars",
     "hnsw_m": "hnsw.m",

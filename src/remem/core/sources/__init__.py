@@ -99,13 +99,18 @@ def read_history(
     found = Path(path).expanduser()
     if source == "markdown":
         if not found.is_dir():
-            raise InvalidInputError(f"{given}: not a directory; --from markdown reads a folder of notes")
+            raise InvalidInputError(
+                f"{given}: not a directory; source markdown reads a folder of notes", mentions=("source",)
+            )
     elif found.is_dir():
         raise InvalidInputError(
-            f"{given}: a directory; --from {source} reads the export's conversations.json"
+            f"{given}: a directory; source {source} reads the export's conversations.json",
+            mentions=("source",),
         )
     elif given == "-" and not found.exists():
-        raise InvalidInputError(f"--from {source} reads the export's conversations.json, not stdin (-)")
+        raise InvalidInputError(
+            f"source {source} reads the export's conversations.json, not stdin (-)", mentions=("source",)
+        )
     elif not found.exists():
         raise InvalidInputError(f"{given}: no such file")
     tally = Tally()

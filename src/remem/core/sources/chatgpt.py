@@ -65,7 +65,8 @@ def _turns(conversation: Mapping[str, Any], where: str, tally: Tally) -> Iterato
     if not isinstance(mapping, dict):
         raise InvalidInputError(
             f"{where} has no mapping of messages: not a ChatGPT export (a Claude export is read "
-            "with --from claude)"
+            "with source claude)",
+            mentions=("source",),
         )
     ident = text(conversation.get("conversation_id")) or text(conversation.get("id"))
     if not ident.strip():

@@ -52,7 +52,8 @@ def _turns(conversation: Mapping[str, Any], where: str, tally: Tally) -> Iterato
     if not isinstance(messages, list):
         raise InvalidInputError(
             f"{where} has no chat_messages: not a Claude export "
-            "(a ChatGPT export is read with --from chatgpt)"
+            "(a ChatGPT export is read with source chatgpt)",
+            mentions=("source",),
         )
     ident = text(conversation.get("uuid"))
     if not ident.strip():

@@ -292,7 +292,7 @@ def _bad(tmp_path: Path, kind: str) -> tuple[str, Path, str]:
     if kind == "missing":
         return "claude", tmp_path / "nothing.json", ": no such file"
     if kind == "stdin":
-        return "chatgpt", Path("-"), "source chatgpt reads the export's conversations.json, not stdin (-)"
+        return "chatgpt", Path("-"), ": stdin; source chatgpt reads a file, the export's conversations.json"
     if kind == "not-utf-8":
         path = tmp_path / "latin1.json"
         path.write_bytes(chatgpt.replace("Príncipe", "Pr\xedncipe").encode("latin-1", "replace"))

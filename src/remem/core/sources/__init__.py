@@ -109,7 +109,8 @@ def read_history(
         )
     elif given == "-" and not found.exists():
         raise InvalidInputError(
-            f"source {source} reads the export's conversations.json, not stdin (-)", mentions=("source",)
+            f"{given}: stdin; source {source} reads a file, the export's conversations.json",
+            mentions=("source",),
         )
     elif not found.exists():
         raise InvalidInputError(f"{given}: no such file")

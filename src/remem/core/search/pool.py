@@ -160,7 +160,9 @@ def gather(asked: Asked, query: Query, mode: SearchMode) -> Pool:
     if mode is SearchMode.KEYWORD:
         depth = max(MIN_HYBRID_DEPTH, 4 * asked.k) if query.phrases else asked.k
         found, inside = _with_window(lambda f: _keyword_top(asked, query, f, depth), asked, query)
+        weight = _query_weight(asked, query, found)  # what the shown score counts BM25 against
         pool = Pool.of_lanes([], found, inside=inside, windowed=query.window is not None)
+        pool = replace(pool, weight=weight)
     elif asked.lane is None or asked.embed is None:
         raise ValueError(f"{mode.value} search needs the vector lane and a query embedder")
     elif mode is SearchMode.HYBRID:
@@ -168,6 +170,14 @@ def gather(asked: Asked, query: Query, mode: SearchMode) -> Pool:
     else:
         pool = _vector(asked, query, texts)
     return _with_phrases(pool, query, texts, mode)
+
+
+def _query_weight(asked: Asked, query: Query, found: Sequence[Scored]) -> float | None:
+    """The query's whole IDF weight (``Coverage.weight``; None when nothing matched), asked with
+    the coverage of one match."""
+    if not found:
+        return None
+    return asked.backend.keyword_coverage(query.text, [found[0][0]], FULL_COVERAGE, query.scope).weight
 
 
 def _with_window(

@@ -1,0 +1,124 @@
+"""The shown score: what fusion computed, mapped to a relevance in [0, 1] on one scale in every mode
+and on both back-ends, without changing the ranking (``relevances``; pure, no I/O).
+
+The ranking score (``fuse.rank``: hybrid's z-score mix plus its lifts, vector mode's cosine, keyword
+mode's BM25) says how a memory compares with the rest of its pool, not how well it answers: a single
+hit's z-score is 0, the same memory's changes with the pool's size. So each search first puts its
+ranking score back into the lanes' own units with terms that are constant within the search, then a
+fitted logistic map turns those into a relevance:
+
+- ``cosine``: hybrid's fused score f in the vector lane's units, mean + spread · f / w over the pool's
+  cosines (w: the weight of the lanes that spread; a single hit or a two-hit pool gets its own
+  cosines back); vector mode: the cosine itself (plus its time lift).
+- ``keyword``: f in the keyword lane's units, (mean + spread · f / w) of the pool's BM25 evidence, per
+  unit of the query's IDF weight (a share of what a perfect match scores); keyword mode: the BM25
+  per unit of that weight.
+
+relevance = σ(a · cosine + b · keyword + c), with a, b ≥ 0 (``Map``, one per mode). Within a search
+both are affine in the ranking score with a positive slope, so the map is monotone: the order never
+changes. Where a rule puts a memory ahead regardless of its score (``phrase``; a time lift in a one-lane
+mode puts one the model cannot read last), a hit shows at least the relevance of those it outranks
+(``non_increasing``): the shown score never rises down the list.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from remem.core.search import fuse
+from remem.types import Calibration, SearchMode
+
+if TYPE_CHECKING:
+    from remem.core.search.fuse import Ranked
+    from remem.core.search.pool import Pool
+
+
+@dataclass(frozen=True)
+class Map:
+    """One mode's fitted map: relevance = σ(``cosine`` · the cosine term + ``keyword`` · the keyword
+    term + ``bias``); both weights ≥ 0."""
+
+    cosine: float
+    keyword: float
+    bias: float
+
+    def relevance(self, cosine: float, keyword: float) -> float:
+        """σ(a · cosine + b · keyword + c), in [0, 1]."""
+        x = self.cosine * cosine + self.keyword * keyword + self.bias
+        return 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
+
+
+#: The bundled model's maps, fitted by ``python bench/calibrate.py`` (logistic regression on the
+#: top 10 hits of every query of the tuning halves of SciFact, LoCoMo and the memory-shaped set, each
+#: corpus weighted alike; reliability on the held-out halves in docs/search.md).
+BUNDLED = {
+    SearchMode.HYBRID: Map(cosine=8.0, keyword=2.0, bias=-4.0),
+    SearchMode.VECTOR: Map(cosine=8.0, keyword=0.0, bias=-4.0),
+    SearchMode.KEYWORD: Map(cosine=0.0, keyword=4.0, bias=-3.0),
+}
+#: Maps by model name. Only the bundled model could be fitted (the other catalog models need a
+#: download); a store of another model uses the bundled model's maps (see docs/search.md).
+MAPS: dict[str, dict[SearchMode, Map]] = {"all-minilm-l6-v2": BUNDLED}
+
+
+def maps_for(model: str | None) -> dict[SearchMode, Map]:
+    """The maps of ``model`` (by name), or the bundled model's."""
+    return MAPS.get(model or "", BUNDLED)
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What one search's ranking scores are put back into the lanes' units with: each lane's mean and
+    spread over the pool (as fusion standardised them), the fused score's lane weight, and the
+    query's IDF weight (None: unknown, the keyword term is 0)."""
+
+    cosine_mean: float = 0.0
+    cosine_spread: float = 1.0
+    keyword_mean: float = 0.0
+    keyword_spread: float = 1.0
+    weight: float = 1.0
+    query_weight: float | None = None
+
+    def terms(self, score: float, mode: SearchMode) -> tuple[float, float]:
+        """A ranking score's (cosine, keyword) terms in ``mode`` (see the module docstring)."""
+        per_weight = 0.0 if not self.query_weight else 1.0 / self.query_weight
+        if mode is SearchMode.VECTOR:
+            return score, 0.0
+        if mode is SearchMode.KEYWORD:
+            return 0.0, score * per_weight
+        lanes = score / self.weight
+        cosine = self.cosine_mean + self.cosine_spread * lanes
+        return cosine, (self.keyword_mean + self.keyword_spread * lanes) * per_weight
+
+
+def non_increasing(values: Sequence[float]) -> list[float]:
+    """Each value raised to the largest after it: a list that never rises."""
+    result = list(values)
+    for i in range(len(result) - 2, -1, -1):
+        result[i] = max(result[i], result[i + 1])
+    return result
+
+
+def relevances(
+    ranked: Sequence[Ranked], basis: Basis, mode: SearchMode, model: str | None
+) -> list[Calibration]:
+    """Each ranked memory's calibration, in the ranking's order: its ranking score, its terms and its
+    relevance in [0, 1] (never rising down the list, ``non_increasing``)."""
+    chosen = maps_for(model)[mode]
+    terms = [basis.terms(r.score, mode) for r in ranked]
+    shown = non_increasing([chosen.relevance(cosine, keyword) for cosine, keyword in terms])
+    return [
+        Calibration(r.score, cosine, keyword, relevance)
+        for r, (cosine, keyword), relevance in zip(ranked, terms, shown, strict=True)
+    ]
+
+
+def basis_of(pool: Pool, mode: SearchMode) -> Basis:
+    """The pool's ``Basis`` in ``mode`` (hybrid: the means and spreads ``fuse.fused`` used)."""
+    if mode is not SearchMode.HYBRID or not pool.candidates:
+        return Basis(query_weight=pool.weight)
+    lanes = fuse.lane_spreads(pool)
+    return Basis(*lanes, query_weight=pool.weight)

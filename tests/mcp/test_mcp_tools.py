@@ -170,7 +170,8 @@ def test_before_warm_up_search_uses_keywords_and_add_stores_pending(store_dir: P
             assert added == FIRST_STORED_PENDING
             found = await call(client, "memory_search", {"query": "deploy key", "min_score": 0.1})
             assert found["mode"] == "keyword" and [h["id"] for h in found["hits"]] == [1]
-            assert found["lane_note"] == "model loading; keyword results only; min_score not applied"
+            # min_score applies on the keyword lane too: one scale in every mode
+            assert found["lane_note"] == "model loading; keyword results only"
             assert (await call(client, "memory_search", {"query": "deploy", "mode": "keyword"}))[
                 "lane_note"
             ] is None

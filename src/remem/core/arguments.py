@@ -22,7 +22,7 @@ from remem.inputs import (
     utc_timestamp,
     within_limit,
 )
-from remem.types import Filters, NewMemory, SearchMode
+from remem.types import Filters, NewMemory
 
 if TYPE_CHECKING:
     from remem.ingest import Entry

@@ -75,7 +75,8 @@ def run_search(
         ranked = fuse.rank(pool, mode)
         empty = why.nothing(backend, query, filters, mode) if not ranked else None
         model = backend.model.name if backend.model else None
-        scored = list(zip(ranked, calibration.relevances(ranked, calibration.basis_of(pool, mode), mode, model)))
+        basis = calibration.basis_of(pool, mode)
+        scored = list(zip(ranked, calibration.relevances(ranked, basis, mode, model), strict=True))
         below = [c.relevance for _, c in scored if min_score is not None and c.relevance < min_score]
         scored = [(r, c) for r, c in scored if min_score is None or c.relevance >= min_score][:k]
         hits = _hits(scored, backend.get_many([r.id for r, _ in scored]), query)

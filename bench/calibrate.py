@@ -14,7 +14,7 @@ answer).
 
 The queries are split into a tuning and a held-out half (seed 31; LoCoMo by conversation, the others
 by query, as bench/fusion_lab.py splits them). On the tuning halves, one logistic regression per
-mode (each corpus weighted alike, weights kept ≥ 0 so the map is monotone) gives the constants of
+mode (every hit alike, weights kept ≥ 0 so the map is monotone) gives the constants of
 ``remem.core.search.calibration``. On the held-out halves it prints the reliability table per corpus
 and pooled: bins of 0.2 of the shown score (the fitted map, never rising down a query's list), the
 hits in each and the share relevant. The baseline in the same run is the map search ships
@@ -155,27 +155,33 @@ def logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def fit(asked: Sequence[Asked], mode: remem.SearchMode) -> calibration.Map:
-    """The mode's map fitted on ``asked``, each corpus weighted alike; a term whose weight would be
-    negative (the map no longer monotone) is left out and the rest fitted again."""
-    rows = [(a.corpus, *hit) for a in asked if a.mode is mode for hit in a.hits]
-    count = defaultdict(int, {c: sum(r[0] == c for r in rows) for c in {r[0] for r in rows}})
-    weights = np.array([len(rows) / (len(count) * count[r[0]]) for r in rows])
+    """The mode's map fitted on every hit of ``asked`` alike (the pooled set the tables judge): the
+    cosine term, the keyword term, −ln(rank); a term whose weight would be negative (the map no
+    longer monotone) is left out and the rest fitted again."""
+    rows = [
+        (cosine, keyword, -math.log(rank), relevant)
+        for a in asked
+        if a.mode is mode
+        for rank, (cosine, keyword, relevant) in enumerate(a.hits, start=1)
+    ]
     y = np.array([float(r[3]) for r in rows])
-    used = {"hybrid": [0, 1], "vector": [0], "keyword": [1]}[mode.value]
+    used = {"hybrid": [0, 1, 2], "vector": [0, 2], "keyword": [1, 2]}[mode.value]
     while True:
-        x = np.array([[r[1 + i] for i in used] + [1.0] for r in rows])
-        beta = logistic(x, y, weights)
+        x = np.array([[r[i] for i in used] + [1.0] for r in rows])
+        beta = logistic(x, y, np.ones(len(rows)))
         negative = [i for i, b in zip(used, beta, strict=False) if b < 0]
         if not negative:
             break
         used = [i for i in used if i not in negative]
-    found = dict(zip(used, beta, strict=False))
-    return calibration.Map(float(found.get(0, 0.0)), float(found.get(1, 0.0)), float(beta[-1]))
+    found = {i: float(b) for i, b in zip(used, beta, strict=False)}
+    return calibration.Map(found.get(0, 0.0), found.get(1, 0.0), found.get(2, 0.0), float(beta[-1]))
 
 
 def shown(chosen: calibration.Map, hits: Sequence[tuple[float, float, bool]]) -> list[float]:
     """The scores a query's hits show under ``chosen`` (never rising down the list)."""
-    return calibration.non_increasing([chosen.relevance(c, k) for c, k, _ in hits])
+    return calibration.non_increasing(
+        [chosen.relevance(c, k, n) for n, (c, k, _) in enumerate(hits, start=1)]
+    )
 
 
 def reliability(asked: Sequence[Asked], maps: dict[remem.SearchMode, calibration.Map]) -> list[list[int]]:
@@ -244,7 +250,7 @@ def main() -> None:
     for mode, found in fitted.items():
         print(
             f"  {mode.value}: Map(cosine={found.cosine:.3f}, keyword={found.keyword:.3f}, "
-            f"bias={found.bias:.3f})"
+            f"rank={found.rank:.3f}, bias={found.bias:.3f})"
         )
     print_tables(hold, fitted, "\nheld-out halves, the fitted map (every mode):")
     for mode in MODES:

@@ -250,7 +250,7 @@ def history_table(memories: Sequence[Memory], width: int | None) -> str:
     return table(["ID", "CREATED", "STATUS", "TEXT"], rows, width, numeric=1)
 
 
-def _calibration(hit: Hit) -> dict[str, float] | None:
+def _calibration(hit: Hit) -> dict[str, float | int] | None:
     found = hit.calibration
     if found is None:
         return None
@@ -258,6 +258,7 @@ def _calibration(hit: Hit) -> dict[str, float] | None:
         "ranking": round(found.ranking, 6),
         "cosine": round(found.cosine, 6),
         "keyword": round(found.keyword, 6),
+        "rank": found.rank,
         "relevance": round(found.relevance, 6),
     }
 
@@ -268,7 +269,7 @@ def explain_record(hit: Hit) -> dict[str, Any]:
     applied besides them, in order: ``name`` and ``size`` (what it added to the ranking score; null
     for one that moved the hit ahead without a size, or, ``script``, put its cosine at the pool's
     lowest), and ``calibration``: the ``ranking`` score (hybrid: the fused z-score with its lifts),
-    its ``cosine`` and ``keyword`` terms and the ``relevance`` shown as its score."""
+    its ``cosine`` and ``keyword`` terms, its ``rank`` and the ``relevance`` shown as its score."""
     lifts = [
         {"name": lift.name, "size": None if lift.size is None else round(lift.size, 6)} for lift in hit.lifts
     ]
@@ -282,7 +283,7 @@ def explain_record(hit: Hit) -> dict[str, Any]:
 
 def explain_line(hit: Hit) -> str:
     """``explain_record`` as one line for a person: ``4: vector #1 cosine 0.7051, keyword #2 BM25
-    2.3100, time +1.0000, phrase first; ranking 1.2000 as cosine 0.5100, keyword 0.8000 ->
+    2.3100, time +1.0000, phrase first; ranking 1.2000 as cosine 0.5100, keyword 0.8000, rank 1 ->
     relevance 0.8100``."""
     parts = [
         f"{name} #{lane.rank} {measure} {lane.score:.{SCORE_DECIMALS}f}"
@@ -301,5 +302,6 @@ def explain_line(hit: Hit) -> str:
         return line
     return (
         f"{line}; ranking {found.ranking:.{SCORE_DECIMALS}f} as cosine {found.cosine:.{SCORE_DECIMALS}f}, "
-        f"keyword {found.keyword:.{SCORE_DECIMALS}f} -> relevance {found.relevance:.{SCORE_DECIMALS}f}"
+        f"keyword {found.keyword:.{SCORE_DECIMALS}f}, rank {found.rank} "
+        f"-> relevance {found.relevance:.{SCORE_DECIMALS}f}"
     )

@@ -275,12 +275,13 @@ class Snippet:
 class Calibration:
     """How a hit's shown score was computed (``core/search/calibration.py``): ``ranking``, the score
     the search ranked by (hybrid: the fused z-score with its lifts; vector: the cosine; keyword:
-    BM25), its ``cosine`` and ``keyword`` terms (that score in each lane's units) and the
-    ``relevance`` in [0, 1] they map to."""
+    BM25), its ``cosine`` and ``keyword`` terms (that score in each lane's units), its ``rank`` in
+    the search's ranking (1 first) and the ``relevance`` in [0, 1] they map to."""
 
     ranking: float
     cosine: float
     keyword: float
+    rank: int
     relevance: float
 
 

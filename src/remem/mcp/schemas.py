@@ -230,6 +230,7 @@ class CalibrationOut(BaseModel):
     keyword: float = Field(
         description="The ranking score in the keyword lane's units (BM25 per query weight)."
     )
+    rank: int = Field(description="Its place in the search's ranking (1: first).")
     relevance: float = Field(description="What these map to: the hit's score.")
 
 

@@ -1,0 +1,117 @@
+"""The shown score (issue #48): the ranking score mapped to a relevance in [0, 1] by a monotone map,
+which never changes the ranking (``core/search/calibration.py``), over random pools through the
+product's own ``fuse.rank``."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from remem.backends.base import TurnTime
+from remem.core.search import calibration, fuse
+from remem.core.search.pool import Candidate, Pool
+from remem.types import Lane, SearchMode
+
+MODES = (SearchMode.HYBRID, SearchMode.VECTOR, SearchMode.KEYWORD)
+_COSINE = st.floats(-0.2, 1.0, allow_nan=False)
+_BM25 = st.floats(0.01, 30.0, allow_nan=False)
+
+
+@st.composite
+def pools(draw: st.DrawFn, mode: SearchMode) -> Pool:
+    """A pool as a search in ``mode`` gathers one: memories in its lanes, some turns of a
+    conversation, some from the query's window, some holding the query as a phrase, some the model
+    cannot read."""
+    size = draw(st.integers(1, 25))
+    candidates = []
+    vector_place = keyword_place = 0
+    for mid in range(1, size + 1):
+        cosine = None if mode is SearchMode.KEYWORD else draw(st.none() | _COSINE)
+        bm25 = None if mode is SearchMode.VECTOR else draw(st.none() | _BM25)
+        if cosine is None and bm25 is None:
+            cosine, bm25 = (None, draw(_BM25)) if mode is SearchMode.KEYWORD else (draw(_COSINE), None)
+        vector_place += cosine is not None
+        keyword_place += bm25 is not None
+        turn = None
+        if draw(st.booleans()):
+            when = datetime(2024, 5, 1 + mid % 5, tzinfo=timezone.utc).isoformat()
+            turn = TurnTime(None, "chat", when, draw(st.sampled_from(["Jon", "Gina"])))
+        candidates.append(
+            Candidate(
+                mid,
+                None if cosine is None else Lane(vector_place, cosine),
+                None if bm25 is None else Lane(keyword_place, bm25),
+                draw(st.floats(0.0, 1.0)),
+                turn,
+                draw(st.booleans()) and draw(st.booleans()),
+                draw(st.booleans()),
+                draw(st.booleans()) and draw(st.booleans()),
+            )
+        )
+    weight = draw(st.none() | st.floats(0.5, 40.0))
+    return Pool(tuple(candidates), weight, frozenset(draw(st.sets(st.sampled_from(["Jon", "Gina"])))), True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.sampled_from(MODES))
+def test_the_shown_score_is_in_0_1_never_rises_down_the_ranking_and_keeps_its_order(
+    data: st.DataObject, mode: SearchMode
+) -> None:
+    pool = data.draw(pools(mode))
+    ranked = fuse.rank(pool, mode)
+    shown = calibration.relevances(ranked, calibration.basis_of(pool, mode), mode, "all-minilm-l6-v2")
+    assert [c.ranking for c in shown] == [r.score for r in ranked]  # one per ranked memory, in order
+    assert [c.rank for c in shown] == list(range(1, len(ranked) + 1))
+    assert all(0.0 <= c.relevance <= 1.0 for c in shown)
+    assert all(a.relevance >= b.relevance for a, b in itertools.pairwise(shown))
+    # Before the floor that keeps the list from rising, the map itself is monotone in the ranking
+    # score wherever the ranking follows it (no phrase or script rule moved a memory).
+    chosen = calibration.maps_for("all-minilm-l6-v2")[mode]
+    raw = [chosen.relevance(c.cosine, c.keyword, c.rank) for c in shown]
+    for i, (a, b) in enumerate(itertools.pairwise(ranked)):
+        if a.score >= b.score:
+            assert raw[i] >= raw[i + 1] - 1e-12
+
+
+def test_a_lone_hit_is_put_back_into_its_own_lanes_units() -> None:
+    """A pool of one: its fused z-score is 0 whatever it scored; the terms are its own cosine and
+    BM25 per unit of the query's weight, so a strong lone hit shows a high score, a weak one a low."""
+    for cosine, bm25, low in ((0.9, 9.0, False), (0.05, 0.3, True)):
+        pool = Pool((Candidate(1, Lane(1, cosine), Lane(1, bm25), 1.0),), weight=10.0)
+        ranked = fuse.rank(pool, SearchMode.HYBRID)
+        (shown,) = calibration.relevances(
+            ranked, calibration.basis_of(pool, SearchMode.HYBRID), SearchMode.HYBRID, None
+        )
+        assert ranked[0].score == 0.0
+        assert (shown.cosine, shown.keyword) == (pytest.approx(cosine), pytest.approx(bm25 / 10.0))
+        assert (shown.relevance < 0.2) if low else (shown.relevance > 0.5)
+
+
+def test_a_two_hit_pool_gets_each_its_own_cosine_back() -> None:
+    """Before, a two-hit pool showed ±1 whatever the hits; now each shows what its own lanes say."""
+    pool = Pool(
+        (Candidate(1, Lane(1, 0.8), Lane(1, 6.0)), Candidate(2, Lane(2, 0.2), Lane(2, 1.0))), weight=8.0
+    )
+    ranked = fuse.rank(pool, SearchMode.HYBRID)
+    assert [r.score for r in ranked] == pytest.approx([1.0, -1.0])
+    first, second = calibration.relevances(
+        ranked, calibration.basis_of(pool, SearchMode.HYBRID), SearchMode.HYBRID, None
+    )
+    assert (first.cosine, second.cosine) == (pytest.approx(0.8), pytest.approx(0.2))
+    assert (first.keyword, second.keyword) == (pytest.approx(6.0 / 8.0), pytest.approx(1.0 / 8.0))
+    assert 0.0 < second.relevance < first.relevance < 1.0
+
+
+def test_an_unknown_model_uses_the_bundled_models_maps() -> None:
+    assert calibration.maps_for("bge-small-en-v1.5") is calibration.BUNDLED
+    assert calibration.maps_for(None) is calibration.BUNDLED
+    assert all(m.cosine >= 0 and m.keyword >= 0 and m.rank >= 0 for m in calibration.BUNDLED.values())
+
+
+def test_non_increasing_raises_a_value_to_the_largest_after_it() -> None:
+    assert calibration.non_increasing([0.2, 0.6, 0.5, 0.1, 0.3]) == [0.6, 0.6, 0.5, 0.3, 0.3]
+    assert calibration.non_increasing([]) == []

@@ -104,11 +104,7 @@ BAD_CALLS = [
     ("memory_search", {}, "missing argument query"),
     ("memory_search", {"query": "x", "mode": "fuzzy"}, "invalid argument mode"),
     ("memory_search", {"query": "x", "min_score": 2}, "invalid argument min_score"),
-    (
-        "memory_search",
-        {"query": "x", "mode": "keyword", "min_score": 0.5},
-        "min_score is a cosine; use it with mode vector or hybrid",
-    ),
+    ("memory_search", {"query": "x", "mode": "keyword", "min_score": -0.5}, "invalid argument min_score"),
     ("memory_search", {"query": "x", "since": "yesterday morning"}, "since 'yesterday morning' is neither"),
     ("memory_search", {"query": "x", "since": "1d", "until": "2d"}, "since must be before until"),
     ("memory_list", {"tags": ["ok", " "]}, "tags must not be empty"),

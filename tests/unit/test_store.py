@@ -374,7 +374,7 @@ def test_min_score_drops_hits_below_it(
     populated: tuple[LocalBackend, dict[int, np.ndarray], dict[int, NewMemory]],
 ) -> None:
     """min_score is on the shown (calibrated) scale: a prefix of the ranking is kept."""
-    store, vectors, _ = populated
+    store, _, _ = populated
     query = _unit(np.random.default_rng(5))
     unfiltered = vector_search(store, query, 20, Filters())
     threshold = (unfiltered[4].score + unfiltered[5].score) / 2

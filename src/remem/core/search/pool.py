@@ -12,7 +12,9 @@ lane's top; the cosines of the keyword matches beyond that top; the BM25 of the 
 memories beyond the keyword top and their turns; the keyword coverage of every match; the pool's
 texts where word order or scripts need them. A query with time words asks each lane once more
 within the window (those answers mark which candidates are from then, and bring the window's own
-best into the pool); a query with quoted phrases first asks which memories hold them.
+best into the pool); a query with quoted phrases first asks which memories hold them. Keyword mode
+asks its lane's top and the query's IDF weight (the coverage of its best match), which the shown
+score counts BM25 against (``calibration``).
 """
 
 from __future__ import annotations

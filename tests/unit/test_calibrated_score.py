@@ -63,18 +63,23 @@ def test_the_shown_score_is_in_0_1_never_rises_down_the_ranking_and_keeps_its_or
 ) -> None:
     pool = data.draw(pools(mode))
     ranked = fuse.rank(pool, mode)
-    shown = calibration.relevances(ranked, calibration.basis_of(pool, mode), mode, "all-minilm-l6-v2")
-    assert [c.ranking for c in shown] == [r.score for r in ranked]  # one per ranked memory, in order
-    assert [c.rank for c in shown] == list(range(1, len(ranked) + 1))
-    assert all(0.0 <= c.relevance <= 1.0 for c in shown)
-    assert all(a.relevance >= b.relevance for a, b in itertools.pairwise(shown))
+    basis = calibration.basis_of(pool, mode)
+    shown = calibration.relevances(ranked, basis, mode, "all-minilm-l6-v2")
+    assert len(shown) == len(ranked) and all(0.0 <= s <= 1.0 for s in shown)
+    assert all(a >= b for a, b in itertools.pairwise(shown))
     # Before the floor that keeps the list from rising, the map itself is monotone in the ranking
-    # score wherever the ranking follows it (no phrase or script rule moved a memory).
+    # score wherever the ranking follows it (no phrase or script rule moved a memory); each hit's
+    # calibration gives its shown score from its terms.
     chosen = calibration.maps_for("all-minilm-l6-v2")[mode]
-    raw = [chosen.relevance(c.cosine, c.keyword, c.rank) for c in shown]
+    pairs = enumerate(zip(ranked, shown, strict=True), start=1)
+    made = [calibration.calibration(r, n, s, basis, mode) for n, (r, s) in pairs]
+    raw = [chosen.relevance(c.cosine, c.keyword, c.rank) for c in made]
+    assert all(score >= one - 1e-12 for score, one in zip(shown, raw, strict=True))
     for i, (a, b) in enumerate(itertools.pairwise(ranked)):
         if a.score >= b.score:
             assert raw[i] >= raw[i + 1] - 1e-12
+        if a.lifts == b.lifts == ():  # nothing moved either: the shown score is the map's
+            assert shown[i] == pytest.approx(raw[i]) or shown[i] == pytest.approx(shown[i + 1])
 
 
 def test_a_lone_hit_is_put_back_into_its_own_lanes_units() -> None:
@@ -83,9 +88,9 @@ def test_a_lone_hit_is_put_back_into_its_own_lanes_units() -> None:
     for cosine, bm25, low in ((0.9, 9.0, False), (0.05, 0.3, True)):
         pool = Pool((Candidate(1, Lane(1, cosine), Lane(1, bm25), 1.0),), weight=10.0)
         ranked = fuse.rank(pool, SearchMode.HYBRID)
-        (shown,) = calibration.relevances(
-            ranked, calibration.basis_of(pool, SearchMode.HYBRID), SearchMode.HYBRID, None
-        )
+        basis = calibration.basis_of(pool, SearchMode.HYBRID)
+        (score,) = calibration.relevances(ranked, basis, SearchMode.HYBRID, None)
+        shown = calibration.calibration(ranked[0], 1, score, basis, SearchMode.HYBRID)
         assert ranked[0].score == 0.0
         assert (shown.cosine, shown.keyword) == (pytest.approx(cosine), pytest.approx(bm25 / 10.0))
         assert (shown.relevance < 0.2) if low else (shown.relevance > 0.5)
@@ -98,8 +103,11 @@ def test_a_two_hit_pool_gets_each_its_own_cosine_back() -> None:
     )
     ranked = fuse.rank(pool, SearchMode.HYBRID)
     assert [r.score for r in ranked] == pytest.approx([1.0, -1.0])
-    first, second = calibration.relevances(
-        ranked, calibration.basis_of(pool, SearchMode.HYBRID), SearchMode.HYBRID, None
+    basis = calibration.basis_of(pool, SearchMode.HYBRID)
+    scores = calibration.relevances(ranked, basis, SearchMode.HYBRID, None)
+    first, second = (
+        calibration.calibration(r, n, s, basis, SearchMode.HYBRID)
+        for n, (r, s) in enumerate(zip(ranked, scores, strict=False), 1)
     )
     assert (first.cosine, second.cosine) == (pytest.approx(0.8), pytest.approx(0.2))
     assert (first.keyword, second.keyword) == (pytest.approx(6.0 / 8.0), pytest.approx(1.0 / 8.0))

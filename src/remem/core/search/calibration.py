@@ -52,8 +52,9 @@ class Map:
 
     def relevance(self, cosine: float, keyword: float, rank: int) -> float:
         """σ(a · cosine + b · keyword − d · ln(rank) + c), in [0, 1]."""
-        x = self.cosine * cosine + self.keyword * keyword - self.rank * math.log(rank) + self.bias
-        return 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
+        return _sigmoid(
+            self.cosine * cosine + self.keyword * keyword - self.rank * math.log(rank) + self.bias
+        )
 
 
 #: The bundled model's maps, fitted by ``python bench/calibrate.py --stores DIR`` (logistic regression
@@ -98,14 +99,18 @@ class Basis:
 
     def terms(self, score: float, mode: SearchMode) -> tuple[float, float]:
         """A ranking score's (cosine, keyword) terms in ``mode`` (see the module docstring)."""
+        (cosine, per_cosine), (keyword, per_keyword) = self.lines(mode)
+        return cosine + per_cosine * score, keyword + per_keyword * score
+
+    def lines(self, mode: SearchMode) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The cosine and keyword terms as lines in the ranking score: (at 0, slope) each."""
         per_weight = 0.0 if not self.query_weight else 1.0 / self.query_weight
         if mode is SearchMode.VECTOR:
-            return score, 0.0
+            return (0.0, 1.0), (0.0, 0.0)
         if mode is SearchMode.KEYWORD:
-            return 0.0, score * per_weight
-        lanes = score / self.weight
-        cosine = self.cosine_mean + self.cosine_spread * lanes
-        return cosine, (self.keyword_mean + self.keyword_spread * lanes) * per_weight
+            return (0.0, 0.0), (0.0, per_weight)
+        cosine = (self.cosine_mean, self.cosine_spread / self.weight)
+        return cosine, (self.keyword_mean * per_weight, self.keyword_spread / self.weight * per_weight)
 
 
 def non_increasing(values: Sequence[float]) -> list[float]:
@@ -116,16 +121,27 @@ def non_increasing(values: Sequence[float]) -> list[float]:
     return result
 
 
-def relevances(
-    ranked: Sequence[Ranked], basis: Basis, mode: SearchMode, model: str | None
-) -> list[Calibration]:
-    """Each ranked memory's calibration, in the ranking's order: its ranking score, its terms and its
-    relevance in [0, 1] (never rising down the list, ``non_increasing``)."""
+def relevances(ranked: Sequence[Ranked], basis: Basis, mode: SearchMode, model: str | None) -> list[float]:
+    """Each ranked memory's relevance in [0, 1], in the ranking's order, never rising down the list
+    (``non_increasing``). One line per search: σ(slope · score + offset − d · ln(rank))."""
     chosen = maps_for(model)[mode]
-    terms = [basis.terms(r.score, mode) for r in ranked]
-    shown = non_increasing([chosen.relevance(c, k, rank) for rank, (c, k) in enumerate(terms, start=1)])
-    together = enumerate(zip(ranked, terms, shown, strict=True), start=1)
-    return [Calibration(r.score, c, k, rank, relevance) for rank, (r, (c, k), relevance) in together]
+    (cosine, per_cosine), (keyword, per_keyword) = basis.lines(mode)
+    slope = chosen.cosine * per_cosine + chosen.keyword * per_keyword
+    offset = chosen.cosine * cosine + chosen.keyword * keyword + chosen.bias
+    raw = [
+        _sigmoid(slope * r.score + offset - chosen.rank * math.log(n)) for n, r in enumerate(ranked, start=1)
+    ]
+    return non_increasing(raw)
+
+
+def calibration(ranked: Ranked, rank: int, relevance: float, basis: Basis, mode: SearchMode) -> Calibration:
+    """How one ranked memory's shown ``relevance`` was computed (``--explain``)."""
+    cosine, keyword = basis.terms(ranked.score, mode)
+    return Calibration(ranked.score, cosine, keyword, rank, relevance)
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
 
 
 def basis_of(pool: Pool, mode: SearchMode) -> Basis:

@@ -76,10 +76,14 @@ def run_search(
         empty = why.nothing(backend, query, filters, mode) if not ranked else None
         model = backend.model.name if backend.model else None
         basis = calibration.basis_of(pool, mode)
-        scored = list(zip(ranked, calibration.relevances(ranked, basis, mode, model), strict=True))
-        below = [c.relevance for _, c in scored if min_score is not None and c.relevance < min_score]
-        scored = [(r, c) for r, c in scored if min_score is None or c.relevance >= min_score][:k]
-        hits = _hits(scored, backend.get_many([r.id for r, _ in scored]), query)
+        shown = calibration.relevances(ranked, basis, mode, model)  # never rising: a prefix is kept
+        kept = len(shown) if min_score is None else sum(score >= min_score for score in shown)
+        below = shown[kept:]
+        scored = [
+            calibration.calibration(r, n, score, basis, mode)
+            for n, (r, score) in enumerate(zip(ranked[: min(k, kept)], shown, strict=False), start=1)
+        ]
+        hits = _hits(ranked, scored, backend.get_many([r.id for r in ranked[: len(scored)]]), query)
         notes = why.identifier_notes(backend, query, filters, hits, mode)
     found = SearchResult(hits, len(below), max(below) if below else None, notes, nothing=empty)
     return _dated(found, query, pool)
@@ -100,12 +104,12 @@ def _always(vector: FloatArray) -> QueryEmbedder:
 
 
 def _hits(
-    scored: list[tuple[fuse.Ranked, Calibration]], memories: dict[int, Memory], query: Query
+    ranked: list[fuse.Ranked], scored: list[Calibration], memories: dict[int, Memory], query: Query
 ) -> list[Hit]:
-    """The ranked memories as hits scored by their relevance, a long text with the snippet the query
-    matched (``snippets``)."""
+    """The first ranked memories, one per calibration, as hits scored by their relevance, a long text
+    with the snippet the query matched (``snippets``)."""
     hits = []
-    for r, calibrated in scored:
+    for r, calibrated in zip(ranked, scored, strict=False):
         memory = memories.get(r.id)
         if memory is None:
             continue

@@ -162,7 +162,7 @@ def fit(asked: Sequence[Asked], mode: remem.SearchMode) -> calibration.Map:
         (cosine, keyword, -math.log(rank), relevant)
         for a in asked
         if a.mode is mode
-        for rank, (cosine, keyword, relevant) in enumerate(a.hits, start=1)
+        for rank, (cosine, keyword, relevant) in zip(ranks(a.hits), a.hits, strict=True)
     ]
     y = np.array([float(r[3]) for r in rows])
     used = {"hybrid": [0, 1, 2], "vector": [0, 2], "keyword": [1, 2]}[mode.value]
@@ -177,10 +177,16 @@ def fit(asked: Sequence[Asked], mode: remem.SearchMode) -> calibration.Map:
     return calibration.Map(found.get(0, 0.0), found.get(1, 0.0), found.get(2, 0.0), float(beta[-1]))
 
 
+def ranks(hits: Sequence[tuple[float, float, bool]]) -> list[float]:
+    """The hits' ranks as search gives them (``calibration.places``: a tie shares its mean place): both
+    terms are affine in the ranking score within a search, so their sum ties where it does."""
+    return calibration.places([cosine + keyword for cosine, keyword, _ in hits])
+
+
 def shown(chosen: calibration.Map, hits: Sequence[tuple[float, float, bool]]) -> list[float]:
     """The scores a query's hits show under ``chosen`` (never rising down the list)."""
     return calibration.non_increasing(
-        [chosen.relevance(c, k, n) for n, (c, k, _) in enumerate(hits, start=1)]
+        [chosen.relevance(c, k, n) for n, (c, k, _) in zip(ranks(hits), hits, strict=True)]
     )
 
 

@@ -250,7 +250,7 @@ def history_table(memories: Sequence[Memory], width: int | None) -> str:
     return table(["ID", "CREATED", "STATUS", "TEXT"], rows, width, numeric=1)
 
 
-def _calibration(hit: Hit) -> dict[str, float | int] | None:
+def _calibration(hit: Hit) -> dict[str, float] | None:
     found = hit.calibration
     if found is None:
         return None
@@ -258,7 +258,7 @@ def _calibration(hit: Hit) -> dict[str, float | int] | None:
         "ranking": round(found.ranking, 6),
         "cosine": round(found.cosine, 6),
         "keyword": round(found.keyword, 6),
-        "rank": found.rank,
+        "rank": round(found.rank, 6),
         "relevance": round(found.relevance, 6),
     }
 
@@ -302,6 +302,6 @@ def explain_line(hit: Hit) -> str:
         return line
     return (
         f"{line}; ranking {found.ranking:.{SCORE_DECIMALS}f} as cosine {found.cosine:.{SCORE_DECIMALS}f}, "
-        f"keyword {found.keyword:.{SCORE_DECIMALS}f}, rank {found.rank} "
+        f"keyword {found.keyword:.{SCORE_DECIMALS}f}, rank {found.rank:g} "
         f"-> relevance {found.relevance:.{SCORE_DECIMALS}f}"
     )

@@ -276,12 +276,13 @@ class Calibration:
     """How a hit's shown score was computed (``core/search/calibration.py``): ``ranking``, the score
     the search ranked by (hybrid: the fused z-score with its lifts; vector: the cosine; keyword:
     BM25), its ``cosine`` and ``keyword`` terms (that score in each lane's units), its ``rank`` in
-    the search's ranking (1 first) and the ``relevance`` in [0, 1] they map to."""
+    the search's ranking (1 first; memories tied on ``ranking`` share the mean of their places) and
+    the ``relevance`` in [0, 1] they map to."""
 
     ranking: float
     cosine: float
     keyword: float
-    rank: int
+    rank: float
     relevance: float
 
 

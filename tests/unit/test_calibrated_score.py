@@ -71,8 +71,8 @@ def test_the_shown_score_is_in_0_1_never_rises_down_the_ranking_and_keeps_its_or
     # score wherever the ranking follows it (no phrase or script rule moved a memory); each hit's
     # calibration gives its shown score from its terms.
     chosen = calibration.maps_for("all-minilm-l6-v2")[mode]
-    pairs = enumerate(zip(ranked, shown, strict=True), start=1)
-    made = [calibration.calibration(r, n, s, basis, mode) for n, (r, s) in pairs]
+    pairs = zip(calibration.places([r.score for r in ranked]), ranked, shown, strict=True)
+    made = [calibration.calibration(r, n, s, basis, mode) for n, r, s in pairs]
     raw = [chosen.relevance(c.cosine, c.keyword, c.rank) for c in made]
     assert all(score >= one - 1e-12 for score, one in zip(shown, raw, strict=True))
     for i, (a, b) in enumerate(itertools.pairwise(ranked)):
@@ -123,3 +123,21 @@ def test_an_unknown_model_uses_the_bundled_models_maps() -> None:
 def test_non_increasing_raises_a_value_to_the_largest_after_it() -> None:
     assert calibration.non_increasing([0.2, 0.6, 0.5, 0.1, 0.3]) == [0.6, 0.6, 0.5, 0.3, 0.3]
     assert calibration.non_increasing([]) == []
+
+
+def test_memories_tied_on_the_ranking_score_show_one_score_whatever_their_order() -> None:
+    """Two memories of one BM25 (PostgreSQL's float sums make them differ in the 16th digit, so
+    their order varies between a long-lived and a fresh store) showed 0.0199 and 0.0180 by their
+    places; now a tie shares the mean of its places and shows one score."""
+    assert calibration.places([2.0, 1.0, 1.0 + 1e-15, 1.0 - 1e-15, 0.5]) == [1.0, 3.0, 3.0, 3.0, 5.0]
+    for first, second in ((1.0, 1.0 + 1e-15), (1.0 + 1e-15, 1.0)):
+        candidates = (
+            Candidate(1, None, Lane(1, 3.0)),
+            Candidate(2, None, Lane(2, first)),
+            Candidate(3, None, Lane(3, second)),
+        )
+        pool = Pool(candidates, weight=4.0)
+        ranked = fuse.rank(pool, SearchMode.KEYWORD)
+        basis = calibration.basis_of(pool, SearchMode.KEYWORD)
+        shown = calibration.relevances(ranked, basis, SearchMode.KEYWORD, None)
+        assert shown[0] > shown[1] == pytest.approx(shown[2], abs=1e-12)

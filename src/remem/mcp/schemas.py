@@ -230,7 +230,9 @@ class CalibrationOut(BaseModel):
     keyword: float = Field(
         description="The ranking score in the keyword lane's units (BM25 per query weight)."
     )
-    rank: int = Field(description="Its place in the search's ranking (1: first).")
+    rank: float = Field(
+        description="Its place in the search's ranking (1: first; a tie shares the mean of its places)."
+    )
     relevance: float = Field(description="What these map to: the hit's score.")
 
 

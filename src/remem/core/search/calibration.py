@@ -15,7 +15,8 @@ fitted logistic map turns those into a relevance:
   per unit of that weight.
 
 relevance = σ(a · cosine + b · keyword − d · ln(rank) + c), with a, b, d ≥ 0 (``Map``, one per mode;
-rank: the place in the search's ranking, 1 first). Within a search both terms are affine in the
+rank: the place in the search's ranking, 1 first; memories tied on the ranking score share the
+mean of their places, ``places``). Within a search both terms are affine in the
 ranking score with a positive slope and the rank only grows down the list, so the map is monotone:
 the order never changes. (The rank term says what the held-out tables show: of two hits alike by
 their scores, the one ranked first is more often the answer; without it the pooled table's top bins
@@ -50,29 +51,30 @@ class Map:
     rank: float
     bias: float
 
-    def relevance(self, cosine: float, keyword: float, rank: int) -> float:
+    def relevance(self, cosine: float, keyword: float, rank: float) -> float:
         """σ(a · cosine + b · keyword − d · ln(rank) + c), in [0, 1]."""
         return _sigmoid(
             self.cosine * cosine + self.keyword * keyword - self.rank * math.log(rank) + self.bias
         )
 
 
-#: The bundled model's maps, fitted by ``python bench/calibrate.py --stores DIR`` (logistic regression
-#: on the top 10 hits of every query of the tuning halves of SciFact, LoCoMo and the memory-shaped set,
-#: seed 31, 2808 queries × modes; every hit alike). On the held-out halves (2829 queries × modes,
-#: every mode; hits / share relevant per bin of the shown score):
+#: The bundled model's maps, fitted by ``python bench/calibrate.py --stores DIR --save FILE`` (then
+#: ``--load FILE`` once ties shared their mean place; logistic regression on the top 10 hits of every
+#: query of the tuning halves of SciFact, LoCoMo and the memory-shaped set, seed 31, 2808 queries ×
+#: modes; every hit alike). On the held-out halves (2829 queries × modes, every mode; hits / share
+#: relevant per bin of the shown score):
 #:   score      SciFact       LoCoMo         memory set   pooled
-#:   0.0–0.2    3869 / 0.03   19830 / 0.05   99 / 0.09    23798 / 0.05
-#:   0.2–0.4     348 / 0.36    1981 / 0.25   38 / 0.61     2367 / 0.27
-#:   0.4–0.6     185 / 0.57     951 / 0.49   23 / 1.00     1159 / 0.51
-#:   0.6–0.8      94 / 0.83     142 / 0.56    3 / 1.00      239 / 0.67
-#:   0.8–1.0       4 / 1.00       0 / —       0 / —           4 / 1.00
+#:   0.0–0.2    3868 / 0.03   19829 / 0.05   100 / 0.09   23797 / 0.05
+#:   0.2–0.4     349 / 0.36    1982 / 0.25    36 / 0.64    2367 / 0.27
+#:   0.4–0.6     185 / 0.57     952 / 0.49    25 / 0.96    1162 / 0.51
+#:   0.6–0.8      94 / 0.83     141 / 0.56     2 / 1.00     237 / 0.67
+#:   0.8–1.0       4 / 1.00       0 / —        0 / —          4 / 1.00
 #: Without the rank term (cosine and keyword terms only) the pooled table read 0.07 / 0.24 / 0.39 /
 #: 0.59 / 1.00 and the memory set's fell from 0.82 to 0.62 between its second and third bins.
 BUNDLED = {
     SearchMode.HYBRID: Map(cosine=1.271, keyword=1.061, rank=1.519, bias=-1.741),
     SearchMode.VECTOR: Map(cosine=2.624, keyword=0.0, rank=1.187, bias=-2.584),
-    SearchMode.KEYWORD: Map(cosine=0.0, keyword=1.967, rank=1.364, bias=-1.661),
+    SearchMode.KEYWORD: Map(cosine=0.0, keyword=1.966, rank=1.364, bias=-1.660),
 }
 #: Maps by model name. Only the bundled model could be fitted (the other catalog models need a
 #: download); a store of another model uses the bundled model's maps (see docs/search.md).
@@ -121,21 +123,43 @@ def non_increasing(values: Sequence[float]) -> list[float]:
     return result
 
 
+#: Ranking scores this close (relative) are one score: PostgreSQL's float sums make equal BM25s
+#: differ by about 1e-16, and their order is then arbitrary.
+TIE = 1e-9
+
+
+def places(scores: Sequence[float]) -> list[float]:
+    """Each score's rank for the map's rank term, 1 first: its position in ``scores``, or for a run
+    of neighbours that are one score (within ``TIE``) the mean of the run's positions, so memories
+    scoring alike show one relevance whatever order their tie came in."""
+    found: list[float] = []
+    start = 0
+    for n in range(1, len(scores) + 1):
+        if n == len(scores) or abs(scores[n] - scores[n - 1]) > TIE * max(1.0, abs(scores[n])):
+            found += [(start + n + 1) / 2] * (n - start)
+            start = n
+    return found
+
+
 def relevances(ranked: Sequence[Ranked], basis: Basis, mode: SearchMode, model: str | None) -> list[float]:
     """Each ranked memory's relevance in [0, 1], in the ranking's order, never rising down the list
-    (``non_increasing``). One line per search: σ(slope · score + offset − d · ln(rank))."""
+    (``non_increasing``); tied memories alike (``places``). One line per search:
+    σ(slope · score + offset − d · ln(rank))."""
     chosen = maps_for(model)[mode]
     (cosine, per_cosine), (keyword, per_keyword) = basis.lines(mode)
     slope = chosen.cosine * per_cosine + chosen.keyword * per_keyword
     offset = chosen.cosine * cosine + chosen.keyword * keyword + chosen.bias
+    ranks = places([r.score for r in ranked])
     raw = [
-        _sigmoid(slope * r.score + offset - chosen.rank * math.log(n)) for n, r in enumerate(ranked, start=1)
+        _sigmoid(slope * r.score + offset - chosen.rank * math.log(n))
+        for n, r in zip(ranks, ranked, strict=True)
     ]
     return non_increasing(raw)
 
 
-def calibration(ranked: Ranked, rank: int, relevance: float, basis: Basis, mode: SearchMode) -> Calibration:
-    """How one ranked memory's shown ``relevance`` was computed (``--explain``)."""
+def calibration(ranked: Ranked, rank: float, relevance: float, basis: Basis, mode: SearchMode) -> Calibration:
+    """How one ranked memory's shown ``relevance`` was computed (``--explain``; ``rank``: its
+    ``places`` rank)."""
     cosine, keyword = basis.terms(ranked.score, mode)
     return Calibration(ranked.score, cosine, keyword, rank, relevance)
 

@@ -79,9 +79,10 @@ def run_search(
         shown = calibration.relevances(ranked, basis, mode, model)  # never rising: a prefix is kept
         kept = len(shown) if min_score is None else sum(score >= min_score for score in shown)
         below = shown[kept:]
+        ranks = calibration.places([r.score for r in ranked])  # a tie may reach past k
         scored = [
             calibration.calibration(r, n, score, basis, mode)
-            for n, (r, score) in enumerate(zip(ranked[: min(k, kept)], shown, strict=False), start=1)
+            for n, r, score in zip(ranks[: min(k, kept)], ranked, shown, strict=False)
         ]
         hits = _hits(ranked, scored, backend.get_many([r.id for r in ranked[: len(scored)]]), query)
         notes = why.identifier_notes(backend, query, filters, hits, mode)

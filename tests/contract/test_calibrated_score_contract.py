@@ -92,3 +92,14 @@ def test_both_back_ends_show_the_same_scores(backend: Backend, tmp_path: Path) -
                 assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=TOLERANCE)
     finally:
         reference.close()
+
+
+def test_the_query_weight_is_the_same_asked_with_no_memory(backend: Backend) -> None:
+    """Keyword mode asks the query's IDF weight with a coverage of no memory (the terms' statistics
+    only): the same weight as a coverage of a match gives."""
+    memories = _memories(backend, [*BOBS, *SHARED])
+    for query in QUERIES:
+        top = memories.search(query, k=1, mode="keyword")[0].memory.id
+        alone = backend.keyword_coverage(query, [], 0.2)
+        assert alone.shares == {}
+        assert alone.weight == pytest.approx(backend.keyword_coverage(query, [top], 0.2).weight) > 0

@@ -13,7 +13,7 @@ memories beyond the keyword top and their turns; the keyword coverage of every m
 texts where word order or scripts need them. A query with time words asks each lane once more
 within the window (those answers mark which candidates are from then, and bring the window's own
 best into the pool); a query with quoted phrases first asks which memories hold them. Keyword mode
-asks its lane's top and the query's IDF weight (the coverage of its best match), which the shown
+asks its lane's top and the query's IDF weight (a coverage of no memory), which the shown
 score counts BM25 against (``calibration``).
 """
 
@@ -175,11 +175,11 @@ def gather(asked: Asked, query: Query, mode: SearchMode) -> Pool:
 
 
 def _query_weight(asked: Asked, query: Query, found: Sequence[Scored]) -> float | None:
-    """The query's whole IDF weight (``Coverage.weight``; None when nothing matched), asked with
-    the coverage of one match."""
+    """The query's whole IDF weight (``Coverage.weight``; None when nothing matched), asked with the
+    coverage of no memory (only the terms' statistics: 0.1 ms instead of 3 ms a query on SciFact)."""
     if not found:
         return None
-    return asked.backend.keyword_coverage(query.text, [found[0][0]], FULL_COVERAGE, query.scope).weight
+    return asked.backend.keyword_coverage(query.text, [], FULL_COVERAGE, query.scope).weight
 
 
 def _with_window(

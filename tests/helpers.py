@@ -86,6 +86,12 @@ def search(
     return run_search(backend, text, vector, k, filters, **options)
 
 
+def cosine(hit: Hit) -> float:
+    """A hit's raw cosine (its vector lane's score; ``hit.score`` is the calibrated relevance)."""
+    assert hit.vector is not None
+    return hit.vector.score
+
+
 def vector_search(
     backend: Backend, vector: np.ndarray | None, k: int, filters: Filters, **options: Any
 ) -> list[Hit]:

@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the names of _HOMES below, for type checkers (never run)
     from remem.reports import SearchResult as SearchResult
     from remem.reports import StoreStats as StoreStats
     from remem.types import AddResult as AddResult
+    from remem.types import Calibration as Calibration
     from remem.types import Filters as Filters
     from remem.types import Hit as Hit
     from remem.types import Lane as Lane
@@ -83,6 +84,7 @@ _HOMES = {
     ),
     "remem.types": (
         "AddResult",
+        "Calibration",
         "Filters",
         "Hit",
         "Lane",

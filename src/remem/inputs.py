@@ -190,10 +190,10 @@ def clean_meta(meta: Mapping[Any, Any], what: str = "meta", parameter: str | Non
 
 
 def check_min_score(value: float | None) -> float | None:
-    """A raw-cosine threshold in [-1, 1] (the argument ``min_score``), or None."""
-    if value is not None and not -1.0 <= value <= 1.0:  # also false for NaN
+    """A relevance threshold in [0, 1] (the argument ``min_score``: the calibrated score), or None."""
+    if value is not None and not 0.0 <= value <= 1.0:  # also false for NaN
         raise InvalidInputError(
-            f"min_score must be between -1 and 1 (raw cosine), not {value}", parameter="min_score"
+            f"min_score must be between 0 and 1 (a relevance), not {value}", parameter="min_score"
         )
     return value
 

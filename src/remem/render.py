@@ -40,10 +40,10 @@ def _snippet(snippet: Snippet | None) -> dict[str, Any] | None:
 
 
 def hit_record(hit: Hit) -> dict[str, Any]:
-    """A search hit: ``score`` (the mode's score, 6 decimals) after ``id``, then the memory's fields
-    (the text whole), then ``lanes``: each lane's rank and score for this memory (null where the lane
-    did not rank it), then ``snippet``: the part of a long text that matched, with its character
-    offsets in ``text`` (null for a text short enough to show whole).
+    """A search hit: ``score`` (its calibrated relevance in [0, 1], 6 decimals) after ``id``, then
+    the memory's fields (the text whole), then ``lanes``: each lane's rank and raw score for this
+    memory (null where the lane did not rank it), then ``snippet``: the part of a long text that
+    matched, with its character offsets in ``text`` (null for a text short enough to show whole).
     """
     record = memory_record(hit.memory)
     lanes = {"vector": _lane(hit.vector), "keyword": _lane(hit.keyword)}
@@ -206,9 +206,9 @@ def _decimals(value: float | None) -> str:
 
 
 def hits_table(hits: Sequence[Hit], width: int | None, with_cosine: bool = False) -> str:
-    """Search results as a table: id, score (4 decimals), created, user, tags, text (a long text's
-    snippet, ``shown_text``); ``with_cosine``
-    adds each hit's raw cosine after the score (for fused scores, which are not cosines)."""
+    """Search results as a table: id, score (the calibrated relevance, 4 decimals), created, user,
+    tags, text (a long text's snippet, ``shown_text``); ``with_cosine`` adds each hit's raw cosine
+    after the score (blank where the vector lane did not rank it)."""
     if not with_cosine:
         rows = [[str(h.memory.id), _decimals(h.score), *_hit_cells(h)] for h in hits]
         return table(["ID", "SCORE", "CREATED", "USER", "TAGS", "TEXT"], rows, width, 2, names=(3, 4))
@@ -250,20 +250,41 @@ def history_table(memories: Sequence[Memory], width: int | None) -> str:
     return table(["ID", "CREATED", "STATUS", "TEXT"], rows, width, numeric=1)
 
 
+def _calibration(hit: Hit) -> dict[str, float] | None:
+    found = hit.calibration
+    if found is None:
+        return None
+    return {
+        "ranking": round(found.ranking, 6),
+        "cosine": round(found.cosine, 6),
+        "keyword": round(found.keyword, 6),
+        "rank": round(found.rank, 6),
+        "relevance": round(found.relevance, 6),
+    }
+
+
 def explain_record(hit: Hit) -> dict[str, Any]:
     """Why a hit ranked where it did (``--explain``, MCP ``explain``): each lane's rank and raw score
-    (``vector``: cosine, ``keyword``: BM25; null where the lane did not rank it) and every lift
-    applied besides them, in order: ``name`` and ``size`` (what it added to the score; null for one
-    that moved the hit ahead without a size, or, ``script``, put its cosine at the pool's lowest)."""
+    (``vector``: cosine, ``keyword``: BM25; null where the lane did not rank it), every lift
+    applied besides them, in order: ``name`` and ``size`` (what it added to the ranking score; null
+    for one that moved the hit ahead without a size, or, ``script``, put its cosine at the pool's
+    lowest), and ``calibration``: the ``ranking`` score (hybrid: the fused z-score with its lifts),
+    its ``cosine`` and ``keyword`` terms, its ``rank`` and the ``relevance`` shown as its score."""
     lifts = [
         {"name": lift.name, "size": None if lift.size is None else round(lift.size, 6)} for lift in hit.lifts
     ]
-    return {"vector": _lane(hit.vector), "keyword": _lane(hit.keyword), "lifts": lifts}
+    return {
+        "vector": _lane(hit.vector),
+        "keyword": _lane(hit.keyword),
+        "lifts": lifts,
+        "calibration": _calibration(hit),
+    }
 
 
 def explain_line(hit: Hit) -> str:
     """``explain_record`` as one line for a person: ``4: vector #1 cosine 0.7051, keyword #2 BM25
-    2.3100, time +1.0000, phrase first``."""
+    2.3100, time +1.0000, phrase first; ranking 1.2000 as cosine 0.5100, keyword 0.8000, rank 1 ->
+    relevance 0.8100``."""
     parts = [
         f"{name} #{lane.rank} {measure} {lane.score:.{SCORE_DECIMALS}f}"
         for name, measure, lane in (("vector", "cosine", hit.vector), ("keyword", "BM25", hit.keyword))
@@ -276,4 +297,11 @@ def explain_line(hit: Hit) -> str:
             parts.append(
                 "script: cosine as the pool's lowest" if lift.name == "script" else f"{lift.name} first"
             )
-    return f"{hit.memory.id}: {', '.join(parts)}"
+    found, line = hit.calibration, f"{hit.memory.id}: {', '.join(parts)}"
+    if found is None:
+        return line
+    return (
+        f"{line}; ranking {found.ranking:.{SCORE_DECIMALS}f} as cosine {found.cosine:.{SCORE_DECIMALS}f}, "
+        f"keyword {found.keyword:.{SCORE_DECIMALS}f}, rank {found.rank:g} "
+        f"-> relevance {found.relevance:.{SCORE_DECIMALS}f}"
+    )

@@ -84,7 +84,7 @@ class Nothing:
 @dataclass(frozen=True)
 class SearchResult(Sequence[Hit]):
     """The hits of a search, best first (a sequence: iterate, index, ``len``), and what else
-    happened: how many hits ``min_score`` left out and the best cosine among them, and notes
+    happened: how many hits ``min_score`` left out and the best score among them, and notes
     (e.g. a query cut to the model window, an identifier no memory holds), how time words in the
     query were read (``dates``), and when nothing was found for another reason than ``min_score``,
     why (``nothing``)."""

@@ -282,10 +282,26 @@ class Snippet:
 
 
 @dataclass(frozen=True)
+class Calibration:
+    """How a hit's shown score was computed (``core/search/calibration.py``): ``ranking``, the score
+    the search ranked by (hybrid: the fused z-score with its lifts; vector: the cosine; keyword:
+    BM25), its ``cosine`` and ``keyword`` terms (that score in each lane's units), its ``rank`` in
+    the search's ranking (1 first; memories tied on ``ranking`` share the mean of their places) and
+    the ``relevance`` in [0, 1] they map to."""
+
+    ranking: float
+    cosine: float
+    keyword: float
+    rank: float
+    relevance: float
+
+
+@dataclass(frozen=True)
 class Hit:
-    """A search result. ``score`` is the mode's score: cosine, BM25, or the fused z-score;
-    ``vector`` and ``keyword`` are the memory's place in each lane (None where a lane did not rank it);
-    ``snippet`` is the best-matching part of a long text (None for a text short enough to show whole).
+    """A search result. ``score`` is its calibrated relevance in [0, 1], on one scale in every mode
+    (``calibration`` says how it was computed); ``vector`` and ``keyword`` are the memory's place and
+    raw score in each lane (None where a lane did not rank it); ``snippet`` is the best-matching part
+    of a long text (None for a text short enough to show whole).
     """
 
     memory: Memory
@@ -295,6 +311,8 @@ class Hit:
     snippet: Snippet | None = None
     #: What moved it besides its lanes' scores, in the order applied (``--explain``).
     lifts: tuple[Lift, ...] = ()
+    #: How ``score`` was computed from what the search ranked by (``--explain``).
+    calibration: Calibration | None = None
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,7 @@ def test_context_merges_recent_and_similar(varied: Path) -> None:
     ("args", "stdin", "message"),
     [
         (["context"], b"", "query is empty"),
-        (["context", "--min-score", "2", "q"], None, "--min-score must be between -1 and 1"),
+        (["context", "--min-score", "2", "q"], None, "--min-score must be between 0 and 1"),
         (["context", "--recent", "-1", "q"], None, "--recent"),
         (["context", "--merge", "zip", "q"], None, "--merge"),
         (["show", "abc"], None, "Invalid value for 'ID'"),

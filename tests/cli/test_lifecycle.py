@@ -96,7 +96,7 @@ def test_an_id_that_names_no_memory_is_one_rule_everywhere(notes: Path, args: li
 def test_min_score_explains_an_empty_result(notes: Path) -> None:
     result = run_cli(["search", "--min-score", "0.95", "atlas ships"], notes)
     assert result.code == 1 and result.stdout == ""
-    assert result.stderr.startswith("No results: 3 below --min-score 0.95 (best cosine seen 0.")
+    assert result.stderr.startswith("No results: 3 below --min-score 0.95 (best score seen 0.")
 
 
 def test_reindex_switches_kind_and_is_idempotent_and_doctor_is_clean(notes: Path) -> None:

@@ -18,11 +18,11 @@ from remem.testing import FakeEmbedder
 #: (arguments, the one error line the CLI prints).
 ERRORS = [
     (
-        ["search", "--mode", "keyword", "--min-score", "0.3", "memo"],
-        "--min-score is a cosine; use it with --mode vector or hybrid",
+        ["search", "--mode", "keyword", "--min-score", "-0.3", "memo"],
+        "--min-score must be between 0 and 1 (a relevance), not -0.3",
     ),
-    (["search", "--min-score", "3", "memo"], "--min-score must be between -1 and 1 (raw cosine), not 3.0"),
-    (["context", "--min-score", "-2", "memo"], "--min-score must be between -1 and 1 (raw cosine), not -2.0"),
+    (["search", "--min-score", "3", "memo"], "--min-score must be between 0 and 1 (a relevance), not 3.0"),
+    (["context", "--min-score", "-2", "memo"], "--min-score must be between 0 and 1 (a relevance), not -2.0"),
     (["list", "--since", "2026-01-02", "--until", "2026-01-01"], "--since must be before --until"),
     (
         ["list", "--until", "soon"],

@@ -42,9 +42,13 @@ def test_explain_shows_each_lanes_rank_and_score_and_every_lift(store: Path) -> 
     )
     assert explain["lifts"] == [{"name": "time", "size": 1.0}]
     assert all(not hit["explain"]["lifts"] for hit in hits[1:])
+    calibrated = explain["calibration"]  # the score it ranked by, in each lane's units, and the shown one
+    assert calibrated["relevance"] == hits[0]["score"] and 0 < hits[0]["score"] < 1
+    assert calibrated["ranking"] > hits[1]["explain"]["calibration"]["ranking"]
     table = run_cli(["search", "--explain", "what did we order for lunch on Friday"], store)
     first = next(line for line in table.stdout.splitlines() if line.startswith(f"{hits[0]['id']}: "))
-    assert "vector #" in first and "cosine" in first and first.endswith("time +1.0000")
+    assert "vector #" in first and "cosine" in first and "time +1.0000; ranking " in first
+    assert first.endswith(f"-> relevance {hits[0]['score']:.4f}")
     plain = run_cli(["search", "--json", "what did we order for lunch on Friday"], store)
     assert "explain" not in json.loads(plain.stdout.splitlines()[0])
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from helpers import cosine
 from remem import Memories
 from remem.core.opening import model_catalog
 from remem.core.search import speakers
@@ -73,7 +74,7 @@ def test_a_named_speakers_answer_outranks_a_turn_that_names_them(
     hit = memories.search(QUERY, k=1, mode="hybrid")[0]  # the cosine shown: of the query without "Gina"
     alone = memories.search("What did want her customers to feel in her store?", k=4, mode="vector")
     assert hit.vector is not None
-    assert hit.vector.score == pytest.approx(next(h.score for h in alone if h.memory.text == answer))
+    assert hit.vector.score == pytest.approx(next(cosine(h) for h in alone if h.memory.text == answer))
     vector = memories.search(QUERY, k=4, mode="vector")  # vector search keeps the name
     assert vector[0].memory.text == greeting
 
@@ -104,7 +105,7 @@ def test_naming_every_speaker_takes_their_names_out_of_the_vector_only(
     query = "What did Gina and Jon want in the store?"
     result = memories.search(query, k=len(TURNS), mode="hybrid")
     alone = {
-        h.memory.id: h.score for h in memories.search("What did and want in the store?", k=4, mode="vector")
+        h.memory.id: cosine(h) for h in memories.search("What did and want in the store?", k=4, mode="vector")
     }
     assert all(
         hit.vector is not None and hit.vector.score == pytest.approx(alone[hit.memory.id]) for hit in result

@@ -68,6 +68,13 @@ def arguments(name: str, tmp_path: Path, postgres: str | None) -> list[str] | No
         return ["--data", str(scifact_like(tmp_path / "scifact")), "--mode", "hybrid"]
     if name == "locomo":
         return ["--data", str(locomo_like(tmp_path / "locomo"))]
+    if name == "calibrate":
+        return [
+            "--scifact",
+            str(scifact_like(tmp_path / "scifact")),
+            "--locomo",
+            str(locomo_like(tmp_path / "locomo")),
+        ]
     if name in ("embed", "embed_multilingual"):
         return ["--scifact", str(tmp_path / "no-scifact")]  # generated documents instead
     if name == "serve":

@@ -67,7 +67,7 @@ BAD: list[tuple[str, Call, type[Exception], str]] = [
     ("search-min-score-str", lambda m: m.search("memo", min_score="0.5"), TypeError, "min_score"),
     ("search-min-score-bool", lambda m: m.search("memo", min_score=True), TypeError, "min_score"),
     ("search-min-score-2", lambda m: m.search("memo", min_score=2), InvalidInputError, "min_score"),
-    ("search-min-score-keyword", lambda m: m.search("memo", min_score=0.3, mode="keyword"),
+    ("search-min-score-negative", lambda m: m.search("memo", min_score=-0.3, mode="keyword"),
      InvalidInputError, "min_score"),
     ("search-where-dict", lambda m: m.search("memo", where={"user": "alice"}), TypeError, "where"),
     ("search-dates-str", lambda m: m.search("memo", dates="no"), TypeError, "dates"),

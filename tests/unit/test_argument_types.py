@@ -118,7 +118,7 @@ def test_numpy_numbers_are_numbers(memories: Memories) -> None:
     assert memories.get(np.int64(memory.id)).id == memory.id
     assert list(memories.get_many(np.array([memory.id, 99]))) == [memory.id]
     assert [m.id for m in memories.forget([np.int32(memory.id)], dry_run=True).forgotten] == [memory.id]
-    assert len(memories.search("memo", k=np.int64(1), min_score=np.float32(-1.0), mode="vector")) == 1
+    assert len(memories.search("memo", k=np.int64(1), min_score=np.float32(0.0), mode="vector")) == 1
     with pytest.raises(TypeError, match="memory_id"):
         memories.get(np.bool_(True))
 

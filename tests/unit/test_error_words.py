@@ -78,12 +78,12 @@ def test_the_api_names_min_score_as_its_argument(tmp_path: Path) -> None:
     with remem.open(tmp_path / "store", embedder=FakeEmbedder()) as memories:
         memories.add("a memo")
         with pytest.raises(InvalidInputError) as refused:
-            memories.search("memo", min_score=0.3, mode="keyword")
+            memories.search("memo", min_score=3, mode="keyword")
     error = refused.value
-    assert str(error) == "min_score is a cosine; use it with mode vector or hybrid"
-    assert (error.parameter, error.mentions, error.names) == ("min_score", ("mode",), ("min_score", "mode"))
+    assert str(error) == "min_score must be between 0 and 1 (a relevance), not 3.0"
+    assert (error.parameter, error.mentions, error.names) == ("min_score", (), ("min_score",))
     assert error.phrased({"min_score": "--min-score", "mode": "--mode"}) == (
-        "--min-score is a cosine; use it with --mode vector or hybrid"
+        "--min-score must be between 0 and 1 (a relevance), not 3.0"
     )
 
 

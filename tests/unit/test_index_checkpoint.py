@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import vector_search
+from helpers import cosine, vector_search
 from remem.backends.local import sync
 from remem.backends.local.maintenance import reindex
 from remem.backends.local.store import LocalBackend
@@ -27,7 +27,7 @@ def _filled(directory: Path, kind: str, count: int = 60) -> LocalBackend:
 
 
 def _hits(store: LocalBackend, text: str, k: int = 200) -> list[tuple[int, float]]:
-    return [(h.memory.id, h.score) for h in vector_search(store, fake_vector(text), k, Filters())]
+    return [(h.memory.id, cosine(h)) for h in vector_search(store, fake_vector(text), k, Filters())]
 
 
 @pytest.mark.parametrize("kind", ["exact", "hnsw"])

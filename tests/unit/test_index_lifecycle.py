@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, search, vector_search
+from helpers import FAKE_DIM, FAKE_MODEL, cosine, fake_vector, search, vector_search
 from remem import Filters, ModelInfo, NewMemory, SearchMode
 from remem.backends.local import LocalBackend
 from remem.backends.local.doctor import examine, repair
@@ -126,7 +126,7 @@ def test_forget_and_edit_keep_sqlite_and_index_together(
     assert (edited.id, edited.text, edited.updated_at is not None) == (18, "completely new words", True)
     assert vector_search(store, new_vector, 1, Filters())[0].memory.id == 18
     old_hits = vector_search(store, vectors[18], 300, Filters())
-    assert next(h.score for h in old_hits if h.memory.id == 18) == pytest.approx(
+    assert next(cosine(h) for h in old_hits if h.memory.id == 18) == pytest.approx(
         float(new_vector @ vectors[18])
     )
     assert all(check.ok for check in examine(store.home)), examine(store.home)
@@ -189,7 +189,7 @@ def test_reembed_is_resumable_and_swaps_atomically(
     ((_, blob),) = store.records.vectors_of_memories([added])[added]
     np.testing.assert_allclose(np.frombuffer(blob, dtype="<f4"), fake_vector("other added meanwhile"))
     hits = vector_search(store, fake_vector("other added meanwhile"), 20, Filters())
-    assert added in [h.memory.id for h in hits] and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert added in [h.memory.id for h in hits] and cosine(hits[0]) == pytest.approx(1.0, abs=1e-5)
     assert reembed(store.home, other, flaky).swapped is False  # second run: nothing to do
     assert all(check.ok for check in examine(store.home))
 
@@ -230,7 +230,7 @@ def test_reembed_stages_every_window_and_force_redoes_the_same_model(
     ]
     assert store.records.vector_count() == 2 * 301
     hits = vector_search(store, fake_vector("a long memory b"), 1, Filters())
-    assert hits[0].memory.id == long_id and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert hits[0].memory.id == long_id and cosine(hits[0]) == pytest.approx(1.0, abs=1e-5)
     assert all(check.ok for check in examine(store.home))
 
 

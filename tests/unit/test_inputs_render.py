@@ -154,14 +154,14 @@ def test_parse_meta_round_trip_property(meta: dict[str, str]) -> None:
     assert parse_meta([f"{key}={value}" for key, value in meta.items()]) == meta
 
 
-@pytest.mark.parametrize("value", [None, -1.0, -1, 0.0, 0, 0.5, 1.0, 1])
+@pytest.mark.parametrize("value", [None, 0.0, 0, 0.5, 1.0, 1])
 def test_check_min_score_accepts(value: float | None) -> None:
     assert check_min_score(value) == value
 
 
-@pytest.mark.parametrize("value", [math.nan, 1.5, -1.01, 1.0000001, math.inf, -math.inf])
+@pytest.mark.parametrize("value", [math.nan, 1.5, -1.0, -0.01, 1.0000001, math.inf, -math.inf])
 def test_check_min_score_rejects(value: float) -> None:
-    with pytest.raises(InvalidInputError, match=r"^min_score must be between -1 and 1") as refused:
+    with pytest.raises(InvalidInputError, match=r"^min_score must be between 0 and 1") as refused:
         check_min_score(value)
     assert refused.value.parameter == "min_score"
 

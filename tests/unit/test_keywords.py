@@ -95,7 +95,8 @@ def test_keyword_search_puts_the_identifier_first(
 ) -> None:
     hits = search(keyword_store, query, None, 3, Filters(), mode=SearchMode.KEYWORD).hits
     assert hits[0].memory.id == expected_id
-    assert hits[0].keyword == Lane(1, hits[0].score) and hits[0].vector is None
+    assert hits[0].calibration is not None and hits[0].vector is None
+    assert hits[0].keyword == Lane(1, hits[0].calibration.ranking)
 
 
 def test_stemming_matches_word_variants(keyword_store: LocalBackend) -> None:

@@ -309,11 +309,12 @@ def test_hits_carry_their_lanes(memories: Memories, filled: dict[str, int]) -> N
     (keyword,) = memories.search("E1045", mode="keyword", k=1)
     assert keyword.memory.id == filled[INCIDENT]
     assert keyword.vector is None and keyword.keyword is not None
-    assert (keyword.keyword.rank, keyword.score) == (1, keyword.keyword.score)
+    assert keyword.calibration is not None and keyword.keyword.rank == 1
+    assert keyword.calibration.ranking == keyword.keyword.score and 0.0 <= keyword.score <= 1.0
 
     for hit in memories.search("postgres main box", mode="vector", k=4):
-        assert hit.keyword is None and hit.vector is not None
-        assert hit.score == hit.vector.score and -1.0 <= hit.score <= 1.0
+        assert hit.keyword is None and hit.vector is not None and hit.calibration is not None
+        assert hit.calibration.ranking == hit.vector.score and 0.0 <= hit.score <= 1.0
 
     hybrid = memories.search("E1045", k=len(filled))  # the whole store: the fusion's pool
     assert hybrid[0].memory.id == filled[INCIDENT]
@@ -324,7 +325,8 @@ def test_hits_carry_their_lanes(memories: Memories, filled: dict[str, int]) -> N
     # One term, which every match holds whole (no damping), and matches enough that BM25's spread is
     # above its floor: the lanes' scores alone give the fused scores.
     refused = fuse([(mid, lane.score) for mid, lane in vector], [(mid, lane.score) for mid, lane in keyword])
-    assert [(r.id, r.score) for r in refused] == [(h.memory.id, pytest.approx(h.score)) for h in hybrid]
+    ranking = [(h.memory.id, pytest.approx(h.calibration.ranking if h.calibration else None)) for h in hybrid]
+    assert [(r.id, r.score) for r in refused] == ranking
 
 
 def test_search_finds_an_identifier(memories: Memories, filled: dict[str, int]) -> None:
@@ -538,7 +540,7 @@ BAD_CALLS = [
     ("k-zero", lambda m: m.search("postgres", k=0)),
     ("min-score-2", lambda m: m.search("postgres", min_score=2)),
     ("min-score-nan", lambda m: m.search("postgres", min_score=float("nan"))),
-    ("min-score-in-keyword-mode", lambda m: m.search("postgres", mode="keyword", min_score=0.5)),
+    ("min-score-negative", lambda m: m.search("postgres", mode="keyword", min_score=-0.5)),
     ("empty-query", lambda m: m.search("  ")),
     ("bad-since", lambda m: m.search("postgres", since="yesterday morning")),
     ("since-after-until", lambda m: m.search("postgres", since="1h", until="2h")),

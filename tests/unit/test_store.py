@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, vector_search
+from helpers import FAKE_DIM, FAKE_MODEL, cosine, fake_vector, vector_search
 from remem import AddResult, Filters, Hit, NewMemory
 from remem.backends.local import LocalBackend
 from remem.errors import ModelMismatchError, StoreError
@@ -64,8 +64,8 @@ def assert_exact_top_k(
     assert len(set(ids)) == len(ids)
     assert set(ids) <= candidates
     for hit in hits:
-        assert hit.score == pytest.approx(float(vectors[hit.memory.id] @ query), abs=1e-5)
-    np.testing.assert_allclose([hit.score for hit in hits], brute[:expected], atol=1e-5)
+        assert cosine(hit) == pytest.approx(float(vectors[hit.memory.id] @ query), abs=1e-5)
+    np.testing.assert_allclose([cosine(hit) for hit in hits], brute[:expected], atol=1e-5)
 
 
 # --- round trip ----------------------------------------------------------------------------------------
@@ -88,7 +88,7 @@ def test_search_for_stored_text_finds_it_first(store: LocalBackend) -> None:
         (hit,) = vector_search(store, fake_vector(text), 1, Filters())
         assert hit.memory.id == ids[text]
         assert hit.memory.text == text
-        assert hit.score == pytest.approx(1.0, abs=1e-5)
+        assert cosine(hit) == pytest.approx(1.0, abs=1e-5)
 
 
 def test_search_scores_are_numpy_dot_products_random_vectors(store: LocalBackend) -> None:
@@ -102,7 +102,7 @@ def test_search_scores_are_numpy_dot_products_random_vectors(store: LocalBackend
     order = sorted(vectors, key=lambda mid: -float(vectors[mid] @ query))[:10]
     assert [hit.memory.id for hit in hits] == order
     np.testing.assert_allclose(
-        [hit.score for hit in hits], [float(vectors[mid] @ query) for mid in order], atol=1e-5
+        [cosine(hit) for hit in hits], [float(vectors[mid] @ query) for mid in order], atol=1e-5
     )
 
 
@@ -373,7 +373,8 @@ def test_filtered_newest_and_iter_all(
 def test_min_score_drops_hits_below_it(
     populated: tuple[LocalBackend, dict[int, np.ndarray], dict[int, NewMemory]],
 ) -> None:
-    store, vectors, _ = populated
+    """min_score is on the shown (calibrated) scale: a prefix of the ranking is kept."""
+    store, _, _ = populated
     query = _unit(np.random.default_rng(5))
     unfiltered = vector_search(store, query, 20, Filters())
     threshold = (unfiltered[4].score + unfiltered[5].score) / 2
@@ -381,10 +382,10 @@ def test_min_score_drops_hits_below_it(
     assert [h.memory.id for h in hits] == [h.memory.id for h in unfiltered[:5]]
     assert all(h.score >= threshold for h in hits)
     assert vector_search(store, query, 20, Filters(), min_score=1.0) == []
-    everything = vector_search(store, query, 20, Filters(), min_score=-1.0)
+    everything = vector_search(store, query, 20, Filters(), min_score=0.0)
     assert [h.memory.id for h in everything] == [h.memory.id for h in unfiltered]
-    top_score = max(float(v @ query) for v in vectors.values())
-    assert len(vector_search(store, query, 20, Filters(), min_score=top_score - 1e-4)) == 1
+    top_score = unfiltered[0].score
+    assert len(vector_search(store, query, 20, Filters(), min_score=top_score - 1e-9)) == 1
 
 
 # --- model stamp ---------------------------------------------------------------------------------------

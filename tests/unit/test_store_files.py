@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import FAKE_DIM, FAKE_MODEL, fake_vector, vector_search
+from helpers import FAKE_DIM, FAKE_MODEL, cosine, fake_vector, vector_search
 from remem import Filters, NewMemory
 from remem.backends.local import LocalBackend
 from remem.backends.local.files import DB_FILE
@@ -133,7 +133,7 @@ def _check_search(store: LocalBackend, vectors: dict[int, np.ndarray], seed: int
     expected = sorted(vectors, key=lambda mid: -float(vectors[mid] @ query))[:k]
     assert [hit.memory.id for hit in hits] == expected
     np.testing.assert_allclose(
-        [hit.score for hit in hits], [float(vectors[mid] @ query) for mid in expected], atol=1e-5
+        [cosine(hit) for hit in hits], [float(vectors[mid] @ query) for mid in expected], atol=1e-5
     )
 
 
@@ -236,7 +236,7 @@ def test_index_behind_database_catches_up_silently(store_dir: Path) -> None:
     with LocalBackend.open(store_dir, create=False) as store:
         (hit,) = vector_search(store, fake_vector("omega lambda"), 1, Filters())
         assert hit.memory.id == new_id
-        assert hit.score == pytest.approx(1.0, abs=1e-5)
+        assert cosine(hit) == pytest.approx(1.0, abs=1e-5)
         assert len(vector_search(store, fake_vector("alpha"), 10, Filters())) == 4
         assert store.warnings == []
     assert VectorIndex.load(index_path, FAKE_DIM).size == 1  # a checkpoint: not rewritten for three

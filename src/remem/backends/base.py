@@ -125,7 +125,7 @@ class PoolAnswer:
     inside: frozenset[int] = frozenset()
     #: The pooled turns (hybrid only).
     turns: dict[int, TurnTime] = field(default_factory=dict)
-    #: The keyword matches' coverage (hybrid only, with matches).
+    #: Hybrid: the keyword matches' coverage; keyword: the coverage of no memory (the query's weight).
     coverage: Coverage | None = None
     #: The pooled memories' texts (when asked, and every phrase holder's).
     texts: dict[int, str] = field(default_factory=dict)

@@ -157,12 +157,21 @@ def gather(store: Primitives, request: PoolRequest, facts_of: FactsOf | None = N
         return _hybrid(gathering, texts, facts_of or (lambda *args: facts(store, lane, *args)))
     if request.vector is None:
         found, inside = gathering.windowed(lambda f: gathering.keyword_top(f, request.depth))
-        answer = PoolAnswer(keyword=found, inside=frozenset(inside))
+        answer = PoolAnswer(keyword=found, inside=frozenset(inside), coverage=_weight(store, request, found))
     else:
         vector = request.vector({})
         found, inside = gathering.windowed(lambda f: gathering.cosine_top(vector, f))
         answer = PoolAnswer(vector=found, inside=frozenset(inside))
     return replace(answer, texts=_texts(store, request, [mid for mid, _ in found], texts))
+
+
+def _weight(store: Primitives, request: PoolRequest, found: Sequence[Scored]) -> Coverage | None:
+    """A keyword pool's coverage of no memory: only the query's IDF weight (None when nothing
+    matched), which its shown score counts BM25 against; asking no memory's terms reads only the
+    terms' statistics (0.1 ms instead of 3 ms a query on SciFact)."""
+    if not found:
+        return None
+    return store.keyword_coverage(request.text, [], request.enough, request.scope)
 
 
 def holders(

@@ -35,7 +35,8 @@ def context(
         remem.Merge, typer.Option("--merge", help="append: recent then similar; prepend; interleave.")
     ] = (remem.Merge.APPEND),
     min_score: Annotated[
-        float | None, typer.Option("--min-score", metavar="COSINE", help="Similar ones need this raw cosine.")
+        float | None,
+        typer.Option("--min-score", metavar="SCORE", help="Similar ones need this relevance (0..1)."),
     ] = None,
     filters: remem.Filters = opt.NO_FILTERS,
     no_dates: opt.NoDatesOption = False,

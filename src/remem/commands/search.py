@@ -40,7 +40,7 @@ def search(
     ] = remem.SearchMode.HYBRID,
     min_score: Annotated[
         float | None,
-        typer.Option("--min-score", metavar="COSINE", help="Leave out hits below this raw cosine (-1..1)."),
+        typer.Option("--min-score", metavar="SCORE", help="Leave out hits below this relevance (0..1)."),
     ] = None,
     filters: remem.Filters = opt.NO_FILTERS,
     no_dates: opt.NoDatesOption = False,
@@ -56,9 +56,9 @@ def search(
 ) -> None:
     """Find memories by meaning and by exact words, best first.
 
-    SCORE is the mode's score: raw cosine (vector, -1..1), BM25 (keyword, higher is better), or
-    the fused z-score of the two lanes (hybrid, shown with each hit's COSINE; --json shows
-    each lane's rank and score).
+    SCORE is a calibrated relevance, 0..1, on one scale in every mode (about the share of hits
+    scoring so that are relevant; ranking order is the mode's own). COSINE is the raw cosine
+    (hybrid and vector; --json shows each lane's rank and raw score).
     Time words ("from Tuesday", "last week", "yesterday") rank memories from that window of local
     time higher, hiding none (said on stderr; in --json as "dates" on each hit); --since/--until
     filter and win, --no-dates turns it off.
@@ -76,7 +76,7 @@ def search(
     if not result:
         _say_why_empty(result, min_score, filters)
         raise typer.Exit(EXIT_NOTHING_FOUND)
-    hybrid = mode is remem.SearchMode.HYBRID
+    cosines = mode is not remem.SearchMode.KEYWORD
     dated = {} if result.dates is None else {"dates": result.dates.record()}
     print_results(
         list(result),
@@ -87,7 +87,7 @@ def search(
             **({"explain": render.explain_record(hit)} if explain else {}),
         },
         lambda hits, width: (
-            render.hits_table(hits, width, hybrid)
+            render.hits_table(hits, width, cosines)
             + ("".join(f"\n{render.explain_line(hit)}" for hit in hits) if explain else "")
         ),
         wide,
@@ -99,7 +99,7 @@ def _say_why_empty(result: remem.SearchResult, min_score: float | None, filters:
     if result.below_min_score and result.best_below is not None:
         note(
             f"No results: {result.below_min_score} below --min-score {min_score} "
-            f"(best cosine seen {result.best_below:.4f})."
+            f"(best score seen {result.best_below:.4f})."
         )
     elif result.nothing is not None and result.nothing.kind == "filters":
         note(selecting_none(filters))

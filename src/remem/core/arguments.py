@@ -23,7 +23,7 @@ from remem.inputs import (
     utc_timestamp,
     within_limit,
 )
-from remem.types import Filters, NewMemory, SearchMode
+from remem.types import Filters, NewMemory
 
 if TYPE_CHECKING:
     from remem.ingest import Entry
@@ -264,17 +264,9 @@ def optional_count(value: int | None, what: str) -> int | None:
     return None if value is None else count(value, what)
 
 
-def min_score(value: float | None, mode: SearchMode | None = None) -> float | None:
-    """A raw-cosine threshold in [-1, 1] (InvalidInputError), or None; TypeError for a non-number.
-    A threshold with the keyword ``mode`` is an InvalidInputError: BM25 scores are no cosines."""
-    threshold = check_min_score(checks.optional_number(value, "min_score"))
-    if threshold is not None and mode is SearchMode.KEYWORD:
-        raise InvalidInputError(
-            "min_score is a cosine; use it with mode vector or hybrid",
-            parameter="min_score",
-            mentions=("mode",),
-        )
-    return threshold
+def min_score(value: float | None) -> float | None:
+    """A relevance threshold in [0, 1] (InvalidInputError), or None; TypeError for a non-number."""
+    return check_min_score(checks.optional_number(value, "min_score"))
 
 
 def choice(kind: type[E], value: E | str, what: str) -> E:

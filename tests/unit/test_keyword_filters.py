@@ -111,6 +111,16 @@ def test_a_filtered_keyword_search_is_fts5s_bm25_over_the_filtered_matches(
         assert fts.search(conn, match, filters, 10, among) == _reference(conn, query, filters, 10, among)
 
 
+@pytest.mark.parametrize("scope", FILTERS, ids=repr)
+def test_a_scopes_holders_are_counted_as_row_by_row(store: Path, scope: Filters, listed_min: int) -> None:
+    """What a scope's statistics count (``fts.count``: its memories holding a term) is what the
+    row-by-row form finds."""
+    conn = sqlite3.connect(store / "memories.sqlite3")
+    for query in QUERIES:
+        for term in term_queries(query):
+            assert fts.count(conn, term, scope) == len(_reference(conn, term.strip('"'), scope, SIZE))
+
+
 def test_few_memories_are_listed_and_many_read_row_by_row(
     store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

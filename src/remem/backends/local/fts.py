@@ -202,15 +202,13 @@ def _varint(data: bytes) -> tuple[int, int]:
 
 def count(conn: sqlite3.Connection, match: str, scope: Filters | None = None) -> int:
     """How many memories the FTS5 expression ``match`` selects (one pass over its doclists in SQLite,
-    ≈25-60 ns a posting), of those ``scope`` selects if given (each holder's row looked up)."""
+    ≈25-60 ns a posting), of those ``scope`` selects if given (each holder checked as ``conditions``
+    says: against the scope's memories listed once when it selects few, else by its row)."""
     if scope is None:
         sql, params = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", [match]
-    else:
-        where, scoped = filtering.where(scope, per_row=True, memory_id="memories_fts.rowid")
-        sql = (  # CROSS JOIN: the doclist walked, each holder's row looked up (not a MATCH per row)
-            "SELECT count(*) FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where}"
-        )
+    else:  # CROSS JOIN: the doclist walked, each holder's row looked up (not a MATCH per row)
+        joined, where, scoped = conditions(conn, scope, None, "CROSS JOIN")
+        sql = f"SELECT count(*) FROM memories_fts{joined} WHERE memories_fts MATCH ? AND {where}"
         params = [match, *scoped]
     return int(conn.execute(sql, params).fetchone()[0])
 

@@ -79,6 +79,8 @@ FILTERS = [
     Filters(conversation="few"),
     Filters(conversation="few", role="Ann"),
     Filters(conversation="few", tags=("g0",)),
+    Filters(user="bob", conversation="few"),  # few through one column's index, most through the other
+    Filters(user="bob", shared=True, role="Ann"),
     Filters(user="ann", include_superseded=True, include_expired=True),
     Filters(conversation="few", include_expired=True),
     Filters(user="bob"),  # most memories: each match's row is read, as before
@@ -126,11 +128,13 @@ def test_few_memories_are_listed_and_many_read_row_by_row(
 ) -> None:
     monkeypatch.setattr(fts, "LISTED_MIN", 50)
     conn = sqlite3.connect(store / "memories.sqlite3")
-    assert fts.selects_few(conn, Filters(conversation="few"))
-    assert fts.selects_few(conn, Filters(user="ann", shared=True))
-    assert not fts.selects_few(conn, Filters(user="bob"))
-    assert not fts.selects_few(conn, Filters(tags=("g0",)))  # no user, conversation or role
-    assert not fts.selects_few(conn, Filters(conversation="few", since="2000-01-01T00:00:00Z"))
+    assert fts.listed_through(conn, Filters(conversation="few")) == "conversation"
+    assert fts.listed_through(conn, Filters(user="ann", shared=True)) == "user"
+    assert fts.listed_through(conn, Filters(user="bob", conversation="few")) == "conversation"  # the fewer
+    assert fts.listed_through(conn, Filters(user="ann", conversation="few")) == "conversation"
+    assert fts.listed_through(conn, Filters(user="bob")) is None
+    assert fts.listed_through(conn, Filters(tags=("g0",))) is None  # no user, conversation or role
+    assert fts.listed_through(conn, Filters(conversation="few", since="2000-01-01T00:00:00Z")) is None
 
 
 SCOPE = Filters(user="ann", shared=True)

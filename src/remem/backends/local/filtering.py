@@ -59,33 +59,51 @@ def where(
     return (" AND ".join(clauses + hidden) or "1"), params + hidden_params
 
 
-def columns(filters: Filters) -> tuple[list[str], list[Any]]:
-    """The conditions on the memory row's user, conversation and role (alias ``m``; each has an
-    index of its own) and their parameters; none when the filters name none of them."""
+#: The memory row's columns a filter compares with a value, each with an index of its own.
+COLUMNS = ("user", "conversation", "role")
+
+
+def column(filters: Filters, name: str, indexed: bool = True) -> tuple[str, list[Any]]:
+    """The condition on the memory row's column ``name`` (one of COLUMNS, named by the filters;
+    alias ``m``) and its parameter; with ``indexed`` False written so that SQLite does not take
+    its index (the unary +)."""
+    ref = f"m.{name}" if indexed else f"+m.{name}"
+    clause = f"{ref} = ?"
+    if name == "user" and filters.shared:  # the user's and the team's: one user-index lookup each
+        clause = f"({clause} OR {ref} IS NULL)"
+    return clause, [getattr(filters, name)]
+
+
+def named(filters: Filters) -> list[str]:
+    """Those of COLUMNS the filters compare with a value."""
+    return [name for name in COLUMNS if getattr(filters, name) is not None]
+
+
+def columns(filters: Filters, through: str | None = None) -> tuple[list[str], list[Any]]:
+    """The conditions on the memory row's user, conversation and role (``column``) and their
+    parameters; none when the filters name none of them. With ``through``, only that column's
+    index may be taken (the others checked on the rows it finds)."""
     clauses: list[str] = []
     params: list[Any] = []
-    for column in ("user", "conversation", "role"):
-        value = getattr(filters, column)
-        if value is not None:
-            clauses.append(f"m.{column} = ?")
-            params.append(value)
-    if filters.shared:  # the user's (the first clause) and the team's: one user-index lookup each
-        clauses[0] = f"({clauses[0]} OR m.user IS NULL)"
+    for name in named(filters):
+        clause, param = column(filters, name, through in (None, name))
+        clauses.append(clause)
+        params.extend(param)
     return clauses, params
 
 
 def by_columns(filters: Filters) -> bool:
     """True when the only conditions ``where`` puts on the memory row are on its user,
     conversation and role (``columns``, at least one): ``listed`` can then check a row by id."""
-    return bool(columns(filters)[0]) and filters.since is None and filters.until is None and not filters.meta
+    return bool(named(filters)) and filters.since is None and filters.until is None and not filters.meta
 
 
-def listed(filters: Filters, memory_id: str) -> tuple[str, list[Any]]:
+def listed(filters: Filters, memory_id: str, through: str) -> tuple[str, list[Any]]:
     """``where(filters, per_row=True, memory_id=memory_id)`` for filters ``by_columns``, with the
-    memories the row conditions select listed once per statement through their index (the unary +
-    keeps FTS5 from a lookup per id), instead of each checked row's memory being read: for a filter
-    selecting few memories (see ``fts.search``)."""
-    clauses, params = columns(filters)
+    memories the row conditions select listed once per statement through the index of the column
+    ``through`` (the unary + keeps FTS5 from a lookup per id), instead of each checked row's memory
+    being read: for a filter selecting few memories (see ``fts.conditions``)."""
+    clauses, params = columns(filters, through)
     rest, rest_params = where(
         replace(filters, user=None, conversation=None, role=None, shared=False),
         per_row=True,

@@ -101,15 +101,21 @@ LISTED_SHARE = 20
 LISTED_MIN = 1_000
 
 
-def selects_few(conn: sqlite3.Connection, filters: Filters) -> bool:
-    """True for filters ``by_columns`` that select few memories (LISTED_SHARE), counted through the
-    columns' index up to that bound."""
+def listed_through(conn: sqlite3.Connection, filters: Filters) -> str | None:
+    """For filters ``by_columns`` that select few memories (LISTED_SHARE), the column whose index
+    lists them with the fewest rows read: each named column's memories counted alone through its
+    index, up to that bound; None when no column selects few (or the filters read other columns)."""
     if not filtering.by_columns(filters):
-        return False
-    clauses, params = filtering.columns(filters)
+        return None
     bound = max(LISTED_MIN, row_count(conn) // LISTED_SHARE)
-    sql = f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {' AND '.join(clauses)} LIMIT ?)"
-    return int(conn.execute(sql, [*params, bound + 1]).fetchone()[0]) <= bound
+    best: tuple[int, str] | None = None
+    for name in filtering.named(filters):
+        clause, params = filtering.column(filters, name)
+        sql = f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {clause} LIMIT ?)"
+        selected = int(conn.execute(sql, [*params, bound + 1]).fetchone()[0])
+        if selected <= bound and (best is None or selected < best[0]):
+            best = (selected, name)
+    return None if best is None else best[1]
 
 
 def selects_every(conn: sqlite3.Connection, filters: Filters) -> bool:
@@ -128,9 +134,11 @@ def conditions(
 ) -> tuple[str, str, list[Any]]:
     """How a query over FTS5's matches checks the filters and ``among``: the memory row's ``join``
     (``JOIN``, ``CROSS JOIN``; empty when no row is read), the condition and its parameters. Each
-    match is checked in turn; a filter that ``selects_few`` against its memories listed once."""
-    if selects_few(conn, filters):
-        where, params = filtering.listed(filters, "memories_fts.rowid")
+    match is checked in turn; a filter selecting few memories (``listed_through``) against them
+    listed once."""
+    through = listed_through(conn, filters)
+    if through is not None:
+        where, params = filtering.listed(filters, "memories_fts.rowid", through)
         joined = ""
     else:
         where, params = filtering.where(filters, per_row=True, memory_id="memories_fts.rowid")

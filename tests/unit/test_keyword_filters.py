@@ -179,3 +179,33 @@ def test_a_filter_every_memory_passes_is_left_out_until_one_does_not(store_dir: 
     ours = Filters(user="ann", shared=True)
     found = keywords.search(conn, counts, "alpha zeta", ours, 10)
     assert found == _reference(conn, "alpha zeta", ours, 10) and shared in {mid for mid, _ in found}
+
+
+@pytest.mark.parametrize(
+    "people",
+    [[("ann", "Ann")], [("ann", "Ann"), (None, "Ann")], [("aaa", "Ann"), ("ann", "Ann")],
+     [("ann", "Ann"), ("bob", None)], [("ann", None), (None, "Bo")]],
+    ids=repr,
+)  # fmt: skip
+def test_whether_every_memory_passes_a_filter_is_what_each_row_says(
+    store_dir: Path, people: list[tuple[str | None, str | None]]
+) -> None:
+    """``fts.selects_every`` (seeks into the columns' indexes for a memory that fails) answers as
+    reading every memory row does: a user or role before or after the filter's in sort order, or
+    none (the team's, taken only with ``shared``), makes the filter select less than the store."""
+    with remem.open(store_dir, embedder=FakeEmbedder()) as memories:
+        memories.add_many(
+            NewMemory(text=f"alpha {i}", user=user, role=role, conversation="talk")
+            for i, (user, role) in enumerate(people)
+        )
+    conn = sqlite3.connect(store_dir / "memories.sqlite3")
+    for filters in [
+        Filters(user="ann"), Filters(user="ann", shared=True), Filters(role="Ann"),
+        Filters(user="ann", role="Ann"), Filters(user="ann", conversation="talk", shared=True),
+        Filters(conversation="talk"), Filters(conversation="other"), Filters(tags=("g0",)),
+    ]:  # fmt: skip
+        clauses, params = filtering.columns(filters)
+        every = bool(clauses) and all(
+            row[0] == 1 for row in conn.execute(f"SELECT ({' AND '.join(clauses)}) FROM memories m", params)
+        )
+        assert fts.selects_every(conn, filters) is every, filters

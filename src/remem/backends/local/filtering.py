@@ -74,6 +74,16 @@ def column(filters: Filters, name: str, indexed: bool = True) -> tuple[str, list
     return clause, [getattr(filters, name)]
 
 
+def failing(filters: Filters, name: str) -> list[tuple[str, list[Any]]]:
+    """The conditions (alias ``m``) and their parameters that together select every memory failing
+    ``column(filters, name)``: a smaller value, a larger one, and none at all unless the filters
+    take the team's (``shared``, for the user). Each is a range of the column's index, so whether
+    any memory fails is a few seeks, not a read of every row."""
+    value = getattr(filters, name)
+    ranges: list[tuple[str, list[Any]]] = [(f"m.{name} < ?", [value]), (f"m.{name} > ?", [value])]
+    return ranges if name == "user" and filters.shared else [*ranges, (f"m.{name} IS NULL", [])]
+
+
 def named(filters: Filters) -> list[str]:
     """Those of COLUMNS the filters compare with a value."""
     return [name for name in COLUMNS if getattr(filters, name) is not None]

@@ -120,13 +120,19 @@ def listed_through(conn: sqlite3.Connection, filters: Filters) -> str | None:
 
 def selects_every(conn: sqlite3.Connection, filters: Filters) -> bool:
     """True when the filters' conditions on user, conversation and role (``filtering.columns``;
-    at least one) hold for every memory, so that they select nothing less than the store (one
-    memory that fails them ends the look: only such a store reads every index entry)."""
-    clauses, params = filtering.columns(filters)
-    if not clauses:
+    at least one) hold for every memory, so that they select nothing less than the store: no
+    memory in any of the ranges that fail one of them (``filtering.failing``), each looked for by
+    one seek into its column's index (every row was read when all pass: 35 ms at 100,000 memories,
+    taken again after each write)."""
+    probes: list[str] = []
+    params: list[Any] = []
+    for name in filtering.named(filters):
+        for clause, values in filtering.failing(filters, name):
+            probes.append(f"EXISTS (SELECT 1 FROM memories m WHERE {clause})")
+            params.extend(values)
+    if not probes:
         return False
-    sql = f"SELECT NOT EXISTS (SELECT 1 FROM memories m WHERE ({' AND '.join(clauses)}) IS NOT 1)"
-    return bool(conn.execute(sql, params).fetchone()[0])
+    return not conn.execute(f"SELECT {' OR '.join(probes)}", params).fetchone()[0]
 
 
 def conditions(

@@ -320,8 +320,7 @@ class Memories(AbstractContextManager["Memories"]):
         """The ``k`` best memories for ``query`` among those the filters select, best first.
 
         ``mode``: hybrid (default; both lanes fused), vector (cosine) or keyword (BM25, loads no
-        model). ``score`` is a calibrated relevance in [0, 1], one scale in every mode; ``min_score``
-        leaves out hits below it.
+        model). ``score``: a calibrated relevance in [0, 1] in every mode; ``min_score`` drops hits below.
         Filters: ``where=Filters(...)`` or the keywords of ``Filters.of`` (user, tags, since…).
         Time words ("from Tuesday", "last week") name a created_at window in local time whose
         memories rank higher (evidence, not a filter: ``hit.lifts`` names it) unless ``dates=False``

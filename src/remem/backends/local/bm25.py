@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from remem.backends import bounds
 from remem.backends.analyzer import CONTEXT_WEIGHT
 from remem.backends.base import Scored
-from remem.backends.local import filtering, fts
+from remem.backends.local import fts
 from remem.types import Filters
 
 K1 = 1.2
@@ -106,8 +106,7 @@ def scored(
 
 def _newest_ids(conn: sqlite3.Connection, match: str, filters: Filters) -> list[int]:
     """The ids of the newest ``bounds.WINDOW`` filtered memories that ``match`` selects, newest first."""
-    where, params = filtering.where(filters, per_row=True, memory_id="memories_fts.rowid")
-    joined = " JOIN memories m ON m.id = memories_fts.rowid" if filtering.needs_memory_row(filters) else ""
+    joined, where, params = fts.conditions(conn, filters, None, "JOIN")
     rows = conn.execute(
         f"SELECT memories_fts.rowid FROM memories_fts{joined} WHERE memories_fts MATCH ? AND {where} "
         "ORDER BY memories_fts.rowid DESC LIMIT ?",

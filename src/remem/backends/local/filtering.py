@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from remem.types import Filters, utc_now_iso
@@ -33,15 +34,10 @@ def where(
     up for each row (by the tag table's primary key) instead of every tagged memory being listed
     once per statement (10,000 of them for a tag on a tenth of 100,000 memories: 20 ms a check)."""
     filters = Filters().everything() if filters is None else filters
-    clauses: list[str] = []
-    params: list[Any] = []
-    for column in ("user", "conversation", "role", "written_by"):
-        value = getattr(filters, column)
-        if value is not None:
-            clauses.append(f"m.{column} = ?")
-            params.append(value)
-    if filters.shared:  # the user's (the first clause) and the team's: one user-index lookup each
-        clauses[0] = f"({clauses[0]} OR m.user IS NULL)"
+    clauses, params = columns(filters)
+    if filters.written_by is not None:  # no index of its own: checked on the rows the others select
+        clauses.append("m.written_by = ?")
+        params.append(filters.written_by)
     tags = sorted(set(filters.tags))
     if tags and per_row:
         clauses.append(
@@ -71,6 +67,77 @@ def where(
         params.append(filters.until)
     hidden, hidden_params = hiding(filters, memory_id)
     return (" AND ".join(clauses + hidden) or "1"), params + hidden_params
+
+
+#: The memory row's columns a filter compares with a value, each with an index of its own.
+COLUMNS = ("user", "conversation", "role")
+
+
+def column(filters: Filters, name: str, indexed: bool = True) -> tuple[str, list[Any]]:
+    """The condition on the memory row's column ``name`` (one of COLUMNS, named by the filters;
+    alias ``m``) and its parameter; with ``indexed`` False written so that SQLite does not take
+    its index (the unary +)."""
+    ref = f"m.{name}" if indexed else f"+m.{name}"
+    clause = f"{ref} = ?"
+    if name == "user" and filters.shared:  # the user's and the team's: one user-index lookup each
+        clause = f"({clause} OR {ref} IS NULL)"
+    return clause, [getattr(filters, name)]
+
+
+def failing(filters: Filters, name: str) -> list[tuple[str, list[Any]]]:
+    """The conditions (alias ``m``) and their parameters that together select every memory failing
+    ``column(filters, name)``: a smaller value, a larger one, and none at all unless the filters
+    take the team's (``shared``, for the user). Each is a range of the column's index, so whether
+    any memory fails is a few seeks, not a read of every row."""
+    value = getattr(filters, name)
+    ranges: list[tuple[str, list[Any]]] = [(f"m.{name} < ?", [value]), (f"m.{name} > ?", [value])]
+    return ranges if name == "user" and filters.shared else [*ranges, (f"m.{name} IS NULL", [])]
+
+
+def named(filters: Filters) -> list[str]:
+    """Those of COLUMNS the filters compare with a value."""
+    return [name for name in COLUMNS if getattr(filters, name) is not None]
+
+
+def columns(filters: Filters, through: str | None = None) -> tuple[list[str], list[Any]]:
+    """The conditions on the memory row's user, conversation and role (``column``) and their
+    parameters; none when the filters name none of them. With ``through``, only that column's
+    index may be taken (the others checked on the rows it finds)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for name in named(filters):
+        clause, param = column(filters, name, through in (None, name))
+        clauses.append(clause)
+        params.extend(param)
+    return clauses, params
+
+
+def by_columns(filters: Filters) -> bool:
+    """True when the only conditions ``where`` puts on the memory row are on its user,
+    conversation and role (``columns``, at least one; not its writer): ``listed`` can then check a
+    row by id."""
+    return (
+        bool(named(filters))
+        and filters.since is None
+        and filters.until is None
+        and filters.written_by is None
+        and not filters.meta
+    )
+
+
+def listed(filters: Filters, memory_id: str, through: str) -> tuple[str, list[Any]]:
+    """``where(filters, per_row=True, memory_id=memory_id)`` for filters ``by_columns``, with the
+    memories the row conditions select listed once per statement through the index of the column
+    ``through`` (the unary + keeps FTS5 from a lookup per id), instead of each checked row's memory
+    being read: for a filter selecting few memories (see ``fts.conditions``)."""
+    clauses, params = columns(filters, through)
+    rest, rest_params = where(
+        replace(filters, user=None, conversation=None, role=None, shared=False),
+        per_row=True,
+        memory_id=memory_id,
+    )
+    inner = " AND ".join(clauses)
+    return f"+{memory_id} IN (SELECT m.id FROM memories m WHERE {inner}) AND {rest}", params + rest_params
 
 
 def hiding(filters: Filters, memory_id: str) -> tuple[list[str], list[Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
 from remem.backends.analyzer import (
     ANALYZER_VERSION,
@@ -81,19 +82,80 @@ def search(
     # Every match is checked in turn (SQLite computes BM25 only for those that pass): tags by the tag
     # table's key, and the memory row is looked up only when the filters read it. At 100k memories
     # that took a query 3.9 ms unfiltered instead of 7.4 with the lookup, and 2.6 ms for a tag held
-    # by a tenth instead of 13.4 when the tagged memories were listed first.
-    where, params = filtering.where(filters, per_row=True, memory_id="memories_fts.rowid")
-    if among is not None:  # one parameter for any number of ids; the unary + keeps FTS5 from running
-        # the whole MATCH once per id (10.6 ms for 100 ids at 10k memories, against 0.36 ms for one
-        # pass over the matches that checks each against the ids; 14.3 against 0.76 ms at 100k)
-        where += " AND +memories_fts.rowid IN (SELECT value FROM json_each(?))"
-        params = [*params, json.dumps(list(among))]
-    joined = " JOIN memories m ON m.id = memories_fts.rowid" if filtering.needs_memory_row(filters) else ""
+    # by a tenth instead of 13.4 when the tagged memories were listed first. A filter on user,
+    # conversation or role that selects few memories lists them instead (``conditions``).
+    joined, where, params = conditions(conn, filters, among, "JOIN")
     sql = (
         f"SELECT memories_fts.rowid, -bm25(memories_fts, 1.0, {CONTEXT_WEIGHT}) AS score FROM memories_fts"
         f"{joined} WHERE memories_fts MATCH ? AND {where} ORDER BY score DESC, memories_fts.rowid LIMIT ?"
     )
     return [(int(i), float(score)) for i, score in conn.execute(sql, [match, *params, limit])]
+
+
+#: A filter on user, conversation or role (``filtering.by_columns``) that selects at most a
+#: LISTED_SHARE-th of the memories (and at least LISTED_MIN) is checked against its memories listed
+#: once through their index, not by reading each match's memory row (≈1 µs each): at 100,000
+#: memories (bench/search.py's corpus) a conversation holding 1 % of them took the lane's top 100
+#: 4.3 ms instead of 26.5; its user selecting all of them 67 ms instead of 48.
+LISTED_SHARE = 20
+LISTED_MIN = 1_000
+
+
+def listed_through(conn: sqlite3.Connection, filters: Filters) -> str | None:
+    """For filters ``by_columns`` that select few memories (LISTED_SHARE), the column whose index
+    lists them with the fewest rows read: each named column's memories counted alone through its
+    index, up to that bound; None when no column selects few (or the filters read other columns)."""
+    if not filtering.by_columns(filters):
+        return None
+    bound = max(LISTED_MIN, row_count(conn) // LISTED_SHARE)
+    best: tuple[int, str] | None = None
+    for name in filtering.named(filters):
+        clause, params = filtering.column(filters, name)
+        sql = f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {clause} LIMIT ?)"
+        selected = int(conn.execute(sql, [*params, bound + 1]).fetchone()[0])
+        if selected <= bound and (best is None or selected < best[0]):
+            best = (selected, name)
+    return None if best is None else best[1]
+
+
+def selects_every(conn: sqlite3.Connection, filters: Filters) -> bool:
+    """True when the filters' conditions on user, conversation and role (``filtering.columns``;
+    at least one) hold for every memory, so that they select nothing less than the store: no
+    memory in any of the ranges that fail one of them (``filtering.failing``), each looked for by
+    one seek into its column's index (every row was read when all pass: 35 ms at 100,000 memories,
+    taken again after each write)."""
+    probes: list[str] = []
+    params: list[Any] = []
+    for name in filtering.named(filters):
+        for clause, values in filtering.failing(filters, name):
+            probes.append(f"EXISTS (SELECT 1 FROM memories m WHERE {clause})")
+            params.extend(values)
+    if not probes:
+        return False
+    return not conn.execute(f"SELECT {' OR '.join(probes)}", params).fetchone()[0]
+
+
+def conditions(
+    conn: sqlite3.Connection, filters: Filters, among: Sequence[int] | None, join: str
+) -> tuple[str, str, list[Any]]:
+    """How a query over FTS5's matches checks the filters and ``among``: the memory row's ``join``
+    (``JOIN``, ``CROSS JOIN``; empty when no row is read), the condition and its parameters. Each
+    match is checked in turn; a filter selecting few memories (``listed_through``) against them
+    listed once."""
+    through = listed_through(conn, filters)
+    if through is not None:
+        where, params = filtering.listed(filters, "memories_fts.rowid", through)
+        joined = ""
+    else:
+        where, params = filtering.where(filters, per_row=True, memory_id="memories_fts.rowid")
+        row = filtering.needs_memory_row(filters)
+        joined = f" {join} memories m ON m.id = memories_fts.rowid" if row else ""
+    if among is not None:  # one parameter for any number of ids; the unary + keeps FTS5 from running
+        # the whole MATCH once per id (10.6 ms for 100 ids at 10k memories, against 0.36 ms for one
+        # pass over the matches that checks each against the ids; 14.3 against 0.76 ms at 100k)
+        where += " AND +memories_fts.rowid IN (SELECT value FROM json_each(?))"
+        params = [*params, json.dumps(list(among))]
+    return joined, where, params
 
 
 def holding(conn: sqlite3.Connection, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
@@ -154,15 +216,13 @@ def _varint(data: bytes) -> tuple[int, int]:
 
 def count(conn: sqlite3.Connection, match: str, scope: Filters | None = None) -> int:
     """How many memories the FTS5 expression ``match`` selects (one pass over its doclists in SQLite,
-    ≈25-60 ns a posting), of those ``scope`` selects if given (each holder's row looked up)."""
+    ≈25-60 ns a posting), of those ``scope`` selects if given (each holder checked as ``conditions``
+    says: against the scope's memories listed once when it selects few, else by its row)."""
     if scope is None:
         sql, params = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", [match]
-    else:
-        where, scoped = filtering.where(scope, per_row=True, memory_id="memories_fts.rowid")
-        sql = (  # CROSS JOIN: the doclist walked, each holder's row looked up (not a MATCH per row)
-            "SELECT count(*) FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where}"
-        )
+    else:  # CROSS JOIN: the doclist walked, each holder's row looked up (not a MATCH per row)
+        joined, where, scoped = conditions(conn, scope, None, "CROSS JOIN")
+        sql = f"SELECT count(*) FROM memories_fts{joined} WHERE memories_fts MATCH ? AND {where}"
         params = [match, *scoped]
     return int(conn.execute(sql, params).fetchone()[0])
 
@@ -194,13 +254,9 @@ def holders(
 ) -> list[int]:
     """The ids of every filtered memory (only ``among`` if given) the FTS5 expression ``match``
     selects, in id order."""
-    where, params = filtering.where(filters, per_row=True, memory_id="memories_fts.rowid")
-    if among is not None:  # the unary + as in ``search``: one pass over the matches
-        where += " AND +memories_fts.rowid IN (SELECT value FROM json_each(?))"
-        params = [*params, json.dumps(list(among))]
-    row = filtering.needs_memory_row(filters)
-    joined = " CROSS JOIN memories m ON m.id = memories_fts.rowid" if row else ""
-    rows = conn.execute(  # CROSS JOIN: the doclist walked, not a MATCH per memory row
+    # CROSS JOIN: the doclist walked, not a MATCH per memory row
+    joined, where, params = conditions(conn, filters, among, "CROSS JOIN")
+    rows = conn.execute(
         f"SELECT memories_fts.rowid FROM memories_fts{joined} WHERE memories_fts MATCH ? AND {where} "
         "ORDER BY memories_fts.rowid",
         [match, *params],

@@ -23,15 +23,16 @@ paid for again:
 
 from __future__ import annotations
 
+import functools
 import math
 import sqlite3
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from remem.backends import bounds
 from remem.backends.analyzer import term_queries
 from remem.backends.base import Coverage, Scored
-from remem.backends.local import bm25, fts
+from remem.backends.local import bm25, filtering, fts
 from remem.backends.local.transactions import snapshot
 from remem.backends.statecache import SnapshotCache
 from remem.types import Filters
@@ -70,11 +71,41 @@ class KeywordCounts:
             return fts.row_count(conn)
         return self._cache.get(stamp, ("rows", scope), lambda: fts.scoped_rows(conn, scope))
 
+    def needed(self, conn: sqlite3.Connection, stamp: bytes, filters: Filters) -> Filters:
+        """``filters`` without those of their conditions on user, conversation and role that hold
+        for every memory (``fts.selects_every``, each looked at alone once per ``stamp``): a user's
+        filter on a store of that user's alone then reads no memory row per match (at 100,000
+        memories the lane's top 100 took 48 ms with the row read, 16 without), and with a
+        conversation's as well only the conversation's memories are listed."""
+        kept = filters
+        for name in filtering.named(filters):
+            alone = _alone(filters, name)
+            key = ("every", name, alone)
+            if self._cache.get(stamp, key, functools.partial(fts.selects_every, conn, alone)):
+                kept = _without(kept, name)
+        return kept
+
     def size(self, conn: sqlite3.Connection, stamp: bytes, scope: Filters) -> tuple[int, float]:
         """``scope``'s rows and their mean length in tokens, as FTS5's BM25 counts it, counted once
         per ``stamp``."""
         rows, tokens = self._cache.get(stamp, ("size", scope), lambda: fts.scoped_averages(conn, scope))
         return rows, max(tokens, 1) / max(rows, 1)
+
+
+def _alone(filters: Filters, name: str) -> Filters:
+    """The filters' condition on the memory row's column ``name`` (``filtering.COLUMNS``) alone."""
+    if name == "user":
+        return Filters(user=filters.user, shared=filters.shared)
+    return (
+        Filters(conversation=filters.conversation) if name == "conversation" else Filters(role=filters.role)
+    )
+
+
+def _without(filters: Filters, name: str) -> Filters:
+    """``filters`` without their condition on the memory row's column ``name``."""
+    if name == "user":
+        return replace(filters, user=None, shared=False)
+    return replace(filters, conversation=None) if name == "conversation" else replace(filters, role=None)
 
 
 @dataclass(frozen=True)
@@ -120,6 +151,7 @@ def search(
         return []
     with snapshot(conn):
         stamp = counts.stamp(conn)
+        filters = counts.needed(conn, stamp, filters)
         scope = _narrower(conn, counts, stamp, scope)
         query = plan(conn, counts, stamp, text, scope)
         size = None if scope is None else counts.size(conn, stamp, scope)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from remem import Memories, NewMemory
+from remem import Filters, Memories, NewMemory
 from remem.core import staged
 from remem.core.opening import model_catalog
 from remem.errors import InvalidInputError
@@ -95,3 +95,15 @@ def test_who_wrote_a_memory_travels_with_its_export(
         "another of alice's": "alice",
         "an older export's record, without the field": "import",
     }
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_search_by_writer_and_user_keeps_only_that_writers_memories(memories: Memories, mode: str) -> None:
+    for writer in ("alice", "bob"):
+        for n in range(3):
+            memories.add(f"the deploy checklist item {n} noted by {writer}", user="team", written_by=writer)
+    memories.add("the deploy checklist of another team", user="other", written_by="bob")
+    found = memories.search("deploy checklist", k=10, mode=mode, where=Filters(user="team", written_by="bob"))
+    assert sorted(hit.memory.text for hit in found.hits) == [
+        f"the deploy checklist item {n} noted by bob" for n in range(3)
+    ]

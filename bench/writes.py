@@ -7,7 +7,8 @@ file; the reindex's wall time is the checkpoint's cost). Then a server's day on 
 ``--day`` adds in a row through one long-lived (warmed-up) ``Memories``, a vector search after each,
 begun far enough behind the checkpoint that the lag passes half its bound mid-day (where such a
 process rewrites the checkpoint in a thread of its own, ``sync.bound``): the searches' p50 of each
-tenth of the day against the fresh store's warm p50, and the adds' p50 and slowest.
+tenth of the day against the warm p50 of the same store freshly checkpointed after the day (`remem
+compact`), and the adds' p50 and slowest.
 
     python bench/writes.py [--sizes 1000,100000] [--work /tmp/writes] [--adds 5] [--lag 9990]
                            [--queries 30] [--kinds exact,hnsw] [--day 1000] [--quick]
@@ -192,9 +193,12 @@ def lag_then_compact(
     return cold_lag, warm_lag, compact, cold_fresh, warm_search(store, queries)
 
 
-def server_day(store: Path, kind: str, adds: int, queries: list[str]) -> tuple[float, float, float, float]:
+def server_day(
+    store: Path, kind: str, adds: int, queries: list[str]
+) -> tuple[float, float, float, float, float]:
     """A server's day (see the module docstring): (the day's search p50 ms, the worst tenth's p50
-    ms, the adds' p50 ms, the slowest add's ms)."""
+    ms, the adds' p50 ms, the slowest add's ms, the warm p50 ms of the same store afterwards,
+    freshly checkpointed by `remem compact`: the baseline)."""
     behind = max(0, bound(IndexKind(kind)) // 2 - adds // 2)
     with remem.open(store) as memories:
         if behind:
@@ -210,9 +214,11 @@ def server_day(store: Path, kind: str, adds: int, queries: list[str]) -> tuple[f
             started = time.perf_counter()
             memories.search(queries[n % len(queries)], k=10, mode="vector")
             search_ms.append(1000 * (time.perf_counter() - started))
+    remem_cli("compact", "--store", str(store))
     tenth = max(1, adds // 10)
     tenths = [statistics.median(search_ms[i : i + tenth]) for i in range(0, adds, tenth)]
-    return statistics.median(search_ms), max(tenths), statistics.median(add_ms), max(add_ms)
+    fresh = warm_search(store, queries)
+    return statistics.median(search_ms), max(tenths), statistics.median(add_ms), max(add_ms), fresh
 
 
 def main() -> None:
@@ -237,7 +243,8 @@ def main() -> None:
     header = (
         "| code | store | cli add s (× smallest) | cli add MB | warm add ms | warm add MB "
         f"| cold search s, lag {lag} / fresh | warm search p50 ms, lag {lag} / fresh "
-        "| reindex s | server day: search p50 ms, all / worst tenth (× fresh) | day: add p50 / max ms |"
+        "| reindex s | server day: search p50 ms, all / worst tenth / fresh after (×) "
+        "| day: add p50 / max ms |"
     )
     print(header)
     print("|" + "---|" * 11)
@@ -250,13 +257,13 @@ def main() -> None:
             smallest.setdefault(kind, cli_wall)
             add_ms, add_mb = warm_adds(store, adds)
             cold_lag, warm_lag, compact, cold_fresh, warm_fresh = lag_then_compact(store, kind, lag, queries)
-            day_p50, worst, day_add, slowest = server_day(store, kind, day, queries)
+            day_p50, worst, day_add, slowest, day_fresh = server_day(store, kind, day, queries)
             row = (
                 f"| {args.label} | {size:,} {kind} "
                 f"| {cli_wall:.3f} ({_harness.times(cli_wall, smallest[kind])}) "
                 f"| {cli_mb:.2f} | {add_ms:.1f} | {add_mb:.2f} | {cold_lag:.2f} / {cold_fresh:.2f} "
                 f"| {warm_lag:.2f} / {warm_fresh:.2f} | {compact:.2f} "
-                f"| {day_p50:.2f} / {worst:.2f} ({_harness.times(worst, warm_fresh)}) "
+                f"| {day_p50:.2f} / {worst:.2f} / {day_fresh:.2f} ({_harness.times(worst, day_fresh)}) "
                 f"| {day_add:.1f} / {slowest:.0f} |"
             )
             print(row, flush=True)

@@ -9,8 +9,9 @@ index file is a checkpoint: readers take no lock, read it and catch it up from w
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -223,10 +224,11 @@ class LocalBackend:
         elif behind is None or behind > sync.bound(kind):
             self.checkpoint()
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, *, warn: bool = True) -> None:
         """Write the index file level with the database now, holding no lock while it writes, and
         prune the log of deletions it holds (``checkpoints.rewrite``: nothing when another process
-        or thread is rewriting it). A failure is a warning."""
+        or thread is rewriting it). A failure is a warning (``warn``), else silent: a search's, on
+        a store it may not write to."""
         from remem.backends.local import checkpoints  # noqa: PLC0415 - numpy
 
         model = self.model
@@ -235,20 +237,17 @@ class LocalBackend:
         try:
             checkpoints.rewrite(self.home, model.dim)
         except StoreError as exc:
-            self.warnings.append(f"{exc}; the change is saved, the vector index catches up later")
+            if warn:
+                self.warnings.append(f"{exc}; the change is saved, the vector index catches up later")
 
-    def _rewrite_in_background(self) -> None:
+    def _rewrite_in_background(self, *, warn: bool = True) -> None:
         """Start ``checkpoint`` in a thread of its own unless one is at work (it ends with the store)."""
         with self._rewriter_lock:
             if self._rewriter is None or not self._rewriter.is_alive():
-                self._rewriter = threading.Thread(target=self._checkpoint_quietly, name="remem checkpoint")
+                work = functools.partial(self.checkpoint, warn=warn)
+                self._rewriter = threading.Thread(target=_until_closed, args=(work,), name="remem checkpoint")
                 self._rewriter.daemon = True  # a process that ends leaves it undone (a temp file)
                 self._rewriter.start()
-
-    def _checkpoint_quietly(self) -> None:
-        """``checkpoint``, in a thread: a store closed meanwhile ends it."""
-        with contextlib.suppress(StoreClosedError):
-            self.checkpoint()
 
     def add_pending(
         self, memories: Sequence[NewMemory], contexts: Sequence[str] | None = None
@@ -464,13 +463,19 @@ class LocalBackend:
             elif (
                 persist_repairs and caught_up and _behind(self.records, self.index_path, settings.built_kind)
             ):
-                self._rewrite_in_background()  # a search never waits for it
+                self._rewrite_in_background(warn=False)  # a search never waits for it
         return synced.index
 
     def write_lock(self, *, blocking: bool = True) -> contextlib.AbstractContextManager[None]:
         """The store's exclusive writer lock (an OS file lock; BlockingIOError if not ``blocking``
         and it is held). Taking it removes temporary files a killed writer left behind."""
         return self.home.write_lock(blocking=blocking)
+
+
+def _until_closed(work: Callable[[], None]) -> None:
+    """``work()`` in a thread of its own: a store closed meanwhile ends it."""
+    with contextlib.suppress(StoreClosedError):
+        work()
 
 
 def _behind(records: Records, path: Path, kind: IndexKind) -> bool:

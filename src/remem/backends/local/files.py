@@ -164,10 +164,9 @@ def locked(directory: Path, *, blocking: bool = True) -> Iterator[None]:
 @contextlib.contextmanager
 def rewriting(directory: Path, *, blocking: bool = True) -> Iterator[None]:
     """Hold the lock of the one rewriter of the index checkpoint (BlockingIOError if not
-    ``blocking`` and another holds it); taking it removes the index's temporary files a killed
-    rewriter left behind. It does not keep writers out."""
+    ``blocking`` and another holds it). It does not keep writers out, so it removes no temporary
+    file (a writer's may be one): the next writer removes a killed rewriter's (``locked``)."""
     with _holding(directory, REWRITE_LOCK, blocking, "is having its index rewritten"):
-        _remove_temp_files(directory, INDEX_FILE)
         yield
 
 

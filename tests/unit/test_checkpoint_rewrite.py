@@ -135,3 +135,26 @@ def test_a_rewrite_never_replaces_a_newer_checkpoint(tmp_path: Path, monkeypatch
     assert store.index_path.read_bytes() == newer
     assert store.warnings == []  # its new file was not taken for a killed writer's and removed
     assert [p.name for p in tmp_path.joinpath("s").iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_long_lived_store_serves_its_new_checkpoint_without_a_search_reading_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sync, "LAG_BOUND", 4)
+    store = _filled(tmp_path / "s", "exact")
+    store.warm_up(FAKE_MODEL)  # as a server does
+    added = [_add(store, f"crossing {n}") for n in range(3)]  # past half the bound: a rewrite starts
+    for _ in range(300):
+        if not any(t.name == "remem checkpoint" and t.is_alive() for t in threading.enumerate()):
+            break
+        threading.Event().wait(0.1)
+    assert sync.lag(store.records, store.index_path) == 0
+    loads: list[Path] = []
+    real = VectorIndex.load.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        VectorIndex, "load", classmethod(lambda cls, path, dim: loads.append(path) or real(cls, path, dim))
+    )
+    hits = vector_search(store, fake_vector("crossing 2"), 1, Filters())
+    assert [h.memory.id for h in hits] == [added[2]]  # type: ignore[attr-defined]
+    assert loads == []  # the rewrite's thread loaded it; the search only searched
+    assert sorted(store.vector_index(FAKE_DIM).ids().tolist()) == store.records.vector_ids()

@@ -235,10 +235,25 @@ class LocalBackend:
         if model is None:
             return
         try:
-            checkpoints.rewrite(self.home, model.dim)
+            if checkpoints.rewrite(self.home, model.dim) is not None and self._resident:
+                self._serve_new_checkpoint(model.dim)
         except StoreError as exc:
             if warn:
                 self.warnings.append(f"{exc}; the change is saved, the vector index catches up later")
+
+    def _serve_new_checkpoint(self, dim: int) -> None:
+        """Serve the checkpoint just written (loaded and caught up in the rewrite's thread of a
+        long-lived process): no search waits to read it (the old index's log is pruned). A file
+        needing a repair is left to the next search, one that moved on is caught up there."""
+        from remem.backends.local import sync  # noqa: PLC0415 - numpy
+
+        settings = self.settings
+        synced = sync.synced_index(self.records, self.index_path, dim, settings.built_kind, settings.hnsw)
+        if synced.changed or synced.warning:
+            return
+        synced.index.keep_resident()
+        with self._index_lock:
+            self._index = synced.index
 
     def _rewrite_in_background(self, *, warn: bool = True) -> None:
         """Start ``checkpoint`` in a thread of its own unless one is at work (it ends with the store)."""

@@ -3,10 +3,15 @@
 and search (cold `remem search`, median of 3; warm p50) with ``--lag`` memories added since the
 index file was written (9,990: with the 10 adds before, the largest lag the local store allows
 before it rewrites the file, ``LAG_BOUND``), then on the same store after `remem reindex` (a fresh
-file; the reindex's wall time is the checkpoint's cost).
+file; the reindex's wall time is the checkpoint's cost). Then a server's day on that fresh store:
+``--day`` adds in a row through one long-lived (warmed-up) ``Memories``, a vector search after each,
+begun far enough behind the checkpoint that the lag passes half its bound mid-day (where such a
+process rewrites the checkpoint in a thread of its own, ``sync.bound``): the searches' p50 of each
+tenth of the day against the warm p50 of the same store freshly checkpointed after the day (`remem
+compact`), and the adds' p50 and slowest.
 
     python bench/writes.py [--sizes 1000,100000] [--work /tmp/writes] [--adds 5] [--lag 9990]
-                           [--queries 30] [--kinds exact,hnsw] [--quick]
+                           [--queries 30] [--kinds exact,hnsw] [--day 1000] [--quick]
 
 The baseline in the same run is one add to the smallest store (the goal: an add to a big store
 costs about what it costs a small one); the search columns set a lagging checkpoint beside a
@@ -39,6 +44,8 @@ import numpy as np
 
 import _harness
 import remem
+from remem.backends.local.kinds import IndexKind
+from remem.backends.local.sync import bound
 
 _CLI = (
     "import atexit, sys\n"
@@ -186,6 +193,34 @@ def lag_then_compact(
     return cold_lag, warm_lag, compact, cold_fresh, warm_search(store, queries)
 
 
+def server_day(
+    store: Path, kind: str, adds: int, queries: list[str]
+) -> tuple[float, float, float, float, float]:
+    """A server's day (see the module docstring): (the day's search p50 ms, the worst tenth's p50
+    ms, the adds' p50 ms, the slowest add's ms, the warm p50 ms of the same store afterwards,
+    freshly checkpointed by `remem compact`: the baseline)."""
+    behind = max(0, bound(IndexKind(kind)) // 2 - adds // 2)
+    with remem.open(store) as memories:
+        if behind:
+            memories.add_many([f"before the day {n} about topic {n % 31}" for n in range(behind)])
+        memories.warm_up()
+        for query in queries[:5]:
+            memories.search(query, k=10, mode="vector")
+        add_ms, search_ms = [], []
+        for n in range(adds):
+            started = time.perf_counter()
+            memories.add(f"server day memory {n} about topic {n % 29}")
+            add_ms.append(1000 * (time.perf_counter() - started))
+            started = time.perf_counter()
+            memories.search(queries[n % len(queries)], k=10, mode="vector")
+            search_ms.append(1000 * (time.perf_counter() - started))
+    remem_cli("compact", "--store", str(store))
+    tenth = max(1, adds // 10)
+    tenths = [statistics.median(search_ms[i : i + tenth]) for i in range(0, adds, tenth)]
+    fresh = warm_search(store, queries)
+    return statistics.median(search_ms), max(tenths), statistics.median(add_ms), max(add_ms), fresh
+
+
 def main() -> None:
     parser = _harness.parser(__doc__)
     parser.add_argument("--sizes", type=_harness.int_list, default=None, help="[1000,100000]")
@@ -194,10 +229,12 @@ def main() -> None:
     parser.add_argument("--adds", type=int, default=None, help="[5]")
     parser.add_argument("--lag", type=int, default=None, help="[9990]")
     parser.add_argument("--queries", type=int, default=None, help="[30]")
+    parser.add_argument("--day", type=int, default=None, help="adds in a server's day [1000]")
     parser.add_argument("--label", default="this code")
     args = parser.parse_args()
     sizes = args.sizes or ([1000, 3000] if args.quick else [1000, 100_000])
     adds, lag = args.adds or (2 if args.quick else 5), args.lag or (200 if args.quick else 9_990)
+    day = args.day or (50 if args.quick else 1_000)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     queries = [f"topic {n * 37 % 997} memory" for n in range(args.queries or (5 if args.quick else 30))]
@@ -206,10 +243,11 @@ def main() -> None:
     header = (
         "| code | store | cli add s (× smallest) | cli add MB | warm add ms | warm add MB "
         f"| cold search s, lag {lag} / fresh | warm search p50 ms, lag {lag} / fresh "
-        "| reindex s |"
+        "| reindex s | server day: search p50 ms, all / worst tenth / fresh after (×) "
+        "| day: add p50 / max ms |"
     )
     print(header)
-    print("|" + "---|" * 9)
+    print("|" + "---|" * 11)
     smallest: dict[str, float] = {}  # the baseline: one add to the smallest store, same run
     for size in sizes:
         for kind in args.kinds.split(","):
@@ -219,11 +257,14 @@ def main() -> None:
             smallest.setdefault(kind, cli_wall)
             add_ms, add_mb = warm_adds(store, adds)
             cold_lag, warm_lag, compact, cold_fresh, warm_fresh = lag_then_compact(store, kind, lag, queries)
+            day_p50, worst, day_add, slowest, day_fresh = server_day(store, kind, day, queries)
             row = (
                 f"| {args.label} | {size:,} {kind} "
                 f"| {cli_wall:.3f} ({_harness.times(cli_wall, smallest[kind])}) "
                 f"| {cli_mb:.2f} | {add_ms:.1f} | {add_mb:.2f} | {cold_lag:.2f} / {cold_fresh:.2f} "
-                f"| {warm_lag:.2f} / {warm_fresh:.2f} | {compact:.2f} |"
+                f"| {warm_lag:.2f} / {warm_fresh:.2f} | {compact:.2f} "
+                f"| {day_p50:.2f} / {worst:.2f} / {day_fresh:.2f} ({_harness.times(worst, day_fresh)}) "
+                f"| {day_add:.1f} / {slowest:.0f} |"
             )
             print(row, flush=True)
             with results.open("a") as out:

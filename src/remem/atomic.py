@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -13,12 +13,16 @@ from remem.portable import set_mode
 
 
 @contextlib.contextmanager
-def atomic_writer(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
+def atomic_writer(
+    path: Path, mode: int = 0o600, swap: Callable[[Path, Path], bool] | None = None
+) -> Iterator[BinaryIO]:
     """Yield a binary file that replaces ``path`` (with permissions ``mode``) when the block ends.
 
     The temporary file beside it has an unpredictable name and is created exclusively (never
     through a planted file or symlink). The data is fsynced before the rename and the directory
     after it. If the block raises, the temporary file is removed and ``path`` is untouched.
+    With ``swap``, ``swap(temporary, path)`` does the rename instead (under a lock of the caller's,
+    say) and returns False when it decided not to: then the temporary file is removed.
     OSError propagates to the caller.
     """
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -34,7 +38,11 @@ def atomic_writer(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        if swap is None:
+            os.replace(tmp, path)
+        elif not swap(tmp, path):
+            tmp.unlink()
+            return
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()

@@ -26,7 +26,7 @@ def test_the_streamed_index_file_is_the_one_the_index_in_memory_writes(
     settings, model = backend.settings, backend.model
     assert model is not None
     streamed = tmp_path / "streamed.faiss"
-    write_exact(backend.records, streamed, model.dim, backend.records.generation(), settings.hnsw)
+    write_exact(backend.records, streamed, model.dim, settings.hnsw)
     in_memory = tmp_path / "in-memory.faiss"
     sync.build(backend.records, model.dim, settings.built_kind, settings.hnsw).save(in_memory)
     assert streamed.read_bytes() == in_memory.read_bytes()

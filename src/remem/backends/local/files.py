@@ -17,6 +17,9 @@ from remem.portable import NO_FOLLOW, PERMISSION_BITS, lock_file, unlock_file
 DB_FILE = "memories.sqlite3"
 INDEX_FILE = "vectors.faiss"
 LOCK_FILE = "write.lock"
+#: Held by the one process (or thread) rewriting the index checkpoint (``checkpoints.rewrite``), which
+#: holds no writers' lock while it writes, only while it renames the new file into place.
+REWRITE_LOCK = "checkpoint.lock"
 #: Says that its directory is a remem store (written when a store is opened for writing).
 MARKER_FILE = ".remem-store"
 #: A big ingest's staging area (``staged``), while one is staged or interrupted.
@@ -32,6 +35,7 @@ OWN_NAMES = frozenset(
         ),
         INDEX_FILE,
         LOCK_FILE,
+        REWRITE_LOCK,
         MARKER_FILE,
     }
 )
@@ -149,19 +153,45 @@ def open_database(directory: Path, create: bool) -> sqlite3.Connection:
 def locked(directory: Path, *, blocking: bool = True) -> Iterator[None]:
     """Hold the store's exclusive writer lock, an OS file lock on its ``write.lock`` (BlockingIOError
     if not ``blocking`` and it is held); taking it removes temporary files a killed writer left
-    behind."""
+    behind (an index file's only while no one is rewriting it: see ``rewriting``)."""
+    with _holding(directory, LOCK_FILE, blocking, "is locked by another writer"):
+        with contextlib.suppress(BlockingIOError), _holding(directory, REWRITE_LOCK, False, ""):
+            _remove_temp_files(directory, INDEX_FILE)  # no rewriter at work: a killed one's
+        _remove_temp_files(directory, None)
+        yield
+
+
+@contextlib.contextmanager
+def rewriting(directory: Path, *, blocking: bool = True) -> Iterator[None]:
+    """Hold the lock of the one rewriter of the index checkpoint (BlockingIOError if not
+    ``blocking`` and another holds it). It does not keep writers out, so it removes no temporary
+    file (a writer's may be one): the next writer removes a killed rewriter's (``locked``)."""
+    with _holding(directory, REWRITE_LOCK, blocking, "is having its index rewritten"):
+        yield
+
+
+def _remove_temp_files(directory: Path, of: str | None) -> None:
+    """Remove remem's temporary files in ``directory`` that replace the file named ``of`` (None:
+    every other file's)."""
+    for leftover in own_temp_files(directory):
+        if leftover.name.startswith(f".{INDEX_FILE}.") == (of == INDEX_FILE):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
+
+@contextlib.contextmanager
+def _holding(directory: Path, name: str, blocking: bool, busy: str) -> Iterator[None]:
+    """Hold an exclusive OS file lock on ``directory/name`` (BlockingIOError saying ``busy`` if not
+    ``blocking`` and it is held)."""
     try:
-        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(directory / name, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
         if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
             raise StoreError(f"the store at {directory} is read-only; it can be read, not changed") from exc
         raise StoreError(f"cannot lock {directory}: {exc.strerror or exc}") from exc
     try:
         if not lock_file(fd, blocking=blocking):
-            raise BlockingIOError(errno.EAGAIN, f"{directory} is locked by another writer")
-        for leftover in own_temp_files(directory):  # from a writer that was killed mid-save
-            with contextlib.suppress(OSError):
-                leftover.unlink()
+            raise BlockingIOError(errno.EAGAIN, f"{directory} {busy}")
         yield
     finally:
         unlock_file(fd)

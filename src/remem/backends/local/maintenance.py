@@ -73,7 +73,7 @@ def reindex(
         rebuild_keywords = force or not keywords_are_current(home)
         _apply(home, replace(wanted, built_kind=kind), rebuild_index, rebuild_keywords)
         if not rebuild_index and home.model is not None:  # current, but maybe behind its checkpoint
-            rebuild_index = checkpoints.compact(home, home.model.dim) > 0
+            rebuild_index = checkpoints.compact(home, home.model.dim, held=True) > 0
     return ReindexReport(kind, count, rebuild_index, rebuild_keywords, time.perf_counter() - started)
 
 

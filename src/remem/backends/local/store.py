@@ -9,8 +9,9 @@ index file is a checkpoint: readers take no lock, read it and catch it up from w
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ from remem.backends.local.records import Records
 from remem.backends.local.settings import IndexSettings, write_model
 from remem.backends.local.transactions import atomic, snapshot
 from remem.backends.shapes import check_same_model, contexts_of, windows_of
-from remem.errors import ModelChangedError, StoreError
+from remem.errors import ModelChangedError, StoreClosedError, StoreError
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ class LocalBackend:
         self._index: VectorIndex | None = None
         self._index_lock = threading.RLock()  # held while the loaded index is synced, searched or changed
         self._resident = False  # searches keep the pages of a mapped index file (``warm_up``)
+        self._rewriter: threading.Thread | None = None  # a long-lived process's rewrite of the file
+        self._rewriter_lock = threading.Lock()
         #: Problems remem repaired by itself while serving this store (for the caller to report).
         self.warnings: list[str] = []
 
@@ -193,8 +196,8 @@ class LocalBackend:
 
         On success the transaction commits with a new generation and those ids logged; the index
         file is left as it is (a checkpoint) unless the lag since it passed its bound: then it is
-        rewritten after the commit (a failure is a warning: the database has the change). On error
-        nothing is changed.
+        rewritten after the commit, without the lock (``checkpoint_if_behind``; a failure is a
+        warning: the database has the change). On error nothing is changed.
         """
         from remem.backends.local.writelog import WriteLog  # noqa: PLC0415
 
@@ -207,32 +210,61 @@ class LocalBackend:
                     write_model(self.records, model)
                 yield log, self.records
                 self.records.log_deleted(self.records.bump_generation(), log.removed)
-            if model is not None:
-                self._checkpoint_if_behind()
+        if model is not None:
+            self.checkpoint_if_behind()
 
-    def _checkpoint_if_behind(self) -> None:
+    def checkpoint_if_behind(self) -> None:
         """Rewrite the index checkpoint when the vectors added or deleted since it was saved passed
-        its bound (``sync.bound``; or it is missing); the caller holds the writers' lock."""
+        its bound (``sync.bound``; or it is missing), holding no lock while it writes: in this
+        thread, or — in a long-lived process (``warm_up``) — in a thread of its own from half the
+        bound on, so that no caller waits for it (``checkpoints.rewrite``)."""
         from remem.backends.local import sync  # noqa: PLC0415 - numpy
 
-        behind = sync.lag(self.records, self.index_path)
-        if behind is None or behind > sync.bound(self.settings.built_kind):
+        behind, kind = sync.lag(self.records, self.index_path), self.settings.built_kind
+        if self._resident and (behind is None or behind > sync.bound(kind) // 2):
+            self._rewrite_in_background()
+        elif behind is None or behind > sync.bound(kind):
             self.checkpoint()
 
-    def checkpoint(self) -> None:
-        """Write the index file level with the database now and prune the log of deletions it
-        holds; the caller holds the writers' lock. A failure is a warning."""
+    def checkpoint(self, *, warn: bool = True) -> None:
+        """Write the index file level with the database now, holding no lock while it writes, and
+        prune the log of deletions it holds (``checkpoints.rewrite``: nothing when another process
+        or thread is rewriting it). A failure is a warning (``warn``), else silent: a search's, on
+        a store it may not write to."""
         from remem.backends.local import checkpoints  # noqa: PLC0415 - numpy
 
         model = self.model
         if model is None:
             return
         try:
-            exact = self.settings.built_kind is IndexKind.EXACT
-            checkpoints.write(self.home, model.dim, None if exact else self.vector_index(model.dim))
-            self._index = None  # read the new file when next needed (the old one's rows stay mapped)
+            if checkpoints.rewrite(self.home, model.dim) is not None and self._resident:
+                self._serve_new_checkpoint(model.dim)
         except StoreError as exc:
-            self.warnings.append(f"{exc}; the change is saved, the vector index catches up later")
+            if warn:
+                self.warnings.append(f"{exc}; the change is saved, the vector index catches up later")
+
+    def _serve_new_checkpoint(self, dim: int) -> None:
+        """Serve the checkpoint just written (loaded and caught up in the rewrite's thread of a
+        long-lived process): no search waits to read it (the old index's log is pruned). A file
+        needing a repair is left to the next search, one that moved on is caught up there."""
+        from remem.backends.local import sync  # noqa: PLC0415 - numpy
+
+        settings = self.settings
+        synced = sync.synced_index(self.records, self.index_path, dim, settings.built_kind, settings.hnsw)
+        if synced.changed or synced.warning:
+            return
+        synced.index.keep_resident()
+        with self._index_lock:
+            self._index = synced.index
+
+    def _rewrite_in_background(self, *, warn: bool = True) -> None:
+        """Start ``checkpoint`` in a thread of its own unless one is at work (it ends with the store)."""
+        with self._rewriter_lock:
+            if self._rewriter is None or not self._rewriter.is_alive():
+                work = functools.partial(self.checkpoint, warn=warn)
+                self._rewriter = threading.Thread(target=_until_closed, args=(work,), name="remem checkpoint")
+                self._rewriter.daemon = True  # a process that ends leaves it undone (a temp file)
+                self._rewriter.start()
 
     def add_pending(
         self, memories: Sequence[NewMemory], contexts: Sequence[str] | None = None
@@ -390,11 +422,11 @@ class LocalBackend:
         model = self.model
         if model is None:
             return 0
-        with self.write_lock(), self._index_lock:
-            behind = checkpoints.compact(self.home, model.dim)
-            if behind:
+        behind = checkpoints.compact(self.home, model.dim)
+        if behind:
+            with self._index_lock:
                 self._index = None  # read the new file when next needed
-            return behind
+        return behind
 
     def stats(self) -> StoreStats:
         """Counts, model, index, disk size and time span (``summary.summarize``)."""
@@ -446,19 +478,26 @@ class LocalBackend:
             if synced.warning:
                 self.warnings.append(synced.warning)
             caught_up = synced.index.header.generation != before
-            behind = (
-                persist_repairs and caught_up and _behind(self.records, self.index_path, settings.built_kind)
-            )
-            if persist_repairs and (synced.changed or behind):
+            if persist_repairs and synced.changed:
                 with contextlib.suppress(BlockingIOError, StoreError), self.write_lock(blocking=False):
                     checkpoints.write(self.home, dim, synced.index)
                     self._index = None
+            elif (
+                persist_repairs and caught_up and _behind(self.records, self.index_path, settings.built_kind)
+            ):
+                self._rewrite_in_background(warn=False)  # a search never waits for it
         return synced.index
 
     def write_lock(self, *, blocking: bool = True) -> contextlib.AbstractContextManager[None]:
         """The store's exclusive writer lock (an OS file lock; BlockingIOError if not ``blocking``
         and it is held). Taking it removes temporary files a killed writer left behind."""
         return self.home.write_lock(blocking=blocking)
+
+
+def _until_closed(work: Callable[[], None]) -> None:
+    """``work()`` in a thread of its own: a store closed meanwhile ends it."""
+    with contextlib.suppress(StoreClosedError):
+        work()
 
 
 def _behind(records: Records, path: Path, kind: IndexKind) -> bool:

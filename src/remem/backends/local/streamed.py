@@ -4,7 +4,7 @@ and an index grown add by add holds up to twice that)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,12 +40,17 @@ class _FromDatabase(flat.FlatIndex):
         )
 
 
-def write_exact(records: Records, path: Path, dim: int, generation: int, hnsw: HnswParams) -> None:
-    """Write the exact index of every stored vector to ``path`` (atomically, as ``VectorIndex.save``),
-    at ``generation``, holding a block of vectors at a time; the caller holds the writers' lock."""
+def write_exact(
+    records: Records, path: Path, dim: int, hnsw: HnswParams, swap: Callable[[Path, Path], bool] | None = None
+) -> int:
+    """Write the exact index of every stored vector to ``path`` (atomically, as ``VectorIndex.save``,
+    ``swap`` as its) from one snapshot of the database, holding a block of vectors at a time; the
+    generation it holds (read in that snapshot)."""
     with snapshot(records.conn):  # the ids and the vectors of one state
+        generation = records.generation()
         header = IndexHeader(generation=generation, kind=IndexKind.EXACT, dim=dim, hnsw=hnsw)
         header.store_id = records.store_id()
         engine = _FromDatabase(records, dim)
         header.max_id = int(engine.ids().max()) if engine.size else -1
-        VectorIndex(engine, header).save(path)
+        VectorIndex(engine, header).save(path, swap=swap)
+    return generation

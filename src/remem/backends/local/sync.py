@@ -32,7 +32,11 @@ from remem.backends.local.vectors_header import read_header
 #: on a 100k exact store opening and catching up 10,000 adds and 1,000 forgets took 0.10-0.22 s
 #: against 0.04-0.10 s for a fresh file (2 busy cores), and a warm scan does 10% more work at 100k
 #: (1% at a million). Rewriting the 100k file took 1.9 s: at 10,000 adds apart ~0.2 ms and 15 KB
-#: written per add (bench/writes.py).
+#: written per add (bench/writes.py). At a million (exact, 2 cores at load 12, medians of 5) catching
+#: up 9,990 vectors took ~0.15 s — reading the rows 49-71 ms, decoding 12-26, adding them 17-36,
+#: the log and the count 11-22 — against 0.14-0.32 s to map and verify the file and 0.97-1.19 s to
+#: score every vector once: a tenth of a cold search's vector work, so a lower bound would make
+#: rewrites (14 s each there) more frequent for little; a cold search at a million is its full scan.
 LAG_BOUND = 10_000
 #: HNSW's bound (at most ``LAG_BOUND``): the vectors added since are scored exactly beside the graph,
 #: and 10,000 of them cost a warm search at 100k ~17 ms against ~5 ms for the graph walk (busy

@@ -197,10 +197,12 @@ class VectorIndex:
             rows[~recent] = self._engine.vectors(wanted[~recent].tolist())
         return rows
 
-    def save(self, path: Path, generation: int | None = None) -> None:
+    def save(
+        self, path: Path, generation: int | None = None, swap: Callable[[Path, Path], bool] | None = None
+    ) -> None:
         """Write the checkpoint atomically (temp file, fsync, rename; mode 0600), recording
         ``generation`` (default: the one it already has): an exact index without its removed rows;
-        an HNSW graph extended with the vectors added since."""
+        an HNSW graph extended with the vectors added since. ``swap``: as ``atomic_writer``'s."""
         if generation is not None:
             self.header.generation = generation
         if not isinstance(self._engine, FlatIndex) and self._recent.size:
@@ -210,7 +212,7 @@ class VectorIndex:
         self.header.tombstones = sorted(self._tombstones)
         exact = isinstance(self._engine, FlatIndex)
         try:
-            with atomic_writer(path) as handle:
+            with atomic_writer(path, swap=swap) as handle:
                 digest = _xxhash().xxh3_128()
                 write = _hashed_writer(handle.write, digest)
                 write(MAGIC)

@@ -3,7 +3,8 @@
 Writers hold an exclusive OS lock on ``write.lock`` while they change anything; each change commits
 to SQLite (the truth, with a new generation and the vector ids it deleted) and nothing else. The
 index file is a checkpoint: readers take no lock, read it and catch it up from what changed since
-(``sync``); it is rewritten atomically, under the lock, once the lag passes its bound (``sync.bound``).
+(``sync``); once the lag passes its bound (``sync.bound``) it is rewritten, without the writers'
+lock, and swapped in atomically (``checkpoints.rewrite``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from remem.backends.local.connections import Connections
 from remem.backends.local.files import DB_FILE, open_database
 from remem.backends.local.guard import translating
 from remem.backends.local.home import Home
-from remem.backends.local.kinds import IndexKind
 from remem.backends.local.records import Records
 from remem.backends.local.settings import IndexSettings, write_model
 from remem.backends.local.transactions import atomic, snapshot
@@ -220,10 +220,10 @@ class LocalBackend:
         bound on, so that no caller waits for it (``checkpoints.rewrite``)."""
         from remem.backends.local import sync  # noqa: PLC0415 - numpy
 
-        behind, kind = sync.lag(self.records, self.index_path), self.settings.built_kind
-        if self._resident and (behind is None or behind > sync.bound(kind) // 2):
+        kind = self.settings.built_kind
+        if self._resident and sync.behind(self.records, self.index_path, kind, share=0.5):
             self._rewrite_in_background()
-        elif behind is None or behind > sync.bound(kind):
+        elif sync.behind(self.records, self.index_path, kind):
             self.checkpoint()
 
     def checkpoint(self, *, warn: bool = True) -> None:
@@ -419,10 +419,7 @@ class LocalBackend:
         (``checkpoints.compact``); the vectors it caught up, 0 when none (read from its header)."""
         from remem.backends.local import checkpoints  # noqa: PLC0415 - numpy
 
-        model = self.model
-        if model is None:
-            return 0
-        behind = checkpoints.compact(self.home, model.dim)
+        behind = 0 if (model := self.model) is None else checkpoints.compact(self.home, model.dim)
         if behind:
             with self._index_lock:
                 self._index = None  # read the new file when next needed
@@ -483,7 +480,9 @@ class LocalBackend:
                     checkpoints.write(self.home, dim, synced.index)
                     self._index = None
             elif (
-                persist_repairs and caught_up and _behind(self.records, self.index_path, settings.built_kind)
+                persist_repairs
+                and caught_up
+                and sync.behind(self.records, self.index_path, settings.built_kind)
             ):
                 self._rewrite_in_background(warn=False)  # a search never waits for it
         return synced.index
@@ -498,11 +497,3 @@ def _until_closed(work: Callable[[], None]) -> None:
     """``work()`` in a thread of its own: a store closed meanwhile ends it."""
     with contextlib.suppress(StoreClosedError):
         work()
-
-
-def _behind(records: Records, path: Path, kind: IndexKind) -> bool:
-    """True when the checkpoint in ``path`` lags more than its bound (``sync.bound``)."""
-    from remem.backends.local import sync  # noqa: PLC0415 - numpy
-
-    lag = sync.lag(records, path)
-    return lag is None or lag > sync.bound(kind)

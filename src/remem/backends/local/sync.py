@@ -153,6 +153,13 @@ def lag(records: Records, path: Path) -> int | None:
     return None if deleted is None else added + len(deleted)
 
 
+def behind(records: Records, path: Path, kind: IndexKind, share: float = 1.0) -> bool:
+    """True when the checkpoint in ``path`` lags more than ``share`` of its bound (``bound``), or
+    there is no usable one."""
+    lagging = lag(records, path)
+    return lagging is None or lagging > int(bound(kind) * share)
+
+
 def cached_index(
     records: Records,
     cached: VectorIndex | None,

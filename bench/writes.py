@@ -78,17 +78,22 @@ def remem_cli(*args: str) -> tuple[float, int, str]:
 
 
 def model_record(work: Path) -> dict[str, object]:
-    """The bundled model's identity as an export carries it (one real `remem add`)."""
+    """The bundled model's identity as an export carries it (one real `remem add`, each run): the
+    stores built before in ``work`` are removed when they hold another model file's vectors (a
+    remem that ships another file refuses to add to them)."""
+    seed = work / "seed-store"
+    shutil.rmtree(seed, ignore_errors=True)
+    remem_cli("add", "--store", str(seed), "a seed memory about gardening")
+    remem_cli("export", "--store", str(seed), "--with-vectors", "-o", str(work / "seed.jsonl"))
+    record: dict[str, object] = json.loads((work / "seed.jsonl").read_text().splitlines()[0])["vector"][
+        "model"
+    ]
     path = work / "model.json"
-    if not path.exists():
-        seed = work / "seed-store"
-        shutil.rmtree(seed, ignore_errors=True)
-        remem_cli("add", "--store", str(seed), "a seed memory about gardening")
-        remem_cli("export", "--store", str(seed), "--with-vectors", "-o", str(work / "seed.jsonl"))
-        record = json.loads((work / "seed.jsonl").read_text().splitlines()[0])
-        path.write_text(json.dumps(record["vector"]["model"]))
-    loaded: dict[str, object] = json.loads(path.read_text())
-    return loaded
+    if path.exists() and json.loads(path.read_text()) != record:
+        for built in work.glob("store-*"):
+            shutil.rmtree(built)
+    path.write_text(json.dumps(record))
+    return record
 
 
 def build(work: Path, size: int, kind: str) -> Path:
@@ -105,7 +110,7 @@ def build(work: Path, size: int, kind: str) -> Path:
         remem_cli("reindex", "--store", str(store), "--index", "hnsw")
         (store / "done").touch()
         return store
-    model = model_record(work)
+    model: dict[str, object] = json.loads((work / "model.json").read_text())  # main: model_record
     rng = np.random.default_rng(size)
     dim = int(model["dim"])  # type: ignore[call-overload]
     centres = rng.normal(size=(max(size // 100, 10), dim)).astype(np.float32)
@@ -237,6 +242,7 @@ def main() -> None:
     day = args.day or (50 if args.quick else 1_000)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    model_record(work)
     queries = [f"topic {n * 37 % 997} memory" for n in range(args.queries or (5 if args.quick else 30))]
     results = work / "writes-results.txt"
     print(_harness.machine())

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from remem import` as the public API
-from remem.core import arguments, owners
+from remem.core import arguments
 from remem.core.afterwards import afterwards
 from remem.core.context import ContextItem, Merge, merge
 from remem.errors import MemoryNotFoundError, ModelMismatchError, StoreClosedError
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     import remem.reports as reports  # noqa: PLR0402 - `from remem import` is the public API (no layer may)
     from remem.backends.base import Backend, ProgressFn
-    from remem.core import bulk, growth, scripts, staged, superseding, turns, upkeep
+    from remem.core import bulk, growth, owners, scripts, staged, superseding, turns, upkeep
     from remem.core.tokens import Tokens
     from remem.embedders.base import Embedder
     from remem.embedders.catalog import ModelCatalog
@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult, StoreStats
 
 else:  # imported when first used: a short command such as `list` needs none of them
-    bulk, growth, scripts, staged, superseding, turns, upkeep = (
+    bulk, growth, owners, scripts, staged, superseding, turns, upkeep = (
         Later(f"remem.core.{name}")
-        for name in ("bulk", "growth", "scripts", "staged", "superseding", "turns", "upkeep")
+        for name in ("bulk", "growth", "owners", "scripts", "staged", "superseding", "turns", "upkeep")
     )
     reports = Later("remem.reports")
 

@@ -88,20 +88,21 @@ KINDS = {
     "unheld identifier": "lunch E1047",
 }
 #: Round trips of a hybrid search on PostgreSQL, once the store's statistics for its terms are
-#: counted (a search of the same words before, the store unchanged): BEGIN (with the snapshot's
-#: stamp), the keyword lane's terms and top, the vector lane's top, the BM25 of the vector hits
-#: beyond the keyword top, the pooled memories' facts, the hits' memories, COMMIT. A capitalised
-#: word that may name a speaker ("Gina", "E1046") adds the keyword top's turns (the vector is made
-#: without the speakers among them); a required phrase the look-up of its holders (the vector lane
-#: then scores only those: no top); time words each lane's top within the window; an identifier no
-#: hit holds the look-up that says so (``why``). Before the pool was one call: 12, 12, 11, 12, 14, 14.
+#: counted and its words stemmed (a search of the same words before, the store unchanged), whatever
+#: the query: BEGIN (with the snapshot's stamp); the keyword lane's top, with its top within the
+#: window the query's time words name and the turns among them when it may name speakers, in one
+#: statement; the vector lane's likewise; the pooled memories' facts (turns, coverage, texts, the
+#: cosines of the keyword matches beyond the vector top and the BM25 of the vector hits beyond the
+#: keyword top); the hits' memories; COMMIT. A required phrase adds the look-up of its holders (the
+#: lanes then rank only those); an identifier no hit holds the look-up that says so (``why``).
+#: Before the pool was one call: 12, 12, 11, 12, 14, 14; then 8, 9, 9, 9, 10, 11.
 ROUND_TRIPS = {
-    "plain": 8,
-    "speaker": 9,
-    "phrase": 9,
-    "identifier": 9,
-    "time words": 10,
-    "unheld identifier": 11,
+    "plain": 6,
+    "speaker": 6,
+    "phrase": 7,
+    "identifier": 6,
+    "time words": 6,
+    "unheld identifier": 7,
 }
 
 

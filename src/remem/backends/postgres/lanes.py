@@ -73,7 +73,7 @@ class PostgresVectorLane:
 
     def __init__(self, session: Session, schema: str, settings: LaneSettings) -> None:
         """Rank over the store in ``schema`` (quoted) through ``session``."""
-        self._session = session
+        self.session = session
         self._s = schema
         self.settings = settings
 
@@ -81,7 +81,7 @@ class PostgresVectorLane:
         """How many vectors the filters select, counted up to ``limit`` (again only when the store
         may have changed: ``Session.unchanged``)."""
         key = ("candidates", self._s, filters, limit)
-        return self._session.unchanged(cursor, key, lambda: self._count_candidates(cursor, filters, limit))
+        return self.session.unchanged(cursor, key, lambda: self._count_candidates(cursor, filters, limit))
 
     def _count_candidates(self, cursor: psycopg.Cursor[Any], filters: Filters, limit: int) -> int:
         """How many vectors the filters select, counted up to ``limit``: with no filter, on the
@@ -99,19 +99,28 @@ class PostgresVectorLane:
         )
         return int(one_value(cursor))
 
-    def exact(
-        self, cursor: psycopg.Cursor[Any], vector: FloatArray, k: int, filters: Filters
-    ) -> list[Scored]:
-        """Exact top ``k`` (memory id, best window's cosine) among the filtered memories: each
-        filtered memory's windows looked up by its id (never a scan of every vector)."""
+    def exact_enough(self, cursor: psycopg.Cursor[Any], filters: Filters) -> bool:
+        """Whether ``top`` scores the filtered memories exactly (they have few enough vectors)."""
+        limit = self.settings.exact_candidates
+        return self._candidates(cursor, filters, limit + 1) <= limit
+
+    def exact_statement(self, vector: FloatArray, k: int, filters: Filters) -> tuple[str, list[Any]]:
+        """The statement (and its parameters) of ``exact``: (id, score) rows, best first."""
         condition, params = filtering.where(filters, self._s)
-        cursor.execute(
+        return (
             f"SELECT id, score FROM (SELECT m.id, (SELECT max(-(v.embedding <#> %s)) "
             f"FROM {self._s}.vectors v WHERE v.memory_id = m.id) AS score "
             f"FROM {self._s}.memories m WHERE {condition}) AS scored "
             "WHERE score IS NOT NULL ORDER BY score DESC, id LIMIT %s",
             [vector, *params, k],
         )
+
+    def exact(
+        self, cursor: psycopg.Cursor[Any], vector: FloatArray, k: int, filters: Filters
+    ) -> list[Scored]:
+        """Exact top ``k`` (memory id, best window's cosine) among the filtered memories: each
+        filtered memory's windows looked up by its id (never a scan of every vector)."""
+        cursor.execute(*self.exact_statement(vector, k, filters))
         return [(int(mid), float(score)) for mid, score in cursor.fetchall()]
 
     def walk(
@@ -136,9 +145,8 @@ class PostgresVectorLane:
 
     def top(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
         """The top ``k`` (memory id, cosine of its best window) among the filtered memories."""
-        with self._session.transaction() as cursor:
-            limit = self.settings.exact_candidates
-            if self._candidates(cursor, filters, limit + 1) <= limit:
+        with self.session.transaction() as cursor:
+            if self.exact_enough(cursor, filters):
                 return self.exact(cursor, vector, k, filters)
             fetch = k
             while True:  # long memories may fill the walk with several windows each: walk further
@@ -152,7 +160,7 @@ class PostgresVectorLane:
 
     def cosines(self, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
         """(memory id, cosine of its best window) for these memories, best first, exact."""
-        with self._session.transaction() as cursor:
+        with self.session.transaction() as cursor:
             cursor.execute(
                 f"SELECT memory_id, max(-(embedding <#> %s)) FROM {self._s}.vectors "
                 "WHERE memory_id = ANY(%s::bigint[]) GROUP BY memory_id",

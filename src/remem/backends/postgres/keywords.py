@@ -46,10 +46,14 @@ _PRESCORE = f"""((SELECT sum(q.w * CASE WHEN m.terms @@ q.own THEN 1 ELSE {CONTE
 #: BM25 of memory ``m`` in SQL: for each query term (lexeme, prefix?, IDF) that the memory holds,
 #: its frequency (its positions; one in the context, weight C, counts CONTEXT_WEIGHT) saturated by
 #: k1 and normalised by the memory's own length against the mean. Parameters: mean length, lexemes,
-#: prefix flags, IDF weights.
-_BM25 = f"""(SELECT sum(x.w * x.tf * {K1 + 1} / (x.tf + {K1} * ({1 - B} + {B} * m.term_count / %s)))
-    FROM (SELECT q.w, sum(coalesce((SELECT sum(CASE WHEN l = 'C' THEN {CONTEXT_WEIGHT} ELSE 1 END)
-                                    FROM unnest(u.weights) AS l), 1)) AS tf
+#: prefix flags, IDF weights. Both sums are in a fixed order: a float sum in the order a plan
+#: happens to give its rows differed in its last bit between the generic and custom plans of one
+#: statement (a search's scores then depended on which statements ran before it).
+_BM25 = f"""(SELECT sum(x.w * x.tf * {K1 + 1} / (x.tf + {K1} * ({1 - B} + {B} * m.term_count / %s))
+                ORDER BY x.lx COLLATE "C")
+    FROM (SELECT q.lx, q.w, sum(coalesce((SELECT sum(CASE WHEN l = 'C' THEN {CONTEXT_WEIGHT} ELSE 1 END)
+                                          FROM unnest(u.weights) AS l), 1)
+                                ORDER BY u.lexeme COLLATE "C") AS tf
           FROM unnest(%s::text[], %s::bool[], %s::float8[]) AS q(lx, prefix, w)
           JOIN unnest(m.terms) AS u(lexeme, positions, weights)
             ON u.lexeme = q.lx OR (q.prefix AND starts_with(u.lexeme, q.lx))

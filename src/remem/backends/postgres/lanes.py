@@ -123,25 +123,41 @@ class PostgresVectorLane:
         cursor.execute(*self.exact_statement(vector, k, filters))
         return [(int(mid), float(score)) for mid, score in cursor.fetchall()]
 
+    def walk_settings(self, fetch: int) -> tuple[str, list[Any]]:
+        """The expressions (and their parameters) that set a walk of ``fetch`` rows' search settings
+        for the current transaction (``SET LOCAL``), to run in a statement of it before the walk;
+        the walk then sets them no more (``walk``)."""
+        scan = ", set_config('hnsw.iterative_scan', 'relaxed_order', true)" if self.settings.iterative else ""
+        beam = str(min(MAX_EF_SEARCH, max(self.settings.ef_search, fetch)))
+        self.session.memo[("walk settings", self._s)] = beam
+        return f"set_config('hnsw.ef_search', %s, true){scan}", [beam]
+
     def walk(
         self, cursor: psycopg.Cursor[Any], vector: FloatArray, fetch: int, filters: Filters
     ) -> list[tuple[Any, Any]]:
         """Up to ``fetch`` (memory id, cosine) window rows from an HNSW walk, filtered as it goes
-        (inside the caller's transaction: the search settings are ``SET LOCAL``)."""
-        dim, settings = self.settings.dim, self.settings
-        scan = ", set_config('hnsw.iterative_scan', 'relaxed_order', true)" if settings.iterative else ""
-        cursor.execute(  # one round trip for both settings
-            f"SELECT set_config('hnsw.ef_search', %s, true){scan}",
-            (str(min(MAX_EF_SEARCH, max(settings.ef_search, fetch))),),
-        )
+        (inside the caller's transaction: the search settings are ``SET LOCAL``, in a statement of
+        their own unless an earlier statement of the transaction set them: ``walk_settings``)."""
+        cursor.execute(*self.walk_statement(cursor, vector, fetch, filters))
+        return cursor.fetchall()
+
+    def walk_statement(
+        self, cursor: psycopg.Cursor[Any], vector: FloatArray, fetch: int, filters: Filters
+    ) -> tuple[str, list[Any]]:
+        """The statement (and its parameters) of ``walk``: (id, score) window rows; the search
+        settings set first (on ``cursor``) unless a statement of the transaction set them."""
+        memo, key = self.session.memo, ("walk settings", self._s)
+        beam = str(min(MAX_EF_SEARCH, max(self.settings.ef_search, fetch)))
+        if memo.get(key) != beam:
+            cursor.execute(f"SELECT {self.walk_settings(fetch)[0]}", [beam])  # both in one round trip
         condition, params = filtering.where(filters, self._s)
-        cursor.execute(
-            f"SELECT v.memory_id, -(v.embedding <#> %s) FROM {self._s}.vectors v "
+        dim = self.settings.dim
+        return (
+            f"SELECT v.memory_id AS id, -(v.embedding <#> %s) AS score FROM {self._s}.vectors v "
             f"JOIN {self._s}.memories m ON m.id = v.memory_id WHERE {condition} "
             f"ORDER BY v.embedding::vector({dim:d}) <=> %s::vector({dim:d}) LIMIT %s",
             [vector, *params, vector, fetch],
         )
-        return cursor.fetchall()
 
     def top(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
         """The top ``k`` (memory id, cosine of its best window) among the filtered memories."""

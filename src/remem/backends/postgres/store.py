@@ -406,9 +406,12 @@ class PostgresBackend:
     def _keyword_tops(
         self, request: PoolRequest, among: Sequence[int] | None
     ) -> tuple[pooling.Tops, pooling.Turns | None]:
-        """The keyword lane's tops and the turns among them (``tops.keyword_tops``)."""
+        """The keyword lane's tops and the turns among them (``tops.keyword_tops``), with the search
+        settings of the vector lane's walk that follows (``walk_settings``)."""
         with self.session.transaction() as cursor:
-            return tops.keyword_tops(cursor, self.s, self.session, request, among)
+            walking = request.vector is not None and among is None
+            settings = self.vector_lane(request.model).walk_settings(request.depth) if walking else None
+            return tops.keyword_tops(cursor, self.s, self.session, request, among, settings)
 
     def _vector_tops(self, request: PoolRequest, vector: FloatArray) -> pooling.Tops:
         """The vector lane's tops (``tops.vector_tops``)."""

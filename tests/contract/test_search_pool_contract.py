@@ -134,7 +134,7 @@ def test_a_hybrid_search_asks_the_back_end_for_its_pool_once(
 ) -> None:
     if lane == "graph":  # more memories than a lane's depth (100), too many to score exactly
         if not hasattr(backend, "exact_candidates"):
-            pytest.skip("only PostgreSQL's vector lane scores few vectors exactly and walks a graph past that")
+            pytest.skip("only PostgreSQL's vector lane walks a graph past the vectors it scores exactly")
         monkeypatch.setattr(backend, "exact_candidates", 50)  # the window's 3 still are
         fillers = [NewMemory(f"filler {n}") for n in range(150)]
         backend.add_many(fillers, [fake_vector(m.text).reshape(1, -1) for m in fillers], FAKE_MODEL)

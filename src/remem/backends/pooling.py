@@ -9,8 +9,10 @@ speakers (the core makes the query's vector from them: without the speakers they
 vector lane's top (likewise with the window); the cosines of the keyword matches beyond that top;
 the BM25 of the vector top's memories beyond the keyword top; every pooled memory's turn, keyword
 coverage and (when asked) text. Keyword and vector pools take only their own lane's top. A back-end
-may answer the same with fewer round trips (``Facts``: the per-memory facts of the last step, the
-cosines of the keyword matches beyond the vector top among them, in one).
+may answer the same with fewer round trips (``Shortcuts``): a lane's top and its top within the
+window in one go, the keyword top's turns with it; the last step (``Facts``: the per-memory facts,
+the cosines of the keyword matches beyond the vector top, the BM25 of the vector hits beyond the
+keyword top) in one.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from remem.backends.base import PoolAnswer, PoolRequest
+from remem.backends.base import PoolAnswer, PoolRequest, Scored, TurnTime
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
-    from remem.backends.base import Coverage, Scored, TurnTime, VectorLane
+    from remem.backends.base import Coverage, VectorLane
     from remem.types import Filters, ModelInfo
 
 
@@ -39,6 +41,9 @@ class Wanted(NamedTuple):
     #: The query's vector, and the keyword matches beyond the vector top (their cosines).
     vector: FloatArray
     extra: Sequence[int]
+    #: The vector top's memories beyond the keyword top (their BM25; the matches among them their
+    #: coverage too).
+    missing: Sequence[int] = ()
 
 
 class Facts(NamedTuple):
@@ -49,6 +54,8 @@ class Facts(NamedTuple):
     texts: dict[int, str]
     #: (memory id, cosine of its best window) of the extra keyword matches, best first.
     cosines: list[Scored]
+    #: (memory id, BM25) of the missing memories that match, as ``keyword_top`` among them ranks them.
+    scored: Sequence[Scored] = ()
 
 
 class Primitives(Protocol):
@@ -91,18 +98,52 @@ class Primitives(Protocol):
 def facts(store: Primitives, lane: VectorLane, request: PoolRequest, wanted: Wanted) -> Facts:
     """What ``wanted`` asks (``Wanted``; texts when the request asks for them), each by its own
     primitive."""
+    missing = wanted.missing
+    text, filters, scope = request.text, request.filters, request.scope
+    scored = store.keyword_top(text, filters, len(missing), missing, scope) if missing else []
     turns = store.turn_times(wanted.ids) if wanted.ids else {}
-    matches = wanted.matches
+    matches = [*wanted.matches, *(mid for mid, _ in scored)]
     coverage = (
         store.keyword_coverage(request.text, matches, request.enough, request.scope) if matches else None
     )
-    missing = [mid for mid in wanted.ids if mid not in wanted.known] if request.texts else []
+    unknown = [mid for mid in wanted.ids if mid not in wanted.known] if request.texts else []
     cosines = lane.cosines(wanted.vector, wanted.extra) if wanted.extra else []
-    return Facts(turns, coverage, store.texts(missing) if missing else {}, cosines)
+    return Facts(turns, coverage, store.texts(unknown) if unknown else {}, cosines, scored)
 
 
 #: Reads a pool's last step in one go where a back-end can (default: ``facts``).
 FactsOf = Callable[[PoolRequest, Wanted], Facts]
+#: A lane's top over the request's filters, and its top within the window (None without one).
+Tops = tuple[list[Scored], list[Scored] | None]
+Turns = dict[int, TurnTime]
+
+
+class Shortcuts(NamedTuple):
+    """Steps of a pool a back-end reads in fewer round trips than by its primitives (None: by them)."""
+
+    #: The keyword lane's ``Tops`` of ``depth`` (only ``among`` if given), and the turns among them
+    #: when the request may name speakers (None: not read).
+    keyword: Callable[[PoolRequest, Sequence[int] | None], tuple[Tops, Turns | None]] | None = None
+    #: The vector lane's ``Tops`` of ``depth`` for the query's vector (never over phrase holders).
+    vector: Callable[[PoolRequest, FloatArray], Tops] | None = None
+    #: The last step of a hybrid pool.
+    facts: FactsOf | None = None
+
+
+#: No shortcut: every step by the primitives.
+NONE = Shortcuts()
+
+
+def merged(tops: Tops) -> tuple[list[Scored], set[int]]:
+    """A lane's list over the filters and, with a window, its top within the window merged in (by
+    score); the ids from the window. A lane's top within the window holds every member of its top
+    over the filters that is from then, so every such candidate is marked."""
+    found, inside = tops
+    if inside is None:
+        return found, set()
+    seen = {mid for mid, _ in found}
+    joined = sorted(found + [item for item in inside if item[0] not in seen], key=lambda item: -item[1])
+    return joined, {mid for mid, _ in inside}
 
 
 @dataclass
@@ -113,18 +154,25 @@ class _Gathering:
     request: PoolRequest
     among: list[int] | None = None
     lane: VectorLane | None = None
+    shortcuts: Shortcuts = NONE
 
     def windowed(self, fetch: Callable[[Filters], list[Scored]]) -> tuple[list[Scored], set[int]]:
-        """A lane's list over the filters and, with a window, its top within the window merged in
-        (by score); the ids from the window. A lane's top within the window holds every member of
-        its top over the filters that is from then, so every such candidate is marked."""
-        found = fetch(self.request.filters)
-        if self.request.window is None:
-            return found, set()
-        inside = fetch(self.request.window)
-        seen = {mid for mid, _ in found}
-        merged = sorted(found + [item for item in inside if item[0] not in seen], key=lambda item: -item[1])
-        return merged, {mid for mid, _ in inside}
+        """A lane's list over the filters and, with a window, its top within the window (``merged``)."""
+        window = self.request.window
+        return merged((fetch(self.request.filters), None if window is None else fetch(window)))
+
+    def keyword(self) -> tuple[list[Scored], set[int], dict[int, TurnTime] | None]:
+        """The keyword lane's ``windowed`` top of ``depth`` (and its turns, by the shortcut)."""
+        if self.shortcuts.keyword is None:
+            return *self.windowed(lambda f: self.keyword_top(f, self.request.depth)), None
+        tops, turns = self.shortcuts.keyword(self.request, self.among)
+        return *merged(tops), turns
+
+    def vector(self, vector: FloatArray) -> tuple[list[Scored], set[int]]:
+        """The vector lane's ``windowed`` top of ``depth``."""
+        if self.shortcuts.vector is None or self.among is not None:
+            return self.windowed(lambda f: self.cosine_top(vector, f))
+        return merged(self.shortcuts.vector(self.request, vector))
 
     def keyword_top(self, filters: Filters, depth: int, among: Sequence[int] | None = None) -> list[Scored]:
         """The keyword lane's top ``depth`` (only ``among``, or the phrase holders, if given)."""
@@ -139,11 +187,11 @@ class _Gathering:
         return self.lane.cosines(vector, self.among)[: self.request.depth]
 
 
-def gather(store: Primitives, request: PoolRequest, facts_of: FactsOf | None = None) -> PoolAnswer:
-    """The pool ``request`` asks for (see the module docstring), from ``store``'s primitives; the
-    last step of a hybrid pool by ``facts_of`` where given."""
+def gather(store: Primitives, request: PoolRequest, shortcuts: Shortcuts = NONE) -> PoolAnswer:
+    """The pool ``request`` asks for (see the module docstring), from ``store``'s primitives and
+    the ``shortcuts`` given."""
     texts: dict[int, str] = {}
-    gathering = _Gathering(store, request)
+    gathering = _Gathering(store, request, shortcuts=shortcuts)
     if request.holds is not None:
         texts = holders(store, request.phrase_words, request.holds, request.filters)
         if not texts:
@@ -154,13 +202,13 @@ def gather(store: Primitives, request: PoolRequest, facts_of: FactsOf | None = N
     if request.hybrid:
         lane = gathering.lane
         assert lane is not None
-        return _hybrid(gathering, texts, facts_of or (lambda *args: facts(store, lane, *args)))
+        return _hybrid(gathering, texts, shortcuts.facts or (lambda *args: facts(store, lane, *args)))
     if request.vector is None:
-        found, inside = gathering.windowed(lambda f: gathering.keyword_top(f, request.depth))
+        found, inside, _ = gathering.keyword()
         answer = PoolAnswer(keyword=found, inside=frozenset(inside), coverage=_weight(store, request, found))
     else:
         vector = request.vector({})
-        found, inside = gathering.windowed(lambda f: gathering.cosine_top(vector, f))
+        found, inside = gathering.vector(vector)
         answer = PoolAnswer(vector=found, inside=frozenset(inside))
     return replace(answer, texts=_texts(store, request, [mid for mid, _ in found], texts))
 
@@ -194,19 +242,19 @@ def _hybrid(gathering: _Gathering, texts: dict[int, str], facts_of: FactsOf) -> 
     """A hybrid pool: both lanes' tops, each scoring the other's (see the module docstring)."""
     request, store, lane = gathering.request, gathering.store, gathering.lane
     assert request.vector is not None and lane is not None
-    by_keyword, inside = gathering.windowed(lambda f: gathering.keyword_top(f, request.depth))
-    spoken = request.speakers and by_keyword
-    vector = request.vector(store.turn_times([mid for mid, _ in by_keyword]) if spoken else {})
-    top, inside_top = gathering.windowed(lambda f: gathering.cosine_top(vector, f))
+    by_keyword, inside, turns = gathering.keyword()
+    spoken = request.speakers and bool(by_keyword)
+    if spoken and turns is None:
+        turns = store.turn_times([mid for mid, _ in by_keyword])
+    vector = request.vector((turns or {}) if spoken else {})
+    top, inside_top = gathering.vector(vector)
     seen = {mid for mid, _ in top}
     extra = [mid for mid, _ in by_keyword if mid not in seen]
     matched = {mid for mid, _ in by_keyword}
     missing = [mid for mid, _ in top if mid not in matched]  # the extra ones are all matched
-    if missing:
-        by_keyword = by_keyword + gathering.keyword_top(request.filters, len(missing), missing)
     ids = list(dict.fromkeys([mid for mid, _ in by_keyword] + [mid for mid, _ in top]))
-    found = facts_of(request, Wanted(ids, [mid for mid, _ in by_keyword], texts, vector, extra))
-    by_vector = top + found.cosines
+    found = facts_of(request, Wanted(ids, [mid for mid, _ in by_keyword], texts, vector, extra, missing))
+    by_keyword, by_vector = [*by_keyword, *found.scored], top + found.cosines
     return PoolAnswer(
         by_keyword,
         by_vector,

@@ -46,10 +46,14 @@ _PRESCORE = f"""((SELECT sum(q.w * CASE WHEN m.terms @@ q.own THEN 1 ELSE {CONTE
 #: BM25 of memory ``m`` in SQL: for each query term (lexeme, prefix?, IDF) that the memory holds,
 #: its frequency (its positions; one in the context, weight C, counts CONTEXT_WEIGHT) saturated by
 #: k1 and normalised by the memory's own length against the mean. Parameters: mean length, lexemes,
-#: prefix flags, IDF weights.
-_BM25 = f"""(SELECT sum(x.w * x.tf * {K1 + 1} / (x.tf + {K1} * ({1 - B} + {B} * m.term_count / %s)))
-    FROM (SELECT q.w, sum(coalesce((SELECT sum(CASE WHEN l = 'C' THEN {CONTEXT_WEIGHT} ELSE 1 END)
-                                    FROM unnest(u.weights) AS l), 1)) AS tf
+#: prefix flags, IDF weights. Both sums are in a fixed order: a float sum in the order a plan
+#: happens to give its rows differed in its last bit between the generic and custom plans of one
+#: statement (a search's scores then depended on which statements ran before it).
+_BM25 = f"""(SELECT sum(x.w * x.tf * {K1 + 1} / (x.tf + {K1} * ({1 - B} + {B} * m.term_count / %s))
+                ORDER BY x.lx COLLATE "C")
+    FROM (SELECT q.lx, q.w, sum(coalesce((SELECT sum(CASE WHEN l = 'C' THEN {CONTEXT_WEIGHT} ELSE 1 END)
+                                          FROM unnest(u.weights) AS l), 1)
+                                ORDER BY u.lexeme COLLATE "C") AS tf
           FROM unnest(%s::text[], %s::bool[], %s::float8[]) AS q(lx, prefix, w)
           JOIN unnest(m.terms) AS u(lexeme, positions, weights)
             ON u.lexeme = q.lx OR (q.prefix AND starts_with(u.lexeme, q.lx))
@@ -106,14 +110,20 @@ def _tsquery(lexeme: str, prefix: bool, own: bool = False) -> str:
 Term = tuple[str, bool]
 
 
-def query_terms(cursor: psycopg.Cursor[Any], s: str, text: str) -> list[Term]:
-    """The query's distinct terms ([] if none; at most ``analyzer.MAX_QUERY_TERMS``)."""
-    terms = list(dict.fromkeys(indexable(term) for term in analyzer.query_terms(text)))
+def query_terms(cursor: psycopg.Cursor[Any], s: str, text: str, session: Session | None = None) -> list[Term]:
+    """The query's distinct terms ([] if none; at most ``analyzer.MAX_QUERY_TERMS``). Stemmed by the
+    server once per ``session`` (``Session.lasting``: the stemmer reads no row), so a search of
+    words stemmed before spends no round trip on them."""
+    terms = tuple(dict.fromkeys(indexable(term) for term in analyzer.query_terms(text)))
     if not terms:
         return []
-    cursor.execute(f"SELECT {s}.lexemes(%s::text[])", (terms,))
-    lexemes = one_value(cursor)
-    return list(dict.fromkeys((lx, looks_like_hash(t)) for t, lx in zip(terms, lexemes, strict=True)))
+
+    def stemmed() -> list[Term]:
+        cursor.execute(f"SELECT {s}.lexemes(%s::text[])", (list(terms),))
+        lexemes = one_value(cursor)
+        return list(dict.fromkeys((lx, looks_like_hash(t)) for t, lx in zip(terms, lexemes, strict=True)))
+
+    return list(stemmed() if session is None else session.lasting(("lexemes", s, terms), stemmed))
 
 
 def tsqueries(terms: Sequence[Term], own: bool = False) -> list[str]:
@@ -147,7 +157,7 @@ def weighted_terms(
     once per transaction (the session's ``memo``: a hybrid search asks three times)."""
     key, memo = ("weighted_terms", s, text, scope), session.memo
     if key not in memo:
-        terms = query_terms(cursor, s, text)
+        terms = query_terms(cursor, s, text, session)
         memo[key] = _weights(cursor, s, terms, session, scope) if terms else Weighted([], [], [], 1.0)
     return memo[key]  # type: ignore[no-any-return]
 
@@ -227,15 +237,55 @@ def top(
     every filtered memory), its memories' statistics alone weigh the terms."""
     if among is not None and not among:
         return []
-    weighted = weighted_terms(cursor, s, text, session, scope)
+    scored, common = split(weighted_terms(cursor, s, text, session, scope))
+    found = _ranked(cursor, s, scored, filters, k, among) if scored.terms else []
+    if (
+        common is not None and len(found) < k
+    ):  # every holder of a scored term is in: the rest hold only common terms
+        found += _newest(cursor, s, common, filters, k - len(found), among, [m for m, _ in found])
+    return found
+
+
+def split(weighted: Weighted) -> tuple[Weighted, Weighted | None]:
+    """The query's terms a ranking scores, and its near-zero-IDF terms of a big store
+    (``remem.backends.bounds``; None when there are none), which only rank the memories holding
+    nothing else."""
     common = [i for i, idf in enumerate(weighted.idf) if bounds.near_zero(idf, weighted.holders[i])]
     scored = weighted.part([i for i in range(len(weighted.terms)) if i not in common])
-    found = _ranked(cursor, s, scored, filters, k, among) if scored.terms else []
-    if common and len(found) < k:  # every holder of a scored term is in: the rest hold only common terms
-        found += _newest(
-            cursor, s, weighted.part(common), filters, k - len(found), among, [m for m, _ in found]
-        )
-    return found
+    return scored, weighted.part(common) if common else None
+
+
+def ranking(
+    s: str, weighted: Weighted, filters: Filters, k: int, among: Sequence[int] | None
+) -> tuple[str, list[Any]]:
+    """The statement (and its parameters) of ``_ranked``: (id, score) rows, best first."""
+    queries = tsqueries(weighted.terms)
+    condition, params = filtering.where(filters, s)
+    if among is not None:
+        condition += " AND m.id = ANY(%s::bigint[])"
+        params.append(list(among))
+    lexemes, prefixes = [lexeme for lexeme, _ in weighted.terms], [prefix for _, prefix in weighted.terms]
+    statement = (
+        f"WITH pool AS (SELECT m.id, m.terms, m.term_count FROM {s}.memories m "
+        f"WHERE m.terms @@ %s::tsquery AND {condition} ORDER BY {_PRESCORE} DESC, m.id LIMIT %s) "
+        f"SELECT m.id, {_BM25} AS score FROM pool m ORDER BY score DESC, m.id LIMIT %s"
+    )
+    own, idf, mean = tsqueries(weighted.terms, own=True), weighted.idf, weighted.mean
+    pool = max(POOL, 3 * k)
+    return statement, [
+        " | ".join(queries),
+        *params,
+        queries,
+        own,
+        idf,
+        mean,
+        pool,
+        mean,
+        lexemes,
+        prefixes,
+        idf,
+        k,
+    ]
 
 
 def _ranked(
@@ -248,32 +298,21 @@ def _ranked(
 ) -> list[Scored]:
     """Top ``k`` by BM25 over the weighted terms: the best ``POOL`` (at least 3 k) of their holders by
     the cheap score, then those by BM25."""
-    queries = tsqueries(weighted.terms)
-    condition, params = filtering.where(filters, s)
-    if among is not None:
-        condition += " AND m.id = ANY(%s::bigint[])"
-        params.append(list(among))
-    lexemes, prefixes = [lexeme for lexeme, _ in weighted.terms], [prefix for _, prefix in weighted.terms]
-    cursor.execute(
-        f"WITH pool AS (SELECT m.id, m.terms, m.term_count FROM {s}.memories m "
-        f"WHERE m.terms @@ %s::tsquery AND {condition} ORDER BY {_PRESCORE} DESC, m.id LIMIT %s) "
-        f"SELECT m.id, {_BM25} AS score FROM pool m ORDER BY score DESC, m.id LIMIT %s",
-        [
-            " | ".join(queries),
-            *params,
-            queries,
-            tsqueries(weighted.terms, own=True),
-            weighted.idf,
-            weighted.mean,
-            max(POOL, 3 * k),
-            weighted.mean,
-            lexemes,
-            prefixes,
-            weighted.idf,
-            k,
-        ],
-    )
+    cursor.execute(*ranking(s, weighted, filters, k, among))
     return [(int(mid), float(score)) for mid, score in cursor.fetchall()]
+
+
+def scoring(s: str, weighted: Weighted, filters: Filters) -> tuple[str, list[Any]]:
+    """An expression (and its parameters) for memory ``m``'s BM25 over the weighted terms when it is
+    filtered and holds one of them (else NULL): the score ``_ranked`` gives it."""
+    if not weighted.terms:
+        return "NULL", []
+    condition, params = filtering.where(filters, s)
+    lexemes, prefixes = [lexeme for lexeme, _ in weighted.terms], [prefix for _, prefix in weighted.terms]
+    return (
+        f"CASE WHEN m.terms @@ %s::tsquery AND {condition} THEN {_BM25} END",
+        [" | ".join(tsqueries(weighted.terms)), *params, weighted.mean, lexemes, prefixes, weighted.idf],
+    )
 
 
 def _newest(

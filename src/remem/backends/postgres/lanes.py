@@ -73,7 +73,7 @@ class PostgresVectorLane:
 
     def __init__(self, session: Session, schema: str, settings: LaneSettings) -> None:
         """Rank over the store in ``schema`` (quoted) through ``session``."""
-        self._session = session
+        self.session = session
         self._s = schema
         self.settings = settings
 
@@ -81,7 +81,7 @@ class PostgresVectorLane:
         """How many vectors the filters select, counted up to ``limit`` (again only when the store
         may have changed: ``Session.unchanged``)."""
         key = ("candidates", self._s, filters, limit)
-        return self._session.unchanged(cursor, key, lambda: self._count_candidates(cursor, filters, limit))
+        return self.session.unchanged(cursor, key, lambda: self._count_candidates(cursor, filters, limit))
 
     def _count_candidates(self, cursor: psycopg.Cursor[Any], filters: Filters, limit: int) -> int:
         """How many vectors the filters select, counted up to ``limit``: with no filter, on the
@@ -99,46 +99,70 @@ class PostgresVectorLane:
         )
         return int(one_value(cursor))
 
-    def exact(
-        self, cursor: psycopg.Cursor[Any], vector: FloatArray, k: int, filters: Filters
-    ) -> list[Scored]:
-        """Exact top ``k`` (memory id, best window's cosine) among the filtered memories: each
-        filtered memory's windows looked up by its id (never a scan of every vector)."""
+    def exact_enough(self, cursor: psycopg.Cursor[Any], filters: Filters) -> bool:
+        """Whether ``top`` scores the filtered memories exactly (they have few enough vectors)."""
+        limit = self.settings.exact_candidates
+        return self._candidates(cursor, filters, limit + 1) <= limit
+
+    def exact_statement(self, vector: FloatArray, k: int, filters: Filters) -> tuple[str, list[Any]]:
+        """The statement (and its parameters) of ``exact``: (id, score) rows, best first."""
         condition, params = filtering.where(filters, self._s)
-        cursor.execute(
+        return (
             f"SELECT id, score FROM (SELECT m.id, (SELECT max(-(v.embedding <#> %s)) "
             f"FROM {self._s}.vectors v WHERE v.memory_id = m.id) AS score "
             f"FROM {self._s}.memories m WHERE {condition}) AS scored "
             "WHERE score IS NOT NULL ORDER BY score DESC, id LIMIT %s",
             [vector, *params, k],
         )
+
+    def exact(
+        self, cursor: psycopg.Cursor[Any], vector: FloatArray, k: int, filters: Filters
+    ) -> list[Scored]:
+        """Exact top ``k`` (memory id, best window's cosine) among the filtered memories: each
+        filtered memory's windows looked up by its id (never a scan of every vector)."""
+        cursor.execute(*self.exact_statement(vector, k, filters))
         return [(int(mid), float(score)) for mid, score in cursor.fetchall()]
+
+    def walk_settings(self, fetch: int) -> tuple[str, list[Any]]:
+        """The expressions (and their parameters) that set a walk of ``fetch`` rows' search settings
+        for the current transaction (``SET LOCAL``), to run in a statement of it before the walk;
+        the walk then sets them no more (``walk``)."""
+        scan = ", set_config('hnsw.iterative_scan', 'relaxed_order', true)" if self.settings.iterative else ""
+        beam = str(min(MAX_EF_SEARCH, max(self.settings.ef_search, fetch)))
+        self.session.memo[("walk settings", self._s)] = beam
+        return f"set_config('hnsw.ef_search', %s, true){scan}", [beam]
 
     def walk(
         self, cursor: psycopg.Cursor[Any], vector: FloatArray, fetch: int, filters: Filters
     ) -> list[tuple[Any, Any]]:
         """Up to ``fetch`` (memory id, cosine) window rows from an HNSW walk, filtered as it goes
-        (inside the caller's transaction: the search settings are ``SET LOCAL``)."""
-        dim, settings = self.settings.dim, self.settings
-        scan = ", set_config('hnsw.iterative_scan', 'relaxed_order', true)" if settings.iterative else ""
-        cursor.execute(  # one round trip for both settings
-            f"SELECT set_config('hnsw.ef_search', %s, true){scan}",
-            (str(min(MAX_EF_SEARCH, max(settings.ef_search, fetch))),),
-        )
+        (inside the caller's transaction: the search settings are ``SET LOCAL``, in a statement of
+        their own unless an earlier statement of the transaction set them: ``walk_settings``)."""
+        cursor.execute(*self.walk_statement(cursor, vector, fetch, filters))
+        return cursor.fetchall()
+
+    def walk_statement(
+        self, cursor: psycopg.Cursor[Any], vector: FloatArray, fetch: int, filters: Filters
+    ) -> tuple[str, list[Any]]:
+        """The statement (and its parameters) of ``walk``: (id, score) window rows; the search
+        settings set first (on ``cursor``) unless a statement of the transaction set them."""
+        memo, key = self.session.memo, ("walk settings", self._s)
+        beam = str(min(MAX_EF_SEARCH, max(self.settings.ef_search, fetch)))
+        if memo.get(key) != beam:
+            cursor.execute(f"SELECT {self.walk_settings(fetch)[0]}", [beam])  # both in one round trip
         condition, params = filtering.where(filters, self._s)
-        cursor.execute(
-            f"SELECT v.memory_id, -(v.embedding <#> %s) FROM {self._s}.vectors v "
+        dim = self.settings.dim
+        return (
+            f"SELECT v.memory_id AS id, -(v.embedding <#> %s) AS score FROM {self._s}.vectors v "
             f"JOIN {self._s}.memories m ON m.id = v.memory_id WHERE {condition} "
             f"ORDER BY v.embedding::vector({dim:d}) <=> %s::vector({dim:d}) LIMIT %s",
             [vector, *params, vector, fetch],
         )
-        return cursor.fetchall()
 
     def top(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
         """The top ``k`` (memory id, cosine of its best window) among the filtered memories."""
-        with self._session.transaction() as cursor:
-            limit = self.settings.exact_candidates
-            if self._candidates(cursor, filters, limit + 1) <= limit:
+        with self.session.transaction() as cursor:
+            if self.exact_enough(cursor, filters):
                 return self.exact(cursor, vector, k, filters)
             fetch = k
             while True:  # long memories may fill the walk with several windows each: walk further
@@ -152,7 +176,7 @@ class PostgresVectorLane:
 
     def cosines(self, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
         """(memory id, cosine of its best window) for these memories, best first, exact."""
-        with self._session.transaction() as cursor:
+        with self.session.transaction() as cursor:
             cursor.execute(
                 f"SELECT memory_id, max(-(embedding <#> %s)) FROM {self._s}.vectors "
                 "WHERE memory_id = ANY(%s::bigint[]) GROUP BY memory_id",

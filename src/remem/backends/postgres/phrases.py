@@ -24,7 +24,7 @@ def holding(session: Session, s: str, words: Sequence[str], filters: Filters) ->
     sure = sure_terms(words)
     with session.transaction() as cursor:
         if sure:
-            terms = query_terms(cursor, s, " ".join(sure))
+            terms = query_terms(cursor, s, " ".join(sure), session)
             condition = f"m.terms @@ %s::tsquery AND {condition}"
             params = [" & ".join(tsqueries(terms, own=True)), *params]
         cursor.execute(f"SELECT m.id, m.text FROM {s}.memories m WHERE {condition} ORDER BY m.id", params)

@@ -95,6 +95,7 @@ class Session:
         self._held: dict[int, _Lease] = {}
         self._vectors = False
         self._unchanged = SnapshotCache()
+        self._lasting = SnapshotCache()
         self._registered: weakref.WeakSet[Connection] = weakref.WeakSet()
 
     def _current(self) -> _Lease | None:
@@ -115,6 +116,11 @@ class Session:
         if lease is None or "stamp" not in lease.memo:  # not in a snapshot (which selects its stamp)
             return compute()
         return self._unchanged.get(lease.memo["stamp"], key, compute)
+
+    def lasting(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, or the value it gave before in this session: for values that read no row of
+        the store (the stemmer's lexemes of a query's terms)."""
+        return self._lasting.get(None, key, compute)
 
     @property
     def memo(self) -> dict[Any, Any]:

@@ -13,7 +13,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from remem.backends import links, pooling
-from remem.backends.postgres import bulk, doctor, facts, keywords, pending, phrases, records, tokens, upkeep
+from remem.backends.postgres import (
+    bulk,
+    doctor,
+    facts,
+    keywords,
+    pending,
+    phrases,
+    records,
+    tokens,
+    tops,
+    upkeep,
+)
 from remem.backends.postgres import reembed as reembedding
 from remem.backends.postgres import settings as meta
 from remem.backends.postgres.access import StoreAccess
@@ -385,10 +396,26 @@ class PostgresBackend:
 
     @read_again
     def pool(self, request: PoolRequest) -> PoolAnswer:
-        """A search's pool, its lanes composed inside one snapshot (``pooling.gather``), the
-        pooled memories' facts in one statement (``facts``)."""
+        """A search's pool, its lanes composed inside one snapshot (``pooling.gather``): each lane's
+        tops in one statement (``tops``), the pooled memories' facts in one (``facts``)."""
         with self.session.snapshot():
-            return pooling.gather(self, request, self._facts)
+            return pooling.gather(
+                self, request, pooling.Shortcuts(self._keyword_tops, self._vector_tops, self._facts)
+            )
+
+    def _keyword_tops(
+        self, request: PoolRequest, among: Sequence[int] | None
+    ) -> tuple[pooling.Tops, pooling.Turns | None]:
+        """The keyword lane's tops and the turns among them (``tops.keyword_tops``), with the search
+        settings of the vector lane's walk that follows (``walk_settings``)."""
+        with self.session.transaction() as cursor:
+            walking = request.vector is not None and among is None
+            settings = self.vector_lane(request.model).walk_settings(request.depth) if walking else None
+            return tops.keyword_tops(cursor, self.s, self.session, request, among, settings)
+
+    def _vector_tops(self, request: PoolRequest, vector: FloatArray) -> pooling.Tops:
+        """The vector lane's tops (``tops.vector_tops``)."""
+        return tops.vector_tops(self.vector_lane(request.model), request, vector)
 
     def _facts(self, request: PoolRequest, wanted: pooling.Wanted) -> pooling.Facts:
         """The last step of a hybrid pool in one statement (``facts.facts``), on a cursor made once

@@ -169,31 +169,10 @@ def search_with_retry(
     chosen again, if a re-embed swapped the store's model meanwhile, or the connection was lost
     midway. A store without vectors finds nothing outside keyword mode, without choosing or loading
     a model."""
-    mode = wanted.mode
-    if mode is not SearchMode.KEYWORD and backend.model is None:
-        return unembedded(backend)
     for attempt in range(2):
-        embed = None if mode is SearchMode.KEYWORD else QueryEmbedding(embedder())  # keyword: no model
         try:
-            found = run_search(
-                backend,
-                wanted.text,
-                embed,
-                wanted.k,
-                wanted.filters,
-                mode=mode,
-                min_score=wanted.min_score,
-                embedded_with=None if embed is None else embed.model.info,
-                languages=() if embed is None else embed.languages,
-                scope=wanted.scope,
-                now=wanted.now,
-            )
-            if embed is None:
-                return found
-            dropped = embed.last.dropped_tokens[0] if embed.last else 0
-            searched = found.dates.rest if found.dates else wanted.text
-            notes = _query_notes(embed.model.info.name, embed.languages, searched, dropped, mode)
-            return replace(found, notes=(*notes, *found.notes))
+            with backend.snapshot():  # the model read in the search's state (PostgreSQL: no round trip)
+                found = _search(backend, embedder, wanted)
         except ConnectionLostError:  # a read changes nothing: once more, on a new connection
             if attempt:
                 raise
@@ -201,4 +180,33 @@ def search_with_retry(
             if attempt:
                 raise
             reload_model()
+        else:
+            return found
     raise AssertionError("unreachable")
+
+
+def _search(backend: Backend, embedder: Callable[[], Embedder], wanted: Wanted) -> SearchResult:
+    """One attempt of ``search_with_retry``."""
+    mode = wanted.mode
+    if mode is not SearchMode.KEYWORD and backend.model is None:
+        return unembedded(backend)
+    embed = None if mode is SearchMode.KEYWORD else QueryEmbedding(embedder())  # keyword: no model
+    found = run_search(
+        backend,
+        wanted.text,
+        embed,
+        wanted.k,
+        wanted.filters,
+        mode=mode,
+        min_score=wanted.min_score,
+        embedded_with=None if embed is None else embed.model.info,
+        languages=() if embed is None else embed.languages,
+        scope=wanted.scope,
+        now=wanted.now,
+    )
+    if embed is None:
+        return found
+    dropped = embed.last.dropped_tokens[0] if embed.last else 0
+    searched = found.dates.rest if found.dates else wanted.text
+    notes = _query_notes(embed.model.info.name, embed.languages, searched, dropped, mode)
+    return replace(found, notes=(*notes, *found.notes))

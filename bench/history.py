@@ -12,6 +12,11 @@ process's peak resident memory (``wait4``); with ``--runs N``, N rounds interlea
 stages it in batches; the targets are 1,000 messages/s and 500 MB at 100,000. ``--fake-model``
 embeds with remem.testing's fake model of the bundled one's width (384: vectors as big, no
 embedding time): what the import costs beyond the model, and its memory, at any size in minutes.
+
+With the bundled model a last row is the upper bound: the model alone, in this process (loaded and
+warmed first), embedding each turn's document as the import builds it (its line, then the two turns
+before it) in calls of 2,048 as a staged import does; the note above the table gives the tokens
+per document and per message alone.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -31,26 +37,73 @@ import _harness
 from remem.testing import write_chatgpt_export
 
 
+def turns_of(export: Path) -> Iterator[dict[str, str]]:
+    """The export's turns as the JSON records `add --jsonl` reads, in conversation order."""
+    for conversation in json.loads(export.read_text(encoding="utf-8")):
+        for node in conversation["mapping"].values():
+            message = node.get("message")
+            if message is None:
+                continue
+            moment = datetime.fromtimestamp(message["create_time"], tz=timezone.utc)
+            yield {
+                "text": message["content"]["parts"][0],
+                "conversation": conversation["conversation_id"],
+                "role": message["author"]["role"],
+                "created_at": moment.isoformat(),
+            }
+
+
 def jsonl_of(export: Path, target: Path) -> int:
     """Write the export's turns as the JSON lines `add --jsonl` reads; how many."""
     count = 0
     with target.open("w", encoding="utf-8") as out:
-        for conversation in json.loads(export.read_text(encoding="utf-8")):
-            for node in conversation["mapping"].values():
-                message = node.get("message")
-                if message is None:
-                    continue
-                moment = datetime.fromtimestamp(message["create_time"], tz=timezone.utc)
-                record = {
-                    "text": message["content"]["parts"][0],
-                    "conversation": conversation["conversation_id"],
-                    "role": message["author"]["role"],
-                    "created_at": moment.isoformat(),
-                }
-                out.write(json.dumps(record) + "\n")
-                count += 1
+        for record in turns_of(export):
+            out.write(json.dumps(record) + "\n")
+            count += 1
     return count
 
+
+def documents_of(export: Path) -> tuple[list[str], list[str]]:
+    """(each turn's document as an import embeds it: its "role: text" line, then the lines of the
+    two turns before it in its conversation, a minute apart; each message's line alone)."""
+    documents: list[str] = []
+    lines: list[str] = []
+    conversation = None
+    for record in turns_of(export):
+        if record["conversation"] != conversation:
+            conversation, before = record["conversation"], []
+        lines.append(f"{record['role']}: {record['text']}")
+        documents.append("\n".join([lines[-1], *before[-2:]]))
+        before.append(lines[-1])
+    return documents, lines
+
+
+def model_alone(export: Path) -> tuple[Callable[[], float], str]:
+    """The bundled model alone on the turns' documents, in this process, loaded and warmed now: a
+    callable that embeds them in calls of 2,048 and returns the seconds, and a note of the tokens per
+    document and per message alone."""
+    import remem
+
+    embedder = remem.model_catalog().load("all-minilm-l6-v2", verify=True)
+    embedder.embed_documents(["warm up"])
+    documents, lines = documents_of(export)
+    count = _harness.tokens_per_text(embedder.files.tokenizer)
+    note = (
+        f"tokens per document (a turn and the two before it) {statistics.mean(count(documents)):.1f}, "
+        f"per message alone {statistics.mean(count(lines)):.1f}"
+    )
+
+    def embed_all() -> float:
+        started = time.perf_counter()
+        for start in range(0, len(documents), 2048):
+            embedder.embed_documents(documents[start : start + 2048])
+        return time.perf_counter() - started
+
+    return embed_all, note
+
+
+#: The last row's name (with the bundled model).
+ALONE = "the model alone on the same documents, in-process (upper bound)"
 
 #: ``--fake-model``'s child: the CLI with a fake model of the bundled one's width.
 FAKE_CHILD = """
@@ -95,24 +148,29 @@ def main() -> None:
             "`import --from chatgpt`": ["import", "--from", "chatgpt", str(export)],
         }
         measured: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
-        for round_ in range(args.runs):  # interleaved so that drift hits both
+        alone, seconds_alone = None, []
+        if not args.fake_model:
+            alone, tokens = model_alone(export)
+            _harness.note(tokens)
+        for round_ in range(args.runs):  # interleaved so that drift hits every row
             for name, command in commands.items():
                 _harness.note(f"round {round_ + 1}: {name}…")
                 store = Path(tmp) / f"store-{round_}-{len(measured[name])}-{len(name)}"
                 measured[name].append(run(command, store, args.fake_model))
                 shutil.rmtree(store)
+            if alone is not None:
+                seconds_alone.append(alone())
     rows = [
-        (name, statistics.median(s for s, _ in runs), max(peak for _, peak in runs))
+        (name, statistics.median(s for s, _ in runs), f"{max(peak for _, peak in runs):.0f}")
         for name, runs in measured.items()
     ]
+    if seconds_alone:
+        rows.append((ALONE, statistics.median(seconds_alone), "—"))
     base = rows[0][1]
     model = "a fake model" if args.fake_model else "bundled model"
     _harness.table(
         ["what", "seconds", "messages/s", "× baseline time", "peak RSS MB"],
-        [
-            (name, f"{s:.1f}", f"{messages / s:,.0f}", _harness.times(s, base), f"{peak:.0f}")
-            for name, s, peak in rows
-        ],
+        [(name, f"{s:.1f}", f"{messages / s:,.0f}", _harness.times(s, base), peak) for name, s, peak in rows],
         f"{messages:,} messages in conversations of 40, {model}, a fresh process each, median of {args.runs}",
     )
 

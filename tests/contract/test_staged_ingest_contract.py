@@ -16,24 +16,22 @@ import pytest
 import remem.backends.local.staged as local_staged
 from remem import Memories
 from remem.backends.base import Backend
-from remem.core import bulk, staged
+from remem.core import staged
 from remem.core.opening import model_catalog
 from remem.errors import StoreError
 from remem.testing import FAKE_MODEL, FakeEmbedder, fake_vector
-from remem.types import ModelInfo, NewMemory
+from remem.types import ModelInfo
 
 
 class Counting(FakeEmbedder):
-    """A fake embedder that counts the documents it embeds, and how many each call had."""
+    """A fake embedder that counts the documents it embeds."""
 
     def __init__(self, info: ModelInfo = FAKE_MODEL) -> None:
         super().__init__(info)
         self.texts = 0
-        self.sizes: list[int] = []
 
     def embed_documents(self, texts: Any) -> Any:
         self.texts += len(texts)
-        self.sizes.append(len(texts))
         return super().embed_documents(texts)
 
 
@@ -297,29 +295,3 @@ def test_an_ingest_stopped_after_its_move_is_complete_and_running_it_again_adds_
     again = memories.add_many(items)
     assert (again.added, again.duplicates, again.resumed) == ([], list(range(1, 21)), 20)
     assert memories.backend.staging().runs() == []
-
-
-def test_a_staged_batch_of_turns_is_embedded_in_one_call(
-    backend: Backend, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A model that runs windows of one length together fills its batches from the whole staged
-    batch (calls of 256 left remainders); a call still holds at most ``bulk.EMBED_CHARS``."""
-    monkeypatch.setattr(staged, "STAGE_BATCH", 300)
-    embedder = Counting()
-    start = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
-    talks = [
-        NewMemory(
-            f"turn {n} of talk {talk}: about the harbour and the boats",
-            conversation=f"talk {talk}",
-            role="user" if n % 2 else "assistant",
-            created_at=(start + timedelta(minutes=n)).isoformat(),
-        )
-        for talk in range(16)
-        for n in range(40)
-    ]
-    assert len(memories_of(backend, embedder).add_many(talks[:320]).added) == 320
-    assert embedder.sizes == [320]  # the staged turns of 8 conversations: one call, not 256 + 64
-    monkeypatch.setattr(bulk, "EMBED_CHARS", 60 * 100)  # about 100 of these documents a call
-    embedder.sizes.clear()
-    assert len(memories_of(backend, embedder).add_many(talks[320:]).added) == 320
-    assert len(embedder.sizes) > 3 and sum(embedder.sizes) == 320

@@ -104,10 +104,10 @@ def test_a_store_of_another_file_of_its_model_is_refused_with_the_command_that_f
 
 
 def test_a_document_s_vectors_do_not_depend_on_the_documents_embedded_with_it() -> None:
-    """The bundled model runs windows of one length together and pads nothing, so an ingest may embed
-    a whole staged batch in one call (``core/bulk.py``): each document's vectors are, to the bit,
-    those it gets alone, for one-window documents of many lengths (turns with their contexts) and
-    long ones of several windows."""
+    """The bundled model runs windows of one length together and pads nothing, so how an ingest cuts
+    its documents into calls never changes a vector: each document's vectors are, to the bit, those
+    it gets alone, for one-window documents of many lengths (turns with their contexts) and long
+    ones of several windows."""
     embedder = OnnxEmbedder.of(BUNDLED_MODEL, bundled_files())
     words = REFERENCE["sentences"]
     documents = [

@@ -21,16 +21,7 @@ if TYPE_CHECKING:
     from remem.ingest import Entry
     from remem.types import AddResult, NewMemory
 
-#: Texts embedded per call where progress is reported (``store_entries``), and memories embedded
-#: per transaction by ``embed_pending``.
 EMBED_CHUNK = 256
-#: At most this many characters are embedded per call (a longer text alone): it bounds the token
-#: ids held at once whatever the texts' length. A staged batch (``core/staged.py``) is embedded in
-#: as few calls as that allows: the bundled model runs windows of one length together, and 2,048
-#: turns with their contexts fill its batches where calls of 256 left remainders (2,048 such
-#: documents, 256 vs 2,048 a call, interleaved: 158/197, 176/196, 253/305 a second; vectors
-#: bit-identical).
-EMBED_CHARS = 1_000_000
 
 
 def split_duplicates(
@@ -105,30 +96,14 @@ def add_waiting(
     return added
 
 
-def embed_texts(
-    embedder: Embedder, texts: Sequence[str], progress: ProgressFn | None, most: int = EMBED_CHUNK
-) -> list[FloatArray]:
-    """Each text's window vectors, embedded in chunks of at most ``most`` texts and ``EMBED_CHARS``
-    characters (a longer text alone); ``progress(done, total)`` after each chunk."""
+def embed_texts(embedder: Embedder, texts: Sequence[str], progress: ProgressFn | None) -> list[FloatArray]:
+    """Each text's window vectors, embedded in chunks; ``progress(done, total)`` after each chunk."""
     embedded: list[FloatArray] = []
-    for chunk in chunks(texts, most, EMBED_CHARS):
-        embedded.extend(embedder.embed_documents(chunk).windows)
+    for start in range(0, len(texts), EMBED_CHUNK):
+        embedded.extend(embedder.embed_documents(texts[start : start + EMBED_CHUNK]).windows)
         if progress is not None:
             progress(len(embedded), len(texts))
     return embedded
-
-
-def chunks(texts: Sequence[str], most: int, chars: int) -> Iterator[Sequence[str]]:
-    """``texts`` in order, in runs of at most ``most`` texts and ``chars`` characters (a text
-    longer than ``chars`` is a run of its own)."""
-    start, size = 0, 0
-    for end, text in enumerate(texts):
-        if end > start and (end - start >= most or size + len(text) > chars):
-            yield texts[start:end]
-            start, size = end, 0
-        size += len(text)
-    if start < len(texts):
-        yield texts[start:]
 
 
 def store_entries(

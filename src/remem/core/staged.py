@@ -281,12 +281,10 @@ class _Ingest:
         return {seq: vector for (seq, vector), ok in zip(given, kept, strict=True) if ok}
 
     def _embedded(self, todo: list[tuple[StagedRow, str]]) -> list[StagedRow]:
-        """The rows with the vectors of their documents (``todo``: row, document), embedded in as few
-        calls as ``bulk.EMBED_CHARS`` allows (a batch's windows of one length run together)."""
+        """The rows with the vectors of their documents (``todo``: row, document)."""
         if not todo:
             return []
-        documents = [document for _, document in todo]
-        windows = bulk.embed_texts(self._embedder_now(), documents, None, most=len(documents))
+        windows = bulk.embed_texts(self._embedder_now(), [document for _, document in todo], None)
         return [
             replace(row, vector=_blob(rows), doc=_doc_hash(document))
             for (row, document), rows in zip(todo, windows, strict=True)

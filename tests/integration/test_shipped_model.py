@@ -101,3 +101,22 @@ def test_a_store_of_another_file_of_its_model_is_refused_with_the_command_that_f
     assert found.code == 0 and json.loads(found.stdout)["text"] == TEXT
     assert run_cli(["add", "Lunch is at noon on Fridays"], store).code == 0
     assert run_cli(["doctor"], store).code == 0
+
+
+def test_a_document_s_vectors_do_not_depend_on_the_documents_embedded_with_it() -> None:
+    """The bundled model runs windows of one length together and pads nothing, so how an ingest cuts
+    its documents into calls never changes a vector: each document's vectors are, to the bit, those
+    it gets alone, for one-window documents of many lengths (turns with their contexts) and long
+    ones of several windows."""
+    embedder = OnnxEmbedder.of(BUNDLED_MODEL, bundled_files())
+    words = REFERENCE["sentences"]
+    documents = [
+        "\n".join(f"user: {words[(n + k) % len(words)]}" for k in range(1 + n % 3)) for n in range(60)
+    ]
+    documents += [" ".join(words[n : n + 12]) for n in range(0, 24, 8)]  # several windows each
+    together = embedder.embed_documents(documents).windows
+    assert max(len(rows) for rows in together) > 1
+    assert sum(len(rows) for rows in together) > len(documents)
+    for document, rows in zip(documents, together, strict=True):
+        (alone,) = embedder.embed_documents([document]).windows
+        assert alone.tobytes() == rows.tobytes()

@@ -240,6 +240,8 @@ def test_the_front_matter_subset(text: str, fields: dict[str, Any]) -> None:
         ("---\ntitle: x\n  - stray\n---\n", 3),
         ("---\n  - item\n---\n", 2),
         ("---\ntitle: x\nkey = value\n---\n", 3),
+        ("---\ntags: [a, b\n---\n", 2),  # YAML refuses a list never closed (was tags "[a", "b")
+        ("---\nmeta: {a: 1\n---\n", 2),
     ],
 )
 def test_a_front_matter_outside_the_subset_names_its_line(text: str, line: int) -> None:
@@ -386,3 +388,44 @@ def test_too_deep_a_conversation_is_named_by_its_place(tmp_path: Path) -> None:
     path.write_text('[{"uuid": "a", "chat_messages": []}, ' + "[" * 600 + "]" * 600 + "]", encoding="utf-8")
     with pytest.raises(InvalidInputError, match=r"deep.json: conversation \[1\] nests more than 512 deep"):
         _read("claude", path)
+
+
+def test_a_note_linked_from_outside_the_folder_is_skipped_and_named(tmp_path: Path) -> None:
+    """A cloned notes folder (a docs repo) may hold a link to ~/.ssh/…: only files inside the
+    folder are read; a link to one of them is read as that note."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----", encoding="utf-8")
+    notes = tmp_path / "notes"
+    (notes / "sub").mkdir(parents=True)
+    (notes / "kept.md").write_text("# Kept\nA note inside the folder.", encoding="utf-8")
+    (notes / "key.md").symlink_to(secret)
+    (notes / "sub" / "again.md").symlink_to(notes / "kept.md")
+    entries, history = _read("markdown", notes)
+    assert sorted(str(e.memory.meta["path"]) for e in entries) == ["kept.md", "sub/again.md"]
+    assert not any("PRIVATE KEY" in e.memory.text for e in entries)
+    assert history.skipped == {"links to files outside the folder": 1}
+    assert history.notes == [f"{notes}/key.md: skipped: a link to a file outside {notes}"]
+
+
+@pytest.mark.parametrize("source", ["chatgpt", "claude"])
+def test_a_message_without_a_readable_time_is_kept_and_named(tmp_path: Path, source: str) -> None:
+    if source == "claude":
+        conversation: dict[str, Any] = {
+            "uuid": "c1",
+            "chat_messages": [{"sender": "human", "text": "hello there", "created_at": "not a date"}],
+        }
+        where = "[0].chat_messages[0]"
+    else:
+        message = {
+            "id": "m1",
+            "author": {"role": "user"},
+            "content": {"content_type": "text", "parts": ["hello there"]},
+            "create_time": "yesterday",
+        }
+        node = {"id": "n1", "message": message, "parent": None, "children": []}
+        conversation = {"id": "c1", "mapping": {"n1": node}, "current_node": "n1"}
+        where = '[0].mapping["n1"].message'
+    path = _export(tmp_path, [conversation])
+    entries, history = _read(source, path)
+    assert [(e.memory.text, e.memory.created_at) for e in entries] == [("hello there", None)]
+    assert history.notes == [f"{path}: {where}: no readable time; stored with the time of the import"]

@@ -81,7 +81,7 @@ def _turns(conversation: Mapping[str, Any], where: str, tally: Tally) -> Iterato
         if found is not None:
             role, words = found
             meta = {"source_id": text(message.get("id")) or node_id, **({"title": title} if title else {})}
-            created = epoch_time(message.get("create_time")) or started
+            created = tally.timed(epoch_time(message.get("create_time")) or started, at)
             yield Item(words, at, ident, role, created, (TAG,), meta)
 
 

@@ -67,7 +67,7 @@ def _turns(conversation: Mapping[str, Any], where: str, tally: Tally) -> Iterato
             role, words = found
             meta = {"source_id": text(message.get("uuid")) or f"{ident}:{number}"}
             meta.update({"title": title} if title else {})
-            created = iso_time(message.get("created_at")) or started
+            created = tally.timed(iso_time(message.get("created_at")) or started, at)
             yield Item(words, at, ident, role, created, (TAG,), meta)
 
 

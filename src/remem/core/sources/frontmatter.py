@@ -59,7 +59,7 @@ def _fields(lines: list[str]) -> dict[str, Value]:
             if found is None:
                 raise FrontMatterError(number, "not a `key: value` line")
             last = found.group(1).strip().lower()
-            fields[last] = _value(found.group(2) or "")
+            fields[last] = _value(found.group(2) or "", number)
             continue
         if last is None or isinstance(fields[last], str):
             raise FrontMatterError(number, "an indented line under no key, or under a key that has a value")
@@ -72,11 +72,13 @@ def _fields(lines: list[str]) -> dict[str, Value]:
     return fields
 
 
-def _value(raw: str) -> Value:
+def _value(raw: str, line: int) -> Value:
     if not raw:
         return None
     if raw.startswith("[") and raw.endswith("]"):
         return [_scalar(part) for part in raw[1:-1].split(",") if part.strip()]
+    if raw[0] in "[{":  # YAML reads no plain value from here: a list or map never closed
+        raise FrontMatterError(line, f"a {'list' if raw[0] == '[' else 'map'} that is never closed")
     return _scalar(raw)
 
 

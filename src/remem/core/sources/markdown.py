@@ -45,11 +45,16 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 def read(path: Path, given: str, tally: Tally) -> Iterator[Item]:
     """The notes (or sections) of every Markdown file under the folder ``path``, in path order
     (see the module docstring); ``given`` names the folder in notes."""
+    root = path.resolve()
     for file in sorted(path.rglob("*.md")):
         relative = file.relative_to(path).as_posix()
         if any(part.startswith(".") for part in Path(relative).parts) or not file.is_file():
             continue
         shown = f"{given.rstrip('/')}/{relative}"
+        if not file.resolve().is_relative_to(root):  # a cloned folder's link to ~/.ssh/… stays out
+            tally.skip("links to files outside the folder")
+            tally.note(f"{shown}: skipped: a link to a file outside {given}")
+            continue
         try:
             stat = file.stat()
             if stat.st_size > MAX_FILE_BYTES:

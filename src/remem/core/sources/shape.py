@@ -38,6 +38,13 @@ class Tally:
         if count:
             self.skipped[what] += count
 
+    def timed(self, moment: str | None, where: str) -> str | None:
+        """``moment``; when it is None (no readable time, in the message nor its conversation) a
+        note that the one at ``where`` is stored with the time of the import."""
+        if moment is None:
+            self.note(f"{where}: no readable time; stored with the time of the import")
+        return moment
+
     def note(self, line: str) -> None:
         """Keep ``line`` for the person (up to ``MAX_NOTES``; the rest are counted)."""
         if len(self.notes) < MAX_NOTES:

@@ -161,7 +161,8 @@ def test_claude_tool_results_voice_notes_and_odd_blocks(tmp_path: Path) -> None:
         {"uuid": "e1", "sender": "assistant", "text": "", "content": []},
         {"uuid": "o1", "sender": "assistant", "content": [{"type": ["x"]}, {"type": "text", "text": "42"}]},
     ]
-    path = _export(tmp_path, [{"uuid": "c", "chat_messages": messages}])
+    conversation = {"uuid": "c", "created_at": "2024-01-01T00:00:00Z", "chat_messages": messages}
+    path = _export(tmp_path, [conversation])  # its messages take the conversation's time
     entries, history = _read("claude", path)
     assert [(e.memory.role, e.memory.text) for e in entries] == [("user", "Hi"), ("assistant", "42")]
     assert history.skipped == {

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from remem import Embedder, Filters, Hit, SearchMode, SearchResult
@@ -24,12 +26,19 @@ __all__ = [
     "FakeEmbedder",
     "Outcome",
     "fake_vector",
+    "fewest_statements",
     "one_error",
     "run_cli",
     "run_measured",
     "search",
     "vector_search",
 ]
+
+T = TypeVar("T")
+
+#: Tries of ``fewest_statements``: one whose snapshot saw no other transaction end since the one
+#: before it is all it takes.
+STATEMENT_TRIES = 5
 
 #: The embedder in-process CLI runs use: None runs the real model; tests/cli sets a FakeEmbedder.
 CLI = {"embedder": None}
@@ -172,3 +181,29 @@ def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return circles
+
+
+def fewest_statements(action: Callable[[], T], tries: int = STATEMENT_TRIES) -> tuple[T, list[str]]:
+    """What ``action`` returned and the SQL statements psycopg sent while it ran (every thread's),
+    of the try (of ``tries``, one after another) that sent fewest. A PostgreSQL store counts its
+    terms' statistics again when its snapshot's stamp changed (``postgres/unchanged.py``): any
+    transaction ending anywhere on the server changes it, as other tests' do when they run in
+    parallel on the same server; a try that saw none sends what an unchanged store costs."""
+    import psycopg  # only the tests that count statements need it
+
+    real = psycopg.Cursor.execute
+    best: tuple[T, list[str]] | None = None
+    for _ in range(tries):
+        statements: list[str] = []
+
+        def counted(cursor: Any, query: Any, *args: Any, sent: list[str] = statements, **kwargs: Any) -> Any:
+            sent.append(str(query))
+            return real(cursor, query, *args, **kwargs)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(psycopg.Cursor, "execute", counted)
+            found = action()
+        if best is None or len(statements) < len(best[1]):
+            best = (found, statements)
+    assert best is not None
+    return best

@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-import psycopg
 import pytest
 
+from helpers import fewest_statements
 from remem.core.search import fuse
 from remem.core.search.pool import Asked, gather
 from remem.core.search.query import read
@@ -147,16 +147,12 @@ def test_a_hybrid_search_asks_the_back_end_for_its_pool_once(
         return run_search(store, text, fake_vector, 10, Filters(), mode=SearchMode.HYBRID, now=NOW)
 
     assert search(backend)  # the statistics of its terms are counted once
-    calls: list[str] = []
-    statements: list[str] = []
-    real = psycopg.Cursor.execute
 
-    def counted(cursor: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-        statements.append(str(query))
-        return real(cursor, query, *args, **kwargs)
+    def counted_search() -> tuple[list[str], SearchResult]:
+        calls: list[str] = []
+        return calls, search(Counting(backend, calls))
 
-    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
-    found = search(Counting(backend, calls))
+    (calls, found), statements = fewest_statements(counted_search)
     why = ["keyword_top"] if kind == "unheld identifier" else []
     assert calls == ["snapshot", "pool", "get_many", *why]
     assert bool(found.notes) == (kind in ("time words", "unheld identifier"))

@@ -5,12 +5,10 @@ in a transaction of its own before it (3 more round trips a search: BEGIN, the r
 
 from __future__ import annotations
 
-from typing import Any
-
-import psycopg
 import pytest
 
 import remem
+from helpers import fewest_statements
 from remem.testing import FakeEmbedder
 
 #: BEGIN (with the snapshot's stamp), the keyword lane's top, the vector lane's top, the pooled
@@ -20,21 +18,11 @@ ROUND_TRIPS = {"hybrid": 6, "vector": 4, "keyword": 5}
 
 
 @pytest.mark.parametrize("mode", list(ROUND_TRIPS))
-def test_a_search_reads_the_model_in_its_own_snapshot(
-    postgres_url: str, mode: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_search_reads_the_model_in_its_own_snapshot(postgres_url: str, mode: str) -> None:
     with remem.open(postgres_url, embedder=FakeEmbedder()) as memories:
         wanted = memories.add("We never deploy on Fridays: nobody is on call.").id
         memories.add("Ordered pizza for the team lunch.")
         assert memories.search("why no deploys on Fridays", mode=mode)  # the words' statistics counted
-        statements: list[str] = []
-        real = psycopg.Cursor.execute
-
-        def counted(cursor: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-            statements.append(str(query))
-            return real(cursor, query, *args, **kwargs)
-
-        monkeypatch.setattr(psycopg.Cursor, "execute", counted)
-        found = memories.search("why no deploys on Fridays", mode=mode)
+        found, statements = fewest_statements(lambda: memories.search("why no deploys on Fridays", mode=mode))
     assert found[0].memory.id == wanted
     assert len(statements) == ROUND_TRIPS[mode], statements

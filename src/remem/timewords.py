@@ -271,7 +271,11 @@ def _window(today: date, groups: dict[str, str], zone: tzinfo) -> tuple[datetime
     return start, end
 
 
-def find_window(query: str, now: datetime) -> tuple[re.Match[str], datetime, datetime | None] | None:
+#: A time expression found in a text: its match, and the window's start and end (None: until now).
+Found = tuple[re.Match[str], datetime, datetime | None]
+
+
+def find_window(query: str, now: datetime) -> Found | None:
     """The first time expression in ``query`` and its window in ``now``'s time zone: start and end
     (None: until now); None when the query has none. ``now`` must be timezone-aware; a zone with
     rules (``LOCAL``, a ``zoneinfo.ZoneInfo``) gives each day's midnight the offset of that day."""

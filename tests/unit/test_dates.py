@@ -10,13 +10,19 @@ from pathlib import Path
 import pytest
 
 import remem
-from remem.core.search.dates import read_dates
+from remem.core.search.query import read
 from remem.errors import InvalidInputError
+from remem.reports import DateReading
 from remem.testing import FakeEmbedder
 
 #: Monday 2026-11-30, 23:30 in UTC+9: in UTC it is still 14:30 of the same day.
 TOKYO = timezone(timedelta(hours=9))
 NOW = datetime(2026, 11, 30, 23, 30, tzinfo=TOKYO)
+
+
+def read_dates(query: str, now: datetime) -> DateReading | None:
+    """The time words of ``query`` as a search reads them at ``now``."""
+    return read(query, now=now).window
 
 
 @pytest.mark.parametrize(

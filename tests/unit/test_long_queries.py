@@ -15,10 +15,10 @@ DEADLINE_S = 20
 READ = """
 import sys
 from datetime import datetime, timezone
-from remem.core.search.dates import read_dates
 from remem.core.search.phrases import of_query
+from remem.core.search.query import read
 query = {query}
-reading = read_dates(query, datetime(2026, 11, 30, tzinfo=timezone.utc))
+reading = read(query, now=datetime(2026, 11, 30, tzinfo=timezone.utc)).window
 print(reading.phrase if reading else None, len(of_query(query).required))
 """
 

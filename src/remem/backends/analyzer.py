@@ -55,6 +55,18 @@ def cjk_pattern(template: str) -> re.Pattern[str]:
     return re.compile(template.replace("CJK", CJK_CHARACTERS))
 
 
+#: A text is CJK when at least this share of its letters are CJK characters.
+MIN_CJK_SHARE = 1 / 3
+
+
+def is_cjk(text: str) -> bool:
+    """True when a text is written mostly in CJK characters (see MIN_CJK_SHARE)."""
+    if text.isascii():
+        return False
+    letters = sum(1 for char in text if char.isalpha())
+    return letters > 0 and len(cjk_pattern("[CJK]").findall(text)) >= MIN_CJK_SHARE * letters
+
+
 _STOP_WORDS_TEXT = """a about above after again against all am an and any are as at be because been
     before being below between both but by can could did do does doing down during each few for
     from further had

@@ -4,7 +4,8 @@ rank such a memory high.
 
 The rule: when the store's model declares its languages and none of them is Chinese, Japanese or
 Korean (``remem model list`` shows them), the vector lane ranks every memory written in the query's
-script (CJK or not: at least a third of the letters CJK) before every memory in the other one.
+script (CJK or not: ``analyzer.is_cjk``) before every memory in the other one (a search's pool,
+``core/search/pool.py``).
 The keyword lane is untouched, so a word both share (``TOEIC``) still finds the memory. A model
 that declares no languages (your own, a test fake) is trusted as it is. A CJK query on such a model
 gets a note saying so (``unread_query_note``): its results come from its characters, not its meaning.
@@ -12,21 +13,18 @@ gets a note saying so (``unread_query_note``): its results come from its charact
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from remem.backends.analyzer import cjk_pattern
+from remem.backends.analyzer import is_cjk
 from remem.types import Tip
 
 if TYPE_CHECKING:
-    from remem.backends.base import Scored
     from remem.embedders.base import Embedder
     from remem.ingest import Entry
 
 #: Language codes a model must declare to be trusted across scripts ("multilingual": any).
 CJK_LANGUAGES = frozenset({"zh", "ja", "ko", "multilingual"})
-#: A text is CJK when at least this share of its letters are CJK characters.
-MIN_CJK_SHARE = 1 / 3
 #: How a note names a language a model declares (others by their code).
 LANGUAGE_NAMES = {"en": "English"}
 #: The model that reads Chinese, Japanese and Korean, as notes name it (``embedders.registry``).
@@ -40,37 +38,14 @@ MULTILINGUAL_HOW = (
 FIRST_MEMORIES = 20
 
 
-def is_cjk(text: str) -> bool:
-    """True when a text is written mostly in CJK characters (see MIN_CJK_SHARE)."""
-    if text.isascii():
-        return False
-    letters = sum(1 for char in text if char.isalpha())
-    return letters > 0 and len(cjk_pattern("[CJK]").findall(text)) >= MIN_CJK_SHARE * letters
-
-
 def blind_across_scripts(languages: Sequence[str]) -> bool:
     """True when a model declaring ``languages`` cannot compare CJK and other texts."""
     return bool(languages) and not CJK_LANGUAGES.intersection(languages)
 
 
-def in_other_script(memory_ids: Iterable[int], cjk: bool, texts: Mapping[int, str]) -> set[int]:
-    """Those of the memories whose text (from ``texts``; a missing one counts as empty) is in another
-    script than the query's (``cjk``: the query is CJK, ``is_cjk``)."""
-    return {mid for mid in memory_ids if is_cjk(texts.get(mid, "")) != cjk}
-
-
-def query_script_first(scored: Sequence[Scored], cjk: bool, texts: Mapping[int, str]) -> list[Scored]:
-    """The vector lane's list with the memories in the query's script (``cjk`` or not) first, each
-    part in its order."""
-    other = in_other_script((mid for mid, _ in scored), cjk, texts)
-    return [item for item in scored if item[0] not in other] + [item for item in scored if item[0] in other]
-
-
-def unread_query_note(model: str, languages: Sequence[str], query: str, *, vector_only: bool) -> str | None:
-    """The note for a CJK ``query`` searched with ``model``, which declares ``languages`` and cannot
-    read CJK (``vector_only``: in vector mode, which has no keyword lane); None otherwise."""
-    if not (blind_across_scripts(languages) and is_cjk(query)):
-        return None
+def unread_query_note(model: str, languages: Sequence[str], *, vector_only: bool) -> str:
+    """The note for a CJK query searched with ``model``, which declares ``languages`` and cannot read
+    CJK (``blind_across_scripts``; ``vector_only``: in vector mode, which has no keyword lane)."""
     reads = ", ".join(LANGUAGE_NAMES.get(code, code) for code in languages)
     found = (
         "vector search cannot read this query; keyword search matches its characters"

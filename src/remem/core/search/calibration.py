@@ -174,3 +174,19 @@ def basis_of(pool: Pool, mode: SearchMode) -> Basis:
         return Basis(query_weight=pool.weight)
     lanes = fuse.lane_spreads(pool)
     return Basis(*lanes, query_weight=pool.weight)
+
+
+def shown(
+    ranked: Sequence[Ranked], pool: Pool, mode: SearchMode, model: str | None, k: int, min_score: float | None
+) -> tuple[list[Calibration], list[float]]:
+    """The first ``k`` ranked memories' calibrations whose relevance (``relevances``) is at least
+    ``min_score`` (any without it), and the relevances of those ``min_score`` left out."""
+    basis = basis_of(pool, mode)
+    scores = relevances(ranked, basis, mode, model)  # never rising: a prefix is kept
+    kept = len(scores) if min_score is None else sum(score >= min_score for score in scores)
+    ranks = places([r.score for r in ranked])  # a tie may reach past k
+    scored = [
+        calibration(r, n, score, basis, mode)
+        for n, r, score in zip(ranks[: min(k, kept)], ranked, scores, strict=False)
+    ]
+    return scored, scores[kept:]

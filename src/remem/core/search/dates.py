@@ -10,19 +10,19 @@ in 0.67 s, 100,000 in 1.72 s).
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 from remem.reports import DateReading
-from remem.timewords import LOCAL, find_window
 
-__all__ = ["LOCAL", "read_dates", "tidied"]
+if TYPE_CHECKING:
+    from remem.timewords import Found
+
+__all__ = ["reading", "tidied"]
 
 
-def read_dates(query: str, now: datetime) -> DateReading | None:
-    """The first time expression in ``query`` as a window in ``now``'s time zone, with the rest
-    of the query; None when the query has none. ``now`` must be timezone-aware; a zone with rules
-    (``LOCAL``, a ``zoneinfo.ZoneInfo``) gives each day's midnight the offset of that day."""
-    found = find_window(query, now)
+def reading(query: str, found: Found | None) -> DateReading | None:
+    """The time expression ``found`` in ``query`` (``timewords.find_window``: the first, read as a
+    window in its ``now``'s zone) with the rest of the query; None when the query has none."""
     if found is None:
         return None
     match, start, end = found

@@ -21,8 +21,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from remem.backends.analyzer import is_cjk
 from remem.backends.base import PoolRequest
-from remem.core import scripts
 from remem.core.search import speakers
 from remem.types import Lane, SearchMode
 
@@ -202,14 +202,13 @@ def gather(asked: Asked, query: Query, mode: SearchMode) -> Pool:
     answer = asked.backend.pool(request(asked, query, mode, embedding))
     if not answer.held:
         return Pool()
-    by_vector = answer.vector
-    if query.blind_across_scripts and by_vector:
-        by_vector = scripts.query_script_first(by_vector, query.cjk, answer.texts)
+    unread = _unread(answer.vector, query, answer.texts)
+    by_vector = _script_first(answer.vector, unread)
     keyword_only = mode is SearchMode.KEYWORD
     pool = Pool.of_lanes(
         by_vector,
         answer.keyword,
-        _unread(by_vector, query, answer.texts),
+        unread,
         None if keyword_only else answer.coverage,
         times=answer.turns,
         inside=answer.inside,
@@ -222,10 +221,21 @@ def gather(asked: Asked, query: Query, mode: SearchMode) -> Pool:
 
 
 def _unread(by_vector: Iterable[Scored], query: Query, texts: Mapping[int, str]) -> set[int]:
-    """For a model blind across scripts, the pooled memories in another script than the query's."""
+    """For a model blind across scripts, the vector lane's memories written in another script than
+    the query's (``scripts``; a memory without its text counts as empty)."""
     if not query.blind_across_scripts:
         return set()
-    return scripts.in_other_script([mid for mid, _ in by_vector], query.cjk, texts)
+    return {mid for mid, _ in by_vector if is_cjk(texts.get(mid, "")) != query.cjk}
+
+
+def _script_first(by_vector: Sequence[Scored], unread: Collection[int]) -> Sequence[Scored]:
+    """The vector lane's list with the memories in the query's script first (those not ``unread``),
+    each part in its order."""
+    if not unread:
+        return by_vector
+    return [item for item in by_vector if item[0] not in unread] + [
+        item for item in by_vector if item[0] in unread
+    ]
 
 
 def _with_phrases(pool: Pool, query: Query, known: Mapping[int, str], mode: SearchMode) -> Pool:

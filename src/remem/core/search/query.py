@@ -8,16 +8,17 @@ and never the raw query again.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from remem.backends.analyzer import is_cjk
 from remem.core import scripts
-from remem.core.search import dates, phrases, snippets, speakers
+from remem.core.search import dates, phrases, speakers
 from remem.reports import DateReading
 from remem.times import utc_iso
+from remem.timewords import find_window
 from remem.types import Filters
 
 #: A word that looks like an identifier: letters and digits mixed (``E1046``, ``v2.3.1``, a hash),
@@ -57,12 +58,6 @@ class Query:
             return None
         return utc_iso(self.window.start), None if self.window.end is None else utc_iso(self.window.end)
 
-    @functools.cached_property
-    def snippet_terms(self) -> list[str]:
-        """Its keyword terms as a long hit's snippet looks for them (``snippets``), found when a hit
-        first needs them."""
-        return snippets.query_terms(self.text)
-
     def vector_text(self, named: frozenset[str]) -> str:
         """What the vector lane embeds: the text without the speakers it names (``speakers``)."""
         return speakers.without(self.text, named) or self.text
@@ -76,14 +71,16 @@ def read(
 ) -> Query:
     """``text`` read once for a model declaring ``languages``, its keyword statistics ``scope``'s;
     with ``now`` (timezone-aware) its time words are read as a window in ``now``'s zone and taken
-    out of the searched text (without it, no time words are read)."""
-    window = None if now is None else dates.read_dates(text, now)
+    out of the searched text (without it, no time words are read). ``now``'s zone with rules
+    (``timewords.LOCAL``, a ``zoneinfo.ZoneInfo``) gives each day's midnight that day's offset."""
+    blind = scripts.blind_across_scripts(languages)
+    window = None if now is None else dates.reading(text, find_window(text, now))
     searched = text if window is None else window.rest
     return Query(
         searched,
         phrases.of_query(searched),
-        scripts.blind_across_scripts(languages),
-        scripts.is_cjk(searched),
+        blind,
+        is_cjk(searched),
         tuple(speakers.candidates(searched)),
         tuple(dict.fromkeys(m.group(0) for m in _IDENTIFIER.finditer(searched))),
         window,

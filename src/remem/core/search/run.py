@@ -15,20 +15,18 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from remem.core import scripts
 from remem.core.search import calibration, fuse, snippets, why
 from remem.core.search import pool as pooling
 from remem.core.search import query as reading
-from remem.core.search.pool import Asked, Pool
+from remem.core.search.pool import Asked
 from remem.errors import ConnectionLostError, ModelChangedError
 from remem.reports import Nothing, SearchResult
-from remem.types import Calibration, Filters, Hit, Memory, ModelInfo, SearchMode
+from remem.types import Filters, ModelInfo, SearchMode
 
 if TYPE_CHECKING:
     from remem.arrays import FloatArray
     from remem.backends.base import Backend
     from remem.core.search.pool import QueryEmbedder
-    from remem.core.search.query import Query
     from remem.embedders.base import Embedder, Embeddings
 
 
@@ -68,64 +66,21 @@ def run_search(
         if mode is not SearchMode.KEYWORD and backend.model is None:
             return unembedded(backend)
         embedding = embed if embed is None or callable(embed) else _always(embed)
-        pool = pooling.gather(Asked(backend, embedding, filters, k, embedded_with), query, mode)
+        asked = Asked(backend, embedding, filters, k, embedded_with)
+        pool = pooling.gather(asked, query, mode)
         ranked = fuse.rank(pool, mode)
-        empty = why.nothing(backend, query, filters, mode) if not ranked else None
         model = backend.model.name if backend.model else None
-        basis = calibration.basis_of(pool, mode)
-        shown = calibration.relevances(ranked, basis, mode, model)  # never rising: a prefix is kept
-        kept = len(shown) if min_score is None else sum(score >= min_score for score in shown)
-        below = shown[kept:]
-        ranks = calibration.places([r.score for r in ranked])  # a tie may reach past k
-        scored = [
-            calibration.calibration(r, n, score, basis, mode)
-            for n, r, score in zip(ranks[: min(k, kept)], ranked, shown, strict=False)
-        ]
-        hits = _hits(ranked, scored, backend.get_many([r.id for r in ranked[: len(scored)]]), query)
-        notes = why.identifier_notes(backend, query, filters, hits, mode)
-    found = SearchResult(hits, len(below), max(below) if below else None, notes, nothing=empty)
-    return _dated(found, query, pool)
-
-
-def _dated(found: SearchResult, query: Query, pool: Pool) -> SearchResult:
-    """The result with how the query's time words were read, ``all_time`` where no pooled memory is
-    from their window."""
-    if query.window is None:
-        return found
-    window = replace(query.window, all_time=not any(c.in_window for c in pool.candidates))
-    return replace(found, dates=window, notes=(*found.notes, window.note()))
+        scored, below = calibration.shown(ranked, pool, mode, model, k, min_score)
+        memories = backend.get_many([r.id for r in ranked[: len(scored)]])
+        hits = snippets.hits(ranked, scored, memories, query)
+        said = why.said(asked, query, mode, pool, bool(ranked), hits, languages)
+    best_below = max(below) if below else None
+    return SearchResult(hits, len(below), best_below, said.notes, said.dates, said.nothing)
 
 
 def _always(vector: FloatArray) -> QueryEmbedder:
     """An embedder that gives ``vector`` for any text."""
     return lambda _text: vector
-
-
-def _hits(
-    ranked: list[fuse.Ranked], scored: list[Calibration], memories: dict[int, Memory], query: Query
-) -> list[Hit]:
-    """The first ranked memories, one per calibration, as hits scored by their relevance, a long text
-    with the snippet the query matched (``snippets``)."""
-    hits = []
-    for r, calibrated in zip(ranked, scored, strict=False):
-        memory = memories.get(r.id)
-        if memory is None:
-            continue
-        snippet = None
-        if len(memory.text) > snippets.LONG_TEXT:
-            snippet = snippets.snippet_of(memory.text, query.snippet_terms)
-        hits.append(Hit(memory, calibrated.relevance, r.vector, r.keyword, snippet, r.lifts, calibrated))
-    return hits
-
-
-def _query_notes(
-    model: str, languages: Sequence[str], text: str, dropped: int, mode: SearchMode
-) -> tuple[str, ...]:
-    """What a person should know about how the model read the query: tokens beyond its window, a
-    script it cannot read (``scripts.unread_query_note``)."""
-    cut = f"The query's last {dropped} tokens were beyond the model window and were not used."
-    unread = scripts.unread_query_note(model, languages, text, vector_only=mode is SearchMode.VECTOR)
-    return (*([cut] if dropped else []), *([unread] if unread else []))
 
 
 @dataclass
@@ -207,6 +162,7 @@ def _search(backend: Backend, embedder: Callable[[], Embedder], wanted: Wanted) 
     if embed is None:
         return found
     dropped = embed.last.dropped_tokens[0] if embed.last else 0
-    searched = found.dates.rest if found.dates else wanted.text
-    notes = _query_notes(embed.model.info.name, embed.languages, searched, dropped, mode)
-    return replace(found, notes=(*notes, *found.notes))
+    if not dropped:
+        return found
+    cut = f"The query's last {dropped} tokens were beyond the model window and were not used."
+    return replace(found, notes=(cut, *found.notes))

@@ -20,10 +20,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from remem.backends.analyzer import analyze, cjk_pattern, looks_like_hash
-from remem.types import Snippet
+from remem.types import Hit, Snippet
+
+if TYPE_CHECKING:
+    from remem.core.search.fuse import Ranked
+    from remem.core.search.query import Query
+    from remem.types import Calibration, Memory
 
 #: A text up to this many characters is shown whole: it gets no snippet (costing a search one length
 #: check). Choosing the snippet of a 2,000,000-character hit took 7-21 ms (none of the query's words
@@ -43,6 +49,25 @@ WORD_SLACK = 30
 _SUFFIXES = ("ing", "ed", "es", "s")
 #: Where a text has a letter or digit (a match must not start right after one).
 _ALNUM = re.compile(r"[^\W_]")
+
+
+def hits(
+    ranked: Sequence[Ranked], scored: Sequence[Calibration], memories: Mapping[int, Memory], query: Query
+) -> list[Hit]:
+    """The first ranked memories, one per calibration (those ``memories`` holds), as hits scored by
+    their relevance, a long text with the snippet ``query`` matched."""
+    found = []
+    terms: list[str] | None = None  # found when a hit first needs them
+    for r, calibrated in zip(ranked, scored, strict=False):
+        memory = memories.get(r.id)
+        if memory is None:
+            continue
+        snippet = None
+        if len(memory.text) > LONG_TEXT:
+            terms = query_terms(query.text) if terms is None else terms
+            snippet = snippet_of(memory.text, terms)
+        found.append(Hit(memory, calibrated.relevance, r.vector, r.keyword, snippet, r.lifts, calibrated))
+    return found
 
 
 def snippet_of(text: str, terms: Sequence[str]) -> Snippet | None:

@@ -1,22 +1,62 @@
-"""Why a search found what it found: why nothing (``nothing``), and a note when a query that looks
-like an identifier found only memories near it by meaning (``identifier_notes``).
+"""What a person should know of a search once it is ranked (``said``): why it found nothing
+(``nothing``); a note when a query that looks like an identifier found only memories near it by
+meaning (``identifier_notes``); how its time words were read, ``all_time`` when no pooled memory is
+from their window; and that the model cannot read the query's script (``scripts``).
 
-Both ask the back-end only in those cases: an empty result, or an identifier none of the hits
-holds (then one keyword look-up per such identifier, of at most one memory).
+They ask the back-end only for an empty result, or an identifier none of the hits holds (then one
+keyword look-up per such identifier, of at most one memory).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from remem.core import scripts
 from remem.core.search import phrases
-from remem.reports import Nothing
+from remem.reports import DateReading, Nothing
 from remem.types import Filters, Hit, SearchMode
 
 if TYPE_CHECKING:
     from remem.backends.base import Backend
+    from remem.core.search.pool import Asked, Pool
     from remem.core.search.query import Query
+
+
+@dataclass(frozen=True)
+class Said:
+    """What ``said`` found to say: why nothing was found (None: not for another reason than
+    ``min_score``), the notes, and how the time words were read."""
+
+    nothing: Nothing | None
+    notes: tuple[str, ...]
+    dates: DateReading | None
+
+
+def said(
+    asked: Asked,
+    query: Query,
+    mode: SearchMode,
+    pool: Pool,
+    ranked: bool,
+    hits: Sequence[Hit],
+    languages: Sequence[str],
+) -> Said:
+    """What a person should know of the search of ``query`` that ``asked`` (with its model, which
+    declares ``languages``) made in ``mode``, its ``pool``, whether it ``ranked`` any memory, and
+    its ``hits`` (see the module docstring); notes in this order: the script the model cannot read,
+    the identifiers, the time words."""
+    window = query.window
+    if window is not None:
+        window = replace(window, all_time=not any(c.in_window for c in pool.candidates))
+    empty = None if ranked else nothing(asked.backend, query, asked.filters, mode)
+    found = identifier_notes(asked.backend, query, asked.filters, hits, mode)
+    unread = None
+    if asked.model is not None and query.blind_across_scripts and query.cjk:
+        unread = scripts.unread_query_note(asked.model.name, languages, vector_only=mode is SearchMode.VECTOR)
+    notes = (*([unread] if unread else []), *found, *([window.note()] if window else []))
+    return Said(empty, notes, window)
 
 
 def nothing(backend: Backend, query: Query, filters: Filters, mode: SearchMode) -> Nothing | None:

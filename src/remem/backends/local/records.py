@@ -69,6 +69,13 @@ class Records:
         row = self.conn.execute("SELECT value FROM store_meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
+    def get_metas(self, keys: Sequence[str]) -> dict[str, str]:
+        """The values of those of ``keys`` the store's key/value table holds, in one statement."""
+        rows = self.conn.execute(
+            f"SELECT key, value FROM store_meta WHERE key IN ({','.join('?' * len(keys))})", keys
+        )
+        return {str(key): str(value) for key, value in rows}
+
     def set_meta(self, key: str, value: str) -> None:
         """Set a value in the store's key/value table."""
         self.conn.execute(

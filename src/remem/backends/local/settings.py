@@ -60,7 +60,8 @@ _MODEL_KEYS = ("model_name", "model_dim", "model_pooling", "model_sha256")
 
 def read_model(records: Records) -> ModelInfo | None:
     """The store's model stamp, or None while it holds no vectors."""
-    name, dim, pooling, sha = (records.get_meta(key) for key in _MODEL_KEYS)
+    stamp = records.get_metas(_MODEL_KEYS)
+    name, dim, pooling, sha = (stamp.get(key) for key in _MODEL_KEYS)
     if name is None or dim is None or pooling is None or sha is None:
         return None
     if not dim.isdigit() or not 0 < int(dim) <= _MAX_DIM:

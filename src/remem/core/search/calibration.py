@@ -141,15 +141,21 @@ def places(scores: Sequence[float]) -> list[float]:
     return found
 
 
-def relevances(ranked: Sequence[Ranked], basis: Basis, mode: SearchMode, model: str | None) -> list[float]:
+def relevances(
+    ranked: Sequence[Ranked],
+    basis: Basis,
+    mode: SearchMode,
+    model: str | None,
+    ranks: Sequence[float] | None = None,
+) -> list[float]:
     """Each ranked memory's relevance in [0, 1], in the ranking's order, never rising down the list
-    (``non_increasing``); tied memories alike (``places``). One line per search:
-    σ(slope · score + offset − d · ln(rank))."""
+    (``non_increasing``); tied memories alike (their ``places``: ``ranks`` if given). One line per
+    search: σ(slope · score + offset − d · ln(rank))."""
     chosen = maps_for(model)[mode]
     (cosine, per_cosine), (keyword, per_keyword) = basis.lines(mode)
     slope = chosen.cosine * per_cosine + chosen.keyword * per_keyword
     offset = chosen.cosine * cosine + chosen.keyword * keyword + chosen.bias
-    ranks = places([r.score for r in ranked])
+    ranks = places([r.score for r in ranked]) if ranks is None else ranks
     raw = [
         _sigmoid(slope * r.score + offset - chosen.rank * math.log(n))
         for n, r in zip(ranks, ranked, strict=True)
@@ -182,9 +188,11 @@ def shown(
     """The first ``k`` ranked memories' calibrations whose relevance (``relevances``) is at least
     ``min_score`` (any without it), and the relevances of those ``min_score`` left out."""
     basis = basis_of(pool, mode)
-    scores = relevances(ranked, basis, mode, model)  # never rising: a prefix is kept
-    kept = len(scores) if min_score is None else sum(score >= min_score for score in scores)
     ranks = places([r.score for r in ranked])  # a tie may reach past k
+    if min_score is None:  # a relevance depends on those above it alone: the first k are enough
+        ranked, ranks = ranked[:k], ranks[:k]
+    scores = relevances(ranked, basis, mode, model, ranks)  # never rising: a prefix is kept
+    kept = len(scores) if min_score is None else sum(score >= min_score for score in scores)
     scored = [
         calibration(r, n, score, basis, mode)
         for n, r, score in zip(ranks[: min(k, kept)], ranked, scores, strict=False)

@@ -63,13 +63,14 @@ def run_search(
     """
     query = reading.read(text, languages, scope, now)
     with backend.snapshot():  # the pool and the memories it names: one state of the store
-        if mode is not SearchMode.KEYWORD and backend.model is None:
+        stored = backend.model  # read once: a local store reads its stamp's rows each time
+        if mode is not SearchMode.KEYWORD and stored is None:
             return unembedded(backend)
         embedding = embed if embed is None or callable(embed) else _always(embed)
         asked = Asked(backend, embedding, filters, k, embedded_with)
         pool = pooling.gather(asked, query, mode)
         ranked = fuse.rank(pool, mode)
-        model = backend.model.name if backend.model else None
+        model = stored.name if stored else None
         scored, below = calibration.shown(ranked, pool, mode, model, k, min_score)
         memories = backend.get_many([r.id for r in ranked[: len(scored)]])
         hits = snippets.hits(ranked, scored, memories, query)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -239,8 +240,15 @@ class OnnxEmbedder:
         vectors = np.empty((len(sequences), self.spec.dim), dtype=np.float32)
         batches = uniform_batches(sequences, self._batch_size)
         done, reported = 0, 0
-        with ThreadPoolExecutor(self._workers) as runs:
-            batch_vectors = runs.map(lambda rows: self._run_batch([sequences[i] for i in rows]), batches)
+
+        def run(rows: list[int]) -> FloatArray:
+            return self._run_batch([sequences[i] for i in rows])
+
+        with contextlib.ExitStack() as stack:
+            if min(self._workers, len(batches)) > 1:
+                batch_vectors = stack.enter_context(ThreadPoolExecutor(self._workers)).map(run, batches)
+            else:  # one batch (a query): run here, no thread started for it
+                batch_vectors = map(run, batches)
             for rows, found in zip(batches, batch_vectors, strict=True):
                 vectors[rows] = found
                 done += len(rows)

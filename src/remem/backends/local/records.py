@@ -66,15 +66,12 @@ class Records:
 
     def get_meta(self, key: str) -> str | None:
         """A value from the store's key/value table, or None."""
-        row = self.conn.execute("SELECT value FROM store_meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+        return self.get_metas((key,)).get(key)
 
     def get_metas(self, keys: Sequence[str]) -> dict[str, str]:
         """The values of those of ``keys`` the store's key/value table holds, in one statement."""
-        rows = self.conn.execute(
-            f"SELECT key, value FROM store_meta WHERE key IN ({','.join('?' * len(keys))})", keys
-        )
-        return {str(key): str(value) for key, value in rows}
+        marks = ",".join("?" * len(keys))  # values are TEXT
+        return dict(self.conn.execute(f"SELECT key, value FROM store_meta WHERE key IN ({marks})", keys))
 
     def set_meta(self, key: str, value: str) -> None:
         """Set a value in the store's key/value table."""

@@ -18,7 +18,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from remem.atomic import fsync_directory
 from remem.backends.local.files import rewriting
 from remem.backends.local.kinds import IndexKind
 from remem.backends.local.streamed import write_exact
@@ -97,8 +96,7 @@ def _swap(home: Home) -> Callable[[Path, Path], bool]:
             ):
                 return False
             os.replace(new, path)
-        fsync_directory(path.parent)
-        return True
+        return True  # atomic_writer syncs the directory
 
     return swap
 

@@ -16,6 +16,9 @@ from remem.types import ModelInfo
 AUTO_HNSW_THRESHOLD = 50_000
 
 
+_INDEX_KEYS = ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "index_requested", "index_kind")
+
+
 @dataclass(frozen=True)
 class IndexSettings:
     """What the user asked for (``requested``), what was last built (``built_kind``), HNSW knobs."""
@@ -28,14 +31,15 @@ class IndexSettings:
     def read(cls, records: Records) -> IndexSettings:
         """The settings stored in the database (defaults for a store that never reindexed)."""
         default = cls()
+        stored = records.get_metas(_INDEX_KEYS)  # one statement: read by every search and write
         hnsw = HnswParams(
-            m=int(records.get_meta("hnsw_m") or default.hnsw.m),
-            ef_construction=int(records.get_meta("hnsw_ef_construction") or default.hnsw.ef_construction),
-            ef_search=int(records.get_meta("hnsw_ef_search") or default.hnsw.ef_search),
+            m=int(stored.get("hnsw_m") or default.hnsw.m),
+            ef_construction=int(stored.get("hnsw_ef_construction") or default.hnsw.ef_construction),
+            ef_search=int(stored.get("hnsw_ef_search") or default.hnsw.ef_search),
         )
         return cls(
-            requested=records.get_meta("index_requested") or default.requested,
-            built_kind=IndexKind(records.get_meta("index_kind") or default.built_kind.value),
+            requested=stored.get("index_requested") or default.requested,
+            built_kind=IndexKind(stored.get("index_kind") or default.built_kind.value),
             hnsw=hnsw,
         )
 

@@ -221,8 +221,9 @@ class LocalBackend:
         from remem.backends.local import sync  # noqa: PLC0415 - numpy
 
         kind = self.settings.built_kind
-        if self._resident and sync.behind(self.records, self.index_path, kind, share=0.5):
-            self._rewrite_in_background()
+        if self._resident:
+            if sync.behind(self.records, self.index_path, kind, share=0.5):
+                self._rewrite_in_background()
         elif sync.behind(self.records, self.index_path, kind):
             self.checkpoint()
 

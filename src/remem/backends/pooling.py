@@ -43,7 +43,7 @@ class Wanted(NamedTuple):
     extra: Sequence[int]
     #: The vector top's memories beyond the keyword top (their BM25; the matches among them their
     #: coverage too).
-    missing: Sequence[int] = ()
+    missing: Sequence[int]
 
 
 class Facts(NamedTuple):
@@ -55,7 +55,7 @@ class Facts(NamedTuple):
     #: (memory id, cosine of its best window) of the extra keyword matches, best first.
     cosines: list[Scored]
     #: (memory id, BM25) of the missing memories that match, as ``keyword_top`` among them ranks them.
-    scored: Sequence[Scored] = ()
+    scored: Sequence[Scored]
 
 
 class Primitives(Protocol):
@@ -164,7 +164,7 @@ class _Gathering:
     def keyword(self) -> tuple[list[Scored], set[int], dict[int, TurnTime] | None]:
         """The keyword lane's ``windowed`` top of ``depth`` (and its turns, by the shortcut)."""
         if self.shortcuts.keyword is None:
-            return *self.windowed(lambda f: self.keyword_top(f, self.request.depth)), None
+            return *self.windowed(self.keyword_top), None
         tops, turns = self.shortcuts.keyword(self.request, self.among)
         return *merged(tops), turns
 
@@ -174,10 +174,11 @@ class _Gathering:
             return self.windowed(lambda f: self.cosine_top(vector, f))
         return merged(self.shortcuts.vector(self.request, vector))
 
-    def keyword_top(self, filters: Filters, depth: int, among: Sequence[int] | None = None) -> list[Scored]:
-        """The keyword lane's top ``depth`` (only ``among``, or the phrase holders, if given)."""
-        among = self.among if among is None else among
-        return self.store.keyword_top(self.request.text, filters, depth, among, self.request.scope)
+    def keyword_top(self, filters: Filters) -> list[Scored]:
+        """The keyword lane's top of the request's depth (only the phrase holders, if any)."""
+        return self.store.keyword_top(
+            self.request.text, filters, self.request.depth, self.among, self.request.scope
+        )
 
     def cosine_top(self, vector: FloatArray, filters: Filters) -> list[Scored]:
         """The vector lane's top among the filtered memories (only the phrase holders if given)."""

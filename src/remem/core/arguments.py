@@ -107,9 +107,11 @@ def new_memory(
     limit: int = MAX_TEXT_CHARS,
     supersedes: int | None = None,
     expires_at: str | datetime | None = None,
+    written_by: str | None = None,
 ) -> NewMemory:
-    """A validated memory to add (its text at most ``limit`` characters); ``expires_at`` a moment
-    still to come (``30d``, an ISO date/time or a datetime: ``inputs.parse_expiry``)."""
+    """A validated memory to add (its text at most ``limit`` characters), written by ``written_by``
+    (a name, or None: unknown); ``expires_at`` a moment still to come (``30d``, an ISO date/time or
+    a datetime: ``inputs.parse_expiry``)."""
     body, stamp = text(body, limit=limit), timestamp(created_at)
     tags = tuple(checks.strings(tags, "tags"))  # one string is no sequence of tags
     supersedes = checks.given_id(supersedes, "supersedes")
@@ -124,12 +126,13 @@ def new_memory(
         stamp,
         supersedes=supersedes,
         expires_at=expiry,
+        written_by=written_by,
     )
 
 
 def checked(memory: NewMemory, limit: int = MAX_TEXT_CHARS, writer: str | None = None) -> NewMemory:
     """``memory`` (its fields were checked when it was made) with its text stripped, never empty
-    and at most ``limit`` characters, written by ``writer`` unless it names who (``written``)."""
+    and at most ``limit`` characters, written by ``writer`` unless it names who."""
     who = writer if memory.written_by is None else memory.written_by
     return replace(memory, text=text(memory.text, limit=limit), written_by=who)
 
@@ -205,17 +208,9 @@ def scoped(chosen: Filters, scope: Filters | None) -> Filters:
     )
 
 
-def written(memory: NewMemory, writer: str | None) -> NewMemory:
-    """``memory`` written by ``writer`` unless it names who wrote it (TypeError, InvalidInputError
-    for a writer that is not a name)."""
-    if memory.written_by is not None or writer is None:
-        return memory
-    return replace(memory, written_by=writer)
-
-
 def entries_within(entries: Iterable[Entry], limit: int, writer: str | None = None) -> Iterator[Entry]:
     """The entries with their texts checked (``checked``) and written by ``writer`` unless they
-    name who (``written``), as they are read; InvalidInputError
+    name who, as they are read; InvalidInputError
     naming the line of the first bad one, TypeError for what is not an Entry (at once when
     ``entries`` is no collection)."""
     from remem.ingest import Entry  # noqa: PLC0415

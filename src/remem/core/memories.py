@@ -195,10 +195,10 @@ class Memories(AbstractContextManager["Memories"]):
         given = superseding.Given(user, conversation, tags, meta)  # what it does not give: the old one's
         user, conversation, tags, meta = superseding.inherited(self.backend, supersedes, given)
         fields = (user, conversation, role, () if tags is None else tags, meta, created_at)
+        writer = self.writer if written_by is None else written_by
         memory = arguments.new_memory(
-            text, *fields, limit=self.max_text_chars, supersedes=supersedes, expires_at=expires_at
+            text, *fields, self.max_text_chars, supersedes, expires_at, written_by=writer
         )
-        memory = arguments.written(memory, self.writer if written_by is None else written_by)
         existing = self.backend.find_duplicate(memory)
         again = None if existing is None else superseding.add_again(self.backend, memory, existing)
         if again is not None:

@@ -13,7 +13,7 @@ import remem.checks as checks  # noqa: PLR0402 - the layer rule reads `from reme
 from remem.core import bulk, growth, turns
 from remem.errors import InvalidInputError, StoreError
 from remem.reports import Check, DoctorReport, ReembedReport, ReindexReport
-from remem.types import Filters, Memory, memory_record
+from remem.types import Filters, Memory, ModelInfo, memory_record
 
 if TYPE_CHECKING:
     from remem.backends.base import Backend, ProgressFn
@@ -57,20 +57,24 @@ def export_records(backend: Backend, filters: Filters, with_vectors: bool) -> It
     from one state of the store (a snapshot), however long the reader takes."""
     with backend.snapshot():
         model = backend.model if with_vectors else None
-        # Vectors are read a batch of memories at a time; without them a memory at a time, so a
-        # stream of the export (the page's) holds one record, however large the store.
-        for batch in _batches(backend.iter_all(filters), EXPORT_CHUNK if model else 1):
-            vectors = backend.vectors_of_memories([m.id for m in batch]) if model else {}
+        if model is None:  # a record per memory as it is read: a stream holds one at a time
+            yield from (memory_record(memory) for memory in backend.iter_all(filters))
+            return
+        for batch in _batches(backend.iter_all(filters), EXPORT_CHUNK):  # vectors read a batch at a time
+            vectors = backend.vectors_of_memories([m.id for m in batch])
             for memory in batch:
-                record = memory_record(memory)
-                windows = vectors.get(memory.id, [])
-                if windows and model is not None:
-                    record["vector"] = {
-                        "model": asdict(model),
-                        "windows": len(windows),
-                        "float32_base64": base64.b64encode(b"".join(windows)).decode("ascii"),
-                    }
-                yield record
+                yield _with_vectors(memory_record(memory), vectors.get(memory.id, []), model)
+
+
+def _with_vectors(record: dict[str, Any], windows: list[bytes], model: ModelInfo) -> dict[str, Any]:
+    """``record`` with its memory's vector ``windows`` (if any) and the model that made them."""
+    if windows:
+        record["vector"] = {
+            "model": asdict(model),
+            "windows": len(windows),
+            "float32_base64": base64.b64encode(b"".join(windows)).decode("ascii"),
+        }
+    return record
 
 
 def reindex_options(

@@ -204,19 +204,16 @@ def gather(asked: Asked, query: Query, mode: SearchMode) -> Pool:
         return Pool()
     unread = _unread(answer.vector, query, answer.texts)
     by_vector = _script_first(answer.vector, unread)
-    keyword_only = mode is SearchMode.KEYWORD
-    pool = Pool.of_lanes(
+    pool = Pool.of_lanes(  # a keyword pool's coverage is of no memory: the query's IDF weight alone
         by_vector,
         answer.keyword,
         unread,
-        None if keyword_only else answer.coverage,
+        answer.coverage,
         times=answer.turns,
         inside=answer.inside,
         speakers=embedding.named if embedding else frozenset(),
         windowed=query.window is not None,
     )
-    if keyword_only and answer.coverage is not None:
-        pool = replace(pool, weight=answer.coverage.weight)  # what the shown score counts BM25 against
     return _with_phrases(pool, query, answer.texts, mode)
 
 

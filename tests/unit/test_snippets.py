@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remem import render
+from remem.backends.analyzer import analyze
 from remem.core.search.snippets import LONG_TEXT, SNIPPET_CHARS, query_terms, snippet_of
 from remem.types import Hit, Memory, Snippet
 
@@ -14,7 +15,7 @@ FILLER = "lorem ipsum dolor sit amet consectetur " * 40  # 1,560 characters, non
 
 
 def _around(text: str, query: str, needle: str) -> bool:
-    snippet = snippet_of(text, query_terms(query))
+    snippet = snippet_of(text, query_terms(analyze(query)))
     assert snippet is not None and text[snippet.start : snippet.end] == snippet.text
     return needle in snippet.text
 
@@ -39,7 +40,7 @@ def test_a_rare_term_outweighs_a_common_one_repeated() -> None:
 def test_a_match_longer_than_a_snippet_is_cut_to_one() -> None:
     token = "k" + "x7" * 400
     text = f"{FILLER} pasted {token} here {FILLER}"
-    snippet = snippet_of(text, query_terms(token))
+    snippet = snippet_of(text, query_terms(analyze(token)))
     assert snippet is not None and text[snippet.start : snippet.end] == snippet.text
     assert snippet.text.startswith(token[:100]) and len(snippet.text) <= SNIPPET_CHARS
 
@@ -56,7 +57,7 @@ def test_cjk_bigrams_match_inside_a_run() -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.text(min_size=LONG_TEXT + 1, max_size=3_000), st.text(max_size=40))
 def test_a_snippet_is_always_a_slice_of_the_text(text: str, query: str) -> None:
-    snippet = snippet_of(text, query_terms(query))
+    snippet = snippet_of(text, query_terms(analyze(query)))
     assert snippet is not None
     assert text[snippet.start : snippet.end] == snippet.text
     assert 0 <= snippet.start < snippet.end <= len(text) and len(snippet.text) <= SNIPPET_CHARS

@@ -102,8 +102,11 @@ class PoolRequest:
     scope: Filters | None = None
     #: A keyword match's coverage counts whole from this share of the query's weight on.
     enough: float = 1.0
-    #: Whether the pooled memories' texts are needed.
+    #: Whether the pooled memories' texts are needed (word order; ``cjk``: their scripts).
     texts: bool = False
+    #: For a model blind across scripts, whether the query is written in CJK (``analyzer.is_cjk``):
+    #: the answer names the vector lane's memories written in the other script (None: not asked).
+    cjk: bool | None = None
 
     @property
     def hybrid(self) -> bool:
@@ -131,6 +134,8 @@ class PoolAnswer:
     texts: dict[int, str] = field(default_factory=dict)
     #: False when a required phrase is held by no filtered memory (then nothing is pooled).
     held: bool = True
+    #: The vector lane's memories written in another script than the query's (when asked: ``cjk``).
+    unread: frozenset[int] = frozenset()
 
 
 class Staging(Protocol):

@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from remem.backends.analyzer import is_cjk
 from remem.backends.base import PoolAnswer, PoolRequest, Scored, TurnTime
 
 if TYPE_CHECKING:
@@ -190,7 +191,19 @@ class _Gathering:
 
 def gather(store: Primitives, request: PoolRequest, shortcuts: Shortcuts = NONE) -> PoolAnswer:
     """The pool ``request`` asks for (see the module docstring), from ``store``'s primitives and
-    the ``shortcuts`` given."""
+    the ``shortcuts`` given; when it gives the query's script (``cjk``), the vector lane's
+    memories written in the other one (``PoolAnswer.unread``)."""
+    answer = _lanes(store, request, shortcuts)
+    if request.cjk is None:
+        return answer
+    texts = answer.texts  # a memory without its text counts as empty
+    return replace(
+        answer, unread=frozenset(m for m, _ in answer.vector if is_cjk(texts.get(m, "")) != request.cjk)
+    )
+
+
+def _lanes(store: Primitives, request: PoolRequest, shortcuts: Shortcuts) -> PoolAnswer:
+    """The lanes' lists and the pooled memories' facts ``request`` asks for."""
     texts: dict[int, str] = {}
     gathering = _Gathering(store, request, shortcuts=shortcuts)
     if request.holds is not None:

@@ -4,11 +4,11 @@ rank such a memory high.
 
 The rule: when the store's model declares its languages and none of them is Chinese, Japanese or
 Korean (``remem model list`` shows them), the vector lane ranks every memory written in the query's
-script (CJK or not: ``analyzer.is_cjk``) before every memory in the other one (a search's pool,
-``core/search/pool.py``).
+script (CJK or not: ``analyzer.is_cjk``) before every memory in the other one (a search's pool:
+``core/search/pool.py``, the back-end naming the memories in the other script).
 The keyword lane is untouched, so a word both share (``TOEIC``) still finds the memory. A model
 that declares no languages (your own, a test fake) is trusted as it is. A CJK query on such a model
-gets a note saying so (``unread_query_note``): its results come from its characters, not its meaning.
+gets a note saying so (``core/search/why.py``): its results come from its characters, not its meaning.
 """
 
 from __future__ import annotations
@@ -41,20 +41,6 @@ FIRST_MEMORIES = 20
 def blind_across_scripts(languages: Sequence[str]) -> bool:
     """True when a model declaring ``languages`` cannot compare CJK and other texts."""
     return bool(languages) and not CJK_LANGUAGES.intersection(languages)
-
-
-def unread_query_note(model: str, languages: Sequence[str], *, vector_only: bool) -> str:
-    """The note for a CJK query searched with ``model``, which declares ``languages`` and cannot read
-    CJK (``blind_across_scripts``; ``vector_only``: in vector mode, which has no keyword lane)."""
-    reads = ", ".join(LANGUAGE_NAMES.get(code, code) for code in languages)
-    found = (
-        "vector search cannot read this query; keyword search matches its characters"
-        if vector_only
-        else "this query can match by its characters, not by its meaning"
-    )
-    return (
-        f"{model} reads {reads} only: {found}; {MULTILINGUAL_MODEL} reads CJK by meaning: {MULTILINGUAL_HOW}."
-    )
 
 
 def first_memories_tips(texts: Sequence[str], embedder: Embedder | None) -> tuple[Tip, ...]:

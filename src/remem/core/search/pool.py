@@ -8,20 +8,20 @@ the window the query's time words name, and whether it holds the query as a phra
 
 ``gather`` turns the query into one ``PoolRequest`` (the keyword text, the query's vector for the
 speakers it names, the filters, each lane's depth, the window's filters, the required phrases, the
-names, the statistics' scope, which texts are needed; ``remem.backends.pooling`` says what the
-back-end does with it) and the ``PoolAnswer`` into Candidates: the vector list in the query's script
-first for a model blind across scripts, the memories lacking a required phrase left out, and word
-order marked. A keyword pool's answer brings the query's IDF weight (a coverage of no memory), which
-the shown score counts BM25 against (``calibration``).
+names, the statistics' scope, whether texts are needed, and the query's script for a model blind
+across scripts; ``remem.backends.pooling`` says what the back-end does with it) and the
+``PoolAnswer`` into Candidates: the vector list in the query's script first (the back-end names the
+memories in the other one), the memories lacking a required phrase left out, and word order
+marked. A keyword pool's answer brings the query's IDF weight (a coverage of no memory), which the
+shown score counts BM25 against (``calibration``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
-from remem.backends.analyzer import is_cjk
 from remem.backends.base import PoolRequest
 from remem.core.search import speakers
 from remem.types import Lane, SearchMode
@@ -137,6 +137,8 @@ def request(asked: Asked, query: Query, mode: SearchMode, vector: VectorOf | Non
     """The one request a search in ``mode`` makes of the back-end for its pool, the query's vector
     made by ``vector`` (None in keyword mode)."""
     required = query.phrases.required
+    # a model blind across scripts puts the query's first (``scripts``): the back-end tells which
+    script = query.cjk if query.blind_across_scripts and mode is not SearchMode.KEYWORD else None
     return PoolRequest(
         query.text,
         asked.filters,
@@ -150,16 +152,9 @@ def request(asked: Asked, query: Query, mode: SearchMode, vector: VectorOf | Non
         speakers=bool(query.names) and mode is SearchMode.HYBRID,
         scope=query.scope,
         enough=FULL_COVERAGE,
-        texts=_texts_needed(query, mode),
+        texts=(bool(query.phrases) and mode is not SearchMode.VECTOR) or script is not None,
+        cjk=script,
     )
-
-
-def _texts_needed(query: Query, mode: SearchMode) -> bool:
-    """Whether the pool's texts are needed: to put the query's script first (for a model blind
-    across scripts, outside keyword mode) or to check word order (outside vector mode)."""
-    if query.blind_across_scripts and mode is not SearchMode.KEYWORD:
-        return True
-    return bool(query.phrases) and mode is not SearchMode.VECTOR
 
 
 def _depth(k: int, query: Query, mode: SearchMode) -> int:
@@ -202,12 +197,10 @@ def gather(asked: Asked, query: Query, mode: SearchMode) -> Pool:
     answer = asked.backend.pool(request(asked, query, mode, embedding))
     if not answer.held:
         return Pool()
-    unread = _unread(answer.vector, query, answer.texts)
-    by_vector = _script_first(answer.vector, unread)
     pool = Pool.of_lanes(  # a keyword pool's coverage is of no memory: the query's IDF weight alone
-        by_vector,
+        _script_first(answer.vector, answer.unread),
         answer.keyword,
-        unread,
+        answer.unread,
         answer.coverage,
         times=answer.turns,
         inside=answer.inside,
@@ -215,14 +208,6 @@ def gather(asked: Asked, query: Query, mode: SearchMode) -> Pool:
         windowed=query.window is not None,
     )
     return _with_phrases(pool, query, answer.texts, mode)
-
-
-def _unread(by_vector: Iterable[Scored], query: Query, texts: Mapping[int, str]) -> set[int]:
-    """For a model blind across scripts, the vector lane's memories written in another script than
-    the query's (``scripts``; a memory without its text counts as empty)."""
-    if not query.blind_across_scripts:
-        return set()
-    return {mid for mid, _ in by_vector if is_cjk(texts.get(mid, "")) != query.cjk}
 
 
 def _script_first(by_vector: Sequence[Scored], unread: Collection[int]) -> Sequence[Scored]:

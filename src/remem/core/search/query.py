@@ -1,6 +1,6 @@
 """A search's query, read once into a value: the text the lanes search, its quoted and whole
 phrases, the time words and the window they name, the names it may give speakers, whether the
-model reads its script, and the words that look like identifiers.
+model reads its script, the words that look like identifiers, and its keyword terms.
 
 Every later step of a search (``pool``, ``fuse``, the hits' snippets, the notes) reads this value
 and never the raw query again.
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from remem.backends.analyzer import is_cjk
+from remem.backends.analyzer import analyze, is_cjk
 from remem.core import scripts
 from remem.core.search import dates, phrases, speakers
 from remem.reports import DateReading
@@ -46,6 +46,8 @@ class Query:
     names: tuple[str, ...] = ()
     #: Its words that look like identifiers (``E1046``, ``ECONNRESET``), as written.
     identifiers: tuple[str, ...] = ()
+    #: Its keyword terms as the analyzer makes them (what a long hit's snippet looks for).
+    terms: tuple[str, ...] = ()
     #: Its time words and the window they name (a lift, never a filter); None without any.
     window: DateReading | None = None
     #: The memories whose statistics the keyword lane counts (None: the whole store's).
@@ -76,13 +78,15 @@ def read(
     blind = scripts.blind_across_scripts(languages)
     window = None if now is None else dates.reading(text, find_window(text, now))
     searched = text if window is None else window.rest
+    cjk, terms = is_cjk(searched), tuple(analyze(searched))
     return Query(
         searched,
         phrases.of_query(searched),
         blind,
-        is_cjk(searched),
+        cjk,
         tuple(speakers.candidates(searched)),
         tuple(dict.fromkeys(m.group(0) for m in _IDENTIFIER.finditer(searched))),
+        terms,
         window,
         scope,
     )

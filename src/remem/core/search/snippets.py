@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from remem.backends.analyzer import analyze, cjk_pattern, looks_like_hash
+from remem.backends.analyzer import cjk_pattern, looks_like_hash
 from remem.types import Hit, Snippet
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def hits(
             continue
         snippet = None
         if len(memory.text) > LONG_TEXT:
-            terms = query_terms(query.text) if terms is None else terms
+            terms = query_terms(query.terms) if terms is None else terms
             snippet = snippet_of(memory.text, terms)
         found.append(Hit(memory, calibrated.relevance, r.vector, r.keyword, snippet, r.lifts, calibrated))
     return found
@@ -106,9 +106,10 @@ def _best_span(present: Sequence[_Term], windows: int) -> tuple[int, int]:
     return best[1], best[2]
 
 
-def query_terms(query: str) -> list[str]:
-    """The distinct keyword terms of a query, as ``snippet_of`` looks for them."""
-    return list(dict.fromkeys(_searched(term) for term in analyze(query)))
+def query_terms(analyzed: Sequence[str]) -> list[str]:
+    """The distinct terms ``snippet_of`` looks for, of a query's ``analyzed`` keyword terms
+    (``Query.terms``)."""
+    return list(dict.fromkeys(_searched(term) for term in analyzed))
 
 
 def _searched(term: str) -> str:

@@ -1,7 +1,8 @@
 """What a person should know of a search once it is ranked (``said``): why it found nothing
 (``nothing``); a note when a query that looks like an identifier found only memories near it by
-meaning (``identifier_notes``); how its time words were read, ``all_time`` when no pooled memory is
-from their window; and that the model cannot read the query's script (``scripts``).
+meaning (``unheld_by_hits``, then the back-end); how its time words were read, ``all_time`` when no
+pooled memory is from their window; and that the model cannot read the query's script
+(``unread_query_note``; ``scripts``).
 
 They ask the back-end only for an empty result, or an identifier none of the hits holds (then one
 keyword look-up per such identifier, of at most one memory).
@@ -46,17 +47,51 @@ def said(
     """What a person should know of the search of ``query`` that ``asked`` (with its model, which
     declares ``languages``) made in ``mode``, its ``pool``, whether it ``ranked`` any memory, and
     its ``hits`` (see the module docstring); notes in this order: the script the model cannot read,
-    the identifiers, the time words."""
+    the identifiers, the time words. The back-end is asked last, in one place (``_asked``)."""
     window = query.window
     if window is not None:
         window = replace(window, all_time=not any(c.in_window for c in pool.candidates))
-    empty = None if ranked else nothing(asked.backend, query, asked.filters, mode)
-    found = identifier_notes(asked.backend, query, asked.filters, hits, mode)
     unread = None
     if asked.model is not None and query.blind_across_scripts and query.cjk:
-        unread = scripts.unread_query_note(asked.model.name, languages, vector_only=mode is SearchMode.VECTOR)
+        unread = unread_query_note(asked.model.name, languages, vector_only=mode is SearchMode.VECTOR)
+    unheld = () if mode is SearchMode.KEYWORD else unheld_by_hits(query.identifiers, hits)
+    empty, unfound = _asked(asked.backend, query, asked.filters, None if ranked else mode, unheld)
+    found = tuple(f"No memory holds '{word}': these hits are only near it by meaning." for word in unfound)
     notes = (*([unread] if unread else []), *found, *([window.note()] if window else []))
     return Said(empty, notes, window)
+
+
+def unread_query_note(model: str, languages: Sequence[str], *, vector_only: bool) -> str:
+    """The note for a CJK query searched with ``model``, which declares ``languages`` and cannot read
+    CJK (``scripts.blind_across_scripts``; ``vector_only``: in vector mode, which has no keyword
+    lane)."""
+    reads = ", ".join(scripts.LANGUAGE_NAMES.get(code, code) for code in languages)
+    found = (
+        "vector search cannot read this query; keyword search matches its characters"
+        if vector_only
+        else "this query can match by its characters, not by its meaning"
+    )
+    return (
+        f"{model} reads {reads} only: {found}; {scripts.MULTILINGUAL_MODEL} reads CJK by meaning: "
+        f"{scripts.MULTILINGUAL_HOW}."
+    )
+
+
+def unheld_by_hits(identifiers: Sequence[str], hits: Sequence[Hit]) -> tuple[str, ...]:
+    """The identifier-like words of a query (``Query.identifiers``) that none of ``hits`` holds
+    (none without hits)."""
+    texts = [hit.memory.text.lower() for hit in hits]
+    return tuple(word for word in identifiers if texts and not any(word.lower() in text for text in texts))
+
+
+def _asked(
+    backend: Backend, query: Query, filters: Filters, empty: SearchMode | None, unheld: Sequence[str]
+) -> tuple[Nothing | None, tuple[str, ...]]:
+    """What the back-end says: why a search in mode ``empty`` found nothing (``nothing``; None when
+    it ranked memories), and which of the ``unheld`` words no filtered memory holds as a keyword
+    term (one look-up of at most one memory each)."""
+    why = None if empty is None else nothing(backend, query, filters, empty)
+    return why, tuple(word for word in unheld if not backend.keyword_top(word, filters, 1, None, query.scope))
 
 
 def nothing(backend: Backend, query: Query, filters: Filters, mode: SearchMode) -> Nothing | None:
@@ -75,21 +110,3 @@ def nothing(backend: Backend, query: Query, filters: Filters, mode: SearchMode) 
     if mode is SearchMode.KEYWORD:
         return Nothing("words", query.text)
     return None
-
-
-def identifier_notes(
-    backend: Backend, query: Query, filters: Filters, hits: Sequence[Hit], mode: SearchMode
-) -> tuple[str, ...]:
-    """For each identifier-like word of the query (``Query.identifiers``) that none of ``hits``
-    holds and no filtered memory holds as a keyword term: a note that the hits are only near it by
-    meaning (not in keyword mode, whose hits hold the words they were found by)."""
-    if mode is SearchMode.KEYWORD or not hits:
-        return ()
-    texts = [hit.memory.text.lower() for hit in hits]
-    notes = []
-    for word in query.identifiers:
-        if any(word.lower() in text for text in texts):
-            continue
-        if not backend.keyword_top(word, filters, 1, None, query.scope):
-            notes.append(f"No memory holds '{word}': these hits are only near it by meaning.")
-    return tuple(notes)

@@ -63,7 +63,9 @@ def run_search(
     """
     query = reading.read(text, languages, scope, now)
     with backend.snapshot():  # the pool and the memories it names: one state of the store
-        stored = backend.model  # once in this search (a local store reads its stamp's row each time)
+        # once in this search (a local store reads its stamp's row each time); keyword mode needs
+        # none: BM25 and its calibration are every model's
+        stored = None if mode is SearchMode.KEYWORD else backend.model
         if mode is not SearchMode.KEYWORD and stored is None:
             return unembedded(backend)
         embedding = embed if embed is None or callable(embed) else _always(embed)

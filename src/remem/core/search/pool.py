@@ -221,11 +221,12 @@ def _script_first(by_vector: Sequence[Scored], unread: Collection[int]) -> Seque
 
 
 def _with_phrases(pool: Pool, query: Query, known: Mapping[int, str], mode: SearchMode) -> Pool:
-    """The pool without memories lacking a required phrase, each marked if it holds the whole query
-    as a phrase (word order counts in hybrid and keyword modes)."""
+    """The pool's memories whose texts are ``known``, each marked if it holds the whole query as a
+    phrase (word order counts in hybrid and keyword modes). The back-end pooled only the holders of
+    the required phrases (``PoolRequest.holds``)."""
     wanted = query.phrases
     if not wanted or mode is SearchMode.VECTOR:
         return pool
-    kept = (c for c in pool.candidates if c.id in known and wanted.allows(known[c.id]))
+    kept = (c for c in pool.candidates if c.id in known)
     marked = tuple(c._replace(phrase=wanted.matches(known[c.id])) for c in kept)
     return replace(pool, candidates=marked)

@@ -22,8 +22,7 @@ cosine) or ``TIME_KEYWORD`` × the pool's best BM25.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from remem.core.search import sessions, speakers
 from remem.core.search.pool import FULL_COVERAGE, Candidate, Pool
@@ -78,9 +77,10 @@ TIME_COSINE = 0.3
 TIME_KEYWORD = 0.25
 
 
-@dataclass(frozen=True)
-class Ranked:
-    """A memory id with its lanes and the lifts that moved it, before the memory itself is fetched."""
+class Ranked(NamedTuple):
+    """A memory id with its lanes and the lifts that moved it, before the memory itself is fetched.
+    A named tuple: a hybrid search lifts ~140 of them (``dataclasses.replace`` on a frozen
+    dataclass took 2.3 ms of a profiled 10k search)."""
 
     id: int
     score: float
@@ -90,7 +90,8 @@ class Ranked:
 
     def lifted(self, name: str, size: float | None) -> Ranked:
         """This memory with one more lift (``size`` None: it moved ahead, its score unchanged)."""
-        return replace(self, score=self.score + (size or 0.0), lifts=(*self.lifts, Lift(name, size)))
+        lifts = (*self.lifts, Lift(name, size))
+        return Ranked(self.id, self.score + (size or 0.0), self.vector, self.keyword, lifts)
 
 
 def rank(pool: Pool, mode: SearchMode) -> list[Ranked]:

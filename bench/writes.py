@@ -1,5 +1,6 @@
 """What one write costs a local store as it grows: wall time and bytes written by one ``remem add``
-(a CLI process) and one warm ``Memories.add``, on stores of ``--sizes`` memories, exact and HNSW;
+(a CLI process) and one warm ``Memories.add``, on stores of ``--sizes`` memories, exact and HNSW
+(their vectors mixed from real embeddings of texts like theirs: ``build``);
 and search (cold `remem search`, median of 3; warm p50) with ``--lag`` memories added since the
 index file was written (by default, with the adds before, the largest lag the store allows before it
 rewrites the file, ``sync.bound`` of its kind: 10,000 exact, 2,000 HNSW; a larger one would have the
@@ -19,7 +20,7 @@ costs about what it costs a small one); the search columns set a lagging checkpo
 fresh one.
 
 Run it once per code version with the same ``--work`` (the stores are built once, with the
-bundled model's identity and vectors mixed from a few real ones, by ``remem import``, and copied
+bundled model's identity and vectors mixed from real ones, by ``remem import``, and copied
 fresh for every measurement), e.g. main's code in a second worktree as the baseline:
 
     PYTHONPATH=/tmp/before/src python bench/writes.py --label before
@@ -91,35 +92,62 @@ def model_record(work: Path) -> dict[str, object]:
     ]
     path = work / "model.json"
     if path.exists() and json.loads(path.read_text()) != record:
-        for built in work.glob("store-*"):
+        for built in work.glob("mixed-*"):
             shutil.rmtree(built)
+        (work / "sample.npy").unlink(missing_ok=True)
     path.write_text(json.dumps(record))
     return record
 
 
+#: Real embeddings of the store's own kind of text that its vectors are mixed from (``build``).
+SAMPLE = 2_000
+
+
+def _text(n: int) -> str:
+    return f"memory {n} about topic {n % 997}"
+
+
+def real_sample(work: Path) -> np.ndarray:
+    """``SAMPLE`` unit vectors of texts like the store's, embedded by the bundled model once
+    (``WORK/sample.npy``)."""
+    path = work / "sample.npy"
+    if not path.exists():
+        with remem.open(work / "seed-store") as memories:
+            windows = memories.embedder().embed_documents([_text(n * 7) for n in range(SAMPLE)]).windows
+        np.save(path, np.stack([rows[0] for rows in windows]).astype(np.float32))
+    sample: np.ndarray = np.load(path)
+    return sample
+
+
 def build(work: Path, size: int, kind: str) -> Path:
-    """``WORK/store-SIZE-KIND``, built once: ``size`` memories with clustered 384-d unit vectors."""
-    store = work / f"store-{size}-{kind}"
+    """``WORK/mixed-SIZE-KIND``, built once: ``size`` memories whose unit vectors mix three real ones
+    (``a + b/2 + c/4`` plus noise, as bench/scale.py), so that the text of the queries and of the
+    memories added later is near the store's vectors as in a real store. (Random vectors, as before,
+    were all far from it: an HNSW walk from a text query then visits 3.5× the vectors it visits in a
+    graph that holds a cluster of text, so a checkpoint without the lag's text memories looked
+    slower than one with them.)"""
+    store = work / f"mixed-{size}-{kind}"
     if (store / "done").exists():
         return store
-    exact = work / f"store-{size}-exact"
+    exact = work / f"mixed-{size}-exact"
     if kind == "hnsw":
         build(work, size, "exact")
         shutil.rmtree(store, ignore_errors=True)
-        shutil.copytree(exact, store)
+        copy_store(exact, store)
         (store / "done").unlink()
         remem_cli("reindex", "--store", str(store), "--index", "hnsw")
         (store / "done").touch()
         return store
     model: dict[str, object] = json.loads((work / "model.json").read_text())  # main: model_record
+    base = real_sample(work)
     rng = np.random.default_rng(size)
-    dim = int(model["dim"])  # type: ignore[call-overload]
-    centres = rng.normal(size=(max(size // 100, 10), dim)).astype(np.float32)
     source = work / f"import-{size}.jsonl"
     with source.open("w") as out:
         for start in range(0, size, 50_000):
             count = min(50_000, size - start)
-            mix = centres[rng.integers(0, len(centres), count)] + rng.normal(0, 0.3, (count, dim))
+            pick = rng.integers(0, len(base), size=(count, 3))
+            mix = base[pick[:, 0]] + base[pick[:, 1]] / 2 + base[pick[:, 2]] / 4
+            mix += rng.normal(0, 0.015, size=mix.shape)
             mix = (mix / np.linalg.norm(mix, axis=1, keepdims=True)).astype(np.float32)
             for i, vector in enumerate(mix, start):
                 vec = {
@@ -127,7 +155,7 @@ def build(work: Path, size: int, kind: str) -> Path:
                     "windows": 1,
                     "float32_base64": base64.b64encode(vector.tobytes()).decode(),
                 }
-                out.write(json.dumps({"text": f"memory {i} about topic {i % 997}", "vector": vec}) + "\n")
+                out.write(json.dumps({"text": _text(i), "vector": vec}) + "\n")
     shutil.rmtree(store, ignore_errors=True)
     remem_cli("import", "--store", str(store), str(source))
     source.unlink()
@@ -135,11 +163,33 @@ def build(work: Path, size: int, kind: str) -> Path:
     return store
 
 
+def _copy_file(source: str, target: str) -> None:
+    """Copy a file into the page cache as remem left it. The index file in big writes, as remem
+    saves it: one copied by ``sendfile`` (shutil's way) sits in the page cache in small pieces, and
+    mapping it took 2,861 page faults against 599 for a file remem wrote (100k exact, 154 MB; ~10 ms
+    more to verify, ~0.1 s at a million), which a lagging copy paid and a freshly rewritten
+    checkpoint did not. The rest by shutil, as SQLite writes its pages of 4 KB: in big pieces, each
+    page an add wrote dirtied a large piece, all counted in its ``write_bytes`` (9.3 MB against
+    0.16 MB for one ``remem add`` at 100k)."""
+    if Path(source).name != "vectors.faiss":
+        shutil.copy2(source, target)
+        return
+    with open(source, "rb") as reading, open(target, "wb") as writing:
+        while piece := reading.read(16 << 20):
+            writing.write(piece)
+    shutil.copystat(source, target)
+
+
+def copy_store(source: Path, target: Path) -> None:
+    """Copy a store directory (``_copy_file``)."""
+    shutil.copytree(source, target, copy_function=_copy_file)
+
+
 def fresh_copy(work: Path, store: Path) -> Path:
     """A copy of ``store`` to write to (the built one stays as it was)."""
     copy = work / "scratch"
     shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(store, copy)
+    copy_store(store, copy)
     return copy
 
 

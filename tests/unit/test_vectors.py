@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from remem.atomic import atomic_writer
+from remem.backends.local import flat
 from remem.backends.local.flat import FlatIndex
+from remem.backends.local.kinds import IndexKind
 from remem.backends.local.vectors import IndexFileError, VectorIndex
 from remem.errors import StoreError
 
@@ -128,6 +130,26 @@ def test_search_among_restricts_candidates_exactly() -> None:
     result = index.search(query, 5, among)
     assert [mid for mid, _ in result] == [among[i] for i in order]
     np.testing.assert_allclose([s for _, s in result], scores[order], atol=1e-5)
+
+
+def test_hnsw_scores_the_vectors_added_since_its_graph_on_the_callers_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_blas(*_: object) -> None:
+        raise AssertionError("BLAS's threads woken for the vectors added since the graph")
+
+    monkeypatch.setattr(flat, "_blas_product", no_blas)
+    index = VectorIndex.empty(DIM, IndexKind.HNSW)
+    ids, vectors = [3 * i + 7 for i in range(40)], _unit_rows(40)
+    index.add(ids, vectors)  # all added since the (empty) graph was saved
+    query = _unit_rows(1, seed=99)[0]
+    scores = vectors @ query
+    order = np.argsort(-scores)[:7]
+    result = index.search(query, 7)
+    assert [mid for mid, _ in result] == [ids[i] for i in order]
+    np.testing.assert_allclose([s for _, s in result], scores[order], atol=1e-6)
+    among = ids[::3]
+    assert {mid for mid, _ in index.search(query, 5, among)} <= set(among)
 
 
 def test_search_among_fewer_than_k_and_empty() -> None:

@@ -18,6 +18,8 @@ import numpy.typing as npt
 from remem.arrays import FloatArray
 
 IdArray = npt.NDArray[np.int64]
+#: ``product(rows, vector, out)`` sets ``out`` to ``rows @ vector`` (float32, contiguous).
+Product = Callable[[FloatArray, FloatArray, FloatArray], object]
 
 # FAISS's index header: d (int32), ntotal (int64), two unused int64, is_trained (bool),
 # metric (int32; 0 is inner product). Each index starts with a four-byte type tag.
@@ -43,10 +45,17 @@ class FlatIndex:
     nothing (it copied 1.5 GB before), and saving streams the base from the file."""
 
     def __init__(
-        self, dim: int, ids: IdArray, base: FloatArray, release: Callable[[int, int], None] | None = None
+        self,
+        dim: int,
+        ids: IdArray,
+        base: FloatArray,
+        release: Callable[[int, int], None] | None = None,
+        product: Product | None = None,
     ) -> None:
-        """Wrap ``ids`` and their rows in ``base`` (use ``empty`` or ``from_bytes``)."""
+        """Wrap ``ids`` and their rows in ``base`` (use ``empty`` or ``from_bytes``); ``product``
+        scores rows (default: BLAS, whose threads a big scan uses)."""
         self.dim = dim
+        self._product = product or _blas_product
         self._ids = ids
         # Whole SCAN_ROWS pieces of ``base`` stay in place; the rows past the last whole piece start
         # the tail (a copy of at most SCAN_ROWS rows), so that every row is scored in the same piece
@@ -61,9 +70,9 @@ class FlatIndex:
         self._dead: npt.NDArray[np.bool_] | None = None  # rows removed since: skipped, never moved
 
     @classmethod
-    def empty(cls, dim: int) -> FlatIndex:
-        """A new index with no vectors."""
-        return cls(dim, np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32))
+    def empty(cls, dim: int, product: Product | None = None) -> FlatIndex:
+        """A new index with no vectors (``product``: as the constructor's)."""
+        return cls(dim, np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32), product=product)
 
     @classmethod
     def from_bytes(
@@ -166,7 +175,9 @@ class FlatIndex:
             labels, scores = self.scores(vector)
         else:
             rows = self._rows(np.unique(np.asarray(among, dtype=np.int64)))[1]
-            labels, scores = self._ids[rows], self._take(rows) @ vector
+            taken = self._take(rows)
+            labels, scores = self._ids[rows], np.empty(len(taken), dtype=np.float32)
+            self._product(taken, vector, scores)
         if k < len(scores):
             best = np.argpartition(scores, len(scores) - k)[-k:]
             scores, labels = scores[best], labels[best]
@@ -188,11 +199,11 @@ class FlatIndex:
         for start in range(0, self.size, SCAN_ROWS):
             stop = min(self.size, start + SCAN_ROWS)
             if start < base:
-                np.matmul(self._base[start:stop], vector, out=scores[start:stop])
+                self._product(self._base[start:stop], vector, scores[start:stop])
                 if self._release is not None:
                     self._release(start, stop)
             else:
-                np.matmul(self._tail[start - base : stop - base], vector, out=scores[start:stop])
+                self._product(self._tail[start - base : stop - base], vector, scores[start:stop])
         return scores
 
     def _take(self, rows: IdArray) -> FloatArray:
@@ -233,6 +244,10 @@ class FlatIndex:
         if self._dead is not None and len(keys):
             found &= ~self._dead[rows[at]]  # removed: as if absent
         return found, rows[at[found]]
+
+
+def _blas_product(rows: FloatArray, vector: FloatArray, out: FloatArray) -> None:
+    np.matmul(rows, vector, out=out)
 
 
 def layout(dim: int, ids: IdArray, rows: Iterable[bytes | memoryview]) -> Iterator[bytes | memoryview]:

@@ -127,6 +127,20 @@ class HnswGraph:
         return rows
 
 
+def inner_products(rows: FloatArray, vector: FloatArray, out: FloatArray) -> None:
+    """``out = rows @ vector`` on this thread, in FAISS's SIMD loop: the vectors added since the
+    graph was saved are scored so on every search, and BLAS's gemv hands 2,000 of them to
+    OpenBLAS's threads, whose wake-up and spinning cost a loaded machine more than the product
+    (100k HNSW, 2,000 behind, 2 busy cores: the scan's p50 9-14 ms against 0.8 ms, the walk beside it
+    12-15 ms against 7 ms)."""
+    faiss = _faiss()
+    rows = np.ascontiguousarray(rows, dtype=np.float32)
+    vector = np.ascontiguousarray(vector, dtype=np.float32)
+    faiss.fvec_inner_products_ny(
+        faiss.swig_ptr(out), faiss.swig_ptr(vector), faiss.swig_ptr(rows), len(vector), len(rows)
+    )
+
+
 def _checked(index: Any, dim: int) -> Any:
     """``index`` if it is a ``dim``-d IndexIDMap2; else ValueError."""
     if index.d != dim or not isinstance(index, _faiss().IndexIDMap2):

@@ -68,7 +68,7 @@ class VectorIndex:
         self._engine = engine
         self.header = header
         self._tombstones = set(header.tombstones)  # ids in an HNSW graph that are deleted
-        self._recent = FlatIndex.empty(header.dim)  # HNSW: vectors added since the graph was saved
+        self._recent = _recent(engine)  # HNSW: vectors added since the graph was saved
         self._mapped: MappedFile | None = None  # the file the engine reads in place, if it does
 
     @classmethod
@@ -208,7 +208,7 @@ class VectorIndex:
         if not isinstance(self._engine, FlatIndex) and self._recent.size:
             recent = self._recent.ids()
             self._engine.add(recent, self._recent.vectors(recent.tolist()))
-            self._recent = FlatIndex.empty(self.header.dim)
+            self._recent = _recent(self._engine)
         self.header.tombstones = sorted(self._tombstones)
         exact = isinstance(self._engine, FlatIndex)
         try:
@@ -236,6 +236,14 @@ def _hnsw() -> Any:
     from remem.backends.local import hnsw  # noqa: PLC0415 - lazy: FAISS is needed only by HNSW stores
 
     return hnsw
+
+
+def _recent(engine: FlatIndex | HnswGraph) -> FlatIndex:
+    """An empty index of the vectors added since ``engine`` was saved: of an HNSW graph, scored on
+    the caller's thread (``hnsw.inner_products``); an exact index adds to its own rows."""
+    if isinstance(engine, FlatIndex):
+        return FlatIndex.empty(engine.dim)
+    return FlatIndex.empty(engine.dim, product=_hnsw().inner_products)
 
 
 def _xxhash() -> Any:

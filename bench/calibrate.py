@@ -1,26 +1,31 @@
 """Fit the calibrated score (issue #48): the map from what a search ranks by to a relevance in [0, 1].
 
-    python bench/calibrate.py [--scifact DIR] [--locomo DIR] [--stores DIR] [--save FILE] [--quick]
+    python bench/calibrate.py [--model NAME] [--scifact DIR] [--locomo DIR] [--stores DIR] [--save FILE]
+                              [--quick]
     python bench/calibrate.py --load FILE      (fit and print again from the hits a run saved)
 
-Builds (or, with ``--stores``, reuses) a store of SciFact, of LoCoMo and of the memory-shaped set
-through the public API, as bench/beir.py, bench/locomo.py and bench/memory_set.py do (their own
-functions), with the bundled model, and asks every query in each mode (hybrid, vector, keyword) with
-each benchmark's own arguments (SciFact k=100, LoCoMo k=10 within the conversation, the memory set
-k=3 of 63 memories: its whole top is read). Each hit of a query's top 10 is recorded with its
-calibration's terms (``Hit.calibration``: the ranking score in each lane's units) and whether it is
-relevant (SciFact: judged relevant; LoCoMo: a turn of the question's evidence; memory set: the
-answer).
+Builds (or, with ``--stores``, reuses: ``DIR/MODEL/scifact`` and ``DIR/MODEL/locomo``) a store of
+SciFact, of LoCoMo and of the memory-shaped set through the public API, as bench/beir.py,
+bench/locomo.py and bench/memory_set.py do (their own functions), with the model ``--model`` names
+(``remem.open(model=)``; default the bundled all-minilm-l6-v2; another must be installed, ``remem
+model pull``; a kept store of another model is refused), and asks every query in each mode (hybrid,
+vector, keyword) with each benchmark's own arguments (SciFact k=100, LoCoMo k=10 within the
+conversation, the memory set k=3 of 63 memories: its whole top is read). Each hit of a query's top
+10 is recorded with its calibration's terms (``Hit.calibration``: the ranking score in each lane's
+units) and whether it is relevant (SciFact: judged relevant; LoCoMo: a turn of the question's
+evidence; memory set: the answer).
 
 The queries are split into a tuning and a held-out half (seed 31; LoCoMo by conversation, the others
 by query, as bench/fusion_lab.py splits them). On the tuning halves, one logistic regression per
 mode (every hit alike, weights kept ≥ 0 so the map is monotone) gives the constants of
 ``remem.core.search.calibration``. On the held-out halves it prints the reliability table per corpus
 and pooled: bins of 0.2 of the shown score (the fitted map, never rising down a query's list), the
-hits in each and the share relevant. The baseline in the same run is the map search ships
-(``calibration.BUNDLED``): its table, and how far its scores are from the fitted map's. It also
-prints each benchmark's quality from the same searches (SciFact nDCG@10, LoCoMo R@10, memory-set
-hit@1), which the map cannot change: it never reorders.
+hits in each and the share relevant. The baseline in the same run is the map search ships for that
+model (``calibration.maps_for``: the bundled model's maps for a model without its own): its table,
+and how far its scores are from the fitted map's. A saved file names its model (``--load`` of a file
+saved before it did: ``--model`` says which). It also prints each benchmark's quality from the same
+searches (SciFact nDCG@10, LoCoMo R@10, memory-set hit@1), which the map cannot change: it never
+reorders.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import random
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -45,6 +51,7 @@ import locomo
 import memory_set
 import remem
 from remem.core.search import calibration
+from remem.embedders.registry import BUNDLED_MODEL
 
 SEED = 31
 MODES = (remem.SearchMode.HYBRID, remem.SearchMode.VECTOR, remem.SearchMode.KEYWORD)
@@ -214,40 +221,68 @@ def print_tables(asked: Sequence[Asked], maps: dict[remem.SearchMode, calibratio
     _harness.table(["score", *(f"{g}: hits / share relevant" for g in made)], rows, title)
 
 
+@contextmanager
+def opened(directory: Path, model: str) -> Iterator[remem.Memories]:
+    """The store in ``directory`` (made with ``model`` when new); SystemExit if it holds another
+    model's vectors (a kept store of another run)."""
+    with remem.open(directory, model=model) as memories:
+        held = memories.embedder().info.name
+        if held != model:
+            raise SystemExit(f"Error: the store {directory} holds {held}'s vectors, not {model}'s")
+        yield memories
+
+
 def collect(args: Any, stores: Path) -> list[Asked]:
-    """Every corpus's queries in every mode (stores under ``stores``; the memory set's is new)."""
+    """Every corpus's queries in every mode, with ``args.model`` (stores under ``stores``/model; the
+    memory set's is new)."""
     asked: list[Asked] = []
-    with remem.open(stores / "scifact") as memories:
+    with opened(stores / args.model / "scifact", args.model) as memories:
         asked += scifact(memories, args.scifact, args.quick)
     _harness.note("scifact done")
-    with remem.open(stores / "locomo") as memories:
+    with opened(stores / args.model / "locomo", args.model) as memories:
         asked += conversations(memories, args.locomo, args.quick)
     _harness.note("locomo done")
-    with tempfile.TemporaryDirectory() as tmp, remem.open(Path(tmp) / "memory") as memories:
+    with tempfile.TemporaryDirectory() as tmp, opened(Path(tmp) / "memory", args.model) as memories:
         asked += memory_shaped(memories)
     return asked
+
+
+def load(path: Path, model: str) -> tuple[str, list[Asked]]:
+    """The model and every query's hits a run saved (a file saved before runs named their model:
+    ``model``'s)."""
+    saved = json.loads(path.read_text())
+    if isinstance(saved, dict):
+        model, saved = saved["model"], saved["asked"]
+    asked = [
+        Asked(c, k, remem.SearchMode(m), [(float(x), float(y), bool(r)) for x, y, r in hits], q)
+        for c, k, m, hits, q in saved
+    ]
+    return model, asked
 
 
 def main() -> None:
     """Collect, split, fit, print the constants, the tables and the benchmarks' quality."""
     parser = _harness.parser(__doc__)
+    parser.add_argument("--model", default=BUNDLED_MODEL.name, help="model name (default: %(default)s)")
     parser.add_argument("--scifact", type=Path, default=_harness.SHARED / "scifact")
     parser.add_argument("--locomo", type=Path, default=_harness.SHARED / "locomo")
-    parser.add_argument("--stores", type=Path, help="keep (or reuse) the SciFact and LoCoMo stores here")
+    parser.add_argument(
+        "--stores", type=Path, help="keep (or reuse) the SciFact and LoCoMo stores here, per model"
+    )
     parser.add_argument("--save", type=Path, help="also write every query's hits to this JSON file")
     parser.add_argument("--load", type=Path, help="read the hits a run saved instead of searching")
     args = parser.parse_args()
     print(_harness.machine())
+    model = args.model
     if args.load:
-        asked = [
-            Asked(c, k, remem.SearchMode(m), [tuple(h) for h in hits], q)
-            for c, k, m, hits, q in json.loads(args.load.read_text())
-        ]  # type: ignore[misc]
+        model, asked = load(args.load, model)
     else:
         with tempfile.TemporaryDirectory(prefix="remem-calibrate-") as tmp:
             asked = collect(args, args.stores or Path(tmp))
     if args.save:
-        args.save.write_text(json.dumps([[a.corpus, a.key, a.mode.value, a.hits, a.quality] for a in asked]))
+        rows = [[a.corpus, a.key, a.mode.value, a.hits, a.quality] for a in asked]
+        args.save.write_text(json.dumps({"model": model, "asked": rows}))
+    print(f"model: {model}")
     split = halves(asked)
     tune = [a for a in asked if (a.corpus, a.key) in split["tune"]]
     hold = [a for a in asked if (a.corpus, a.key) in split["hold"]]
@@ -261,8 +296,11 @@ def main() -> None:
     print_tables(hold, fitted, "\nheld-out halves, the fitted map (every mode):")
     for mode in MODES:
         print_tables([a for a in hold if a.mode is mode], fitted, f"\nheld-out halves, {mode.value}:")
-    shipped = calibration.BUNDLED
-    print_tables(hold, shipped, "\nbaseline: held-out halves, the map search ships (calibration.BUNDLED):")
+    shipped = calibration.maps_for(model)
+    own = "its own" if model in calibration.MAPS else "the bundled model's"
+    print_tables(
+        hold, shipped, f"\nbaseline: held-out halves, the map search ships for {model} ({own}, maps_for):"
+    )
     apart = max(
         (
             abs(x - y)

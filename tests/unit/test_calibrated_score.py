@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import itertools
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import remem
 from remem.backends.base import TurnTime
 from remem.core.search import calibration, fuse
 from remem.core.search.pool import Candidate, Pool
-from remem.types import Lane, SearchMode
+from remem.testing import FAKE_DIM, FakeEmbedder
+from remem.types import Lane, ModelInfo, SearchMode
 
 MODES = (SearchMode.HYBRID, SearchMode.VECTOR, SearchMode.KEYWORD)
 _COSINE = st.floats(-0.2, 1.0, allow_nan=False)
@@ -114,10 +117,44 @@ def test_a_two_hit_pool_gets_each_its_own_cosine_back() -> None:
     assert 0.0 < second.relevance < first.relevance < 1.0
 
 
-def test_an_unknown_model_uses_the_bundled_models_maps() -> None:
+def test_a_model_without_its_own_maps_uses_the_bundled_models() -> None:
     assert calibration.maps_for("bge-small-en-v1.5") is calibration.BUNDLED
     assert calibration.maps_for(None) is calibration.BUNDLED
-    assert all(m.cosine >= 0 and m.keyword >= 0 and m.rank >= 0 for m in calibration.BUNDLED.values())
+    for maps in calibration.MAPS.values():
+        assert set(maps) == set(MODES)
+        assert all(m.cosine >= 0 and m.keyword >= 0 and m.rank >= 0 for m in maps.values())
+
+
+def test_a_store_of_multilingual_e5_small_shows_scores_by_its_own_maps(tmp_path: Path) -> None:
+    """Its cosines sit near 0.85, not the bundled model's 0.3: its store is scored by the maps fitted
+    on its own hits (``bench/calibrate.py --model multilingual-e5-small``; keyword mode, BM25 alone,
+    fitted as the bundled model's), while a store of a model without its own maps keeps the bundled
+    model's; the order is the same."""
+    e5 = calibration.maps_for("multilingual-e5-small")
+    assert e5 is calibration.MAPS["multilingual-e5-small"] and e5 is not calibration.BUNDLED
+    assert all(e5[m] != calibration.BUNDLED[m] for m in (SearchMode.HYBRID, SearchMode.VECTOR))
+    texts = [f"note {i}: the weekly review of topic {i} went fine" for i in range(8)]
+    texts += ["bob rotates the deploy key every ninety days", "bob likes green tea"]
+    found = {}
+    for name, model in (("e5", "multilingual-e5-small"), ("other", "fake-bag-of-words")):
+        info = ModelInfo(model, FAKE_DIM, "mean", "f" * 64)
+        with remem.open(tmp_path / name, embedder=FakeEmbedder(info)) as memories:
+            memories.add_many([remem.NewMemory(t) for t in texts])
+            found[name] = {m: memories.search("deploy key rotation", k=5, mode=m) for m in MODES}
+    for mode in MODES:
+        hits, others = found["e5"][mode], found["other"][mode]
+        assert [h.memory.text for h in hits] == [h.memory.text for h in others] and hits
+        for maps, shown in ((e5, hits), (calibration.BUNDLED, others)):
+            for hit in shown:
+                terms = hit.calibration
+                assert terms is not None
+                raw = maps[mode].relevance(terms.cosine, terms.keyword, terms.rank)
+                assert hit.score >= raw - 1e-12  # never below its map (a list never rising)
+        first = hits[0].calibration
+        assert first is not None
+        assert hits[0].score == pytest.approx(e5[mode].relevance(first.cosine, first.keyword, first.rank))
+        if e5[mode] != calibration.BUNDLED[mode]:
+            assert hits[0].score != pytest.approx(others[0].score)
 
 
 def test_non_increasing_raises_a_value_to_the_largest_after_it() -> None:

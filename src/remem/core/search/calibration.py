@@ -94,7 +94,7 @@ BUNDLED = {
 E5_SMALL = {
     SearchMode.HYBRID: Map(cosine=9.243, keyword=0.976, rank=1.479, bias=-9.002),
     SearchMode.VECTOR: Map(cosine=0.492, keyword=0.0, rank=1.406, bias=-1.179),
-    SearchMode.KEYWORD: Map(cosine=0.0, keyword=1.966, rank=1.364, bias=-1.660),
+    SearchMode.KEYWORD: BUNDLED[SearchMode.KEYWORD],  # fitted alike; a keyword search reads no model
 }
 #: Maps by model name. The BGE models need a download, so their maps could not be fitted: a store of
 #: a model without its own maps uses the bundled model's (see docs/search.md).

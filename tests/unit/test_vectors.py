@@ -103,14 +103,20 @@ def test_add_keeps_ids_in_insertion_order() -> None:
     assert index.size == 10
 
 
-def test_search_is_exact_top_k() -> None:
-    index, ids, vectors = _filled(50)
+def _finds_exact_top(index: VectorIndex, ids: list[int], vectors: np.ndarray, atol: float) -> np.ndarray:
+    """Assert that ``index`` finds the exact top 7 of ``ids`` / ``vectors`` for a query; return it."""
     query = _unit_rows(1, seed=99)[0]
     scores = vectors @ query
     order = np.argsort(-scores)[:7]
     result = index.search(query, 7)
     assert [mid for mid, _ in result] == [ids[i] for i in order]
-    np.testing.assert_allclose([s for _, s in result], scores[order], atol=1e-5)
+    np.testing.assert_allclose([s for _, s in result], scores[order], atol=atol)
+    return query
+
+
+def test_search_is_exact_top_k() -> None:
+    index, ids, vectors = _filled(50)
+    _finds_exact_top(index, ids, vectors, 1e-5)
 
 
 def test_search_k_larger_than_size_returns_all() -> None:
@@ -142,12 +148,7 @@ def test_hnsw_scores_the_vectors_added_since_its_graph_on_the_callers_thread(
     index = VectorIndex.empty(DIM, IndexKind.HNSW)
     ids, vectors = [3 * i + 7 for i in range(40)], _unit_rows(40)
     index.add(ids, vectors)  # all added since the (empty) graph was saved
-    query = _unit_rows(1, seed=99)[0]
-    scores = vectors @ query
-    order = np.argsort(-scores)[:7]
-    result = index.search(query, 7)
-    assert [mid for mid, _ in result] == [ids[i] for i in order]
-    np.testing.assert_allclose([s for _, s in result], scores[order], atol=1e-6)
+    query = _finds_exact_top(index, ids, vectors, 1e-6)
     among = ids[::3]
     assert {mid for mid, _ in index.search(query, 5, among)} <= set(among)
 

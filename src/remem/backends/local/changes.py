@@ -83,8 +83,7 @@ def refile(writing: Writing, memory_id: int, change: Refiling, expected_sha256: 
                 [(memory_id, tag) for tag in sorted(set(tags))],
             )
         if tags is not None or owner is not None:
-            conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
-            fts.write_stored_terms(conn, [memory_id])
+            fts.rewrite_terms(conn, [memory_id])
     return records.get_many([memory_id])[memory_id]
 
 
@@ -114,6 +113,5 @@ def _set_context(conn: sqlite3.Connection, memory_id: int, sha256: str, context:
     )
     if cursor.rowcount == 0:
         return False
-    conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
-    fts.write_stored_terms(conn, [memory_id])
+    fts.rewrite_terms(conn, [memory_id])
     return True

@@ -24,6 +24,9 @@ FTS_TOKENIZER = f"porter unicode61 remove_diacritics 2 tokenchars '{IDENTIFIER_P
 CREATE_TABLE = f'CREATE VIRTUAL TABLE memories_fts USING fts5(terms, context, tokenize = "{FTS_TOKENIZER}")'
 
 ANALYZER_KEY = "keyword_analyzer"
+#: How many times memories' keyword rows were rewritten in place (same id): ``heads`` keeps a bound
+#: on each term's holders that such a rewrite may break, and an added memory may not.
+REWRITES_KEY = "keyword_rewrites"
 
 
 #: A memory's names for the keyword table: role, user, and its tags (space-separated).
@@ -44,10 +47,34 @@ def write_stored_terms(conn: sqlite3.Connection, memory_ids: Sequence[int] | Non
     return len(rows)
 
 
+def rewrite_terms(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> None:
+    """Index these memories again as they are now in the database (after an edit), counted as a
+    rewrite (``REWRITES_KEY``); inside the writer's transaction."""
+    marks = ",".join("?" * len(memory_ids))
+    conn.execute(f"DELETE FROM memories_fts WHERE rowid IN ({marks})", list(memory_ids))
+    write_stored_terms(conn, memory_ids)
+    _count_rewrite(conn)
+
+
+def rewrites(conn: sqlite3.Connection) -> int:
+    """How many times keyword rows were rewritten in place (``rewrite_terms``, ``rebuild``)."""
+    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (REWRITES_KEY,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _count_rewrite(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "INSERT INTO store_meta (key, value) VALUES (?, '1') "
+        "ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
+        (REWRITES_KEY,),
+    )
+
+
 def rebuild(conn: sqlite3.Connection) -> int:
     """Re-analyze every memory into the keyword table and record the analyzer version; returns rows."""
     conn.execute("DELETE FROM memories_fts")
     count = write_stored_terms(conn)
+    _count_rewrite(conn)
     conn.execute(
         "INSERT INTO store_meta (key, value) VALUES (?, ?) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -281,8 +281,7 @@ class Records:
         )
         if cursor.rowcount == 0:
             return False
-        self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
-        fts.write_stored_terms(self.conn, [memory_id])
+        fts.rewrite_terms(self.conn, [memory_id])
         self.replace_vectors(memory_id, vectors)
         return True
 

@@ -1,0 +1,233 @@
+"""The keyword lane's top without scoring every match: each term's head, and a bound on the rest.
+
+FTS5's ``bm25()`` costs ≈1-3 µs a match (it reads each match's length and instances), while walking
+the same doclists costs ≈0.1 µs a posting: a query of 4-5 words matches 12,000 (p50) to 37,000
+(p95) of a million memories (bench/scale.py's corpus). The memories that can still enter the top
+``limit`` are few, and can be named without scoring the others:
+
+- a memory holding two or more of the query's terms (an FTS5 expression, walked in SQLite);
+- a memory holding one term ``t``: its score is ``t``'s share alone, so only if that share is at
+  least the ``limit``-th best score found. Each term's **head** (its ``size`` best memories by its
+  own share, kept from one search to the next) and a bound on every other holder's share (``rest``,
+  the next one's) tell which can: none outside the head when ``rest`` is below that score;
+- memories added since a head was taken (ids only grow: ``AUTOINCREMENT``).
+
+Those candidates are scored by FTS5's own ``bm25()`` over the whole query, in one statement, so every
+score is the double a full query gives; the top is exact when every term's bound is below the
+``limit``-th score, else the full query runs (``None``). A share changes with the store's statistics:
+a head stays a bound as the IDF changes (scaled by it) and the mean length grows (a share grows at
+most by the ratio; a longer mean only lowers it), and is taken again when a memory's keyword row is
+rewritten in place (``fts.rewrites``), or ``STALE_AFTER`` memories were added since.
+
+At 1,000,000 memories, top 100 of the bench's queries: 36 ms → 9.7 ms p50, 110 → 25 ms p95, every
+top identical to the full query's (tests/unit/test_heads.py checks it on random stores).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from remem.backends.analyzer import CONTEXT_WEIGHT
+from remem.backends.base import Scored
+from remem.backends.local import bm25, fts
+from remem.types import Filters
+
+#: The fewest memories a head keeps: a top of ``limit`` keeps at least twice as many (64 for 10 and
+#: 200 for 100 proved the top exact without the full query for 190 of 200 queries at 1M).
+MIN_HEAD = 64
+#: A top deeper than this takes the full query (a head of 2 × limit would cost as much to score).
+MAX_LIMIT = 256
+#: At most this many query terms (the expression of "two or more" grows with their square).
+MAX_TERMS = 12
+#: Heads kept (terms); the least recently used goes first.
+KEPT_HEADS = 2_048
+#: A head is taken again when this many memories were added since (their holders are candidates).
+STALE_AFTER = 10_000
+#: A process takes no heads in its first calls: one CLI search (two calls with a time window) pays
+#: nothing for heads it will not use again (taking one scores every holder of its term).
+BUILD_AFTER = 2
+#: A bound must be below the ``limit``-th score by this share (the float sums' rounding).
+MARGIN = 1e-9
+_SCORE = f"-bm25(memories_fts, 1.0, {CONTEXT_WEIGHT})"
+_ROWIDS = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
+
+
+@dataclass(frozen=True)
+class Head:
+    """A term's best holders by its own BM25 share, and what held when they were taken."""
+
+    ids: array[int]
+    #: The best share of a holder outside ``ids`` (0.0 when there is none).
+    rest: float
+    idf: float
+    mean: float
+    #: The highest id then, and the count of in-place rewrites (``fts.rewrites``).
+    last: int
+    rewrites: int
+
+
+class Heads:
+    """Each term's ``Head``, kept across searches while still a bound (thread-safe)."""
+
+    def __init__(self, most: int = KEPT_HEADS) -> None:
+        """An empty cache of at most ``most`` heads."""
+        self._lock = threading.Lock()
+        self._most = most
+        self._heads: OrderedDict[str, Head] = OrderedDict()
+        #: Calls of ``top`` so far: heads are taken from the third on (``BUILD_AFTER``).
+        self.calls = 0
+
+    def get(self, term: str) -> Head | None:
+        """``term``'s head, if kept."""
+        with self._lock:
+            head = self._heads.get(term)
+            if head is not None:
+                self._heads.move_to_end(term)
+            return head
+
+    def put(self, term: str, head: Head) -> None:
+        """Keep ``head`` for ``term``."""
+        with self._lock:
+            self._heads[term] = head
+            self._heads.move_to_end(term)
+            while len(self._heads) > self._most:
+                self._heads.popitem(last=False)
+
+
+def broad(filters: Filters) -> bool:
+    """True when ``filters`` leave out only superseded and expired memories (or nothing): a head
+    then names the memories a top can hold."""
+    return not (
+        filters.user or filters.conversation or filters.role or filters.tags or filters.meta
+    ) and not (filters.since or filters.until or filters.written_by)
+
+
+@dataclass(frozen=True)
+class State:
+    """What the store shows now: its rows, their mean length, its highest id and its rewrites."""
+
+    rows: int
+    mean: float
+    last: int
+    rewrites: int
+
+
+def state(conn: sqlite3.Connection) -> State:
+    """The keyword table's ``State`` (FTS5's averages record, the highest id, ``fts.rewrites``)."""
+    rows, columns = fts.averages(conn)
+    last = conn.execute("SELECT coalesce(max(id), 0) FROM memories_fts_docsize").fetchone()[0]
+    return State(rows, max(sum(columns), 1) / max(rows, 1), int(last), fts.rewrites(conn))
+
+
+def top(
+    conn: sqlite3.Connection,
+    heads: Heads,
+    terms: Sequence[str],
+    held: Sequence[int],
+    filters: Filters,
+    limit: int,
+) -> list[Scored] | None:
+    """The BM25 top ``limit`` (memory id, score; best first, ties by id) over ``terms`` (each held
+    by ``held`` memories) among the filtered memories, exactly as ``fts.search`` gives it, or None
+    when the heads cannot show it is (see the module docstring): the caller then runs the full
+    query. Heads are taken from the third call on (``BUILD_AFTER``)."""
+    heads.calls += 1
+    if not terms or len(terms) > MAX_TERMS or limit > MAX_LIMIT or not broad(filters):
+        return None
+    now = state(conn)
+    size = max(MIN_HEAD, 2 * limit)
+    build = heads.calls > BUILD_AFTER
+    taken = [_head(conn, heads, pair, now, size, build) for pair in zip(terms, held, strict=True)]
+    if any(head is None for head in taken):
+        return None
+    kept = [head for head in taken if head is not None]
+    found = _candidates_top(conn, terms, kept, filters, limit)
+    if len(found) < limit:
+        return None
+    floor = found[-1][1]
+    for head, count in zip(kept, held, strict=True):
+        if _bound(head, bm25.idf(now.rows, count), now.mean) >= floor:
+            return None
+    return found
+
+
+def _head(
+    conn: sqlite3.Connection, heads: Heads, held: tuple[str, int], now: State, size: int, build: bool
+) -> Head | None:
+    """The head of ``held``'s term (held by so many memories) if kept and still a bound, else a new
+    one (when ``build``), else None."""
+    term, holders = held
+    head = heads.get(term)
+    usable = (
+        head is not None
+        and (len(head.ids) >= size or head.rest == 0.0)
+        and head.rewrites == now.rewrites
+        and now.last - head.last <= STALE_AFTER
+        and head.last <= now.last
+    )
+    if usable:
+        return head
+    if not build:
+        return None
+    rows = conn.execute(
+        f"SELECT rowid, {_SCORE} AS score FROM memories_fts WHERE memories_fts MATCH ? "
+        "ORDER BY score DESC, rowid LIMIT ?",
+        (term, size + 1),
+    ).fetchall()
+    head = Head(
+        array("q", (int(r[0]) for r in rows[:size])),
+        float(rows[size][1]) if len(rows) > size else 0.0,
+        bm25.idf(now.rows, holders),
+        now.mean,
+        now.last,
+        now.rewrites,
+    )
+    heads.put(term, head)
+    return head
+
+
+def _bound(head: Head, idf: float, mean: float) -> float:
+    """The most a holder outside ``head`` (and not added since) can score for its term now: its
+    share then, scaled by the IDF's change and by the mean length's growth (module docstring)."""
+    if head.rest == 0.0:
+        return 0.0
+    return head.rest / head.idf * idf * max(1.0, mean / head.mean) * (1.0 + MARGIN)
+
+
+def _candidates_top(
+    conn: sqlite3.Connection, terms: Sequence[str], kept: Sequence[Head], filters: Filters, limit: int
+) -> list[Scored]:
+    """The BM25 top ``limit`` over the whole query among the filtered candidates: holders of two or
+    more terms, the heads, and the holders added since the oldest head."""
+    match = " OR ".join(terms)
+    parts = [
+        "SELECT value FROM json_each(?)",
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid > ?",
+    ]
+    params: list[object] = [
+        json.dumps(sorted({i for head in kept for i in head.ids})),
+        match,
+        min(h.last for h in kept),
+    ]
+    if len(terms) > 1:
+        parts.append(_ROWIDS)
+        params.append(_two_or_more(terms))
+    joined, where, filtered = fts.conditions(conn, filters, None, "JOIN")
+    sql = (
+        f"SELECT memories_fts.rowid, {_SCORE} AS score FROM memories_fts{joined} "
+        f"WHERE memories_fts MATCH ? AND {where} AND +memories_fts.rowid IN ({' UNION ALL '.join(parts)}) "
+        "ORDER BY score DESC, memories_fts.rowid LIMIT ?"
+    )
+    rows = conn.execute(sql, [match, *filtered, *params, limit]).fetchall()
+    return [(int(mid), float(score)) for mid, score in rows]
+
+
+def _two_or_more(terms: Sequence[str]) -> str:
+    """An FTS5 expression selecting the memories that hold two or more of ``terms``."""
+    return " OR ".join(f"({terms[i]} AND ({' OR '.join(terms[i + 1 :])}))" for i in range(len(terms) - 1))

@@ -1,0 +1,137 @@
+"""The local keyword lane through the terms' heads (``heads``): the same top as the full FTS5 query,
+to the bit and in the same order, as the store grows, its mean length changes and memories are
+edited in place; the full query runs when the heads cannot show it."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import remem
+from helpers import FakeEmbedder
+from remem import Filters, NewMemory
+from remem.backends.analyzer import term_queries
+from remem.backends.local import fts, heads, keywords
+
+WORDS = [f"w{i}" for i in range(80)]
+
+
+def _texts(count: int, seed: int, longest: int = 18) -> list[str]:
+    """Texts of 3-``longest`` words drawn Zipf-like from WORDS (some repeated within a text)."""
+    rng = random.Random(seed)
+    weights = [1 / (rank + 1) for rank in range(len(WORDS))]
+    return [" ".join(rng.choices(WORDS, weights, k=rng.randint(3, longest))) for _ in range(count)]
+
+
+def _queries(seed: int, count: int = 40) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.sample(WORDS[2:60], rng.randint(1, 5))) for _ in range(count)]
+
+
+@pytest.fixture
+def memories(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[remem.Memories]:
+    """2,000 memories, a third of them turns of conversations (their context column holds terms);
+    the heads used from the first memory on."""
+    monkeypatch.setattr(keywords, "PRUNE_FROM", 0)
+    with remem.open(store_dir, embedder=FakeEmbedder()) as opened:
+        opened.add_many(
+            NewMemory(
+                text, conversation=f"c{i % 9}" if i % 3 == 0 else None, role="Ann" if i % 3 == 0 else None
+            )
+            for i, text in enumerate(_texts(2_000, seed=3))
+        )
+        yield opened
+
+
+@pytest.fixture
+def conn(store_dir: Path, memories: remem.Memories) -> Iterator[sqlite3.Connection]:
+    connection = sqlite3.connect(store_dir / "memories.sqlite3")
+    yield connection
+    connection.close()
+
+
+def _agree(conn: sqlite3.Connection, cache: heads.Heads, queries: list[str], limit: int) -> int:
+    """Assert that every query's top through the heads, when given, is the full query's; returns how
+    many the heads gave."""
+    counts = keywords.KeywordCounts()
+    given = 0
+    for query in queries:
+        terms = term_queries(query)
+        expected = fts.search(conn, " OR ".join(terms), Filters(), limit)
+        held = [counts.holders(conn, counts.stamp(conn), term) for term in terms]
+        found = heads.top(conn, cache, terms, held, Filters(), limit)
+        if found is not None:
+            assert found == expected, query
+            given += 1
+    return given
+
+
+@pytest.mark.parametrize("limit", [10, 100])
+def test_the_heads_top_is_the_full_querys_to_the_bit(conn: sqlite3.Connection, limit: int) -> None:
+    cache = heads.Heads()
+    assert _agree(conn, cache, _queries(1)[:2], limit) == 0  # a process's first calls take no heads
+    assert _agree(conn, cache, _queries(1), limit) >= 30
+
+
+def test_memories_added_since_a_head_are_candidates(
+    memories: remem.Memories, conn: sqlite3.Connection
+) -> None:
+    cache = heads.Heads()
+    queries = _queries(2)
+    _agree(conn, cache, queries, 10)
+    assert _agree(conn, cache, queries, 10) >= 30
+    kept = {term: cache.get(term) for query in queries for term in term_queries(query)}
+    # short memories, each holding a rare word twice: a share above every head's rest
+    memories.add_many(NewMemory(f"{word} {word}") for word in WORDS[30:60])
+    conn.rollback()
+    assert _agree(conn, cache, queries, 10) >= 30
+    assert all(cache.get(term) is head for term, head in kept.items())  # none taken again
+
+
+def test_a_longer_mean_still_bounds(memories: remem.Memories, conn: sqlite3.Connection) -> None:
+    cache = heads.Heads()
+    queries = _queries(3)
+    _agree(conn, cache, queries, 10)
+    before = heads.state(conn).mean
+    memories.add_many(NewMemory(text) for text in _texts(1_000, seed=5, longest=100))
+    conn.rollback()
+    assert heads.state(conn).mean > before * 1.3
+    assert _agree(conn, cache, queries, 10) >= 20
+
+
+def test_an_edit_in_place_takes_the_heads_again(memories: remem.Memories, conn: sqlite3.Connection) -> None:
+    cache = heads.Heads()
+    queries = ["w45", "w45 w50"]
+    _agree(conn, cache, queries, 10)
+    assert _agree(conn, cache, queries, 10) == 2
+    old = cache.get('"w45"')
+    assert old is not None and old.rest > 0.0
+    outside = next(m.id for m in memories.list(limit=2_000) if m.id not in old.ids and "w45" not in m.text)
+    memories.edit(outside, tags=["w45", "w45x"])  # now holds w45 once among few words: a top share
+    conn.rollback()
+    assert fts.rewrites(conn) == old.rewrites + 1
+    assert _agree(conn, cache, queries, 10) == 2
+    assert cache.get('"w45"') is not old
+
+
+def test_the_keyword_lane_answers_as_the_full_query(
+    memories: remem.Memories, conn: sqlite3.Connection
+) -> None:
+    for query in _queries(4, count=20) * 2:
+        expected = fts.search(conn, " OR ".join(term_queries(query)), Filters(), 10)
+        assert memories.backend.keyword_top(query, Filters(), 10) == expected
+
+
+def test_narrow_filters_and_deep_tops_take_the_full_query(conn: sqlite3.Connection) -> None:
+    cache = heads.Heads()
+    terms = term_queries("w10 w20")
+    held = [fts.count(conn, term) for term in terms]
+    for _ in range(heads.BUILD_AFTER):
+        heads.top(conn, cache, terms, held, Filters(), 10)
+    assert heads.top(conn, cache, terms, held, Filters(), 10) is not None
+    assert heads.top(conn, cache, terms, held, Filters(conversation="c1"), 10) is None
+    assert heads.top(conn, cache, terms, held, Filters(), heads.MAX_LIMIT + 1) is None

@@ -18,6 +18,7 @@ from remem.backends.analyzer import term_queries
 from remem.backends.local import fts, heads, keywords
 
 WORDS = [f"w{i}" for i in range(80)]
+EVERY = Filters()
 
 
 def _texts(count: int, seed: int, longest: int = 18) -> list[str]:
@@ -40,7 +41,10 @@ def memories(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[remem
     with remem.open(store_dir, embedder=FakeEmbedder()) as opened:
         opened.add_many(
             NewMemory(
-                text, conversation=f"c{i % 9}" if i % 3 == 0 else None, role="Ann" if i % 3 == 0 else None
+                text,
+                conversation=f"c{i % 9}" if i % 3 == 0 else None,
+                role="Ann" if i % 3 == 0 else None,
+                tags=(f"t{i % 3}",),
             )
             for i, text in enumerate(_texts(2_000, seed=3))
         )
@@ -54,16 +58,18 @@ def conn(store_dir: Path, memories: remem.Memories) -> Iterator[sqlite3.Connecti
     connection.close()
 
 
-def _agree(conn: sqlite3.Connection, cache: heads.Heads, queries: list[str], limit: int) -> int:
+def _agree(
+    conn: sqlite3.Connection, cache: heads.Heads, queries: list[str], limit: int, filters: Filters = EVERY
+) -> int:
     """Assert that every query's top through the heads, when given, is the full query's; returns how
     many the heads gave."""
     counts = keywords.KeywordCounts()
     given = 0
     for query in queries:
         terms = term_queries(query)
-        expected = fts.search(conn, " OR ".join(terms), Filters(), limit)
+        expected = fts.search(conn, " OR ".join(terms), filters, limit)
         held = [counts.holders(conn, counts.stamp(conn), term) for term in terms]
-        found = heads.top(conn, cache, terms, held, Filters(), limit)
+        found = heads.top(conn, cache, terms, held, filters, limit)
         if found is not None:
             assert found == expected, query
             given += 1
@@ -84,12 +90,12 @@ def test_memories_added_since_a_head_are_candidates(
     queries = _queries(2)
     _agree(conn, cache, queries, 10)
     assert _agree(conn, cache, queries, 10) >= 30
-    kept = {term: cache.get(term) for query in queries for term in term_queries(query)}
+    kept = {term: cache.get((term, None)) for query in queries for term in term_queries(query)}
     # short memories, each holding a rare word twice: a share above every head's rest
     memories.add_many(NewMemory(f"{word} {word}") for word in WORDS[30:60])
     conn.rollback()
     assert _agree(conn, cache, queries, 10) >= 30
-    assert all(cache.get(term) is head for term, head in kept.items())  # none taken again
+    assert all(cache.get((term, None)) is head for term, head in kept.items())  # none taken again
 
 
 def test_a_longer_mean_still_bounds(memories: remem.Memories, conn: sqlite3.Connection) -> None:
@@ -108,14 +114,14 @@ def test_an_edit_in_place_takes_the_heads_again(memories: remem.Memories, conn: 
     queries = ["w45", "w45 w50"]
     _agree(conn, cache, queries, 10)
     assert _agree(conn, cache, queries, 10) == 2
-    old = cache.get('"w45"')
+    old = cache.get(('"w45"', None))
     assert old is not None and old.rest > 0.0
     outside = next(m.id for m in memories.list(limit=2_000) if m.id not in old.ids and "w45" not in m.text)
     memories.edit(outside, tags=["w45", "w45x"])  # now holds w45 once among few words: a top share
     conn.rollback()
     assert fts.rewrites(conn) == old.rewrites + 1
     assert _agree(conn, cache, queries, 10) == 2
-    assert cache.get('"w45"') is not old
+    assert cache.get(('"w45"', None)) is not old
 
 
 def test_the_keyword_lane_answers_as_the_full_query(
@@ -135,3 +141,19 @@ def test_narrow_filters_and_deep_tops_take_the_full_query(conn: sqlite3.Connecti
     assert heads.top(conn, cache, terms, held, Filters(), 10) is not None
     assert heads.top(conn, cache, terms, held, Filters(conversation="c1"), 10) is None
     assert heads.top(conn, cache, terms, held, Filters(), heads.MAX_LIMIT + 1) is None
+
+
+def test_heads_over_a_tag_are_its_top_and_taken_again_when_a_memory_gets_it(
+    memories: remem.Memories, conn: sqlite3.Connection
+) -> None:
+    cache, tagged = heads.Heads(), Filters(tags=("t0",))
+    queries = ["w45", "w45 w50", *_queries(5)]
+    _agree(conn, cache, queries, 10, tagged)
+    assert _agree(conn, cache, queries, 10, tagged) >= 30
+    old = cache.get(('"w45"', heads.over(conn, tagged)[1]))
+    assert old is not None and old.rest > 0.0
+    outside = next(m.id for m in memories.list(limit=2_000) if "t0" not in m.tags and "w45" not in m.text)
+    memories.edit(outside, tags=["t0", "w45"])  # now in the tag's memories, holding w45 among few words
+    conn.rollback()
+    assert _agree(conn, cache, queries, 10, tagged) >= 30
+    assert memories.backend.keyword_top("w45", tagged, 10)[0][0] == outside

@@ -31,7 +31,7 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from remem.backends.analyzer import CONTEXT_WEIGHT
 from remem.backends.base import Scored
@@ -54,6 +54,8 @@ STALE_AFTER = 10_000
 BUILD_AFTER = 2
 #: A bound must be below the ``limit``-th score by this share (the float sums' rounding).
 MARGIN = 1e-9
+#: A head's key: its term, and the filters it was taken over (None: every memory).
+Key = tuple[str, Filters | None]
 _SCORE = f"-bm25(memories_fts, 1.0, {CONTEXT_WEIGHT})"
 _ROWIDS = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
 
@@ -79,33 +81,40 @@ class Heads:
         """An empty cache of at most ``most`` heads."""
         self._lock = threading.Lock()
         self._most = most
-        self._heads: OrderedDict[str, Head] = OrderedDict()
+        self._heads: OrderedDict[Key, Head] = OrderedDict()
         #: Calls of ``top`` so far: heads are taken from the third on (``BUILD_AFTER``).
         self.calls = 0
 
-    def get(self, term: str) -> Head | None:
-        """``term``'s head, if kept."""
+    def get(self, key: Key) -> Head | None:
+        """The head of ``key`` (a term, and the filters it was taken over), if kept."""
         with self._lock:
-            head = self._heads.get(term)
+            head = self._heads.get(key)
             if head is not None:
-                self._heads.move_to_end(term)
+                self._heads.move_to_end(key)
             return head
 
-    def put(self, term: str, head: Head) -> None:
-        """Keep ``head`` for ``term``."""
+    def put(self, key: Key, head: Head) -> None:
+        """Keep ``head`` for ``key``."""
         with self._lock:
-            self._heads[term] = head
-            self._heads.move_to_end(term)
+            self._heads[key] = head
+            self._heads.move_to_end(key)
             while len(self._heads) > self._most:
                 self._heads.popitem(last=False)
 
 
-def broad(filters: Filters) -> bool:
-    """True when ``filters`` leave out only superseded and expired memories (or nothing): a head
-    then names the memories a top can hold."""
-    return not (
-        filters.user or filters.conversation or filters.role or filters.tags or filters.meta
-    ) and not (filters.since or filters.until or filters.written_by)
+def over(conn: sqlite3.Connection, filters: Filters) -> tuple[bool, Filters | None]:
+    """Whether heads can serve a top over ``filters``, and the filters they are taken over: None
+    (every memory) when ``filters`` leave out only superseded and expired memories; else ``filters``
+    with those included (a memory forgotten may give one it superseded back to the filters, and a
+    head over more memories still bounds fewer). Not for meta (edited without a rewrite of the
+    keyword row) nor a time window (a new one each search), nor filters selecting few memories
+    (``fts.listed_through``: the full query reads only theirs)."""
+    if filters.meta or filters.since or filters.until:
+        return False, None
+    whole = replace(filters, include_superseded=True, include_expired=True)
+    if whole == replace(Filters(), include_superseded=True, include_expired=True):
+        return True, None
+    return fts.listed_through(conn, filters) is None, whole
 
 
 @dataclass(frozen=True)
@@ -138,12 +147,14 @@ def top(
     when the heads cannot show it is (see the module docstring): the caller then runs the full
     query. Heads are taken from the third call on (``BUILD_AFTER``)."""
     heads.calls += 1
-    if not terms or len(terms) > MAX_TERMS or limit > MAX_LIMIT or not broad(filters):
+    usable, taken_over = over(conn, filters)
+    if not terms or len(terms) > MAX_TERMS or limit > MAX_LIMIT or not usable:
         return None
     now = state(conn)
     size = max(MIN_HEAD, 2 * limit)
     build = heads.calls > BUILD_AFTER
-    taken = [_head(conn, heads, pair, now, size, build) for pair in zip(terms, held, strict=True)]
+    pairs = zip(terms, held, strict=True)
+    taken = [_head(conn, heads, (term, taken_over), count, now, size, build) for term, count in pairs]
     if any(head is None for head in taken):
         return None
     kept = [head for head in taken if head is not None]
@@ -158,12 +169,11 @@ def top(
 
 
 def _head(
-    conn: sqlite3.Connection, heads: Heads, held: tuple[str, int], now: State, size: int, build: bool
+    conn: sqlite3.Connection, heads: Heads, key: Key, holders: int, now: State, size: int, build: bool
 ) -> Head | None:
-    """The head of ``held``'s term (held by so many memories) if kept and still a bound, else a new
-    one (when ``build``), else None."""
-    term, holders = held
-    head = heads.get(term)
+    """The head of ``key`` (a term held by ``holders`` memories, over filters or every memory) if
+    kept and still a bound, else a new one (when ``build``), else None."""
+    head = heads.get(key)
     usable = (
         head is not None
         and (len(head.ids) >= size or head.rest == 0.0)
@@ -175,10 +185,12 @@ def _head(
         return head
     if not build:
         return None
+    term, filters = key
+    joined, where, params = ("", "1", []) if filters is None else fts.conditions(conn, filters, None, "JOIN")
     rows = conn.execute(
-        f"SELECT rowid, {_SCORE} AS score FROM memories_fts WHERE memories_fts MATCH ? "
-        "ORDER BY score DESC, rowid LIMIT ?",
-        (term, size + 1),
+        f"SELECT memories_fts.rowid, {_SCORE} AS score FROM memories_fts{joined} "
+        f"WHERE memories_fts MATCH ? AND {where} ORDER BY score DESC, memories_fts.rowid LIMIT ?",
+        [term, *params, size + 1],
     ).fetchall()
     head = Head(
         array("q", (int(r[0]) for r in rows[:size])),
@@ -188,7 +200,7 @@ def _head(
         now.last,
         now.rewrites,
     )
-    heads.put(term, head)
+    heads.put(key, head)
     return head
 
 

@@ -46,7 +46,9 @@ class MappedFile:
     def __init__(self, handle: BinaryIO) -> None:
         """Map the file ``handle`` is open on (ValueError if it is empty); the mapping outlives it.
         Where files are not mapped in place, read it whole (its position is kept) instead."""
-        self.size = os.fstat(handle.fileno()).st_size
+        #: The file's status when it was mapped (``verified.FileIdentity``).
+        self.stat = os.fstat(handle.fileno())
+        self.size = self.stat.st_size
         if not self.size:
             raise ValueError("the file is empty")
         self._map: mmap.mmap | None = None

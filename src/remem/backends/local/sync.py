@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from remem.backends.local import verified
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.records import Records
 from remem.backends.local.transactions import snapshot
@@ -84,8 +85,9 @@ def synced_index(
 
     ``kind`` and ``hnsw`` are used only when the index has to be built from scratch.
     """
+    trusted = verified.recorded(records)
     try:
-        index = VectorIndex.load(path, dim)
+        index = VectorIndex.load(path, dim, trusted)
     except IndexFileError as exc:
         fresh = not path.exists() and not records.vector_ids()
         warning = None if fresh else f"{exc}; rebuilt it from the database"
@@ -98,6 +100,8 @@ def synced_index(
     if problem:
         warning = f"{path} {problem}; rebuilt it from the database"
         return Synced(build(records, dim, index.kind, index.header.hnsw), changed=True, warning=warning)
+    if index.verified is not None and index.verified != trusted:
+        verified.record(records, index.verified)  # the next process need not hash it again
     if index.header.generation == generation:
         return Synced(index, changed=False)
     catch_up(records, index, dim)

@@ -20,6 +20,7 @@ Scores are inner products, which are raw cosines for unit vectors. An exact inde
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from remem.backends.local.flat import ROWS_OFFSET, FlatIndex, IdArray, aligned_b
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.mapped import MappedFile
 from remem.backends.local.vectors_header import CHECKSUM_PREFIX, MAGIC
+from remem.backends.local.verified import FileIdentity, Verified
 from remem.errors import StoreError
 
 if TYPE_CHECKING:
@@ -70,6 +72,8 @@ class VectorIndex:
         self._tombstones = set(header.tombstones)  # ids in an HNSW graph that are deleted
         self._recent = _recent(engine)  # HNSW: vectors added since the graph was saved
         self._mapped: MappedFile | None = None  # the file the engine reads in place, if it does
+        #: The file it was loaded from as checked, hashed or trusted (``verified``; None: not to record).
+        self.verified: Verified | None = None
 
     @classmethod
     def empty(
@@ -81,8 +85,10 @@ class VectorIndex:
         return cls(engine, IndexHeader(generation=generation, kind=kind, dim=dim, hnsw=params))
 
     @classmethod
-    def load(cls, path: Path, dim: int) -> VectorIndex:
-        """Read an index file; IndexFileError if it is missing, damaged or not ``dim``-dimensional."""
+    def load(cls, path: Path, dim: int, trusted: Verified | None = None) -> VectorIndex:
+        """Read an index file; IndexFileError if it is missing, damaged or not ``dim``-dimensional.
+        Its bytes are hashed unless ``trusted`` names this very file; ``verified`` then holds the
+        record of the file to keep (``verified``: None for one that changed just now)."""
         try:
             with path.open("rb") as handle:
                 if handle.read(len(MAGIC)) != MAGIC:
@@ -91,6 +97,7 @@ class VectorIndex:
                 if header.dim != dim:
                     raise IndexFileError(f"{path} is not a {dim}-d remem index")
                 mapped = MappedFile(handle)
+                checked = _checked(mapped, handle.tell(), trusted)
                 engine = _mapped_engine(mapped, handle.tell(), header)
         except OSError as exc:
             raise IndexFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
@@ -99,7 +106,7 @@ class VectorIndex:
         except (RuntimeError, ValueError, KeyError, TypeError) as exc:
             raise IndexFileError(f"{path} is damaged ({str(exc).splitlines()[0][:120]})") from exc
         index = cls(engine, header)
-        index._mapped = mapped
+        index._mapped, index.verified = mapped, checked
         if header.max_id < 0 and engine.size:  # a file saved before the header said it
             header.max_id = max([int(engine.ids().max()), *header.tombstones])
         return index
@@ -252,12 +259,27 @@ def _xxhash() -> Any:
     return xxhash
 
 
-def _mapped_engine(mapped: MappedFile, start: int, header: IndexHeader) -> FlatIndex | HnswGraph:
-    """The index in a mapped file whose FAISS bytes start at ``start``, read in place once
-    every byte before the checksum line matches it."""
+def _checked(mapped: MappedFile, start: int, trusted: Verified | None) -> Verified | None:
+    """Check that every byte before the file's checksum line (the FAISS bytes begin at ``start``)
+    matches that line (else _ChecksumError), unless ``trusted`` is this file with this line
+    (``verified``): its identity and checksum, to record, or None for a file too new to be."""
     end = mapped.size - _CHECKSUM_LENGTH
-    if end < start or bytes(mapped.bytes[end:]) != _checksum_line(mapped.digest(end)):
+    if end < start:
         raise _ChecksumError
+    identity, line = FileIdentity.of(mapped.stat), bytes(mapped.bytes[end:])
+    if trusted is not None and trusted.identity == identity and line == _checksum_line(trusted.digest):
+        return trusted
+    begun = time.time_ns()
+    digest = mapped.digest(end)
+    if line != _checksum_line(digest):
+        raise _ChecksumError
+    return Verified(identity, digest) if identity.settled(begun) else None
+
+
+def _mapped_engine(mapped: MappedFile, start: int, header: IndexHeader) -> FlatIndex | HnswGraph:
+    """The index in a mapped file (checked: ``_checked``) whose FAISS bytes start at ``start``, read
+    in place."""
+    end = mapped.size - _CHECKSUM_LENGTH
     data = mapped.bytes[start:end]
     if header.kind is IndexKind.HNSW:
         graph: HnswGraph = _hnsw().HnswGraph.mapped(data, header.dim)

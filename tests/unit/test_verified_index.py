@@ -45,6 +45,13 @@ def settled(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(verified, "SETTLED_NS", 0)
 
 
+def _recorded(directory: Path) -> tuple[Path, verified.Verified | None]:
+    """A saved index file and the record its first load made."""
+    path = directory / "vectors.faiss"
+    _saved(path)
+    return path, VectorIndex.load(path, DIM).verified
+
+
 def _saved(path: Path, kind: IndexKind = IndexKind.EXACT) -> np.ndarray:
     rows = np.random.default_rng(0).standard_normal((50, DIM)).astype(np.float32)
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
@@ -81,9 +88,7 @@ def test_a_file_verified_once_is_trusted_by_its_record(
 def test_a_file_changed_in_place_after_its_record_is_hashed_again_and_found_damaged(
     tmp_path: Path, hashed: list[int]
 ) -> None:
-    path = tmp_path / "vectors.faiss"
-    _saved(path)
-    record = VectorIndex.load(path, DIM).verified
+    path, record = _recorded(tmp_path)
     _flip_a_byte_in_place(path)
     with pytest.raises(IndexFileError, match="checksum"):
         VectorIndex.load(path, DIM, record)
@@ -92,9 +97,7 @@ def test_a_file_changed_in_place_after_its_record_is_hashed_again_and_found_dama
 
 @pytest.mark.usefixtures("settled")
 def test_a_file_renamed_over_a_recorded_one_is_hashed(tmp_path: Path, hashed: list[int]) -> None:
-    path = tmp_path / "vectors.faiss"
-    _saved(path)
-    record = VectorIndex.load(path, DIM).verified
+    path, record = _recorded(tmp_path)
     _saved(path)  # the same bytes, another file (a rewrite, a restored copy)
     assert VectorIndex.load(path, DIM, record).verified != record
     assert len(hashed) == 2
@@ -104,9 +107,7 @@ def test_a_file_renamed_over_a_recorded_one_is_hashed(tmp_path: Path, hashed: li
 def test_a_record_whose_checksum_the_file_does_not_end_with_is_not_trusted(
     tmp_path: Path, hashed: list[int]
 ) -> None:
-    path = tmp_path / "vectors.faiss"
-    _saved(path)
-    record = VectorIndex.load(path, DIM).verified
+    path, record = _recorded(tmp_path)
     assert record is not None
     VectorIndex.load(path, DIM, verified.Verified(record.identity, "0" * 32))
     assert len(hashed) == 2

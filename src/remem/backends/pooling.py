@@ -12,7 +12,7 @@ coverage and (when asked) text. Keyword and vector pools take only their own lan
 may answer the same with fewer round trips (``Shortcuts``): a lane's top and its top within the
 window in one go, the keyword top's turns with it; the last step (``Facts``: the per-memory facts,
 the cosines of the keyword matches beyond the vector top, the BM25 of the vector hits beyond the
-keyword top) in one.
+keyword top) in one, or only its turns and texts in one.
 """
 
 from __future__ import annotations
@@ -96,20 +96,34 @@ class Primitives(Protocol):
         ...
 
 
-def facts(store: Primitives, lane: VectorLane, request: PoolRequest, wanted: Wanted) -> Facts:
+#: The turns among some memories (``turn_times``) and the texts of some of them (``texts``).
+TurnsAndTexts = Callable[[Sequence[int], Sequence[int]], tuple[dict[int, TurnTime], dict[int, str]]]
+
+
+def facts(
+    store: Primitives,
+    lane: VectorLane,
+    request: PoolRequest,
+    wanted: Wanted,
+    read: TurnsAndTexts | None = None,
+) -> Facts:
     """What ``wanted`` asks (``Wanted``; texts when the request asks for them), each by its own
-    primitive."""
+    primitive; the turns and the texts in one go by ``read`` if given (``Shortcuts``)."""
     missing = wanted.missing
     text, filters, scope = request.text, request.filters, request.scope
     scored = store.keyword_top(text, filters, len(missing), missing, scope) if missing else []
-    turns = store.turn_times(wanted.ids) if wanted.ids else {}
+    unknown = [mid for mid in wanted.ids if mid not in wanted.known] if request.texts else []
+    if read is not None and unknown:
+        turns, texts = read(wanted.ids, unknown)
+    else:
+        turns = store.turn_times(wanted.ids) if wanted.ids else {}
+        texts = store.texts(unknown) if unknown else {}
     matches = [*wanted.matches, *(mid for mid, _ in scored)]
     coverage = (
         store.keyword_coverage(request.text, matches, request.enough, request.scope) if matches else None
     )
-    unknown = [mid for mid in wanted.ids if mid not in wanted.known] if request.texts else []
     cosines = lane.cosines(wanted.vector, wanted.extra) if wanted.extra else []
-    return Facts(turns, coverage, store.texts(unknown) if unknown else {}, cosines, scored)
+    return Facts(turns, coverage, texts, cosines, scored)
 
 
 #: Reads a pool's last step in one go where a back-end can (default: ``facts``).
@@ -129,6 +143,9 @@ class Shortcuts(NamedTuple):
     vector: Callable[[PoolRequest, FloatArray], Tops] | None = None
     #: The last step of a hybrid pool.
     facts: FactsOf | None = None
+    #: In the last step of a hybrid pool by the primitives (``facts``), the pooled memories' turns
+    #: and the texts asked for, in one read.
+    turns_and_texts: TurnsAndTexts | None = None
 
 
 #: No shortcut: every step by the primitives.
@@ -216,7 +233,9 @@ def _lanes(store: Primitives, request: PoolRequest, shortcuts: Shortcuts) -> Poo
     if request.hybrid:
         lane = gathering.lane
         assert lane is not None
-        return _hybrid(gathering, texts, shortcuts.facts or (lambda *args: facts(store, lane, *args)))
+        read = shortcuts.turns_and_texts
+        by_primitives: FactsOf = lambda request, wanted: facts(store, lane, request, wanted, read)  # noqa: E731
+        return _hybrid(gathering, texts, shortcuts.facts or by_primitives)
     if request.vector is None:
         found, inside, _ = gathering.keyword()
         answer = PoolAnswer(keyword=found, inside=frozenset(inside), coverage=_weight(store, request, found))

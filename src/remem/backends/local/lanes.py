@@ -224,7 +224,7 @@ class LocalVectorLane:
     def top(self, vector: FloatArray, k: int, filters: Filters) -> list[Scored]:
         """Exact top ``k`` (memory id, cosine of its best window) among the filtered memories."""
         with self._lock:
-            return _vector_rank(self._scores(vector), k, self._records.without_needless_hiding(filters))
+            return _vector_rank(self._scores(vector), k, self._records.needed_filters(filters))
 
     def cosines(self, vector: FloatArray, memory_ids: Sequence[int]) -> list[Scored]:
         """(memory id, cosine of its best window), best first, scored exactly."""

@@ -388,9 +388,10 @@ class Records:
         sql = "SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY id"
         return [int(row[0]) for row in self.conn.execute(sql, (now,))]
 
-    def without_needless_hiding(self, filters: Filters) -> Filters:
-        """``filters``, including superseded and expired memories when the store has none of those
-        it would leave out (most stores: their ranking then takes the unfiltered paths)."""
+    def needed_filters(self, filters: Filters) -> Filters:
+        """``filters`` without conditions on user, conversation, role that every memory meets (cached:
+        ``KeywordCounts.needed``), nor hiding superseded or expired memories where the store has none."""
+        filters = self._keyword_counts.needed(self.conn, self._keyword_counts.stamp(self.conn), filters)
         if not filters.hides():
             return filters
         sql, params = filtering.hidden_ids(filters)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remem.backends import pooling
-from remem.backends.local import pending, tokens
+from remem.backends.local import pending, pooled, tokens
 from remem.backends.local.connections import Connections
 from remem.backends.local.files import DB_FILE, open_database
 from remem.backends.local.guard import translating
@@ -369,7 +369,7 @@ class LocalBackend:
     def pool(self, request: PoolRequest) -> PoolAnswer:
         """A search's pool, its lanes composed inside one snapshot (``pooling.gather``)."""
         with self.snapshot():
-            return pooling.gather(self, request)
+            return pooling.gather(self, request, pooled.shortcuts(self.records))
 
     def keyword_top(
         self,

@@ -159,9 +159,28 @@ def fused(pool: Pool) -> list[Ranked]:
     return best_first(ranked, {c.id for c in pool.candidates if c.unread})
 
 
-def _lane_values(pool: Pool) -> tuple[tuple[list[float], float], tuple[list[float], float]]:
+LaneValues = tuple[tuple[list[float], float], tuple[list[float], float]]
+#: The last pool's ``_lane_values``: ``fused`` and then ``lane_spreads`` (the shown scores'
+#: calibration) read the same pool; one pass over ~170 candidates instead of two (about 0.2 ms of
+#: CPU a hybrid search on the 10k bench store). Held with the pool itself, so ``is`` is a safe test.
+_last: tuple[Pool, LaneValues] | None = None
+
+
+def _lane_values(pool: Pool) -> LaneValues:
     """Each lane's values over the (non-empty) pool as fusion standardises them, with the floor of
-    their spread: (cosines, floor), (BM25 evidence, floor)."""
+    their spread: (cosines, floor), (BM25 evidence, floor). The same pool's again are the same
+    lists (never modified by their readers)."""
+    global _last  # noqa: PLW0603 - a one-entry memo; the values depend on the pool alone
+    last = _last
+    if last is not None and last[0] is pool:
+        return last[1]
+    values = _lane_values_of(pool)
+    _last = (pool, values)
+    return values
+
+
+def _lane_values_of(pool: Pool) -> LaneValues:
+    """``_lane_values``, computed."""
     pool_ = pool.candidates
     read = [c.vector.score for c in pool_ if c.vector and not c.unread]
     lowest = min(read, default=0.0)

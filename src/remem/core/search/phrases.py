@@ -30,7 +30,14 @@ _QUOTES = {'"': '"', "“": "”", "「": "」"}
 
 def words(text: str) -> tuple[str, ...]:
     """The normalised words of a text (see the module docstring)."""
-    return _words(unicodedata.normalize("NFKC", text).lower())
+    return _words(_normalized(text))
+
+
+def _normalized(text: str) -> str:
+    """``text`` in NFKC, lower case. An ASCII text is its own NFKC form, so only it is lowered: a
+    hybrid search checks ~170 candidates' texts for the query's phrase, and the normalisation was
+    about a third of that check's 0.9 ms (10k bench store)."""
+    return (text if text.isascii() else unicodedata.normalize("NFKC", text)).lower()
 
 
 def _words(normalized: str) -> tuple[str, ...]:
@@ -73,7 +80,7 @@ class Phrases:
 def _holds(text: str, phrase: tuple[str, ...]) -> bool:
     """True when ``text``'s words hold ``phrase``; its words are found only when the normalised
     text contains every word of the phrase (most candidates do not: one substring test each)."""
-    normalized = unicodedata.normalize("NFKC", text).lower()
+    normalized = _normalized(text)
     if not all(word in normalized for word in phrase):
         return False
     return _joined(phrase) in _joined(_words(normalized))

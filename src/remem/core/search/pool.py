@@ -227,6 +227,6 @@ def _with_phrases(pool: Pool, query: Query, known: Mapping[int, str], mode: Sear
     wanted = query.phrases
     if not wanted or mode is SearchMode.VECTOR:
         return pool
-    kept = (c for c in pool.candidates if c.id in known)
-    marked = tuple(c._replace(phrase=wanted.matches(known[c.id])) for c in kept)
+    kept = (c for c in pool.candidates if c.id in known)  # none is marked yet: copy only the holders
+    marked = tuple(c._replace(phrase=True) if wanted.matches(known[c.id]) else c for c in kept)
     return replace(pool, candidates=marked)

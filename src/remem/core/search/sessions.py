@@ -11,6 +11,7 @@ gain nothing, so a store without conversations ranks exactly as before.
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections import defaultdict
 from collections.abc import Mapping
@@ -50,14 +51,21 @@ def lifts(
     sessions: dict[tuple[str | None, str], list[tuple[float, int]]] = defaultdict(list)
     for mid, turn in times.items():
         if mid in scores:
-            moment = from_utc_iso(turn.created_at).timestamp()
-            sessions[(turn.user, turn.conversation)].append((moment, mid))
+            sessions[(turn.user, turn.conversation)].append((_seconds(turn.created_at), mid))
     lifted: dict[int, float] = {}
     for turns in sessions.values():
         if len(turns) > 1:
             turns.sort()
             lifted.update(_best_mates(turns, scores, weight, mates))
     return lifted
+
+
+@functools.lru_cache(maxsize=8192)
+def _seconds(created_at: str) -> float:
+    """A turn's ``created_at`` (``utc_iso``) as POSIX seconds. Cached: a turn's moment never
+    changes, and the same turns come back search after search (parsing ~170 a hybrid search took
+    0.3 ms of CPU on the 10k bench store; the cache holds a few pools' worth)."""
+    return from_utc_iso(created_at).timestamp()
 
 
 def _best_mates(

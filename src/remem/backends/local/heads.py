@@ -53,9 +53,14 @@ MAX_TERMS = 12
 KEPT_HEADS = 2_048
 #: A head is taken again when this many memories were added since (their holders are candidates).
 STALE_AFTER = 10_000
-#: A process takes no heads in its first calls: one CLI search (two calls with a time window) pays
-#: nothing for heads it will not use again (taking one scores every holder of its term).
-BUILD_AFTER = 2
+#: A term's head is taken the second time a process meets the term (taking one scores every holder
+#: of the term, about what the full query costs): a one-off CLI search, and a stream of queries whose
+#: words do not come back, pay nothing for heads they will not use again (bench/scale.py's 1M warm
+#: queries, each new: 55 of a search's 98 ms went to heads taken at first sight). A term of at most
+#: ``CHEAP_HOLDERS`` memories has its head taken at once.
+CHEAP_HOLDERS = 1_000
+#: Terms met once, remembered (the least recently met go first).
+KEPT_MET = 8_192
 #: A bound must be below the ``limit``-th score by this share (the float sums' rounding).
 MARGIN = 1e-9
 #: A head's key: its term, and the filters it was taken over (None: every memory).
@@ -86,8 +91,17 @@ class Heads:
         self._lock = threading.Lock()
         self._most = most
         self._heads: OrderedDict[Key, Head] = OrderedDict()
-        #: Calls of ``top`` so far: heads are taken from the third on (``BUILD_AFTER``).
-        self.calls = 0
+        self._met: OrderedDict[Key, None] = OrderedDict()
+
+    def met(self, key: Key) -> bool:
+        """Whether ``key`` was met before (and remember it now)."""
+        with self._lock:
+            before = key in self._met
+            self._met[key] = None
+            self._met.move_to_end(key)
+            while len(self._met) > KEPT_MET:
+                self._met.popitem(last=False)
+            return before
 
     def get(self, key: Key) -> Head | None:
         """The head of ``key`` (a term, and the filters it was taken over), if kept."""
@@ -149,34 +163,33 @@ def top(
     """The BM25 top ``limit`` (memory id, score; best first, ties by id) over ``terms`` (each held
     by ``held`` memories) among the filtered memories, exactly as ``fts.search`` gives it, or None
     when the heads cannot show it is (see the module docstring): the caller then runs the full
-    query. Heads are taken from the third call on (``BUILD_AFTER``)."""
-    heads.calls += 1
+    query. A term's head is taken the second time the term is met (``CHEAP_HOLDERS``)."""
     usable, taken_over = over(conn, filters)
     if not terms or len(terms) > MAX_TERMS or limit > MAX_LIMIT or not usable:
         return None
     now = state(conn)
     size = max(MIN_HEAD, 2 * limit)
-    build = heads.calls > BUILD_AFTER
-    pairs = zip(terms, held, strict=True)
-    taken = [_head(conn, heads, (term, taken_over), count, now, size, build) for term, count in pairs]
-    if any(head is None for head in taken):
-        return None
-    kept = [head for head in taken if head is not None]
-    found = _candidates_top(conn, terms, kept, filters, limit)
+    keys = [(term, taken_over) for term in terms]
+    kept = [_kept(heads, key, now, size) for key in keys]
+    worth = [heads.met(key) or count <= CHEAP_HOLDERS for key, count in zip(keys, held, strict=True)]
+    if any(head is None and not ok for head, ok in zip(kept, worth, strict=True)):
+        return None  # a term met for the first time: the full query (every term is now met)
+    taken = [
+        head or _taken(conn, heads, key, count, now, size)
+        for head, key, count in zip(kept, keys, held, strict=True)
+    ]
+    found = _candidates_top(conn, terms, taken, filters, limit)
     if len(found) < limit:
         return None
     floor = found[-1][1]
-    for head, count in zip(kept, held, strict=True):
+    for head, count in zip(taken, held, strict=True):
         if _bound(head, bm25.idf(now.rows, count), now.mean) >= floor:
             return None
     return found
 
 
-def _head(
-    conn: sqlite3.Connection, heads: Heads, key: Key, holders: int, now: State, size: int, build: bool
-) -> Head | None:
-    """The head of ``key`` (a term held by ``holders`` memories, over filters or every memory) if
-    kept and still a bound, else a new one (when ``build``), else None."""
+def _kept(heads: Heads, key: Key, now: State, size: int) -> Head | None:
+    """The head of ``key`` (a term, over filters or every memory) if kept and still a bound."""
     head = heads.get(key)
     usable = (
         head is not None
@@ -185,10 +198,11 @@ def _head(
         and now.last - head.last <= STALE_AFTER
         and head.last <= now.last
     )
-    if usable:
-        return head
-    if not build:
-        return None
+    return head if usable else None
+
+
+def _taken(conn: sqlite3.Connection, heads: Heads, key: Key, holders: int, now: State, size: int) -> Head:
+    """A new head of ``key`` (its term held by ``holders`` memories), kept."""
     term, filters = key
     joined, where, params = ("", "1", []) if filters is None else fts.conditions(conn, filters, None, "JOIN")
     rows = conn.execute(

@@ -72,13 +72,17 @@ def _version_and_columns(backend: Backend) -> tuple[int, list[str]]:
 
 
 def _back_to_version_1(backend: Backend) -> None:
-    """The closed store ``backend`` as remem 0.1 made it: without step 2's column, at version 1."""
+    """The closed store ``backend`` as remem 0.1 made it: without step 2's column (nor, locally, step
+    3's counted vectors), at version 1."""
     if isinstance(backend, LocalBackend):
         from remem.backends.local.files import DB_FILE
 
         conn = sqlite3.connect(backend.directory / DB_FILE, isolation_level=None)
         try:
             conn.execute("ALTER TABLE memories DROP COLUMN written_by")
+            conn.execute("DROP TRIGGER vectors_counted_in")
+            conn.execute("DROP TRIGGER vectors_counted_out")
+            conn.execute("DELETE FROM store_meta WHERE key = 'vector_count'")
             conn.execute("PRAGMA user_version = 1")
         finally:
             conn.close()

@@ -73,8 +73,11 @@ def _vectors(home: Home) -> Check:
     model = home.model
     waiting = pending.pending_count(home.records)
     note = f"; {waiting} waiting to be embedded (`remem reindex` embeds them)" if waiting else ""
+    recorded, counted = home.records.vector_count(), _counted_vectors(home)
+    if recorded != counted:
+        return Check("vectors", False, f"{recorded} recorded as stored where {counted} are", repairable=True)
     if model is None:
-        ok = home.records.vector_count() == 0
+        ok = counted == 0
         return Check("vectors", ok, ("no model recorded" if ok else "vectors without a model") + note)
     (wrong,) = home.records.conn.execute(
         "SELECT count(*) FROM vectors WHERE length(vector) != ?", (4 * model.dim,)
@@ -88,6 +91,11 @@ def _vectors(home: Home) -> Check:
         )
     detail = "; ".join(problems) or f"{model.name}, {model.dim}-d"
     return Check("vectors", not problems, detail + note)
+
+
+def _counted_vectors(home: Home) -> int:
+    """The stored vectors counted row by row (``Records.vector_count`` reads what triggers keep)."""
+    return int(home.records.conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
 
 
 def _not_unit(home: Home, dim: int) -> int:
@@ -218,6 +226,10 @@ def repair(home: Home) -> list[str]:
             settings = home.settings
             sync.build(home.records, model.dim, settings.built_kind, settings.hnsw).save(home.index_path)
             done.append("rebuilt the vector index from the stored vectors")
+        if not checks["vectors"].ok and checks["vectors"].repairable:
+            with atomic(home.records.conn):
+                home.records.set_meta("vector_count", str(_counted_vectors(home)))
+            done.append("counted the stored vectors again")
         if not checks["keyword index"].ok:
             with atomic(home.records.conn) as conn:
                 fts.rebuild(conn)

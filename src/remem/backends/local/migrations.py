@@ -81,12 +81,24 @@ _SCHEMA = (
 #: written before it was recorded (unknown).
 _WRITTEN_BY = ("ALTER TABLE memories ADD COLUMN written_by TEXT",)
 
+#: The number of stored vectors, kept in ``store_meta`` by triggers in the transaction that changes
+#: them (cascades from a forgotten memory included), so that no write or search counts the table:
+#: `SELECT count(*) FROM vectors` walks its smallest index, and a warm add at a million memories
+#: counted it three times (the catch-up's check and the growth advice before and after).
+_VECTOR_COUNT = (
+    "INSERT OR REPLACE INTO store_meta (key, value) SELECT 'vector_count', count(*) FROM vectors",
+    """CREATE TRIGGER vectors_counted_in AFTER INSERT ON vectors BEGIN
+        UPDATE store_meta SET value = value + 1 WHERE key = 'vector_count'; END""",
+    """CREATE TRIGGER vectors_counted_out AFTER DELETE ON vectors BEGIN
+        UPDATE store_meta SET value = value - 1 WHERE key = 'vector_count'; END""",
+)
+
 #: A migration is SQL statements or a function of the connection; it runs inside a transaction.
 Migration = tuple[str, ...] | Callable[[sqlite3.Connection], None]
 
 #: Migration n brings a database from schema version n-1 to n. Version 1 is the schema remem 0.1
 #: ships (what came before it was never released). Append only; never edit a released one.
-MIGRATIONS: tuple[Migration, ...] = (_SCHEMA, _WRITTEN_BY)
+MIGRATIONS: tuple[Migration, ...] = (_SCHEMA, _WRITTEN_BY, _VECTOR_COUNT)
 LATEST_VERSION = len(MIGRATIONS)
 
 

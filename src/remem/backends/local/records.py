@@ -90,15 +90,13 @@ class Records:
         return self.get_meta("store_id") or ""
 
     def vector_count(self) -> int:
-        """Number of stored vectors."""
-        return int(self.conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+        """Number of stored vectors, as the triggers on ``vectors`` keep it (no count of the table)."""
+        return int(self.get_meta("vector_count") or 0)
 
     def generation_and_vector_count(self) -> tuple[int, int]:
         """The generation and the number of vectors, read in one statement (one consistent snapshot)."""
-        row = self.conn.execute(
-            "SELECT (SELECT value FROM store_meta WHERE key = 'generation'), (SELECT count(*) FROM vectors)"
-        ).fetchone()
-        return int(row[0] or 0), int(row[1])
+        found = self.get_metas(("generation", "vector_count"))
+        return int(found.get("generation") or 0), int(found.get("vector_count") or 0)
 
     def bump_generation(self) -> int:
         """Count one more change to the vectors; returns the new generation."""

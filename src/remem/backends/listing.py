@@ -79,14 +79,22 @@ def page_query(
     """One statement (and its parameters) reading a page: ``source`` is the back-end's ``SELECT
     <columns> FROM <memories> m``; each branch takes ``limit`` rows in the list's order, the union
     its first ``limit``."""
-    order = f"ORDER BY m.created_at DESC, m.id DESC LIMIT {dialect.mark}"
-    conditions = [_condition(part, dialect) for part in branches(filters, after)]
-    selects = [f"{source} WHERE {condition} {order}" for condition, _ in conditions]
-    params = [value for _, values in conditions for value in (*values, limit)]
-    if len(selects) == 1:
-        return selects[0], params
-    union = " UNION ALL ".join(f"SELECT * FROM ({select}) AS b{n}" for n, select in enumerate(selects))
+    queries = [branch_query(source, part, limit, dialect) for part in branches(filters, after)]
+    params = [value for _, values in queries for value in values]
+    if len(queries) == 1:
+        return queries[0][0], params
+    union = " UNION ALL ".join(f"SELECT * FROM ({select}) AS b{n}" for n, (select, _) in enumerate(queries))
     return f"{union} ORDER BY created_at DESC, id DESC LIMIT {dialect.mark}", [*params, limit]
+
+
+def branch_query(source: str, part: Branch, limit: int, dialect: Dialect) -> tuple[str, list[Any]]:
+    """One branch's statement: its first ``limit`` rows in the list's order (``page_query``)."""
+    condition, values = _condition(part, dialect)
+    return f"{source} WHERE {condition} {ORDER} LIMIT {dialect.mark}", [*values, limit]
+
+
+#: The list's order, on the memories' alias ``m``.
+ORDER = "ORDER BY m.created_at DESC, m.id DESC"
 
 
 def _condition(part: Branch, dialect: Dialect) -> tuple[str, list[Any]]:

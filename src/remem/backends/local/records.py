@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from remem.backends import links, listing
 from remem.backends.base import TurnTime
-from remem.backends.local import filtering, fts, keywords
+from remem.backends.local import filtering, fts, keywords, tagged_pages
 from remem.backends.shapes import stored_memory
 from remem.types import AddResult, Filters, Memory, NewMemory, text_sha256
 
@@ -31,7 +31,7 @@ _MEMORY_COLUMNS = """m.id, m.text, m.sha256, m.created_at, m.user, m.conversatio
     (SELECT json_group_array(tag) FROM
         (SELECT tag FROM memory_tags t WHERE t.memory_id = m.id ORDER BY tag)) AS tags, m.updated_at,
     m.superseded_by, m.superseded_at, m.expires_at, m.written_by"""
-
+_LISTED = f"SELECT {_MEMORY_COLUMNS} FROM memories m"
 
 #: How a list page's branches are written for SQLite (``remem.backends.listing``).
 _DIALECT = listing.Dialect("?", "m.user IS NULL", filtering.where)
@@ -486,8 +486,9 @@ class Records:
         ``after`` (created_at, id) when given; every page read through an index in the list's
         order, as cheap at any depth and for any position (``remem.backends.listing``)."""
         source = f"SELECT {_MEMORY_COLUMNS} FROM memories m"
-        sql, params = listing.page_query(source, filters, after, limit, _DIALECT)
-        return [_memory(row) for row in self.conn.execute(sql, params)]
+        return [
+            _memory(row) for row in tagged_pages.newest(self.conn, source, filters, after, limit, _DIALECT)
+        ]
 
     def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:
         """Every memory the filters select, in id order, streamed."""

@@ -158,3 +158,42 @@ def test_a_long_lived_store_serves_its_new_checkpoint_without_a_search_reading_i
     assert [h.memory.id for h in hits] == [added[2]]  # type: ignore[attr-defined]
     assert loads == []  # the rewrite's thread loaded it; the search only searched
     assert sorted(store.vector_index(FAKE_DIM).ids().tolist()) == store.records.vector_ids()
+
+
+def test_a_search_while_the_new_checkpoint_is_being_served_catches_up_from_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sync, "LAG_BOUND", 4)
+    store = _filled(tmp_path / "s", "exact")
+    store.warm_up(FAKE_MODEL)
+    vector_search(store, fake_vector("memory 1"), 1, Filters())  # the index this process serves
+    serving, go = threading.Event(), threading.Event()
+    real_serve = LocalBackend._serve_new_checkpoint
+
+    def held_serve(self: LocalBackend, dim: int) -> None:
+        serving.set()
+        go.wait(WAIT)
+        real_serve(self, dim)
+
+    monkeypatch.setattr(LocalBackend, "_serve_new_checkpoint", held_serve)
+    loads: list[Path] = []
+    real_load = VectorIndex.load.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        VectorIndex,
+        "load",
+        classmethod(lambda cls, path, *rest: loads.append(path) or real_load(cls, path, *rest)),
+    )
+    try:
+        added = [_add(store, f"crossing {n}") for n in range(3)]  # past half the bound: a rewrite starts
+        assert serving.wait(WAIT)  # the new file is in place, not yet served
+        hits = vector_search(store, fake_vector("crossing 2"), 1, Filters())
+        assert [h.memory.id for h in hits] == [added[2]]  # type: ignore[attr-defined]
+        assert loads == []  # caught up from the log of deletions, which the rewrite had not pruned
+    finally:
+        go.set()
+    for _ in range(300):
+        if not any(t.name == "remem checkpoint" and t.is_alive() for t in threading.enumerate()):
+            break
+        threading.Event().wait(0.1)
+    assert loads == [store.index_path]  # the rewrite's thread loaded it once served
+    assert sorted(store.vector_index(FAKE_DIM).ids().tolist()) == store.records.vector_ids()

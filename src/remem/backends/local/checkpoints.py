@@ -47,10 +47,14 @@ def write(home: Home, dim: int, index: VectorIndex | None) -> int:
     return generation
 
 
-def rewrite(home: Home, dim: int, *, blocking: bool = False) -> int | None:
+def rewrite(
+    home: Home, dim: int, *, blocking: bool = False, serve: Callable[[], None] | None = None
+) -> int | None:
     """Write the checkpoint from one snapshot of the database without holding the writers' lock
     (see the module docstring); the generation now in place, or None when nothing was written:
-    another rewriter is at work (and not ``blocking``), or the file was replaced meanwhile."""
+    another rewriter is at work (and not ``blocking``), or the file was replaced meanwhile.
+    ``serve`` (a long-lived process's) loads the new file before the log of deletions is pruned:
+    until then its searches catch their index up from the log, and none reads the file itself."""
     from remem.backends.local import sync  # noqa: PLC0415 - sync imports this module's neighbours
 
     try:
@@ -69,6 +73,8 @@ def rewrite(home: Home, dim: int, *, blocking: bool = False) -> int | None:
         return None
     if _generation_of(home.index_path) != generation:
         return None
+    if serve is not None:
+        serve()
     with home.write_lock(), atomic(records.conn):  # a newer file may be in place: it holds these too
         records.forget_deleted(generation)
     return generation

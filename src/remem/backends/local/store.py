@@ -238,15 +238,15 @@ class LocalBackend:
         if model is None:
             return
         try:
-            if checkpoints.rewrite(self.home, model.dim) is not None and self._resident:
-                self._serve_new_checkpoint(model.dim)
+            serve = functools.partial(self._serve_new_checkpoint, model.dim) if self._resident else None
+            checkpoints.rewrite(self.home, model.dim, serve=serve)
         except StoreError as exc:
             if warn:
                 self.warnings.append(f"{exc}; the change is saved, the vector index catches up later")
 
     def _serve_new_checkpoint(self, dim: int) -> None:
         """Serve the checkpoint just written (loaded and caught up in the rewrite's thread of a
-        long-lived process): no search waits to read it (the old index's log is pruned). A file
+        long-lived process) before the log of deletions is pruned: no search reads it. A file
         needing a repair is left to the next search, one that moved on is caught up there."""
         from remem.backends.local import sync  # noqa: PLC0415 - numpy
 

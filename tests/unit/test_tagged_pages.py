@@ -37,6 +37,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             f"memory {n}",
             user=(None, "alice", "bob")[n // 7 % 3],
             tags=_tags(n),
+            role=("user", "assistant")[n % 2],
+            conversation=f"c{n % 3}",
+            meta={"kind": ("note", "todo")[n // 2 % 2]},
             created_at=minute(n * 37 % SIZE // 4 * 4),  # not in id order; four a minute: ties
         )
         for n in range(SIZE)
@@ -46,16 +49,27 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-CASES = [
-    Filters(tags=tags, user=user, shared=shared)
-    for tags, (user, shared) in itertools.product(
-        [("common",), ("old",), ("rare",), ("common", "third"), ("old", "third")],
-        [(None, False), ("alice", False), ("alice", True)],
-    )
-]
+CASES = (
+    [
+        Filters(tags=tags, user=user, shared=shared)
+        for tags, (user, shared) in itertools.product(
+            [("common",), ("old",), ("rare",), ("common", "third"), ("old", "third")],
+            [(None, False), ("alice", False), ("alice", True)],
+        )
+    ]
+    + [
+        Filters(tags=("common",), conversation="c1"),
+        Filters(tags=("old",), since="2026-03-01T00:30:00Z", until="2026-03-01T05:00:00Z"),
+    ]
+    + [  # beside what a walk would check row by row, the tags drive
+        Filters(tags=("common",), meta={"kind": "note"}),
+        Filters(tags=("common",), role="user"),
+        Filters(tags=("common",), user="alice", conversation="c1"),
+    ]
+)
 
 
-@pytest.mark.parametrize("filters", CASES, ids=lambda f: f"{'+'.join(f.tags)}-{f.user}-{f.shared}")
+@pytest.mark.parametrize("filters", CASES, ids=str)
 def test_each_page_is_the_tag_driven_page(
     store: Path, filters: Filters, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,13 +37,23 @@ def newest(
 ) -> list[Any]:
     """The rows of ``listing.page_query`` (same order, same rows), read as the module docstring says."""
     walk = max(WALK_MIN, WALK_PER_ROW * limit)
-    if not filters.tags or _fewest_holders(conn, filters.tags, walk) < walk:
+    if not _walkable(filters) or _fewest_holders(conn, filters.tags, walk) < walk:
         return conn.execute(*listing.page_query(source, filters, after, limit, dialect)).fetchall()
     rows: list[Any] = []
     for part in listing.branches(filters, after):
         rows.extend(_walked(conn, source, part, limit, walk, dialect))
     rows.sort(key=lambda row: (row[3], row[0]), reverse=True)  # created_at, id: ``source``'s columns
     return rows[:limit]
+
+
+def _walkable(filters: Filters) -> bool:
+    """Whether ``filters`` name tags, and nothing a walk would check row by row beside them: a
+    walk reads the rows of one index in the list's order (the memories', a user's or a
+    conversation's, within since/until); a role, metadata, a writer, or a user and a conversation
+    at once could make it read every row to find its bound's worth (the tags then drive)."""
+    checked = (filters.role, filters.written_by, filters.meta or None)
+    both = filters.user is not None and filters.conversation is not None
+    return bool(filters.tags) and all(value is None for value in checked) and not both
 
 
 def _fewest_holders(conn: sqlite3.Connection, tags: tuple[str, ...], bound: int) -> int:

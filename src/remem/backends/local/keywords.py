@@ -152,8 +152,25 @@ def search(
     ``among`` if given), best first; [] when the text has no terms. Exact BM25 unless the query has
     near-zero-IDF terms on a big store (the module docstring). With ``scope`` (which must hold every
     filtered memory), its memories' statistics alone rank them."""
+    return top_and_rest(conn, counts, text, filters, limit, among, scope)[0]
+
+
+def top_and_rest(
+    conn: sqlite3.Connection,
+    counts: KeywordCounts,
+    text: str,
+    filters: Filters,
+    limit: int,
+    among: Sequence[int] | None = None,
+    scope: Filters | None = None,
+    more: int = 0,
+) -> tuple[list[Scored], list[Scored] | None]:
+    """``search``'s top, and with ``more``, every further filtered match (best first, as ``search``
+    among them ranks them) when they are at most ``more``: one statement of ``limit`` + ``more``
+    rows where FTS5's ``bm25()`` scores every match anyway (a small store, no ``among``, no common
+    terms, the whole store's statistics); None when they are not known so."""
     if among is not None and not among:
-        return []
+        return [], []
     with snapshot(conn):
         stamp = counts.stamp(conn)
         filters = counts.needed(conn, stamp, filters)
@@ -161,16 +178,21 @@ def search(
         query = plan(conn, counts, stamp, text, scope)
         size = None if scope is None else counts.size(conn, stamp, scope)
         mean = None if size is None else size[1]
+        rest = None
         if not query.scored:
             found = []
         elif scope is None or size is None:
-            found = _unscoped(conn, counts, stamp, query.scored, filters, limit, among)
+            if more and among is None and not query.common and fts.row_count(conn) < PRUNE_FROM:
+                found = fts.search(conn, " OR ".join(query.scored), filters, limit + more)
+                found, rest = found[:limit], (found[limit:] if len(found) < limit + more else None)
+            else:
+                found = _unscoped(conn, counts, stamp, query.scored, filters, limit, among)
         else:
             found = _scoped(conn, counts, stamp, query.scored, filters, limit, among, scope, size)
         if query.common and len(found) < limit:  # every holder of a scored term is in: the rest hold
             skip = {mid for mid, _ in found}  # only common terms
             found += bm25.newest(conn, query.common, filters, limit - len(found), among, skip, mean)
-        return found
+        return found, rest
 
 
 def _unscoped(

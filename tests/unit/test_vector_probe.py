@@ -1,6 +1,6 @@
 """The local vector lane under filters: whether the best of the whole index are probed first
-(``lanes._worth_probing``: only where the filters select enough memories) changes which rows are
-read, never the top."""
+(``lanes._worth_probing``: unless a listing in the same state found the filters select too few
+vectors) changes which rows are read, never the top."""
 
 from __future__ import annotations
 
@@ -55,3 +55,19 @@ def test_the_top_is_the_same_probed_or_listed(
                 monkeypatch.setattr(lanes, "_worth_probing", lambda *_, probe=probe: probe)
                 assert store.vector_lane().top(vector, k, filters) == chosen, (filters, probe)
             monkeypatch.undo()
+
+
+def test_a_listing_tells_the_next_search_in_the_state_to_list(store: LocalBackend) -> None:
+    vector = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+    counts, conn = store.records.keyword_counts, store.records.conn
+    listed = []
+    for asked in FILTERS:
+        filters = store.records.needed_filters(asked)  # what the lane reads (as ``top`` does)
+        before = counts.listed(counts.stamp(conn), filters)
+        first = store.vector_lane().top(vector, 100, asked)
+        listed.append(counts.listed(counts.stamp(conn), filters))
+        assert before is None and store.vector_lane().top(vector, 100, asked) == first
+    assert listed[1:3] == [60, 6]  # the tenth's and the few's vectors (a probe could not decide them)
+    store.add_many([NewMemory("one more", tags=("tenth",))], [vector.reshape(1, -1)], FAKE_MODEL)
+    filters = store.records.needed_filters(FILTERS[1])
+    assert counts.listed(counts.stamp(conn), filters) is None  # another state

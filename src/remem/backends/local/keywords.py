@@ -90,6 +90,15 @@ class KeywordCounts:
                 kept = _without(kept, name)
         return kept
 
+    def listed(self, stamp: bytes, filters: Filters) -> int | None:
+        """How many vectors a listing of those ``filters`` select found in this state (``lanes``)."""
+        found = self._cache.peek(stamp, ("listed", filters))
+        return None if found is None else int(found)
+
+    def note_listed(self, stamp: bytes, filters: Filters, count: int) -> None:
+        """Keep how many vectors ``filters`` select, as a listing found them (``listed``)."""
+        self._cache.put(stamp, ("listed", filters), count)
+
     def size(self, conn: sqlite3.Connection, stamp: bytes, scope: Filters) -> tuple[int, float]:
         """``scope``'s rows and their mean length in tokens, as FTS5's BM25 counts it, counted once
         per ``stamp``."""

@@ -136,16 +136,17 @@ def _best_then_filtered(scores: _QueryScores, k: int, filters: Filters) -> list[
         fetch = max(4 * fetch, int(needed))
 
 
-def _worth_probing(scores: _QueryScores, k: int, filters: Filters) -> bool:
-    """Whether the best of the whole index may decide the filtered top ``k`` (``_best_then_filtered``)
-    at the share of memories the filters select (counted once per state of the keyword index, which
-    holds every memory): not when they select no more than its first round checks (listing them
-    reads fewer rows), nor when that round would find under half of ``k`` passing at that share
-    (a round's checks wasted: a tag on a tenth of the 10k bench store took 0.4 ms of 2.4 before the
-    listing); either way the top is the same, exact."""
-    records, fetch = scores.records, max(BEST_FIRST, 2 * k)
-    counts = records.keyword_counts
-    selected = counts.rows(records.conn, counts.stamp(records.conn), filters)
+def _worth_probing(scores: _QueryScores, k: int, filters: Filters, stamp: bytes) -> bool:
+    """Whether the best of the whole index may decide the filtered top ``k`` (``_best_then_filtered``),
+    given how many vectors the filters selected when a search listed them in this state of the
+    keyword index (unknown: probed): not when they are no more than its first round checks (listing
+    them reads fewer rows), nor when that round would find under half of ``k`` passing at their
+    share (its checks wasted: a tag on a tenth of the 10k bench store took 0.4 ms of 2.4 before the
+    listing). Either way the top is the same, exact."""
+    selected = scores.records.keyword_counts.listed(stamp, filters)
+    if selected is None:
+        return True
+    fetch = max(BEST_FIRST, 2 * k)
     return selected > fetch and selected * fetch >= k / 2 * max(scores.index.size, 1)
 
 
@@ -160,9 +161,12 @@ def _vector_hits(scores: _QueryScores, k: int, filters: Filters) -> list[Scored]
     if _selects_all(filters) and index.exact() is not None:
         return scores.best(k)
     if not _selects_all(filters):
-        found = _best_then_filtered(scores, k, filters) if _worth_probing(scores, k, filters) else None
+        counts, conn = scores.records.keyword_counts, scores.records.conn
+        stamp = counts.stamp(conn)
+        found = _best_then_filtered(scores, k, filters) if _worth_probing(scores, k, filters, stamp) else None
         if found is None:
             among = scores.candidates(filters)
+            counts.note_listed(stamp, filters, len(among))
             found = scores.among(among, k)
         if found is not None:
             return found

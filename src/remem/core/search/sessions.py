@@ -109,8 +109,13 @@ def _all_mates(
     the best ``mates`` + 1 of them but itself, taken in the heap's order (score, then place), so each
     sum adds the same values in the same order."""
     best = heapq.nsmallest(mates + 1, [(-scores[mid], place) for place, (_, mid) in enumerate(turns)])
+    ahead = {entry[1] for entry in best[:mates]}  # a turn outside them has them as its mates
+    common = weight * sum([-entry[0] for entry in best[:mates]]) / mates
     lifted: dict[int, float] = {}
     for place, (_, mid) in enumerate(turns):
-        chosen = [-entry[0] for entry in best if entry[1] != place][:mates]
-        lifted[mid] = weight * sum(chosen) / mates
+        if place in ahead:
+            chosen = [-entry[0] for entry in best if entry[1] != place][:mates]
+            lifted[mid] = weight * sum(chosen) / mates
+        else:
+            lifted[mid] = common
     return lifted

@@ -16,7 +16,7 @@ from helpers import FakeEmbedder, fake_vector
 from remem import Filters, NewMemory
 from remem.backends import pooling
 from remem.backends.base import PoolRequest
-from remem.backends.local import LocalBackend, keywords, pooled
+from remem.backends.local import LocalBackend, fts, keywords, pooled
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
 
@@ -76,3 +76,21 @@ def test_the_rest_is_known_only_when_it_fits(store: LocalBackend) -> None:
     assert top == every[:10] and rest == every[10:]
     assert keywords.top_and_rest(conn, counts, "alpha", Filters(), 10, more=len(every) - 10)[1] is None
     assert keywords.top_and_rest(conn, counts, "alpha", Filters(), 10)[1] is None
+
+
+def test_a_broad_query_reads_no_row_past_its_top(
+    store: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conn, counts = store.records.conn, store.records.keyword_counts
+    limits: list[int] = []
+    search = fts.search
+
+    def noted(conn: object, match: str, filters: Filters, limit: int, among: object = None) -> object:
+        limits.append(limit)
+        return search(conn, match, filters, limit, among)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fts, "search", noted)
+    held = counts.holders(conn, counts.stamp(conn), "terms : alpha")
+    assert keywords.top_and_rest(conn, counts, "alpha", Filters(), 10, more=held - 10)[1] is None
+    assert keywords.top_and_rest(conn, counts, "alpha", Filters(), 10, more=200)[1] is not None  # all 120
+    assert limits == [10, 210]  # unfiltered, a term held by limit + more memories: the top alone

@@ -177,7 +177,8 @@ def top_and_rest(
     """``search``'s top, and with ``more``, every further filtered match (best first, as ``search``
     among them ranks them) when they are at most ``more``: one statement of ``limit`` + ``more``
     rows where FTS5's ``bm25()`` scores every match anyway (a small store, no ``among``, no common
-    terms, the whole store's statistics); None when they are not known so."""
+    terms, the whole store's statistics) and they may fit (``_may_fit``); None when they are not
+    known so."""
     if among is not None and not among:
         return [], []
     with snapshot(conn):
@@ -191,7 +192,8 @@ def top_and_rest(
         if not query.scored:
             found = []
         elif scope is None or size is None:
-            if more and among is None and not query.common and fts.row_count(conn) < PRUNE_FROM:
+            small = bool(more) and among is None and not query.common and fts.row_count(conn) < PRUNE_FROM
+            if small and _may_fit(conn, counts, stamp, query.scored, filters, limit + more):
                 found = fts.search(conn, " OR ".join(query.scored), filters, limit + more)
                 found, rest = found[:limit], (found[limit:] if len(found) < limit + more else None)
             else:
@@ -202,6 +204,22 @@ def top_and_rest(
             skip = {mid for mid, _ in found}  # only common terms
             found += bm25.newest(conn, query.common, filters, limit - len(found), among, skip, mean)
         return found, rest
+
+
+def _may_fit(
+    conn: sqlite3.Connection,
+    counts: KeywordCounts,
+    stamp: bytes,
+    terms: list[str],
+    filters: Filters,
+    most: int,
+) -> bool:
+    """Whether the filtered matches of ``terms`` may be fewer than ``most``: not when, unfiltered, a
+    term alone is among the own terms of that many memories (``coverage`` counts the same per
+    state), so that a broad query does not read rows past its top for nothing."""
+    if not filters.is_empty():  # a filter's matches are fewer than the terms' holders
+        return True
+    return max(counts.holders(conn, stamp, f"terms : {term}") for term in terms) < most
 
 
 def _unscoped(

@@ -198,7 +198,7 @@ def test_coverage_by_bounds_gives_the_exact_shares_capped(
 def test_counts_are_counted_again_after_every_kind_of_write(
     store: LocalBackend, conn: sqlite3.Connection
 ) -> None:
-    counts = store.records._keyword_counts  # the cache under test
+    counts = store.records.keyword_counts  # the cache under test
     stamps = [counts.stamp(store.records.conn)]
 
     def exact(query: str) -> list[tuple[int, float]]:

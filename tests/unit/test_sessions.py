@@ -111,3 +111,15 @@ def test_the_sliding_window_gives_what_every_pair_would(seed: int) -> None:
         assert got.keys() == brute_force(scores, times, weight, mates).keys()
         for mid, value in brute_force(scores, times, weight, mates).items():
             assert got[mid] == pytest.approx(value, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_turns_within_one_window_gain_exactly_what_every_pair_would(seed: int) -> None:
+    """A conversation whose pooled turns all lie within the gap of each other (its mates are the
+    best of them all): the same sums, to the last bit, as every pair gives."""
+    rng = random.Random(seed)
+    size = rng.randint(2, 40)
+    times = {mid: at(rng.uniform(0, 59), rng.choice("ab")) for mid in range(size)}
+    scores = {mid: rng.choice([rng.gauss(0, 1), 0.5]) for mid in range(size)}
+    for weight, mates in ((0.4, 2), (1.0, 1), (0.3, 3)):
+        assert sessions.lifts(scores, times, weight, mates) == brute_force(scores, times, weight, mates)

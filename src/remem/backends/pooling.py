@@ -98,6 +98,9 @@ class Primitives(Protocol):
 
 #: The turns among some memories (``turn_times``) and the texts of some of them (``texts``).
 TurnsAndTexts = Callable[[Sequence[int], Sequence[int]], tuple[dict[int, TurnTime], dict[int, str]]]
+#: The BM25 of some memories beyond the keyword lane's top, as ``keyword_top`` among them gives it,
+#: from what the keyword step read (None: not known there).
+Beyond = Callable[[Sequence[int]], list[Scored] | None]
 
 
 def facts(
@@ -106,12 +109,17 @@ def facts(
     request: PoolRequest,
     wanted: Wanted,
     read: TurnsAndTexts | None = None,
+    beyond: Beyond | None = None,
 ) -> Facts:
     """What ``wanted`` asks (``Wanted``; texts when the request asks for them), each by its own
-    primitive; the turns and the texts in one go by ``read`` if given (``Shortcuts``)."""
+    primitive; the turns and the texts in one go by ``read`` if given, the missing memories' BM25
+    by ``beyond`` where it knows it (``Shortcuts``)."""
     missing = wanted.missing
     text, filters, scope = request.text, request.filters, request.scope
-    scored = store.keyword_top(text, filters, len(missing), missing, scope) if missing else []
+    known = beyond(missing) if beyond is not None and missing else None
+    scored = known if known is not None else []
+    if known is None and missing:
+        scored = store.keyword_top(text, filters, len(missing), missing, scope)
     unknown = [mid for mid in wanted.ids if mid not in wanted.known] if request.texts else []
     if read is not None and unknown:
         turns, texts = read(wanted.ids, unknown)
@@ -146,6 +154,8 @@ class Shortcuts(NamedTuple):
     #: In the last step of a hybrid pool by the primitives (``facts``), the pooled memories' turns
     #: and the texts asked for, in one read.
     turns_and_texts: TurnsAndTexts | None = None
+    #: In that step, the BM25 of the vector top's memories beyond the keyword top, where known.
+    beyond: Beyond | None = None
 
 
 #: No shortcut: every step by the primitives.
@@ -233,8 +243,8 @@ def _lanes(store: Primitives, request: PoolRequest, shortcuts: Shortcuts) -> Poo
     if request.hybrid:
         lane = gathering.lane
         assert lane is not None
-        read = shortcuts.turns_and_texts
-        by_primitives: FactsOf = lambda request, wanted: facts(store, lane, request, wanted, read)  # noqa: E731
+        read, beyond = shortcuts.turns_and_texts, shortcuts.beyond
+        by_primitives: FactsOf = lambda request, wanted: facts(store, lane, request, wanted, read, beyond)  # noqa: E731
         return _hybrid(gathering, texts, shortcuts.facts or by_primitives)
     if request.vector is None:
         found, inside, _ = gathering.keyword()

@@ -39,3 +39,15 @@ class SnapshotCache:
                 self._stamp, self._values = stamp, {}
             self._values[key] = value
         return value
+
+    def peek(self, stamp: Hashable, key: Hashable) -> Any:
+        """The value kept for ``key`` in a state with the same ``stamp``, or None."""
+        with self._lock:
+            return self._values.get(key) if self._stamp == stamp else None
+
+    def put(self, stamp: Hashable, key: Hashable, value: Any) -> None:
+        """Keep ``value`` for ``key`` while the state's stamp is ``stamp``."""
+        with self._lock:
+            if self._stamp != stamp or len(self._values) >= self._most:
+                self._stamp, self._values = stamp, {}
+            self._values[key] = value

@@ -90,6 +90,15 @@ class KeywordCounts:
                 kept = _without(kept, name)
         return kept
 
+    def listed(self, stamp: bytes, filters: Filters) -> int | None:
+        """How many vectors a listing of those ``filters`` select found in this state (``lanes``)."""
+        found = self._cache.peek(stamp, ("listed", filters))
+        return None if found is None else int(found)
+
+    def note_listed(self, stamp: bytes, filters: Filters, count: int) -> None:
+        """Keep how many vectors ``filters`` select, as a listing found them (``listed``)."""
+        self._cache.put(stamp, ("listed", filters), count)
+
     def size(self, conn: sqlite3.Connection, stamp: bytes, scope: Filters) -> tuple[int, float]:
         """``scope``'s rows and their mean length in tokens, as FTS5's BM25 counts it, counted once
         per ``stamp``."""
@@ -152,8 +161,26 @@ def search(
     ``among`` if given), best first; [] when the text has no terms. Exact BM25 unless the query has
     near-zero-IDF terms on a big store (the module docstring). With ``scope`` (which must hold every
     filtered memory), its memories' statistics alone rank them."""
+    return top_and_rest(conn, counts, text, filters, limit, among, scope)[0]
+
+
+def top_and_rest(
+    conn: sqlite3.Connection,
+    counts: KeywordCounts,
+    text: str,
+    filters: Filters,
+    limit: int,
+    among: Sequence[int] | None = None,
+    scope: Filters | None = None,
+    more: int = 0,
+) -> tuple[list[Scored], list[Scored] | None]:
+    """``search``'s top, and with ``more``, every further filtered match (best first, as ``search``
+    among them ranks them) when they are at most ``more``: one statement of ``limit`` + ``more``
+    rows where FTS5's ``bm25()`` scores every match anyway (a small store, no ``among``, no common
+    terms, the whole store's statistics) and they may fit (``_may_fit``); None when they are not
+    known so."""
     if among is not None and not among:
-        return []
+        return [], []
     with snapshot(conn):
         stamp = counts.stamp(conn)
         filters = counts.needed(conn, stamp, filters)
@@ -161,16 +188,38 @@ def search(
         query = plan(conn, counts, stamp, text, scope)
         size = None if scope is None else counts.size(conn, stamp, scope)
         mean = None if size is None else size[1]
+        rest = None
         if not query.scored:
             found = []
         elif scope is None or size is None:
-            found = _unscoped(conn, counts, stamp, query.scored, filters, limit, among)
+            small = bool(more) and among is None and not query.common and fts.row_count(conn) < PRUNE_FROM
+            if small and _may_fit(conn, counts, stamp, query.scored, filters, limit + more):
+                found = fts.search(conn, " OR ".join(query.scored), filters, limit + more)
+                found, rest = found[:limit], (found[limit:] if len(found) < limit + more else None)
+            else:
+                found = _unscoped(conn, counts, stamp, query.scored, filters, limit, among)
         else:
             found = _scoped(conn, counts, stamp, query.scored, filters, limit, among, scope, size)
         if query.common and len(found) < limit:  # every holder of a scored term is in: the rest hold
             skip = {mid for mid, _ in found}  # only common terms
             found += bm25.newest(conn, query.common, filters, limit - len(found), among, skip, mean)
-        return found
+        return found, rest
+
+
+def _may_fit(
+    conn: sqlite3.Connection,
+    counts: KeywordCounts,
+    stamp: bytes,
+    terms: list[str],
+    filters: Filters,
+    most: int,
+) -> bool:
+    """Whether the filtered matches of ``terms`` may be fewer than ``most``: not when, unfiltered, a
+    term alone is among the own terms of that many memories (``coverage`` counts the same per
+    state), so that a broad query does not read rows past its top for nothing."""
+    if not filters.is_empty():  # a filter's matches are fewer than the terms' holders
+        return True
+    return max(counts.holders(conn, stamp, f"terms : {term}") for term in terms) < most
 
 
 def _unscoped(

@@ -53,7 +53,7 @@ class Records:
     def __init__(self, connections: Connections) -> None:
         """Query through ``connections`` (see ``connections.connect``)."""
         self._connections = connections
-        self._keyword_counts = keywords.KeywordCounts()
+        self.keyword_counts = keywords.KeywordCounts()
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -389,7 +389,7 @@ class Records:
     def needed_filters(self, filters: Filters) -> Filters:
         """``filters`` without conditions on user, conversation, role that every memory meets (cached:
         ``KeywordCounts.needed``), nor hiding superseded or expired memories where the store has none."""
-        filters = self._keyword_counts.needed(self.conn, self._keyword_counts.stamp(self.conn), filters)
+        filters = self.keyword_counts.needed(self.conn, self.keyword_counts.stamp(self.conn), filters)
         if not filters.hides():
             return filters
         sql, params = filtering.hidden_ids(filters)
@@ -438,7 +438,7 @@ class Records:
         scope: Filters | None = None,
     ) -> list[tuple[int, float]]:
         """BM25 top ``limit`` among the filtered memories (see ``keywords.search``)."""
-        return keywords.search(self.conn, self._keyword_counts, text, filters, limit, among, scope)
+        return keywords.search(self.conn, self.keyword_counts, text, filters, limit, among, scope)
 
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
         """(id, text) of the filtered memories that may hold every one of ``words`` (see ``fts.holding``)."""
@@ -448,7 +448,7 @@ class Records:
         self, text: str, ids: Sequence[int], enough: float, scope: Filters | None = None
     ) -> Coverage:
         """Each memory's share of the query's term weight, capped at ``enough`` (``keywords.coverage``)."""
-        return keywords.coverage(self.conn, self._keyword_counts, text, ids, enough, scope)
+        return keywords.coverage(self.conn, self.keyword_counts, text, ids, enough, scope)
 
     def get_many(self, ids: Sequence[int]) -> dict[int, Memory]:
         """The memories with these ids (missing ids are absent from the result)."""

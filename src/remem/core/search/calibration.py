@@ -148,16 +148,19 @@ def non_increasing(values: Sequence[float]) -> list[float]:
 TIE = 1e-9
 
 
-def places(scores: Sequence[float]) -> list[float]:
+def places(scores: Sequence[float], first: int | None = None) -> list[float]:
     """Each score's rank for the map's rank term, 1 first: its position in ``scores``, or for a run
     of neighbours that are one score (within ``TIE``) the mean of the run's positions, so memories
-    scoring alike show one relevance whatever order their tie came in."""
+    scoring alike show one relevance whatever order their tie came in. With ``first``, only up to
+    the end of the run holding the ``first``-th score (the ranks of the ``first`` are the same)."""
     found: list[float] = []
     start = 0
     for n in range(1, len(scores) + 1):
         if n == len(scores) or abs(scores[n] - scores[n - 1]) > TIE * max(1.0, abs(scores[n])):
             found += [(start + n + 1) / 2] * (n - start)
             start = n
+            if first is not None and n >= first:
+                break
     return found
 
 
@@ -208,7 +211,8 @@ def shown(
     """The first ``k`` ranked memories' calibrations whose relevance (``relevances``) is at least
     ``min_score`` (any without it), and the relevances of those ``min_score`` left out."""
     basis = basis_of(pool, mode)
-    ranks = places([r.score for r in ranked])  # a tie may reach past k
+    # a tie may reach past k; without min_score the ranks of the first k are enough
+    ranks = places([r.score for r in ranked], k if min_score is None else None)
     if min_score is None:  # a relevance depends on those above it alone: the first k are enough
         ranked, ranks = ranked[:k], ranks[:k]
     scores = relevances(ranked, basis, mode, model, ranks)  # never rising: a prefix is kept

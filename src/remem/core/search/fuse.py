@@ -98,7 +98,7 @@ def rank(pool: Pool, mode: SearchMode) -> list[Ranked]:
     """The pool ranked in ``mode``, best first, every lift named on the memory it moved (see the
     module docstring). Pure: the same pool always gives the same ranking."""
     unread = {c.id for c in pool.candidates if c.unread}
-    ranked = _lifted(fused(pool), pool, unread) if mode is SearchMode.HYBRID else _one_lane(pool, mode)
+    ranked = _lifted(_fused(pool), pool, unread) if mode is SearchMode.HYBRID else _one_lane(pool, mode)
     ranked = _in_window(ranked, pool, mode, unread)
     return _phrase_first(ranked, pool) if mode is not SearchMode.VECTOR else ranked
 
@@ -127,7 +127,7 @@ def spread(values: Sequence[float], floor: float = 0.0) -> tuple[float, float]:
     """The mean of ``values`` and the spread ``standardised`` divides by: their population std, or
     ``floor`` where that is larger; a spread of 0 counts as 1."""
     mean = sum(values) / len(values)
-    std = max((sum((x - mean) ** 2 for x in values) / len(values)) ** 0.5, floor)
+    std = max((sum([(x - mean) ** 2 for x in values]) / len(values)) ** 0.5, floor)
     return mean, std or 1.0
 
 
@@ -149,14 +149,19 @@ def fused(pool: Pool) -> list[Ranked]:
     docstring). A memory the vector lane did not score, or ``unread`` by the model, gets the lowest
     cosine of the pool's read memories (and no cosine to break ties). Without the query's weight
     (``pool.weight`` None) every match counts whole and BM25's spread has no floor."""
+    return best_first(_fused(pool), {c.id for c in pool.candidates if c.unread})
+
+
+def _fused(pool: Pool) -> list[Ranked]:
+    """``fused`` in the pool's order (``_lifted`` sorts it once, after the lifts: ``best_first``'s
+    order is total, so sorting before as well changed nothing)."""
     if not pool.candidates:
         return []
     (cosines, cosine_floor), (bm25, keyword_floor) = _lane_values(pool)
     scores = zip(
         pool.candidates, standardised(cosines, cosine_floor), standardised(bm25, keyword_floor), strict=True
     )
-    ranked = [_fused_one(c, VECTOR_WEIGHT * z_c + (1 - VECTOR_WEIGHT) * z_k) for c, z_c, z_k in scores]
-    return best_first(ranked, {c.id for c in pool.candidates if c.unread})
+    return [_fused_one(c, VECTOR_WEIGHT * z_c + (1 - VECTOR_WEIGHT) * z_k) for c, z_c, z_k in scores]
 
 
 LaneValues = tuple[tuple[list[float], float], tuple[list[float], float]]
@@ -219,15 +224,16 @@ def fuse(
 
 
 def _lifted(ranked: list[Ranked], pool: Pool, unread: Collection[int]) -> list[Ranked]:
-    """The fused pool with what each turn's session mates add to its score (``sessions``), then its
-    speaker if the query names them (``speakers``); re-sorted where the pool holds turns."""
+    """The fused pool (in any order) with what each turn's session mates add to its score
+    (``sessions``), then its speaker if the query names them (``speakers``); best first."""
     times = {c.id: c.turn for c in pool.candidates if c.turn is not None}
     if len(times) <= 1:
-        return ranked
+        return best_first(ranked, unread)
     mates = sessions.lifts({r.id: r.score for r in ranked}, times)
     named = speakers.lifts(times, pool.speakers)
     for name, sizes in (("session", mates), ("speaker", named)):
-        ranked = [r.lifted(name, sizes[r.id]) if r.id in sizes else r for r in ranked]
+        if sizes:
+            ranked = [r.lifted(name, sizes[r.id]) if r.id in sizes else r for r in ranked]
     return best_first(ranked, unread)
 
 

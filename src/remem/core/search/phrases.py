@@ -81,7 +81,7 @@ def _holds(text: str, phrase: tuple[str, ...]) -> bool:
     """True when ``text``'s words hold ``phrase``; its words are found only when the normalised
     text contains every word of the phrase (most candidates do not: one substring test each)."""
     normalized = _normalized(text)
-    if not all(word in normalized for word in phrase):
+    if not all(map(normalized.__contains__, phrase)):
         return False
     return _joined(phrase) in _joined(_words(normalized))
 

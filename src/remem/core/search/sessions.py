@@ -75,6 +75,8 @@ def _best_mates(
     over them with a heap of the scores in it (an entry that fell behind the window is dropped for
     good), so each turn costs a few heap operations, not a pass over its window."""
     gap = CONTEXT_GAP.total_seconds()
+    if turns[-1][0] <= turns[0][0] + gap:  # one window holds them all (the comparisons below, at its ends)
+        return _all_mates(turns, scores, weight, mates)
     heap: list[tuple[float, int]] = []  # (-score, place in turns)
     lifted: dict[int, float] = {}
     ahead, behind = 0, 0
@@ -97,4 +99,23 @@ def _best_mates(
             heapq.heappush(heap, entry)
         if best:
             lifted[mid] = weight * sum(best) / mates
+    return lifted
+
+
+def _all_mates(
+    turns: list[tuple[float, int]], scores: Mapping[int, float], weight: float, mates: int
+) -> dict[int, float]:
+    """``_best_mates`` of turns that all lie within one window of each other: each turn's mates are
+    the best ``mates`` + 1 of them but itself, taken in the heap's order (score, then place), so each
+    sum adds the same values in the same order."""
+    best = heapq.nsmallest(mates + 1, [(-scores[mid], place) for place, (_, mid) in enumerate(turns)])
+    ahead = {entry[1] for entry in best[:mates]}  # a turn outside them has them as its mates
+    common = weight * sum([-entry[0] for entry in best[:mates]]) / mates
+    lifted: dict[int, float] = {}
+    for place, (_, mid) in enumerate(turns):
+        if place in ahead:
+            chosen = [-entry[0] for entry in best if entry[1] != place][:mates]
+            lifted[mid] = weight * sum(chosen) / mates
+        else:
+            lifted[mid] = common
     return lifted

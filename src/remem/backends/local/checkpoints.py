@@ -48,13 +48,20 @@ def write(home: Home, dim: int, index: VectorIndex | None) -> int:
 
 
 def rewrite(
-    home: Home, dim: int, *, blocking: bool = False, serve: Callable[[], None] | None = None
+    home: Home,
+    dim: int,
+    *,
+    blocking: bool = False,
+    serve: Callable[[], None] | None = None,
+    threads: int | None = None,
 ) -> int | None:
     """Write the checkpoint from one snapshot of the database without holding the writers' lock
     (see the module docstring); the generation now in place, or None when nothing was written:
     another rewriter is at work (and not ``blocking``), or the file was replaced meanwhile.
     ``serve`` (a long-lived process's) loads the new file before the log of deletions is pruned:
-    until then its searches catch their index up from the log, and none reads the file itself."""
+    until then its searches catch their index up from the log, and none reads the file itself.
+    ``threads``: at most so many for extending an HNSW graph (a rewrite in the background of a
+    process that searches leaves it the other cores)."""
     from remem.backends.local import sync  # noqa: PLC0415 - sync imports this module's neighbours
 
     try:
@@ -66,9 +73,12 @@ def rewrite(
                 if kind is IndexKind.EXACT:
                     generation = write_exact(records, home.index_path, dim, settings.hnsw, _swap(home))
                 else:
+                    from remem.backends.local import hnsw  # noqa: PLC0415 - FAISS, for HNSW only
+
                     index = sync.synced_index(records, home.index_path, dim, kind, settings.hnsw, True).index
                     generation = index.header.generation
-                    index.save(home.index_path, swap=_swap(home))
+                    with hnsw.threads(threads):
+                        index.save(home.index_path, swap=_swap(home))
     except BlockingIOError:
         return None
     if _generation_of(home.index_path) != generation:

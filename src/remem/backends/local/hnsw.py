@@ -111,7 +111,7 @@ class HnswGraph:
         params.efSearch = max(ef_search, k)
         if keep:
             params.sel = keep[-1]
-        with _one_thread(faiss):
+        with threads(1):  # waking OpenMP workers costs a query more than they save (retired bench/index.py)
             scores, labels = self._index.search(
                 np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32), k, params=params
             )
@@ -162,11 +162,15 @@ def _reader(data: ByteArray) -> Callable[[int], bytes]:
 
 
 @contextlib.contextmanager
-def _one_thread(faiss: Any) -> Iterator[None]:
-    """Run one query on one thread: waking OpenMP workers costs more than they save (retired
-    bench/index.py)."""
+def threads(count: int | None) -> Iterator[None]:
+    """FAISS's work started on this thread meanwhile runs on at most ``count`` threads (OpenMP's
+    setting is the calling thread's own: other threads keep theirs); None: as many as it likes."""
+    if count is None:
+        yield
+        return
+    faiss = _faiss()
     before = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
+    faiss.omp_set_num_threads(count)
     try:
         yield
     finally:

@@ -227,11 +227,11 @@ class LocalBackend:
         elif sync.behind(self.records, self.index_path, kind):
             self.checkpoint()
 
-    def checkpoint(self, *, warn: bool = True) -> None:
+    def checkpoint(self, *, warn: bool = True, threads: int | None = None) -> None:
         """Write the index file level with the database now, holding no lock while it writes, and
         prune the log of deletions it holds (``checkpoints.rewrite``: nothing when another process
         or thread is rewriting it). A failure is a warning (``warn``), else silent: a search's, on
-        a store it may not write to."""
+        a store it may not write to. ``threads``: ``checkpoints.rewrite``'s."""
         from remem.backends.local import checkpoints  # noqa: PLC0415 - numpy
 
         model = self.model
@@ -239,7 +239,7 @@ class LocalBackend:
             return
         try:
             serve = functools.partial(self._serve_new_checkpoint, model.dim) if self._resident else None
-            checkpoints.rewrite(self.home, model.dim, serve=serve)
+            checkpoints.rewrite(self.home, model.dim, serve=serve, threads=threads)
         except StoreError as exc:
             if warn:
                 self.warnings.append(f"{exc}; the change is saved, the vector index catches up later")
@@ -262,7 +262,7 @@ class LocalBackend:
         """Start ``checkpoint`` in a thread of its own unless one is at work (it ends with the store)."""
         with self._rewriter_lock:
             if self._rewriter is None or not self._rewriter.is_alive():
-                work = functools.partial(self.checkpoint, warn=warn)
+                work = functools.partial(self.checkpoint, warn=warn, threads=1)
                 self._rewriter = threading.Thread(target=_until_closed, args=(work,), name="remem checkpoint")
                 self._rewriter.daemon = True  # a process that ends leaves it undone (a temp file)
                 self._rewriter.start()

@@ -197,3 +197,40 @@ def test_a_search_while_the_new_checkpoint_is_being_served_catches_up_from_the_l
         threading.Event().wait(0.1)
     assert loads == [store.index_path]  # the rewrite's thread loaded it once served
     assert sorted(store.vector_index(FAKE_DIM).ids().tolist()) == store.records.vector_ids()
+
+
+def test_a_rewrite_in_the_background_extends_a_graph_on_one_thread_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from remem.backends.local import checkpoints, hnsw
+
+    monkeypatch.setattr(sync, "LAG_BOUND", 4)
+    store = _filled(tmp_path / "s", "exact")
+    store.warm_up(FAKE_MODEL)
+    asked: list[int | None] = []
+    real = checkpoints.rewrite
+    monkeypatch.setattr(
+        checkpoints,
+        "rewrite",
+        lambda *args, **kwargs: asked.append(kwargs.get("threads")) or real(*args, **kwargs),
+    )
+    for n in range(3):  # past half the bound: a rewrite in a thread of its own
+        _add(store, f"crossing {n}")
+    for _ in range(300):
+        if asked and not any(t.name == "remem checkpoint" and t.is_alive() for t in threading.enumerate()):
+            break
+        threading.Event().wait(0.1)
+    assert asked == [1]
+    store.checkpoint()  # in the foreground: as many as FAISS likes
+    assert asked == [1, None]
+    faiss = hnsw._faiss()
+    before, seen = faiss.omp_get_max_threads(), []
+
+    def limited() -> None:
+        with hnsw.threads(1):
+            seen.append(faiss.omp_get_max_threads())
+
+    worker = threading.Thread(target=limited)
+    worker.start()
+    worker.join(WAIT)
+    assert seen == [1] and faiss.omp_get_max_threads() == before  # the setting was the thread's own

@@ -38,8 +38,25 @@ def _filled(directory: Path, kind: str, count: int = 60) -> LocalBackend:
     return store
 
 
+def _resident(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalBackend:
+    """An exact store rewritten 4 vectors behind (2 in a long-lived process), warmed up as a server's."""
+    monkeypatch.setattr(sync, "LAG_BOUND", 4)
+    store = _filled(tmp_path / "s", "exact")
+    store.warm_up(FAKE_MODEL)
+    return store
+
+
 def _add(store: LocalBackend, text: str) -> int:
     return store.add(NewMemory(text), fake_vector(text), FAKE_MODEL).id
+
+
+def _rewrites_done(started: Callable[[], bool] = lambda: True) -> None:
+    """Wait (up to 30 s) until ``started()`` and no checkpoint rewrite thread is alive."""
+    for _ in range(300):
+        rewriting = any(t.name == "remem checkpoint" and t.is_alive() for t in threading.enumerate())
+        if started() and not rewriting:
+            return
+        threading.Event().wait(0.1)
 
 
 class HeldRewrite:
@@ -99,9 +116,7 @@ def test_adds_and_searches_go_on_while_a_write_rewrites_the_checkpoint(
 def test_a_long_lived_store_rewrites_in_a_thread_of_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sync, "LAG_BOUND", 4)
-    store = _filled(tmp_path / "s", "exact")
-    store.warm_up(FAKE_MODEL)  # as a server does
+    store = _resident(tmp_path, monkeypatch)
     held = HeldRewrite(monkeypatch)
     for n in range(3):  # past half the bound
         _within(10, lambda n=n: _add(store, f"crossing {n}"))
@@ -140,14 +155,9 @@ def test_a_rewrite_never_replaces_a_newer_checkpoint(tmp_path: Path, monkeypatch
 def test_a_long_lived_store_serves_its_new_checkpoint_without_a_search_reading_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sync, "LAG_BOUND", 4)
-    store = _filled(tmp_path / "s", "exact")
-    store.warm_up(FAKE_MODEL)  # as a server does
+    store = _resident(tmp_path, monkeypatch)
     added = [_add(store, f"crossing {n}") for n in range(3)]  # past half the bound: a rewrite starts
-    for _ in range(300):
-        if not any(t.name == "remem checkpoint" and t.is_alive() for t in threading.enumerate()):
-            break
-        threading.Event().wait(0.1)
+    _rewrites_done()
     assert sync.lag(store.records, store.index_path) == 0
     loads: list[Path] = []
     real = VectorIndex.load.__func__  # type: ignore[attr-defined]
@@ -163,9 +173,7 @@ def test_a_long_lived_store_serves_its_new_checkpoint_without_a_search_reading_i
 def test_a_search_while_the_new_checkpoint_is_being_served_catches_up_from_the_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sync, "LAG_BOUND", 4)
-    store = _filled(tmp_path / "s", "exact")
-    store.warm_up(FAKE_MODEL)
+    store = _resident(tmp_path, monkeypatch)
     vector_search(store, fake_vector("memory 1"), 1, Filters())  # the index this process serves
     serving, go = threading.Event(), threading.Event()
     real_serve = LocalBackend._serve_new_checkpoint
@@ -191,10 +199,7 @@ def test_a_search_while_the_new_checkpoint_is_being_served_catches_up_from_the_l
         assert loads == []  # caught up from the log of deletions, which the rewrite had not pruned
     finally:
         go.set()
-    for _ in range(300):
-        if not any(t.name == "remem checkpoint" and t.is_alive() for t in threading.enumerate()):
-            break
-        threading.Event().wait(0.1)
+    _rewrites_done()
     assert loads == [store.index_path]  # the rewrite's thread loaded it once served
     assert sorted(store.vector_index(FAKE_DIM).ids().tolist()) == store.records.vector_ids()
 
@@ -204,9 +209,7 @@ def test_a_rewrite_in_the_background_extends_a_graph_on_one_thread_of_its_own(
 ) -> None:
     from remem.backends.local import checkpoints, hnsw
 
-    monkeypatch.setattr(sync, "LAG_BOUND", 4)
-    store = _filled(tmp_path / "s", "exact")
-    store.warm_up(FAKE_MODEL)
+    store = _resident(tmp_path, monkeypatch)
     asked: list[int | None] = []
     real = checkpoints.rewrite
     monkeypatch.setattr(
@@ -216,10 +219,7 @@ def test_a_rewrite_in_the_background_extends_a_graph_on_one_thread_of_its_own(
     )
     for n in range(3):  # past half the bound: a rewrite in a thread of its own
         _add(store, f"crossing {n}")
-    for _ in range(300):
-        if asked and not any(t.name == "remem checkpoint" and t.is_alive() for t in threading.enumerate()):
-            break
-        threading.Event().wait(0.1)
+    _rewrites_done(lambda: bool(asked))
     assert asked == [1]
     store.checkpoint()  # in the foreground: as many as FAISS likes
     assert asked == [1, None]

@@ -169,16 +169,16 @@ def test_a_filter_every_memory_passes_is_left_out_until_one_does_not(store_dir: 
     ours = Filters(user="ann", shared=True)
     assert counts.needed(conn, counts.stamp(conn), mine) == Filters()
     assert counts.needed(conn, counts.stamp(conn), Filters(user="bob")) == Filters(user="bob")
-    before = keywords.search(conn, counts, "alpha zeta", mine, 10)
+    before = keywords.top_and_rest(conn, counts, "alpha zeta", mine, 10)[0]
     assert before == _reference(conn, "alpha zeta", mine, 10) == _reference(conn, "alpha zeta", Filters(), 10)
     with remem.open(store_dir, embedder=FakeEmbedder()) as memories:
         bobs = memories.add("alpha alpha zeta zeta", user="bob", conversation="talk").id
         shared = memories.add("alpha zeta zeta alpha", conversation="talk").id
     assert counts.needed(conn, counts.stamp(conn), mine) == Filters(user="ann")  # all still talk
     assert counts.needed(conn, counts.stamp(conn), Filters(user="ann", shared=True)) == ours
-    after = keywords.search(conn, counts, "alpha zeta", mine, 10)
+    after = keywords.top_and_rest(conn, counts, "alpha zeta", mine, 10)[0]
     assert after == _reference(conn, "alpha zeta", mine, 10) and bobs not in {mid for mid, _ in after}
-    found = keywords.search(conn, counts, "alpha zeta", ours, 10)
+    found = keywords.top_and_rest(conn, counts, "alpha zeta", ours, 10)[0]
     assert found == _reference(conn, "alpha zeta", ours, 10) and shared in {mid for mid, _ in found}
 
 

@@ -148,22 +148,6 @@ def plan(
     return Plan([t for t in terms if t not in common], common)
 
 
-def search(
-    conn: sqlite3.Connection,
-    counts: KeywordCounts,
-    text: str,
-    filters: Filters,
-    limit: int,
-    among: Sequence[int] | None = None,
-    scope: Filters | None = None,
-) -> list[Scored]:
-    """BM25 top ``limit`` (memory id, score; higher is better) among the filtered memories (only
-    ``among`` if given), best first; [] when the text has no terms. Exact BM25 unless the query has
-    near-zero-IDF terms on a big store (the module docstring). With ``scope`` (which must hold every
-    filtered memory), its memories' statistics alone rank them."""
-    return top_and_rest(conn, counts, text, filters, limit, among, scope)[0]
-
-
 def top_and_rest(
     conn: sqlite3.Connection,
     counts: KeywordCounts,
@@ -174,11 +158,14 @@ def top_and_rest(
     scope: Filters | None = None,
     more: int = 0,
 ) -> tuple[list[Scored], list[Scored] | None]:
-    """``search``'s top, and with ``more``, every further filtered match (best first, as ``search``
-    among them ranks them) when they are at most ``more``: one statement of ``limit`` + ``more``
-    rows where FTS5's ``bm25()`` scores every match anyway (a small store, no ``among``, no common
-    terms, the whole store's statistics) and they may fit (``_may_fit``); None when they are not
-    known so."""
+    """BM25 top ``limit`` (memory id, score; higher is better) among the filtered memories (only
+    ``among`` if given), best first; [] when the text has no terms. Exact BM25 unless the query has
+    near-zero-IDF terms on a big store (the module docstring). With ``scope`` (which must hold every
+    filtered memory), its memories' statistics alone rank them. And with ``more``, every further
+    filtered match (best first, as the top ranks them) when they are at most ``more``: one
+    statement of ``limit`` + ``more`` rows where FTS5's ``bm25()`` scores every match anyway (a
+    small store, no ``among``, no common terms, the whole store's statistics) and they may fit
+    (``_may_fit``); None when they are not known so."""
     if among is not None and not among:
         return [], []
     with snapshot(conn):

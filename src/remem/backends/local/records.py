@@ -437,8 +437,8 @@ class Records:
         among: Sequence[int] | None = None,
         scope: Filters | None = None,
     ) -> list[tuple[int, float]]:
-        """BM25 top ``limit`` among the filtered memories (see ``keywords.search``)."""
-        return keywords.search(self.conn, self.keyword_counts, text, filters, limit, among, scope)
+        """BM25 top ``limit`` among the filtered memories (see ``keywords.top_and_rest``)."""
+        return keywords.top_and_rest(self.conn, self.keyword_counts, text, filters, limit, among, scope)[0]
 
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:
         """(id, text) of the filtered memories that may hold every one of ``words`` (see ``fts.holding``)."""

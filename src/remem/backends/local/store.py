@@ -380,7 +380,7 @@ class LocalBackend:
         scope: Filters | None = None,
     ) -> list[Scored]:
         """BM25 top ``k`` among the filtered memories, with ``scope``'s statistics if given (see
-        ``keywords.search``)."""
+        ``keywords.top_and_rest``)."""
         return self.records.keyword_search(text, filters, k, among, scope)
 
     def texts_holding(self, words: Sequence[str], filters: Filters) -> list[tuple[int, str]]:

@@ -6,6 +6,8 @@ of the tag read and sorted: what every page did before) measured in the same run
 
     python bench/tagged_list.py [--memories 200000] [--runs 7] [--store DIR] [--quick]
 
+``--quick``: 20,000 memories in a temporary store.
+
 The store (built once in ``--store``, with the fake embedder) holds memories a minute apart, tagged
 ``tenth`` (every tenth), ``early`` (a third of the oldest 5 %: a common tag no new memory has),
 ``rare`` (one in 10,000) and, with ``tenth``, ``both`` (one in 30). For each tag: the first page
@@ -16,6 +18,7 @@ median of ``--runs``; both ways must give the same memories.
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -77,8 +80,20 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=None, help="[/tmp/tagged-list-N]")
     args = parser.parse_args()
     count = 20_000 if args.quick else args.memories
-    store = args.store or Path(f"/tmp/tagged-list-{count}")
-    build(store, count)
+    print(_harness.machine())
+    with tempfile.TemporaryDirectory() as scratch:
+        store = args.store or (Path(scratch) / "store" if args.quick else Path(f"/tmp/tagged-list-{count}"))
+        build(store, count)
+        rows = measure(store, count, args.runs)
+    _harness.table(
+        ["tag (memories)", "page", "tag-driven ms", "walked ms", "walked / tag-driven"],
+        rows,
+        f"A list page of 20 by tag, {count} memories",
+    )
+
+
+def measure(store: Path, count: int, runs: int) -> list[list[str]]:
+    """Each tag's first page and the page past its middle holder, both ways: the table's rows."""
     walking = (tagged_pages.WALK_MIN, tagged_pages.WALK_PER_ROW)
     rows = []
     with remem.open(store, embedder=FakeEmbedder()) as memories:
@@ -87,18 +102,14 @@ def main() -> None:
             middle = held[len(held) // 2] if held else None
             for page, after in (("first", None), ("middle", middle and (middle.created_at, middle.id))):
                 tagged_pages.WALK_MIN = tagged_pages.WALK_PER_ROW = 0  # walks of no row: the tag drives
-                base, expected = page_ms(memories, tags, after, args.runs)
+                base, expected = page_ms(memories, tags, after, runs)
                 tagged_pages.WALK_MIN, tagged_pages.WALK_PER_ROW = walking
-                took, ids = page_ms(memories, tags, after, args.runs)
+                took, ids = page_ms(memories, tags, after, runs)
                 assert ids == expected, (name, page)
                 rows.append(
                     [f"{name} ({len(held)})", page, f"{base:.2f}", f"{took:.2f}", _harness.times(took, base)]
                 )
-    _harness.table(
-        ["tag (memories)", "page", "tag-driven ms", "walked ms", "walked / tag-driven"],
-        rows,
-        f"A list page of 20 by tag, {count} memories ({_harness.machine()})",
-    )
+    return rows
 
 
 if __name__ == "__main__":

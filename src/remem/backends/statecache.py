@@ -34,10 +34,7 @@ class SnapshotCache:
             if self._stamp == stamp and key in self._values:
                 return self._values[key]  # type: ignore[no-any-return]
         value = compute()
-        with self._lock:
-            if self._stamp != stamp or len(self._values) >= self._most:
-                self._stamp, self._values = stamp, {}
-            self._values[key] = value
+        self.put(stamp, key, value)
         return value
 
     def peek(self, stamp: Hashable, key: Hashable) -> Any:

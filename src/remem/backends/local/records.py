@@ -31,6 +31,7 @@ _MEMORY_COLUMNS = """m.id, m.text, m.sha256, m.created_at, m.user, m.conversatio
     (SELECT json_group_array(tag) FROM
         (SELECT tag FROM memory_tags t WHERE t.memory_id = m.id ORDER BY tag)) AS tags, m.updated_at,
     m.superseded_by, m.superseded_at, m.expires_at, m.written_by"""
+#: Every column of a memory, its tags included, read from ``memories m``.
 _LISTED = f"SELECT {_MEMORY_COLUMNS} FROM memories m"
 
 #: How a list page's branches are written for SQLite (``remem.backends.listing``).
@@ -454,9 +455,7 @@ class Records:
         """The memories with these ids (missing ids are absent from the result)."""
         found: dict[int, Memory] = {}
         for chunk, marks in _chunks(ids):
-            for row in self.conn.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.id IN ({marks})", chunk
-            ):
+            for row in self.conn.execute(f"{_LISTED} WHERE m.id IN ({marks})", chunk):
                 memory = _memory(row)
                 found[memory.id] = memory
         return found
@@ -485,15 +484,11 @@ class Records:
         """Up to ``limit`` memories the filters select, newest first (ties: higher id first), past
         ``after`` (created_at, id) when given; every page read through an index in the list's
         order, as cheap at any depth and for any position (``remem.backends.listing``)."""
-        source = f"SELECT {_MEMORY_COLUMNS} FROM memories m"
-        return [
-            _memory(row) for row in tagged_pages.newest(self.conn, source, filters, after, limit, _DIALECT)
-        ]
+        rows = tagged_pages.newest(self.conn, _LISTED, filters, after, limit, _DIALECT)
+        return [_memory(row) for row in rows]
 
     def iter_all(self, filters: Filters | None = None) -> Iterator[Memory]:
         """Every memory the filters select, in id order, streamed."""
         where, params = filtering.where(filters)
-        for row in self.conn.execute(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where} ORDER BY m.id", params
-        ):
+        for row in self.conn.execute(f"{_LISTED} WHERE {where} ORDER BY m.id", params):
             yield _memory(row)

@@ -10,7 +10,7 @@ bench/scale.py; ``--store`` names a store already holding that corpus, e.g. benc
 ``WORK/store-1000000``), SciFact's documents and test queries and LoCoMo's turns and questions
 (``--data``, default ../shared/bench/…), the memory-shaped set (tests/data). A new store is built
 with the fake embedder (the keyword lane reads no vector). Every store is searched with the heads
-whatever its size (``keywords.PRUNE_FROM`` is for the product: a small store's full query is cheap).
+whatever its size (``heads.PRUNE_FROM`` is for the product: a small store's full query is cheap).
 
 For each depth (10: keyword mode's top; 100: hybrid's keyword lane), every query runs twice
 untimed through the heads (taking them: a term's the second time it is met), then timed: the full

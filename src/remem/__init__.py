@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the names of _HOMES below, for type checkers (never run)
     from remem.embedders.catalog import ModelCatalog as ModelCatalog
     from remem.reports import BulkResult as BulkResult
     from remem.reports import Check as Check
+    from remem.reports import CompactReport as CompactReport
     from remem.reports import DoctorReport as DoctorReport
     from remem.reports import ForgetResult as ForgetResult
     from remem.reports import ReembedReport as ReembedReport
@@ -75,6 +76,7 @@ _HOMES = {
     "remem.reports": (
         "BulkResult",
         "Check",
+        "CompactReport",
         "DoctorReport",
         "ForgetResult",
         "ReembedReport",

@@ -154,6 +154,18 @@ class ReindexReport:
 
 
 @dataclass(frozen=True)
+class CompactReport:
+    """What a compaction wrote: the vectors caught up into the index file and the terms whose
+    keyword heads were taken again (a local store's; 0 and 0: nothing to do)."""
+
+    vectors: int
+    keyword_heads: int
+
+    def __bool__(self) -> bool:
+        return bool(self.vectors or self.keyword_heads)
+
+
+@dataclass(frozen=True)
 class ReembedReport:
     """How many memories were embedded by this run, and whether the store's model changed."""
 

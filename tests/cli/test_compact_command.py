@@ -18,7 +18,11 @@ def test_compact_catches_the_index_file_up_and_then_has_nothing_to_do(store_dir:
     assert run_cli(["forget", "1"], store_dir).code == 0
     assert read_header(store_dir / "vectors.faiss") == generation  # the writes left the file alone
     done = run_cli(["compact", "--json"], store_dir)
-    assert done.code == 0 and json.loads(done.stdout)["compacted"] == 3
+    assert (
+        done.code == 0
+        and json.loads(done.stdout)["compacted"] == 3
+        and json.loads(done.stdout)["keyword_heads"] == 0
+    )
     header = read_header(store_dir / "vectors.faiss")
     assert header is not None and header["generation"] == 5
     again = run_cli(["compact"], store_dir)

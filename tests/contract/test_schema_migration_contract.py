@@ -73,7 +73,7 @@ def _version_and_columns(backend: Backend) -> tuple[int, list[str]]:
 
 def _back_to_version_1(backend: Backend) -> None:
     """The closed store ``backend`` as remem 0.1 made it: without step 2's column (nor, locally, step
-    3's counted vectors), at version 1."""
+    3's counted vectors and step 4's stored keyword heads), at version 1."""
     if isinstance(backend, LocalBackend):
         from remem.backends.local.files import DB_FILE
 
@@ -82,6 +82,7 @@ def _back_to_version_1(backend: Backend) -> None:
             conn.execute("ALTER TABLE memories DROP COLUMN written_by")
             conn.execute("DROP TRIGGER vectors_counted_in")
             conn.execute("DROP TRIGGER vectors_counted_out")
+            conn.execute("DROP TABLE keyword_heads")
             conn.execute("DELETE FROM store_meta WHERE key = 'vector_count'")
             conn.execute("PRAGMA user_version = 1")
         finally:

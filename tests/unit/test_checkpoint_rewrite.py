@@ -53,7 +53,7 @@ def _add(store: LocalBackend, text: str) -> int:
 def _rewrites_done(started: Callable[[], bool] = lambda: True) -> None:
     """Wait (up to 30 s) until ``started()`` and no checkpoint rewrite thread is alive."""
     for _ in range(300):
-        rewriting = any(t.name == "remem checkpoint" and t.is_alive() for t in threading.enumerate())
+        rewriting = any(t.name == "remem upkeep" and t.is_alive() for t in threading.enumerate())
         if started() and not rewriting:
             return
         threading.Event().wait(0.1)

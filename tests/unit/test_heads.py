@@ -37,7 +37,7 @@ def _queries(seed: int, count: int = 40) -> list[str]:
 def memories(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[remem.Memories]:
     """2,000 memories, a third of them turns of conversations (their context column holds terms);
     the heads used from the first memory on."""
-    monkeypatch.setattr(keywords, "PRUNE_FROM", 0)
+    monkeypatch.setattr(heads, "PRUNE_FROM", 0)
     with remem.open(store_dir, embedder=FakeEmbedder()) as opened:
         opened.add_many(
             NewMemory(

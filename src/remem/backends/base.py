@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from remem.backends.links import Link, Revival
     from remem.backends.shapes import IndexState, TokenRecord
     from remem.backends.staging import Moved, StagedRow, StagedRun
-    from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
+    from remem.reports import Check, CompactReport, ReembedReport, ReindexReport, StoreStats
     from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory
 
 #: (memory id, lane score), best first.
@@ -455,9 +455,10 @@ class Backend(Protocol):
         ef_search) where given; keyword index); what is current is left alone unless ``force``."""
         ...
 
-    def compact(self) -> int:
-        """Write the vector index level with the database where it is a checkpoint that lags (the
-        local store); the vectors it caught up, 0 when there was nothing to do."""
+    def compact(self) -> CompactReport:
+        """Write the vector index level with the database where it is a checkpoint that lags, and
+        take the keyword lane's stored heads again where they are behind (the local store); what
+        it wrote (zeros when there was nothing to do)."""
         ...
 
     def stats(self) -> StoreStats:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from remem.embedders.base import Embedder
     from remem.embedders.catalog import ModelCatalog
     from remem.ingest import Entry
-    from remem.reports import BulkResult, DoctorReport, ForgetResult, SearchResult, StoreStats
+    from remem.reports import BulkResult, CompactReport, DoctorReport, ForgetResult, SearchResult, StoreStats
 
 else:  # imported when first used: a short command such as `list` needs none of them
     bulk, growth, owners, scripts, staged, superseding, turns, upkeep = (
@@ -485,9 +485,10 @@ class Memories(AbstractContextManager["Memories"]):
         None otherwise (always on PostgreSQL). A write crossing that size, or its double, notes it."""
         return growth.advice(growth.state_of(self.backend))
 
-    def compact(self) -> int:
-        """Write a local store's vector index file level with its database if it lags (``remem
-        compact``, for cron); the vectors it caught up, 0 with nothing to do (always on PostgreSQL)."""
+    def compact(self) -> CompactReport:
+        """Write a local store's vector index file level with its database if it lags, and take its
+        keyword heads again if they are behind (``remem compact``, for cron): the vectors caught up
+        and the terms' heads taken, zeros with nothing to do (always on PostgreSQL)."""
         return self.backend.compact()
 
     def stats(self) -> StoreStats:

@@ -7,7 +7,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from remem.backends import summary
-from remem.backends.local import fts, pending, sync
+from remem.backends.local import fts, heads, pending, sync
 from remem.backends.local.files import loose_paths, own_temp_files, tighten
 from remem.backends.local.guard import DOCTOR_HINT, damage, store_error
 from remem.backends.local.maintenance import keywords_are_current
@@ -65,6 +65,20 @@ def _keywords(home: Home) -> Check:
         else "out of step with the memories"
     )
     return Check("keyword index", intact and current, detail, repairable=True)
+
+
+def _keyword_heads(home: Home) -> Check:
+    """The keyword lane's stored heads (``heads.verify``): a sample of those that serve bounds its
+    words' other memories; heads behind are not a fault (``remem compact`` takes them again)."""
+    stored, serving, wrong = heads.verify(home.records.conn)
+    if wrong:
+        return Check(
+            "keyword heads", False, f"{wrong} of the {serving + wrong} checked are wrong", repairable=True
+        )
+    if not stored:
+        return Check("keyword heads", True, "none kept")
+    behind = " (behind: `remem compact` takes them again)" if heads.behind(home.records.conn) else ""
+    return Check("keyword heads", True, f"{stored} words, {serving} checked{behind}")
 
 
 def _vectors(home: Home) -> Check:
@@ -177,6 +191,7 @@ def examine(home: Home, removed: list[str] | None = None) -> list[Check]:
     checks = {
         "database": _database,
         "keyword index": _keywords,
+        "keyword heads": _keyword_heads,
         "vectors": _vectors,
         "vector index": _index_file,
         "memory links": lambda home: summary.links_check(home.records.conn.execute, "memories"),
@@ -234,6 +249,11 @@ def repair(home: Home) -> list[str]:
             with atomic(home.records.conn) as conn:
                 fts.rebuild(conn)
             done.append("rebuilt the keyword index")
+        if not checks["keyword heads"].ok or heads.behind(home.records.conn):
+            taken = heads.take_all(home.records.conn)
+            with atomic(home.records.conn) as conn:
+                heads.save(conn, taken, force=True)
+            done.append("took the keyword heads again")
         done.extend(f"made {path} private" for path in tighten(home.directory))
         for path in own_temp_files(home.directory):
             with contextlib.suppress(FileNotFoundError):

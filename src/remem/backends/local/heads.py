@@ -21,6 +21,17 @@ rewritten in place (``fts.rewrites``), or ``STALE_AFTER`` memories were added si
 
 Under filters the heads are taken over the filters (``over``): a tag's heads bound its memories.
 
+**Stored heads.** A process meeting a query's words for the first time would pay the full query
+(taking a head scores every holder of its term). So the heads over every memory of each term held
+by more than ``CHEAP_HOLDERS`` memories are also kept in the store, in the table ``keyword_heads``
+(``STORED_DEPTH`` best holders each, with their shares: a head of any smaller size is its first
+rows), taken by ``take_all`` in one read snapshot and written in one transaction by ``save``:
+``remem compact``, ``remem reindex`` and a long-lived process after its writes do it when they are
+``behind`` (the store's in-place rewrites changed, or ``REFRESH_AFTER`` memories were added since).
+A stored head serves under the same rules as one taken by the process (``_kept``), so a head table
+left behind by a kill, a copy or an edit is never trusted past them: the worst it costs is the full
+query. Deleting its rows loses nothing.
+
 At 1,000,000 memories (bench/keyword_lane.py on bench/scale.py's store, a loaded 2-core machine),
 the top 10 of 200 queries: full query 74 ms p50 / 216 ms p95, heads 18 / 50 ms; the top 100: 79 /
 288 against 27 / 84 ms. Every top is identical to the full query's (94-96 % answered by the heads);
@@ -31,15 +42,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
+from itertools import pairwise
+from typing import Any
 
-from remem.backends.analyzer import CONTEXT_WEIGHT
+from remem.backends.analyzer import CONTEXT_WEIGHT, quoted_term
 from remem.backends.base import Scored
 from remem.backends.local import bm25, fts
+from remem.backends.local.transactions import atomic, snapshot
 from remem.types import Filters
 
 #: The fewest memories a head keeps: a top of ``limit`` keeps at least twice as many (64 for 10 and
@@ -61,6 +77,20 @@ STALE_AFTER = 10_000
 CHEAP_HOLDERS = 1_000
 #: Terms met once, remembered (the least recently met go first).
 KEPT_MET = 8_192
+#: From this many memories on, the keyword lane's top goes through the heads (``keywords``): below,
+#: the full query scores every match in a few ms (10,000 memories: about 1,200 matches).
+PRUNE_FROM = 20_000
+#: A stored head's holders: a top of up to ``MAX_LIMIT`` takes the first 2 × limit. At 1,000,000
+#: memories (bench/scale.py's corpus) 2,263 terms have more than ``CHEAP_HOLDERS`` holders: 18 MB,
+#: taken in 14 s (one core, 1.25 µs a holder).
+STORED_DEPTH = 2 * MAX_LIMIT
+#: The stored heads are taken again once this many memories were added since (half of
+#: ``STALE_AFTER``, so that they are taken again before they stop serving).
+REFRESH_AFTER = STALE_AFTER // 2
+#: How many stored heads ``remem doctor`` checks against the memories (spread over the table).
+CHECKED = 8
+#: ``store_meta``'s record of the stored heads: the highest id and the rewrites when taken.
+STORED_KEY = "keyword_heads"
 #: A bound must be below the ``limit``-th score by this share (the float sums' rounding).
 MARGIN = 1e-9
 #: A head's key: its term, and the filters it was taken over (None: every memory).
@@ -170,7 +200,7 @@ def top(
     now = state(conn)
     size = max(MIN_HEAD, 2 * limit)
     keys = [(term, taken_over) for term in terms]
-    kept = [_kept(heads, key, now, size) for key in keys]
+    kept = [_kept(heads, key, now, size) or _stored(conn, heads, key, now, size) for key in keys]
     worth = [heads.met(key) or count <= CHEAP_HOLDERS for key, count in zip(keys, held, strict=True)]
     if any(head is None and not ok for head, ok in zip(kept, worth, strict=True)):
         return None  # a term met for the first time: the full query (every term is now met)
@@ -191,14 +221,37 @@ def top(
 def _kept(heads: Heads, key: Key, now: State, size: int) -> Head | None:
     """The head of ``key`` (a term, over filters or every memory) if kept and still a bound."""
     head = heads.get(key)
-    usable = (
-        head is not None
-        and (len(head.ids) >= size or head.rest == 0.0)
+    return head if head is not None and _usable(head, now, size) else None
+
+
+def _usable(head: Head, now: State, size: int) -> bool:
+    """Whether ``head`` still bounds its term's holders now, for a top that needs ``size``."""
+    return (
+        (len(head.ids) >= size or head.rest == 0.0)
         and head.rewrites == now.rewrites
         and now.last - head.last <= STALE_AFTER
         and head.last <= now.last
     )
-    return head if usable else None
+
+
+def _stored(conn: sqlite3.Connection, heads: Heads, key: Key, now: State, size: int) -> Head | None:
+    """The stored head of ``key`` (over every memory only) cut to ``size``, kept, if still a bound."""
+    term, filters = key
+    row = None
+    if filters is None:
+        row = conn.execute(
+            "SELECT idf, mean, last, rewrites, ids, shares FROM keyword_heads WHERE term = ?", (term,)
+        ).fetchone()
+    if row is None:
+        return None
+    idf, mean, last, rewrites, ids, shares = row
+    holders, best = _unpacked("q", ids), _unpacked("d", shares)
+    cut = min(size, len(holders))
+    head = Head(holders[:cut], best[cut] if len(best) > cut else 0.0, idf, mean, last, rewrites)
+    if not _usable(head, now, size):
+        return None
+    heads.put(key, head)
+    return head
 
 
 def _taken(conn: sqlite3.Connection, heads: Heads, key: Key, holders: int, now: State, size: int) -> Head:
@@ -261,3 +314,129 @@ def _candidates_top(
 def _two_or_more(terms: Sequence[str]) -> str:
     """An FTS5 expression selecting the memories that hold two or more of ``terms``."""
     return " OR ".join(f"({terms[i]} AND ({' OR '.join(terms[i + 1 :])}))" for i in range(len(terms) - 1))
+
+
+@dataclass(frozen=True)
+class Taken:
+    """Stored heads taken in one snapshot (``take_all``), to be written by ``save``."""
+
+    now: State
+    rows: list[tuple[str, float, float, int, int, bytes, bytes]]
+
+
+def behind(conn: sqlite3.Connection) -> bool:
+    """Whether the stored heads are to be taken again (module docstring): a store of at least
+    ``PRUNE_FROM`` memories whose rewrites changed, or ``REFRESH_AFTER`` memories were added, since
+    they were taken (or never were)."""
+    now = state(conn)
+    if now.rows < PRUNE_FROM:
+        return False
+    recorded = _recorded(conn)
+    return recorded is None or recorded[1] != now.rewrites or now.last - recorded[0] > REFRESH_AFTER
+
+
+def take_all(conn: sqlite3.Connection) -> Taken:
+    """The head over every memory of each term more than ``CHEAP_HOLDERS`` memories hold, at most
+    ``STORED_DEPTH`` holders each, in one read snapshot (``conn`` outside a transaction)."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.keyword_terms USING fts5vocab(main, memories_fts, row)"
+    )
+    with snapshot(conn):
+        now = state(conn)
+        held = conn.execute("SELECT term FROM temp.keyword_terms WHERE doc > ?", (CHEAP_HOLDERS,))
+        rows = []
+        for (word,) in held.fetchall():
+            term = quoted_term(word)
+            best = conn.execute(
+                f"SELECT memories_fts.rowid, {_SCORE} AS score FROM memories_fts WHERE memories_fts MATCH ? "
+                "ORDER BY score DESC, memories_fts.rowid LIMIT ?",
+                (term, STORED_DEPTH + 1),
+            ).fetchall()
+            ids = _packed("q", (int(r[0]) for r in best[:STORED_DEPTH]))
+            shares = _packed("d", (float(r[1]) for r in best))
+            idf = bm25.idf(now.rows, fts.count(conn, term))  # as the lane counts them
+            rows.append((term, idf, now.mean, now.last, now.rewrites, ids, shares))
+    return Taken(now, rows)
+
+
+def save(conn: sqlite3.Connection, taken: Taken, *, force: bool = False) -> int:
+    """Write ``taken`` as the stored heads, in the caller's transaction under the writers' lock,
+    unless heads taken later are stored already (and not ``force``); how many terms' heads were
+    written."""
+    recorded = _recorded(conn)
+    later = recorded is not None and recorded[0] > taken.now.last and recorded[1] >= taken.now.rewrites
+    if later and not force:
+        return 0
+    conn.execute("DELETE FROM keyword_heads")
+    conn.executemany("INSERT INTO keyword_heads VALUES (?, ?, ?, ?, ?, ?, ?)", taken.rows)
+    conn.execute(
+        "INSERT INTO store_meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (STORED_KEY, f"{taken.now.last} {taken.now.rewrites}"),
+    )
+    return len(taken.rows)
+
+
+def refresh(conn: sqlite3.Connection, lock: Callable[[], AbstractContextManager[None]]) -> int:
+    """Take the stored heads again (``take_all``, holding no lock) and write them (``save``) in one
+    transaction under the writers' ``lock``; how many terms' heads were written."""
+    taken = take_all(conn)
+    with lock(), atomic(conn):
+        return save(conn, taken)
+
+
+def verify(conn: sqlite3.Connection, sample: int = CHECKED) -> tuple[int, int, int]:
+    """The stored heads (terms), how many of a ``sample`` of them (spread over the table) still
+    serve (``_usable``), and how many of those are wrong: damaged, or some holder taken into
+    account (not added since) outside the head scores more than the head's bound now."""
+    now = state(conn)
+    rows = conn.execute(
+        "SELECT term, idf, mean, last, rewrites, ids, shares FROM keyword_heads ORDER BY term"
+    )
+    stored = rows.fetchall()
+    serving = wrong = 0
+    for term, idf, mean, last, rewrites, ids, shares in stored[:: max(1, len(stored) // sample)][:sample]:
+        holders, best = _unpacked("q", ids), _unpacked("d", shares)
+        if len(best) - len(holders) not in (0, 1) or any(a < b for a, b in pairwise(best)):
+            wrong += 1
+            continue
+        head = Head(
+            holders, best[len(holders)] if len(best) > len(holders) else 0.0, idf, mean, last, rewrites
+        )
+        if not _usable(head, now, 0):
+            continue
+        serving += 1
+        outside = conn.execute(
+            f"SELECT {_SCORE} AS score FROM memories_fts WHERE memories_fts MATCH ? AND rowid <= ? "
+            "AND rowid NOT IN (SELECT value FROM json_each(?)) ORDER BY score DESC LIMIT 1",
+            (term, last, json.dumps(list(holders))),
+        ).fetchone()
+        bound = _bound(head, bm25.idf(now.rows, fts.count(conn, term)), now.mean)
+        wrong += outside is not None and float(outside[0]) > bound
+    return len(stored), serving, wrong
+
+
+def _recorded(conn: sqlite3.Connection) -> tuple[int, int] | None:
+    """The highest id and the rewrites when the stored heads were taken (None: never)."""
+    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (STORED_KEY,)).fetchone()
+    if row is None:
+        return None
+    last, rewrites = str(row[0]).split()
+    return int(last), int(rewrites)
+
+
+def _packed(code: str, values: Iterable[float]) -> bytes:
+    """``values`` as a little-endian array of ``code`` (int64 "q", float64 "d")."""
+    packed = array(code, values)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _unpacked(code: str, data: bytes) -> array[Any]:
+    """The array ``_packed`` wrote."""
+    values = array(code)
+    values.frombytes(data)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values

@@ -41,9 +41,6 @@ from remem.types import Filters
 KEPT_COUNTS = 4_096
 #: A memory whose share is within this of ``enough`` is given its exact share (capped).
 MARGIN = 1e-9
-#: From this many memories on, the top is found through the terms' heads (``heads``): below, the
-#: full query scores every match in a few ms (10,000 memories: ≈1,200 matches).
-PRUNE_FROM = 20_000
 
 
 class KeywordCounts:
@@ -179,7 +176,9 @@ def top_and_rest(
         if not query.scored:
             found = []
         elif scope is None or size is None:
-            small = bool(more) and among is None and not query.common and fts.row_count(conn) < PRUNE_FROM
+            small = (
+                bool(more) and among is None and not query.common and fts.row_count(conn) < heads.PRUNE_FROM
+            )
             if small and _may_fit(conn, counts, stamp, query.scored, filters, limit + more):
                 found = fts.search(conn, " OR ".join(query.scored), filters, limit + more)
                 found, rest = found[:limit], (found[limit:] if len(found) < limit + more else None)
@@ -220,7 +219,7 @@ def _unscoped(
 ) -> list[Scored]:
     """``fts.search`` over ``terms``; in a big store without ``among``, through the terms' heads
     when they show the top exact (``heads.top``)."""
-    if among is None and fts.row_count(conn) >= PRUNE_FROM:
+    if among is None and fts.row_count(conn) >= heads.PRUNE_FROM:
         held = [counts.holders(conn, stamp, term) for term in terms]
         found = heads.top(conn, counts.heads, terms, held, filters, limit)
         if found is not None:

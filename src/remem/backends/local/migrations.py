@@ -93,12 +93,28 @@ _VECTOR_COUNT = (
         UPDATE store_meta SET value = value - 1 WHERE key = 'vector_count'; END""",
 )
 
+#: Each frequent term's best holders by its own BM25 share, kept for the keyword lane (``heads``: the
+#: stored heads): the term (an FTS5 expression, as ``term_queries`` gives it), its IDF, the mean
+#: length, highest id and in-place rewrites when taken, and the holders' ids and shares (little-endian
+#: int64 and float64; one share more than ids when other memories hold the term).
+_KEYWORD_HEADS = (
+    """CREATE TABLE keyword_heads (
+        term TEXT PRIMARY KEY,
+        idf REAL NOT NULL,
+        mean REAL NOT NULL,
+        last INTEGER NOT NULL,
+        rewrites INTEGER NOT NULL,
+        ids BLOB NOT NULL,
+        shares BLOB NOT NULL
+    ) WITHOUT ROWID""",
+)
+
 #: A migration is SQL statements or a function of the connection; it runs inside a transaction.
 Migration = tuple[str, ...] | Callable[[sqlite3.Connection], None]
 
 #: Migration n brings a database from schema version n-1 to n. Version 1 is the schema remem 0.1
 #: ships (what came before it was never released). Append only; never edit a released one.
-MIGRATIONS: tuple[Migration, ...] = (_SCHEMA, _WRITTEN_BY, _VECTOR_COUNT)
+MIGRATIONS: tuple[Migration, ...] = (_SCHEMA, _WRITTEN_BY, _VECTOR_COUNT, _KEYWORD_HEADS)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -6,7 +6,7 @@ two took 0.9-1.1 ms of CPU and the one 0.55-0.7 ms.
 
 And the BM25 of the vector top's memories beyond the keyword top: where FTS5's ``bm25()`` scores
 every match of the keyword lane's statement anyway (``keywords.top_and_rest``: a store under
-``keywords.PRUNE_FROM`` memories), that statement returns up to ``REST`` further matches, and
+``heads.PRUNE_FROM`` memories), that statement returns up to ``REST`` further matches, and
 when they are all, the missing memories' scores are among them (or they match nothing), instead of
 a second statement walking the terms' doclists again (≈0.2 ms on the 10k bench store, where a
 query matches 160 memories at the median and under 500 at most).

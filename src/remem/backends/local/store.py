@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remem.backends import pooling
-from remem.backends.local import pending, pooled, tokens
+from remem.backends.local import heads, pending, pooled, tokens
+from remem.backends.local.background import Background
 from remem.backends.local.connections import Connections
 from remem.backends.local.files import DB_FILE, open_database
 from remem.backends.local.guard import translating
@@ -26,7 +27,8 @@ from remem.backends.local.records import Records
 from remem.backends.local.settings import IndexSettings, write_model
 from remem.backends.local.transactions import atomic, snapshot
 from remem.backends.shapes import check_same_model, contexts_of, windows_of
-from remem.errors import ModelChangedError, StoreClosedError, StoreError
+from remem.errors import ModelChangedError, StoreError
+from remem.reports import CompactReport
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
@@ -37,12 +39,12 @@ if TYPE_CHECKING:
     from remem.backends.local.staged import LocalStaging
     from remem.backends.local.vectors import VectorIndex
     from remem.backends.local.writelog import WriteLog
-    from remem.backends.shapes import IndexState, TokenRecord
+    from remem.backends.shapes import IndexState
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
 
 
 @translating
-class LocalBackend:
+class LocalBackend(tokens.TokenRecords):
     """A memory store in one directory. SQLite is the truth; the vector index is derived from it.
     Threads may share it: each has its own connection (``connections``); the loaded index is locked."""
 
@@ -56,8 +58,7 @@ class LocalBackend:
         self._index: VectorIndex | None = None
         self._index_lock = threading.RLock()  # held while the loaded index is synced, searched or changed
         self._resident = False  # searches keep the pages of a mapped index file (``warm_up``)
-        self._rewriter: threading.Thread | None = None  # a long-lived process's rewrite of the file
-        self._rewriter_lock = threading.Lock()
+        self._upkeep = Background()  # a long-lived process's checkpoint and keyword heads
         #: Problems remem repaired by itself while serving this store (for the caller to report).
         self.warnings: list[str] = []
 
@@ -210,22 +211,27 @@ class LocalBackend:
                     write_model(self.records, model)
                 yield log, self.records
                 self.records.log_deleted(self.records.bump_generation(), log.removed)
-        if model is not None:
+        if model is not None or self._resident:
             self.checkpoint_if_behind()
 
     def checkpoint_if_behind(self) -> None:
         """Rewrite the index checkpoint when the vectors added or deleted since it was saved passed
         its bound (``sync.bound``; or it is missing), holding no lock while it writes: in this
         thread, or — in a long-lived process (``warm_up``) — in a thread of its own from half the
-        bound on, so that no caller waits for it (``checkpoints.rewrite``)."""
+        bound on, so that no caller waits for it (``checkpoints.rewrite``); that thread also takes
+        the keyword lane's stored heads again when they are behind (``heads.behind``)."""
+        if self._resident and (self._vectors_behind(0.5) or heads.behind(self.records.conn)):
+            self._upkeep_in_background()
+        elif not self._resident and self._vectors_behind(1.0):
+            self.checkpoint()
+
+    def _vectors_behind(self, share: float) -> bool:
+        """Whether the index checkpoint is ``share`` of its bound behind (or missing), with vectors."""
         from remem.backends.local import sync  # noqa: PLC0415 - numpy
 
-        kind = self.settings.built_kind
-        if self._resident:
-            if sync.behind(self.records, self.index_path, kind, share=0.5):
-                self._rewrite_in_background()
-        elif sync.behind(self.records, self.index_path, kind):
-            self.checkpoint()
+        return self.model is not None and sync.behind(
+            self.records, self.index_path, self.settings.built_kind, share=share
+        )
 
     def checkpoint(self, *, warn: bool = True, threads: int | None = None) -> None:
         """Write the index file level with the database now, holding no lock while it writes, and
@@ -258,14 +264,21 @@ class LocalBackend:
         with self._index_lock:
             self._index = synced.index
 
-    def _rewrite_in_background(self, *, warn: bool = True) -> None:
-        """Start ``checkpoint`` in a thread of its own unless one is at work (it ends with the store)."""
-        with self._rewriter_lock:
-            if self._rewriter is None or not self._rewriter.is_alive():
-                work = functools.partial(self.checkpoint, warn=warn, threads=1)
-                self._rewriter = threading.Thread(target=_until_closed, args=(work,), name="remem checkpoint")
-                self._rewriter.daemon = True  # a process that ends leaves it undone (a temp file)
-                self._rewriter.start()
+    def _upkeep_in_background(self, *, warn: bool = True) -> None:
+        """Start the upkeep in a thread of its own unless one is at work (it ends with the store):
+        the checkpoint, on one FAISS thread, from half its bound behind; the stored heads if behind."""
+
+        def upkeep() -> None:
+            if self._vectors_behind(0.5):
+                self.checkpoint(warn=warn, threads=1)
+            if heads.behind(self.records.conn):
+                self.refresh_heads()
+
+        self._upkeep.start(upkeep, "remem upkeep")
+
+    def refresh_heads(self) -> int:
+        """Take the keyword lane's stored heads again (``heads.refresh``); the terms written."""
+        return heads.refresh(self.records.conn, self.write_lock)
 
     def add_pending(
         self, memories: Sequence[NewMemory], contexts: Sequence[str] | None = None
@@ -294,25 +307,6 @@ class LocalBackend:
         """Give pending memories (any, with ``replace``) vectors made for their text (skipping any
         changed meanwhile)."""
         return pending.attach(self.writing, items, model, replace=replace)
-
-    # Tokens touch neither the vectors nor the index file: SQLite's own write lock is enough, so a
-    # token is added or revoked at once even while a long reindex holds the writers' lock.
-
-    def add_token(self, record: TokenRecord) -> bool:
-        """Store a bearer token's record; False (nothing stored) when its name is taken."""
-        return tokens.add(self.records, record)
-
-    def token_records(self) -> list[TokenRecord]:
-        """Every stored token's record, read now, by name."""
-        return tokens.every(self.records)
-
-    def token_record(self, digest: str) -> TokenRecord | None:
-        """The record of the token whose secret hashes to ``digest``, read now; None if none."""
-        return tokens.by_hash(self.records, digest)
-
-    def remove_token(self, name: str) -> bool:
-        """Delete the token of that name; False when there is none."""
-        return tokens.remove(self.records, name)
 
     def snapshot(self) -> contextlib.AbstractContextManager[None]:
         """Reads inside see one state of the database (``transactions.snapshot``)."""
@@ -415,16 +409,17 @@ class LocalBackend:
 
         return reindex(self.home, kind, with_hnsw(self.settings.hnsw, hnsw), force)
 
-    def compact(self) -> int:
+    def compact(self) -> CompactReport:
         """Write the index checkpoint if any vector was added or deleted since it was saved
-        (``checkpoints.compact``); the vectors it caught up, 0 when none (read from its header)."""
+        (``checkpoints.compact``: the vectors it caught up, read from its header), and the stored
+        keyword heads if they are behind (``refresh_heads``: the terms)."""
         from remem.backends.local import checkpoints  # noqa: PLC0415 - numpy
 
         behind = 0 if (model := self.model) is None else checkpoints.compact(self.home, model.dim)
         if behind:
             with self._index_lock:
                 self._index = None  # read the new file when next needed
-        return behind
+        return CompactReport(behind, self.refresh_heads() if heads.behind(self.records.conn) else 0)
 
     def stats(self) -> StoreStats:
         """Counts, model, index, disk size and time span (``summary.summarize``)."""
@@ -485,16 +480,10 @@ class LocalBackend:
                 and caught_up
                 and sync.behind(self.records, self.index_path, settings.built_kind)
             ):
-                self._rewrite_in_background(warn=False)  # a search never waits for it
+                self._upkeep_in_background(warn=False)  # a search never waits for it
         return synced.index
 
     def write_lock(self, *, blocking: bool = True) -> contextlib.AbstractContextManager[None]:
         """The store's exclusive writer lock (an OS file lock; BlockingIOError if not ``blocking``
         and it is held). Taking it removes temporary files a killed writer left behind."""
         return self.home.write_lock(blocking=blocking)
-
-
-def _until_closed(work: Callable[[], None]) -> None:
-    """``work()`` in a thread of its own: a store closed meanwhile ends it."""
-    with contextlib.suppress(StoreClosedError):
-        work()

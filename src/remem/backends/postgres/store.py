@@ -34,6 +34,7 @@ from remem.backends.postgres.schema import ITERATIVE_SCAN_VERSION, prepare
 from remem.backends.postgres.session import Session, read_again
 from remem.backends.postgres.urls import parse
 from remem.backends.shapes import contexts_of, windows_of
+from remem.reports import CompactReport
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
@@ -467,9 +468,10 @@ class PostgresBackend:
         they are not current (everything with ``force``)."""
         return upkeep.reindex(self.access, kind, hnsw, force)
 
-    def compact(self) -> int:
-        """Nothing to do: pgvector updates its index in place with every write."""
-        return 0
+    def compact(self) -> CompactReport:
+        """Nothing to do: pgvector updates its index in place with every write (and the keyword
+        lane has no heads to keep)."""
+        return CompactReport(0, 0)
 
     @read_again
     def stats(self) -> StoreStats:

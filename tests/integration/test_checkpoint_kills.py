@@ -1,9 +1,11 @@
 """kill -9 at random moments of a local store's writes while its vector index file is a checkpoint:
 adds, forgets, checkpoints rewritten past the lag bound (set low, so that they are frequent) — by
 the writer after its commit, or in a thread of a long-lived process while it goes on writing — and
-reindexes that write a lagging checkpoint. After every kill nothing acknowledged is lost, no
-forgotten memory is found, the index a fresh reader and a long-lived one catch up holds exactly
-SQLite's vectors; `doctor` is clean at the end."""
+reindexes that write a lagging checkpoint; and the keyword lane's stored heads taken again (by the
+long-lived process's upkeep thread, and reindexes) every few writes. After every kill nothing
+acknowledged is lost, no forgotten memory is found, the index a fresh reader and a long-lived one
+catch up holds exactly SQLite's vectors, and the keyword lane's top through the stored heads is the
+full query's; `doctor` is clean at the end."""
 
 from __future__ import annotations
 
@@ -19,8 +21,11 @@ import numpy as np
 import pytest
 
 import remem
+from remem.backends.analyzer import term_queries
+from remem.backends.local import fts, heads
 from remem.backends.local.store import LocalBackend
 from remem.testing import FAKE_DIM, FakeEmbedder
+from remem.types import Filters
 
 pytestmark = pytest.mark.slow  # real processes killed with SIGKILL
 
@@ -29,9 +34,10 @@ pytestmark = pytest.mark.slow  # real processes killed with SIGKILL
 WRITES = """
 import random, sys
 import remem
-from remem.backends.local import sync
+from remem.backends.local import heads, sync
 from remem.testing import FakeEmbedder
 sync.LAG_BOUND = int(sys.argv[3])
+heads.PRUNE_FROM, heads.CHEAP_HOLDERS, heads.REFRESH_AFTER = 0, 50, int(sys.argv[3])
 rng = random.Random(int(sys.argv[2]))
 with remem.open(sys.argv[1], embedder=FakeEmbedder()) as memories:
     if sys.argv[4] == "background":
@@ -53,6 +59,10 @@ with remem.open(sys.argv[1], embedder=FakeEmbedder()) as memories:
             memories.reindex()
             print("R", flush=True)
 """
+
+
+#: Queries of the seed memories' and the children's words.
+KEYWORD_QUERIES = ["topic 3 memory", "word5 kill", "seed 17", "word12 topic 4", "memory kill 3"]
 
 
 def _store(directory: Path, kind: str, size: int) -> None:
@@ -104,6 +114,9 @@ def _check(
             query = np.ones(FAKE_DIM, dtype=np.float32) / np.sqrt(FAKE_DIM)
             assert {vid for vid, _ in index.search(query, len(stored))} <= stored
         assert fresh.warnings == []
+        for text in KEYWORD_QUERIES:  # a new process: the stored heads, met for the first time
+            full = fts.search(fresh.records.conn, " OR ".join(term_queries(text)), Filters(), 10)
+            assert fresh.keyword_top(text, Filters(), 10) == full, text
 
 
 @pytest.mark.parametrize(
@@ -116,8 +129,9 @@ def _check(
     ],
 )
 def test_kill_9_during_adds_forgets_checkpoints_and_reindexes(
-    tmp_path: Path, kind: str, size: int, kills: int, rewrites: str
+    tmp_path: Path, kind: str, size: int, kills: int, rewrites: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(heads, "PRUNE_FROM", 0)  # the keyword lane through the heads, as the children's
     directory = tmp_path / "store"
     _store(directory, kind, size)
     reader = LocalBackend.open(directory, create=False)

@@ -250,9 +250,7 @@ def repair(home: Home) -> list[str]:
                 fts.rebuild(conn)
             done.append("rebuilt the keyword index")
         if not checks["keyword heads"].ok or heads.behind(home.records.conn):
-            taken = heads.take_all(home.records.conn)
-            with atomic(home.records.conn) as conn:
-                heads.save(conn, taken, force=True)
+            heads.retake(home.records.conn)
             done.append("took the keyword heads again")
         done.extend(f"made {path} private" for path in tighten(home.directory))
         for path in own_temp_files(home.directory):

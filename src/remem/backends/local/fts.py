@@ -33,6 +33,23 @@ REWRITES_KEY = "keyword_rewrites"
 NAMES_SQL = "m.role, m.user, (SELECT group_concat(tag, ' ') FROM memory_tags t WHERE t.memory_id = m.id)"
 
 
+def tokens_of(conn: sqlite3.Connection, words: Sequence[str]) -> list[str | None]:
+    """Each of ``words`` as the keyword table's tokenizer indexes it (Porter's stem: "procedure"
+    is "procedur"), or None when it makes no token or more than one; through a table of this
+    connection's temporary schema (writes nothing to the store, inside a read snapshot too)."""
+    conn.execute(
+        f'CREATE VIRTUAL TABLE IF NOT EXISTS temp.stems USING fts5(word, tokenize = "{FTS_TOKENIZER}")'
+    )
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.stem_tokens USING fts5vocab(temp, stems, instance)")
+    conn.execute("DELETE FROM temp.stems")
+    conn.executemany("INSERT INTO temp.stems (rowid, word) VALUES (?, ?)", enumerate(words))
+    made: dict[int, list[str]] = {}
+    for place, token in conn.execute("SELECT doc, term FROM temp.stem_tokens"):
+        made.setdefault(int(place), []).append(str(token))
+    conn.execute("DELETE FROM temp.stems")
+    return [made[i][0] if len(made.get(i, ())) == 1 else None for i in range(len(words))]
+
+
 def write_stored_terms(conn: sqlite3.Connection, memory_ids: Sequence[int] | None = None) -> int:
     """Index stored memories (all, or only these; not indexed yet) with their names and context, as
     they are in the database."""

@@ -23,14 +23,15 @@ Under filters the heads are taken over the filters (``over``): a tag's heads bou
 
 **Stored heads.** A process meeting a query's words for the first time would pay the full query
 (taking a head scores every holder of its term). So the heads over every memory of each term held
-by more than ``CHEAP_HOLDERS`` memories are also kept in the store, in the table ``keyword_heads``
-(``STORED_DEPTH`` best holders each, with their shares: a head of any smaller size is its first
-rows), taken by ``take_all`` in one read snapshot and written in one transaction by ``save``:
-``remem compact``, ``remem reindex`` and a long-lived process after its writes do it when they are
-``behind`` (the store's in-place rewrites changed, or ``REFRESH_AFTER`` memories were added since).
-A stored head serves under the same rules as one taken by the process (``_kept``), so a head table
-left behind by a kill, a copy or an edit is never trusted past them: the worst it costs is the full
-query. Deleting its rows loses nothing.
+by more than ``CHEAP_HOLDERS`` memories are also kept in the store, in the table ``keyword_heads``:
+``STORED_DEPTH`` best holders each, with their shares (a head of any smaller size is its first
+rows), named by the token (a query word is looked up by its stem, ``Heads.token``). ``take_all``
+takes them in one read snapshot and ``save`` writes them in one transaction: ``remem compact``,
+``remem reindex`` and a long-lived process after its writes do it when they are ``behind`` (the
+store's in-place rewrites changed, or ``REFRESH_AFTER`` memories were added since). A stored head
+serves under the same rules as one taken by the process (``_usable``), so a table left behind by a
+kill, a copy or an edit is never trusted past them: the worst it costs is the full query. Deleting
+its rows loses nothing.
 
 At 1,000,000 memories (bench/keyword_lane.py on bench/scale.py's store, a loaded 2-core machine),
 the top 10 of 200 queries: full query 74 ms p50 / 216 ms p95, heads 18 / 50 ms; the top 100: 79 /
@@ -122,6 +123,7 @@ class Heads:
         self._most = most
         self._heads: OrderedDict[Key, Head] = OrderedDict()
         self._met: OrderedDict[Key, None] = OrderedDict()
+        self._tokens: OrderedDict[str, str | None] = OrderedDict()
 
     def met(self, key: Key) -> bool:
         """Whether ``key`` was met before (and remember it now)."""
@@ -132,6 +134,22 @@ class Heads:
             while len(self._met) > KEPT_MET:
                 self._met.popitem(last=False)
             return before
+
+    def token(self, conn: sqlite3.Connection, term: str) -> str | None:
+        """The token a query term (a quoted FTS5 string) selects, as stored heads are named (its
+        stem, ``fts.tokens_of``); None for a prefix, or a term of no token or several."""
+        if not (len(term) > 1 and term[0] == term[-1] == '"'):
+            return None
+        with self._lock:
+            if term in self._tokens:
+                self._tokens.move_to_end(term)
+                return self._tokens[term]
+        (token,) = fts.tokens_of(conn, [term[1:-1].replace('""', '"')])
+        with self._lock:
+            self._tokens[term] = token
+            while len(self._tokens) > KEPT_MET:
+                self._tokens.popitem(last=False)
+        return token
 
     def get(self, key: Key) -> Head | None:
         """The head of ``key`` (a term, and the filters it was taken over), if kept."""
@@ -237,10 +255,11 @@ def _usable(head: Head, now: State, size: int) -> bool:
 def _stored(conn: sqlite3.Connection, heads: Heads, key: Key, now: State, size: int) -> Head | None:
     """The stored head of ``key`` (over every memory only) cut to ``size``, kept, if still a bound."""
     term, filters = key
+    token = None if filters is not None else heads.token(conn, term)
     row = None
-    if filters is None:
+    if token is not None:
         row = conn.execute(
-            "SELECT idf, mean, last, rewrites, ids, shares FROM keyword_heads WHERE term = ?", (term,)
+            "SELECT idf, mean, last, rewrites, ids, shares FROM keyword_heads WHERE term = ?", (token,)
         ).fetchone()
     if row is None:
         return None
@@ -343,9 +362,14 @@ def take_all(conn: sqlite3.Connection) -> Taken:
     )
     with snapshot(conn):
         now = state(conn)
-        held = conn.execute("SELECT term FROM temp.keyword_terms WHERE doc > ?", (CHEAP_HOLDERS,))
+        held = [
+            str(row[0])
+            for row in conn.execute("SELECT term FROM temp.keyword_terms WHERE doc > ?", (CHEAP_HOLDERS,))
+        ]
         rows = []
-        for (word,) in held.fetchall():
+        for word, token in zip(held, fts.tokens_of(conn, held), strict=True):
+            if token != word:  # a stem whose own stem differs: no query word's match is its holders
+                continue
             term = quoted_term(word)
             best = conn.execute(
                 f"SELECT memories_fts.rowid, {_SCORE} AS score FROM memories_fts WHERE memories_fts MATCH ? "
@@ -355,7 +379,7 @@ def take_all(conn: sqlite3.Connection) -> Taken:
             ids = _packed("q", (int(r[0]) for r in best[:STORED_DEPTH]))
             shares = _packed("d", (float(r[1]) for r in best))
             idf = bm25.idf(now.rows, fts.count(conn, term))  # as the lane counts them
-            rows.append((term, idf, now.mean, now.last, now.rewrites, ids, shares))
+            rows.append((word, idf, now.mean, now.last, now.rewrites, ids, shares))
     return Taken(now, rows)
 
 
@@ -409,11 +433,19 @@ def verify(conn: sqlite3.Connection, sample: int = CHECKED) -> tuple[int, int, i
         outside = conn.execute(
             f"SELECT {_SCORE} AS score FROM memories_fts WHERE memories_fts MATCH ? AND rowid <= ? "
             "AND rowid NOT IN (SELECT value FROM json_each(?)) ORDER BY score DESC LIMIT 1",
-            (term, last, json.dumps(list(holders))),
+            (quoted_term(term), last, json.dumps(list(holders))),
         ).fetchone()
-        bound = _bound(head, bm25.idf(now.rows, fts.count(conn, term)), now.mean)
+        bound = _bound(head, bm25.idf(now.rows, fts.count(conn, quoted_term(term))), now.mean)
         wrong += outside is not None and float(outside[0]) > bound
     return len(stored), serving, wrong
+
+
+def retake(conn: sqlite3.Connection) -> int:
+    """Take the stored heads again and write them over whatever is stored, the caller holding the
+    writers' lock (a reindex, a repair); how many terms' heads were written."""
+    taken = take_all(conn)
+    with atomic(conn):
+        return save(conn, taken, force=True)
 
 
 def _recorded(conn: sqlite3.Connection) -> tuple[int, int] | None:

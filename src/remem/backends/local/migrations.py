@@ -94,7 +94,7 @@ _VECTOR_COUNT = (
 )
 
 #: Each frequent term's best holders by its own BM25 share, kept for the keyword lane (``heads``: the
-#: stored heads): the term (an FTS5 expression, as ``term_queries`` gives it), its IDF, the mean
+#: stored heads): the term (a token of the keyword table: a Porter stem), its IDF, the mean
 #: length, highest id and in-place rewrites when taken, and the holders' ids and shares (little-endian
 #: int64 and float64; one share more than ids when other memories hold the term).
 _KEYWORD_HEADS = (

@@ -106,7 +106,7 @@ def test_reindex_switches_kind_and_is_idempotent_and_doctor_is_clean(notes: Path
     assert "vector index current, keyword index current" in second.stderr
     doctor = run_cli(["doctor", "--json"], notes)
     checks = [json.loads(line) for line in doctor.stdout.splitlines()]
-    assert doctor.code == 0 and all(c["ok"] for c in checks) and len(checks) == 8
+    assert doctor.code == 0 and all(c["ok"] for c in checks) and len(checks) == 9
     assert any("hnsw" in c["detail"] for c in checks if c["check"] == "vector index")
 
 

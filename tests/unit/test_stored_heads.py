@@ -17,6 +17,7 @@ from helpers import FakeEmbedder, run_cli
 from remem import Filters, NewMemory
 from remem.backends.analyzer import term_queries
 from remem.backends.local import fts, heads
+from remem.backends.local.background import Paced
 from remem.backends.local.transactions import atomic
 
 
@@ -110,6 +111,7 @@ def test_a_long_lived_process_takes_them_again_after_its_writes(
     memories: remem.Memories, conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(heads, "REFRESH_AFTER", 50)
+    memories.backend._heads_pace = Paced(1.0)  # due again as soon as the last has ended
     memories.warm_up()
     memories.add(_texts(1, seed=9)[0])  # the first write finds none stored
     memories.backend._upkeep.join(30)
@@ -151,3 +153,19 @@ def test_doctor_finds_a_wrong_head_and_repair_takes_them_again(
     repaired = memories.doctor(repair=True)
     assert repaired.ok and "took the keyword heads again" in repaired.repaired
     assert _first_sight(conn, _queries(6)) >= 30
+
+
+def test_a_paced_task_waits_for_its_share_of_the_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr("remem.backends.local.background.time.monotonic", lambda: clock[0])
+    paced = Paced(0.1)
+
+    def work() -> str:
+        clock[0] += 2.0  # a run of 2 s
+        return "done"
+
+    assert paced.due() and paced.run(work) == "done"
+    clock[0] += 17.0  # 19 s since it began: 20 s are its share
+    assert not paced.due()
+    clock[0] += 1.0
+    assert paced.due()

@@ -456,9 +456,8 @@ class Backend(Protocol):
         ...
 
     def compact(self) -> CompactReport:
-        """Write the vector index level with the database where it is a checkpoint that lags, and
-        take the keyword lane's stored heads again where they are behind (the local store); what
-        it wrote (zeros when there was nothing to do)."""
+        """Write the vector index where it is a checkpoint that lags, and the keyword lane's stored
+        heads where they are behind (the local store); what it wrote (zeros: nothing to do)."""
         ...
 
     def stats(self) -> StoreStats:

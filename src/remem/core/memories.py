@@ -486,9 +486,8 @@ class Memories(AbstractContextManager["Memories"]):
         return growth.advice(growth.state_of(self.backend))
 
     def compact(self) -> CompactReport:
-        """Write a local store's vector index file level with its database if it lags, and take its
-        keyword heads again if they are behind (``remem compact``, for cron): the vectors caught up
-        and the terms' heads taken, zeros with nothing to do (always on PostgreSQL)."""
+        """Write a local store's lagging vector index file and behind keyword heads (``remem
+        compact``, for cron): vectors caught up, terms' heads taken; zeros with nothing to do."""
         return self.backend.compact()
 
     def stats(self) -> StoreStats:

@@ -4,10 +4,15 @@ checkpoint rewritten and the keyword lane's stored heads taken again, so that no
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
+import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from remem.errors import StoreClosedError
+
+T = TypeVar("T")
 
 
 class Background:
@@ -32,6 +37,30 @@ class Background:
         thread = self._thread
         if thread is not None:
             thread.join(timeout)
+
+
+class Paced:
+    """A task run so seldom that it takes at most ``share`` of the time: not again until its last
+    run's length divided by ``share`` has passed since that run began (a long-lived process taking
+    the keyword heads of a million memories again, 12 s, while a bulk ingest keeps them behind)."""
+
+    def __init__(self, share: float) -> None:
+        """Due at once."""
+        self._share = share
+        self._began = -math.inf
+        self._took = 0.0
+
+    def due(self) -> bool:
+        """Whether the task may run now."""
+        return time.monotonic() - self._began >= self._took / self._share
+
+    def run(self, work: Callable[[], T]) -> T:
+        """``work()``, timed for ``due``."""
+        began = time.monotonic()
+        try:
+            return work()
+        finally:
+            self._began, self._took = began, time.monotonic() - began
 
 
 def _until_closed(work: Callable[[], None]) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from remem.backends import pooling
 from remem.backends.local import heads, pending, pooled, tokens
-from remem.backends.local.background import Background
+from remem.backends.local.background import Background, Paced
 from remem.backends.local.connections import Connections
 from remem.backends.local.files import DB_FILE, open_database
 from remem.backends.local.guard import translating
@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from remem.backends.shapes import IndexState
     from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
 
+#: At most this share of a long-lived process's time goes to taking its stored keyword heads again.
+HEADS_SHARE = 0.1
+
 
 @translating
 class LocalBackend(tokens.TokenRecords):
@@ -59,6 +62,7 @@ class LocalBackend(tokens.TokenRecords):
         self._index_lock = threading.RLock()  # held while the loaded index is synced, searched or changed
         self._resident = False  # searches keep the pages of a mapped index file (``warm_up``)
         self._upkeep = Background()  # a long-lived process's checkpoint and keyword heads
+        self._heads_pace = Paced(HEADS_SHARE)
         #: Problems remem repaired by itself while serving this store (for the caller to report).
         self.warnings: list[str] = []
 
@@ -266,13 +270,14 @@ class LocalBackend(tokens.TokenRecords):
 
     def _upkeep_in_background(self, *, warn: bool = True) -> None:
         """Start the upkeep in a thread of its own unless one is at work (it ends with the store):
-        the checkpoint, on one FAISS thread, from half its bound behind; the stored heads if behind."""
+        the checkpoint, on one FAISS thread, from half its bound behind; the stored heads if behind,
+        paced to at most ``HEADS_SHARE`` of the time."""
 
         def upkeep() -> None:
             if self._vectors_behind(0.5):
                 self.checkpoint(warn=warn, threads=1)
-            if heads.behind(self.records.conn):
-                self.refresh_heads()
+            if heads.behind(self.records.conn) and self._heads_pace.due():
+                self._heads_pace.run(self.refresh_heads)
 
         self._upkeep.start(upkeep, "remem upkeep")
 

@@ -156,6 +156,11 @@ class Shortcuts(NamedTuple):
     turns_and_texts: TurnsAndTexts | None = None
     #: In that step, the BM25 of the vector top's memories beyond the keyword top, where known.
     beyond: Beyond | None = None
+    #: ``keyword``, its statement scoring the given memories too (known afterwards by ``beyond``):
+    #: the vector lane then goes first when the query's vector needs nothing of the keyword top.
+    keyword_scoring: (
+        Callable[[PoolRequest, Sequence[int] | None, Sequence[int]], tuple[Tops, Turns | None]] | None
+    ) = None
 
 
 #: No shortcut: every step by the primitives.
@@ -189,8 +194,14 @@ class _Gathering:
         window = self.request.window
         return merged((fetch(self.request.filters), None if window is None else fetch(window)))
 
-    def keyword(self) -> tuple[list[Scored], set[int], dict[int, TurnTime] | None]:
-        """The keyword lane's ``windowed`` top of ``depth`` (and its turns, by the shortcut)."""
+    def keyword(
+        self, scoring: Sequence[int] | None = None
+    ) -> tuple[list[Scored], set[int], dict[int, TurnTime] | None]:
+        """The keyword lane's ``windowed`` top of ``depth`` (and its turns, by the shortcut); its
+        statement scoring the memories ``scoring`` too, by the shortcut that can."""
+        if scoring is not None and self.shortcuts.keyword_scoring is not None:
+            tops, turns = self.shortcuts.keyword_scoring(self.request, self.among, scoring)
+            return *merged(tops), turns
         if self.shortcuts.keyword is None:
             return *self.windowed(self.keyword_top), None
         tops, turns = self.shortcuts.keyword(self.request, self.among)
@@ -285,12 +296,17 @@ def _hybrid(gathering: _Gathering, texts: dict[int, str], facts_of: FactsOf) -> 
     """A hybrid pool: both lanes' tops, each scoring the other's (see the module docstring)."""
     request, store, lane = gathering.request, gathering.store, gathering.lane
     assert request.vector is not None and lane is not None
-    by_keyword, inside, turns = gathering.keyword()
-    spoken = request.speakers and bool(by_keyword)
-    if spoken and turns is None:
-        turns = store.turn_times([mid for mid, _ in by_keyword])
-    vector = request.vector((turns or {}) if spoken else {})
-    top, inside_top = gathering.vector(vector)
+    if gathering.shortcuts.keyword_scoring is not None and not request.speakers:
+        vector = request.vector({})  # needs nothing of the keyword top: the vector lane first
+        top, inside_top = gathering.vector(vector)
+        by_keyword, inside, turns = gathering.keyword([mid for mid, _ in top])
+    else:
+        by_keyword, inside, turns = gathering.keyword()
+        spoken = request.speakers and bool(by_keyword)
+        if spoken and turns is None:
+            turns = store.turn_times([mid for mid, _ in by_keyword])
+        vector = request.vector((turns or {}) if spoken else {})
+        top, inside_top = gathering.vector(vector)
     seen = {mid for mid, _ in top}
     extra = [mid for mid, _ in by_keyword if mid not in seen]
     matched = {mid for mid, _ in by_keyword}

@@ -212,6 +212,22 @@ def top(
     by ``held`` memories) among the filtered memories, exactly as ``fts.search`` gives it, or None
     when the heads cannot show it is (see the module docstring): the caller then runs the full
     query. A term's head is taken the second time the term is met (``CHEAP_HOLDERS``)."""
+    found = top_scoring(conn, heads, terms, held, filters, limit, ())
+    return None if found is None else found[0]
+
+
+def top_scoring(
+    conn: sqlite3.Connection,
+    heads: Heads,
+    terms: Sequence[str],
+    held: Sequence[int],
+    filters: Filters,
+    limit: int,
+    scoring: Sequence[int],
+) -> tuple[list[Scored], list[Scored]] | None:
+    """``top``, its one statement scoring the memories ``scoring`` too: (the top, those of
+    ``scoring`` among the filtered matches with their scores, best first), or None. A candidate
+    more changes no top: one that would enter it is in it."""
     usable, taken_over = over(conn, filters)
     if not terms or len(terms) > MAX_TERMS or limit > MAX_LIMIT or not usable:
         return None
@@ -226,14 +242,14 @@ def top(
         head or _taken(conn, heads, key, count, now, size)
         for head, key, count in zip(kept, keys, held, strict=True)
     ]
-    found = _candidates_top(conn, terms, taken, filters, limit)
+    found, also = _candidates_top(conn, terms, taken, filters, limit, scoring)
     if len(found) < limit:
         return None
     floor = found[-1][1]
     for head, count in zip(taken, held, strict=True):
         if _bound(head, bm25.idf(now.rows, count), now.mean) >= floor:
             return None
-    return found
+    return found, also
 
 
 def _kept(heads: Heads, key: Key, now: State, size: int) -> Head | None:
@@ -303,17 +319,23 @@ def _bound(head: Head, idf: float, mean: float) -> float:
 
 
 def _candidates_top(
-    conn: sqlite3.Connection, terms: Sequence[str], kept: Sequence[Head], filters: Filters, limit: int
-) -> list[Scored]:
+    conn: sqlite3.Connection,
+    terms: Sequence[str],
+    kept: Sequence[Head],
+    filters: Filters,
+    limit: int,
+    scoring: Sequence[int],
+) -> tuple[list[Scored], list[Scored]]:
     """The BM25 top ``limit`` over the whole query among the filtered candidates: holders of two or
-    more terms, the heads, and the holders added since the oldest head."""
+    more terms, the heads, the holders added since the oldest head, and ``scoring``; and those of
+    ``scoring`` that are filtered matches, best first."""
     match = " OR ".join(terms)
     parts = [
         "SELECT value FROM json_each(?)",
         "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid > ?",
     ]
     params: list[object] = [
-        json.dumps(sorted({i for head in kept for i in head.ids})),
+        json.dumps(sorted({*scoring, *(i for head in kept for i in head.ids)})),
         match,
         min(h.last for h in kept),
     ]
@@ -326,8 +348,10 @@ def _candidates_top(
         f"WHERE memories_fts MATCH ? AND {where} AND +memories_fts.rowid IN ({' UNION ALL '.join(parts)}) "
         "ORDER BY score DESC, memories_fts.rowid LIMIT ?"
     )
-    rows = conn.execute(sql, [match, *filtered, *params, limit]).fetchall()
-    return [(int(mid), float(score)) for mid, score in rows]
+    rows = conn.execute(sql, [match, *filtered, *params, -1 if scoring else limit])
+    found = [(int(mid), float(score)) for mid, score in rows]
+    wanted = set(scoring)
+    return found[:limit], [item for item in found if item[0] in wanted]
 
 
 def _two_or_more(terms: Sequence[str]) -> str:

@@ -154,6 +154,7 @@ def top_and_rest(
     among: Sequence[int] | None = None,
     scope: Filters | None = None,
     more: int = 0,
+    scoring: Sequence[int] = (),
 ) -> tuple[list[Scored], list[Scored] | None]:
     """BM25 top ``limit`` (memory id, score; higher is better) among the filtered memories (only
     ``among`` if given), best first; [] when the text has no terms. Exact BM25 unless the query has
@@ -162,7 +163,8 @@ def top_and_rest(
     filtered match (best first, as the top ranks them) when they are at most ``more``: one
     statement of ``limit`` + ``more`` rows where FTS5's ``bm25()`` scores every match anyway (a
     small store, no ``among``, no common terms, the whole store's statistics) and they may fit
-    (``_may_fit``); None when they are not known so."""
+    (``_may_fit``); or, with ``scoring``, those of them among the filtered matches when the heads
+    gave the top (``heads.top_scoring``) and no term is common; None when they are not known so."""
     if among is not None and not among:
         return [], []
     with snapshot(conn):
@@ -183,7 +185,8 @@ def top_and_rest(
                 found = fts.search(conn, " OR ".join(query.scored), filters, limit + more)
                 found, rest = found[:limit], (found[limit:] if len(found) < limit + more else None)
             else:
-                found = _unscoped(conn, counts, stamp, query.scored, filters, limit, among)
+                found, rest = _unscoped(conn, counts, stamp, query.scored, filters, limit, among, scoring)
+                rest = None if query.common else rest
         else:
             found = _scoped(conn, counts, stamp, query.scored, filters, limit, among, scope, size)
         if query.common and len(found) < limit:  # every holder of a scored term is in: the rest hold
@@ -216,15 +219,17 @@ def _unscoped(
     filters: Filters,
     limit: int,
     among: Sequence[int] | None,
-) -> list[Scored]:
+    scoring: Sequence[int] = (),
+) -> tuple[list[Scored], list[Scored] | None]:
     """``fts.search`` over ``terms``; in a big store without ``among``, through the terms' heads
-    when they show the top exact (``heads.top``)."""
+    when they show the top exact (``heads.top_scoring``: then with those of ``scoring`` that are
+    filtered matches, if asked; else None)."""
     if among is None and fts.row_count(conn) >= heads.PRUNE_FROM:
         held = [counts.holders(conn, stamp, term) for term in terms]
-        found = heads.top(conn, counts.heads, terms, held, filters, limit)
+        found = heads.top_scoring(conn, counts.heads, terms, held, filters, limit, scoring)
         if found is not None:
-            return found
-    return fts.search(conn, " OR ".join(terms), filters, limit, among)
+            return found[0], (found[1] if scoring else None)
+    return fts.search(conn, " OR ".join(terms), filters, limit, among), None
 
 
 def _narrower(

@@ -9,7 +9,10 @@ every match of the keyword lane's statement anyway (``keywords.top_and_rest``: a
 ``heads.PRUNE_FROM`` memories), that statement returns up to ``REST`` further matches, and
 when they are all, the missing memories' scores are among them (or they match nothing), instead of
 a second statement walking the terms' doclists again (≈0.2 ms on the 10k bench store, where a
-query matches 160 memories at the median and under 500 at most).
+query matches 160 memories at the median and under 500 at most). In a bigger store, where the
+heads find the keyword top (``heads.top_scoring``), the vector lane goes first and the heads'
+statement scores its top too (``pooling.Shortcuts.keyword_scoring``): at 1,000,000 memories
+(bench/scale.py) that second statement took 3 ms of a 20 ms hybrid search.
 """
 
 from __future__ import annotations
@@ -61,13 +64,16 @@ class _KeywordRest:
         self.records = records
         self.rest: list[Scored] | None = None
 
-    def tops(self, request: PoolRequest, among: Sequence[int] | None) -> tuple[pooling.Tops, None]:
+    def tops(
+        self, request: PoolRequest, among: Sequence[int] | None, scoring: Sequence[int] = ()
+    ) -> tuple[pooling.Tops, None]:
         """The keyword lane's ``Tops`` of the request's depth (as ``Records.keyword_search``), the
-        matches past its top kept in a hybrid pool; no turns read."""
+        matches past its top (or those of ``scoring``, the vector top) kept in a hybrid pool where
+        its statement read them; no turns read."""
         records, text, depth, scope = self.records, request.text, request.depth, request.scope
         more = REST if request.hybrid else 0
         found, self.rest = keywords.top_and_rest(
-            records.conn, records.keyword_counts, text, request.filters, depth, among, scope, more
+            records.conn, records.keyword_counts, text, request.filters, depth, among, scope, more, scoring
         )
         window = request.window
         inside = None if window is None else records.keyword_search(text, window, depth, among, scope)
@@ -75,7 +81,7 @@ class _KeywordRest:
 
     def beyond(self, missing: Sequence[int]) -> list[Scored] | None:
         """The BM25 of ``missing`` (none in the top) as ``keyword_top`` among them ranks them, when
-        every match past the top was read."""
+        every match past the top, or every one of them (``scoring``), was read."""
         if self.rest is None:
             return None
         wanted = set(missing)
@@ -86,5 +92,8 @@ def shortcuts(records: Records) -> pooling.Shortcuts:
     """The steps of a pool the local back-end reads in fewer statements than by its primitives."""
     rest = _KeywordRest(records)
     return pooling.Shortcuts(
-        keyword=rest.tops, turns_and_texts=functools.partial(turns_and_texts, records), beyond=rest.beyond
+        keyword=rest.tops,
+        turns_and_texts=functools.partial(turns_and_texts, records),
+        beyond=rest.beyond,
+        keyword_scoring=rest.tops,
     )

@@ -12,7 +12,10 @@ coverage and (when asked) text. Keyword and vector pools take only their own lan
 may answer the same with fewer round trips (``Shortcuts``): a lane's top and its top within the
 window in one go, the keyword top's turns with it; the last step (``Facts``: the per-memory facts,
 the cosines of the keyword matches beyond the vector top, the BM25 of the vector hits beyond the
-keyword top) in one, or only its turns and texts in one.
+keyword top) in one, or only its turns and texts in one. A back-end whose keyword statement can
+score given memories too (``Shortcuts.keyword_scoring``) has the vector lane go first when the
+query's vector needs nothing of the keyword top (it names no speakers): the keyword statement then
+scores the vector top as well, and the BM25 of its memories beyond the keyword top is known.
 """
 
 from __future__ import annotations

@@ -149,6 +149,8 @@ def test_kill_9_during_adds_forgets_checkpoints_and_reindexes(
         unsure |= maybe
         _check(directory, reader, added, forgotten, unsure, monkeypatch)
     assert len(added) >= kills // 2 and forgotten  # the kills landed among writes
+    with LocalBackend.open(directory, create=False) as fresh:  # the children took heads to check
+        assert fresh.records.conn.execute("SELECT count(*) FROM keyword_heads").fetchone()[0] > 0
     with remem.open(directory, embedder=FakeEmbedder()) as memories:
         report = memories.doctor()
         assert report.ok, report

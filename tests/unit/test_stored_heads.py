@@ -169,3 +169,15 @@ def test_a_paced_task_waits_for_its_share_of_the_time(monkeypatch: pytest.Monkey
     assert not paced.due()
     clock[0] += 1.0
     assert paced.due()
+
+
+def test_a_big_ingest_ends_with_its_heads_taken(
+    memories: remem.Memories, conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(heads, "REFRESH_AFTER", 500)
+    assert heads.behind(conn)
+    memories.add_many(NewMemory(text) for text in _texts(2_100, seed=12))  # staged: more than a batch
+    assert not heads.behind(conn)
+    assert _first_sight(conn, _queries(7)) >= 30
+    memories.add_many(NewMemory(text) for text in _texts(400, seed=13))  # fewer: left to compact
+    assert not heads.behind(conn)

@@ -287,10 +287,10 @@ class HttpServer:
     ) -> None:
         """Open the store of ``server`` (its errors raise before anything listens) and bind
         ``listener``'s address, to serve within ``limits`` (``max_connections`` lowered below the
-        descriptor limit); say on ``note`` where it listens (``remem serve: http://…/mcp``), and
-        when the store has no token. With ``code`` (``remem ui``), the page's one-time sign-in URL is
-        ``page_url`` and is said instead; without ``page``, only ``/mcp`` and ``/healthz`` are
-        served. InvalidInputError for an unsafe or incomplete set-up."""
+        descriptor limit); ``serve`` says on ``note`` where it listens (``remem serve:
+        http://…/mcp``), and when the store has no token. With ``code`` (``remem ui``), the page's
+        one-time sign-in URL is ``page_url`` and is said instead; without ``page``, only ``/mcp``
+        and ``/healthz`` are served. InvalidInputError for an unsafe or incomplete set-up."""
         warning = listener.check()
         limits.check()
         password = _check_tls(listener)
@@ -319,22 +319,18 @@ class HttpServer:
         self._note = note
         #: The page's address (with the one-time code's sign-in, when there is one).
         self.page_url = self.url.removesuffix(MCP_PATH) + ("/" if code is None else f"/signin?code={code}")
-        if code is not None:
-            note(f"remem ui: {self.page_url} ({location}; the code signs in once)")
-            return
-        if warning:
-            note(f"remem serve: {warning}")
-        plural = "token" if len(tokens) == 1 else "tokens"
-        note(f"remem serve: {self.url} ({location}; {len(tokens)} {plural})")
-        if not tokens:
-            note("remem serve: the store has no tokens yet, so every request is refused: " + ADD_A_TOKEN)
+        self._said = _where(self.url, self.page_url, location, code, warning, len(tokens))
 
     def serve(self) -> int | None:
         """Serve until stopped (blocks): the signal that stopped it, or None. On the main thread,
-        SIGTERM and SIGINT stop it gracefully: the requests under way are answered, new connections
+        SIGTERM and SIGINT stop it gracefully from before it says where it listens (a supervisor
+        may stop it as soon as it did): the requests under way are answered, new connections
         refused, then the store is closed."""
-        self._server.answered.set()  # warm up at once: a server is started ahead of its clients
-        asyncio.run(self._serve())
+        with self._uvicorn.capture_signals():
+            for line in self._said:
+                self._note(line)
+            self._server.answered.set()  # warm up at once: a server is started ahead of its clients
+            asyncio.run(self._serve())
         return self._uvicorn.stopped_by
 
     async def _serve(self) -> None:
@@ -344,6 +340,21 @@ class HttpServer:
     def stop(self) -> None:
         """Stop serving, as SIGTERM does (from any thread)."""
         self._uvicorn.should_exit = True
+
+
+def _where(
+    url: str, page_url: str, location: str, code: str | None, warning: str | None, tokens: int
+) -> list[str]:
+    """What a server says when it starts serving: where it listens (the page's sign-in URL for
+    ``remem ui``), an unencrypted address's ``warning``, a store without tokens."""
+    if code is not None:
+        return [f"remem ui: {page_url} ({location}; the code signs in once)"]
+    plural = "token" if tokens == 1 else "tokens"
+    said = [f"remem serve: {warning}"] if warning else []
+    said.append(f"remem serve: {url} ({location}; {tokens} {plural})")
+    if not tokens:
+        said.append("remem serve: the store has no tokens yet, so every request is refused: " + ADD_A_TOKEN)
+    return said
 
 
 def _check_tls(listener: Listener) -> str | None:

@@ -28,7 +28,6 @@ from remem.backends.local.settings import IndexSettings, write_model
 from remem.backends.local.transactions import atomic, snapshot
 from remem.backends.shapes import check_same_model, contexts_of, windows_of
 from remem.errors import ModelChangedError, StoreError
-from remem.reports import CompactReport
 from remem.types import AddResult, Filters, Memory, ModelInfo, NewMemory, text_sha256, utc_now_iso
 
 if TYPE_CHECKING:
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
     from remem.backends.local.vectors import VectorIndex
     from remem.backends.local.writelog import WriteLog
     from remem.backends.shapes import IndexState
-    from remem.reports import Check, ReembedReport, ReindexReport, StoreStats
+    from remem.reports import Check, CompactReport, ReembedReport, ReindexReport, StoreStats
 
 #: At most this share of a long-lived process's time goes to taking its stored keyword heads again.
 HEADS_SHARE = 0.1
@@ -419,6 +418,7 @@ class LocalBackend(tokens.TokenRecords):
         (``checkpoints.compact``: the vectors it caught up, read from its header), and the stored
         keyword heads if they are behind (``refresh_heads``: the terms)."""
         from remem.backends.local import checkpoints  # noqa: PLC0415 - numpy
+        from remem.reports import CompactReport  # noqa: PLC0415 - `list` reads no report
 
         behind = 0 if (model := self.model) is None else checkpoints.compact(self.home, model.dim)
         if behind:

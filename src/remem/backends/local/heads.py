@@ -27,8 +27,9 @@ by more than ``CHEAP_HOLDERS`` memories are also kept in the store, in the table
 ``STORED_DEPTH`` best holders each, with their shares (a head of any smaller size is its first
 rows), named by the token (a query word is looked up by its stem, ``Heads.token``). ``take_all``
 takes them in one read snapshot and ``save`` writes them in one transaction: ``remem compact``,
-``remem reindex`` and a long-lived process after its writes do it when they are ``behind`` (the
-store's in-place rewrites changed, or ``REFRESH_AFTER`` memories were added since). A stored head
+``remem reindex``, a long-lived process after its writes and an ingest of ``REFRESH_AFTER``
+memories or more do it when they are ``behind`` (the store's in-place rewrites changed, or
+``REFRESH_AFTER`` memories were added since). A stored head
 serves under the same rules as one taken by the process (``_usable``), so a table left behind by a
 kill, a copy or an edit is never trusted past them: the worst it costs is the full query. Deleting
 its rows loses nothing.

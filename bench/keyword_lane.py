@@ -34,7 +34,7 @@ import _harness
 import remem
 from remem import Filters, NewMemory
 from remem.backends.analyzer import term_queries
-from remem.backends.local import fts, heads, keywords
+from remem.backends.local import fts, heads, keywords, stored_heads
 from remem.testing import FakeEmbedder
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
@@ -128,7 +128,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = args.store or store_of(memories, Path(tmp) / "store")
         conn = sqlite3.connect(store / "memories.sqlite3", isolation_level=None)  # as the store's own
-        if heads.behind(conn) or not conn.execute("SELECT count(*) FROM keyword_heads").fetchone()[0]:
+        if stored_heads.behind(conn) or not conn.execute("SELECT count(*) FROM keyword_heads").fetchone()[0]:
             with remem.open(store) as opened:
                 started = time.perf_counter()
                 taken = opened.backend.refresh_heads()

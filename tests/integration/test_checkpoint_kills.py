@@ -33,10 +33,10 @@ pytestmark = pytest.mark.slow  # real processes killed with SIGKILL
 WRITES = """
 import random, sys
 import remem
-from remem.backends.local import heads, sync
+from remem.backends.local import heads, stored_heads, sync
 from remem.testing import FakeEmbedder
 sync.LAG_BOUND = int(sys.argv[3])
-heads.PRUNE_FROM, heads.CHEAP_HOLDERS, heads.REFRESH_AFTER = 0, 50, int(sys.argv[3])
+heads.PRUNE_FROM, heads.CHEAP_HOLDERS, stored_heads.REFRESH_AFTER = 0, 50, int(sys.argv[3])
 rng = random.Random(int(sys.argv[2]))
 with remem.open(sys.argv[1], embedder=FakeEmbedder()) as memories:
     if sys.argv[4] == "background":

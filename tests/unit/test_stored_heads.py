@@ -16,7 +16,7 @@ import remem
 from helpers import FakeEmbedder, run_cli
 from remem import Filters, NewMemory
 from remem.backends.analyzer import term_queries
-from remem.backends.local import fts, heads
+from remem.backends.local import fts, heads, stored_heads
 from remem.backends.local.background import Paced
 from remem.backends.local.transactions import atomic
 
@@ -69,26 +69,26 @@ def test_stored_heads_give_a_new_process_the_full_querys_top(
     memories: remem.Memories, conn: sqlite3.Connection, limit: int
 ) -> None:
     queries = _queries(1)
-    assert heads.behind(conn)
+    assert stored_heads.behind(conn)
     assert _first_sight(conn, queries, limit) < 10  # nothing stored: words met once run the full query
     done = memories.compact()
     assert done.vectors == 0 and done.keyword_heads >= 40
-    assert not heads.behind(conn) and not memories.compact()
+    assert not stored_heads.behind(conn) and not memories.compact()
     assert _first_sight(conn, queries, limit) >= 30
 
 
 def test_added_memories_are_candidates_until_the_heads_are_stale(
     memories: remem.Memories, conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(heads, "REFRESH_AFTER", 50)
+    monkeypatch.setattr(stored_heads, "REFRESH_AFTER", 50)
     memories.compact()
     queries = _queries(2)
     # short memories, each holding a rare word twice: a share above every head's rest
     memories.add_many(NewMemory(f"{word} {word}") for word in WORDS[30:60])
-    assert not heads.behind(conn)
+    assert not stored_heads.behind(conn)
     assert _first_sight(conn, queries) >= 30
     memories.add_many(NewMemory(f"{word} {word} again") for word in WORDS[30:60])
-    assert heads.behind(conn)
+    assert stored_heads.behind(conn)
     assert memories.compact().keyword_heads
     assert _first_sight(conn, queries) >= 30
 
@@ -101,7 +101,7 @@ def test_an_edit_stops_the_stored_heads_until_they_are_taken_again(
     assert _first_sight(conn, queries) >= 30
     outside = next(m.id for m in memories.list(limit=2_000) if "w45" not in m.text)
     memories.edit(outside, tags=["w45"])  # now holds w45 among few words: a top share
-    assert heads.behind(conn)
+    assert stored_heads.behind(conn)
     assert _first_sight(conn, queries) < 10
     memories.compact()
     assert _first_sight(conn, queries) >= 30
@@ -110,27 +110,27 @@ def test_an_edit_stops_the_stored_heads_until_they_are_taken_again(
 def test_a_long_lived_process_takes_them_again_after_its_writes(
     memories: remem.Memories, conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(heads, "REFRESH_AFTER", 50)
+    monkeypatch.setattr(stored_heads, "REFRESH_AFTER", 50)
     memories.backend._heads_pace = Paced(1.0)  # due again as soon as the last has ended
     memories.warm_up()
     memories.add(_texts(1, seed=9)[0])  # the first write finds none stored
     memories.backend._upkeep.join(30)
-    assert not heads.behind(conn)
+    assert not stored_heads.behind(conn)
     memories.add_many(NewMemory(text) for text in _texts(60, seed=10))
     memories.backend._upkeep.join(30)
-    assert not heads.behind(conn)
+    assert not stored_heads.behind(conn)
     assert _first_sight(conn, _queries(4)) >= 30
 
 
 def test_a_heads_taken_earlier_never_replace_heads_taken_later(
     memories: remem.Memories, conn: sqlite3.Connection
 ) -> None:
-    early = heads.take_all(conn)
+    early = stored_heads.take_all(conn)
     memories.add_many(NewMemory(text) for text in _texts(20, seed=11))
-    later = heads.take_all(conn)
+    later = stored_heads.take_all(conn)
     with atomic(conn):
-        assert heads.save(conn, later) > 0
-        assert heads.save(conn, early) == 0
+        assert stored_heads.save(conn, later) > 0
+        assert stored_heads.save(conn, early) == 0
     assert _first_sight(conn, _queries(5)) >= 30
 
 
@@ -142,7 +142,7 @@ def test_doctor_finds_a_wrong_head_and_repair_takes_them_again(
     found = {check.name: check for check in memories.doctor().checks}["keyword heads"]
     assert found.ok and "checked" in found.detail
     # every stored head now claims the worst holders, and that no other memory scores more than 0
-    worst, nothing = heads._packed("q", range(1, 9)), heads._packed("d", [0.0] * 9)
+    worst, nothing = heads.packed("q", range(1, 9)), heads.packed("d", [0.0] * 9)
     with atomic(conn):
         conn.execute("UPDATE keyword_heads SET ids = ?, shares = ?", (worst, nothing))
     report = memories.doctor()
@@ -174,10 +174,10 @@ def test_a_paced_task_waits_for_its_share_of_the_time(monkeypatch: pytest.Monkey
 def test_a_big_ingest_ends_with_its_heads_taken(
     memories: remem.Memories, conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(heads, "REFRESH_AFTER", 500)
-    assert heads.behind(conn)
+    monkeypatch.setattr(stored_heads, "REFRESH_AFTER", 500)
+    assert stored_heads.behind(conn)
     memories.add_many(NewMemory(text) for text in _texts(2_100, seed=12))  # staged: more than a batch
-    assert not heads.behind(conn)
+    assert not stored_heads.behind(conn)
     assert _first_sight(conn, _queries(7)) >= 30
     memories.add_many(NewMemory(text) for text in _texts(400, seed=13))  # fewer: left to compact
-    assert not heads.behind(conn)
+    assert not stored_heads.behind(conn)

@@ -7,7 +7,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from remem.backends import summary
-from remem.backends.local import fts, heads, pending, sync
+from remem.backends.local import fts, pending, stored_heads, sync
 from remem.backends.local.files import loose_paths, own_temp_files, tighten
 from remem.backends.local.guard import DOCTOR_HINT, damage, store_error
 from remem.backends.local.maintenance import keywords_are_current
@@ -68,16 +68,16 @@ def _keywords(home: Home) -> Check:
 
 
 def _keyword_heads(home: Home) -> Check:
-    """The keyword lane's stored heads (``heads.verify``): a sample of those that serve bounds its
+    """The keyword lane's stored heads (``stored_heads.verify``): a sample of those that serve bounds its
     words' other memories; heads behind are not a fault (``remem compact`` takes them again)."""
-    stored, serving, wrong = heads.verify(home.records.conn)
+    stored, serving, wrong = stored_heads.verify(home.records.conn)
     if wrong:
         return Check(
             "keyword heads", False, f"{wrong} of the {serving + wrong} checked are wrong", repairable=True
         )
     if not stored:
         return Check("keyword heads", True, "none kept")
-    behind = " (behind: `remem compact` takes them again)" if heads.behind(home.records.conn) else ""
+    behind = " (behind: `remem compact` takes them again)" if stored_heads.behind(home.records.conn) else ""
     return Check("keyword heads", True, f"{stored} words, {serving} checked{behind}")
 
 
@@ -249,8 +249,8 @@ def repair(home: Home) -> list[str]:
             with atomic(home.records.conn) as conn:
                 fts.rebuild(conn)
             done.append("rebuilt the keyword index")
-        if not checks["keyword heads"].ok or heads.behind(home.records.conn):
-            heads.retake(home.records.conn)
+        if not checks["keyword heads"].ok or stored_heads.behind(home.records.conn):
+            stored_heads.retake(home.records.conn)
             done.append("took the keyword heads again")
         done.extend(f"made {path} private" for path in tighten(home.directory))
         for path in own_temp_files(home.directory):

@@ -24,13 +24,12 @@ Under filters the heads are taken over the filters (``over``): a tag's heads bou
 **Stored heads.** A process meeting a query's words for the first time would pay the full query
 (taking a head scores every holder of its term). So the heads over every memory of each term held
 by more than ``CHEAP_HOLDERS`` memories are also kept in the store, in the table ``keyword_heads``:
-``STORED_DEPTH`` best holders each, with their shares (a head of any smaller size is its first
-rows), named by the token (a query word is looked up by its stem, ``Heads.token``). ``take_all``
-takes them in one read snapshot and ``save`` writes them in one transaction: ``remem compact``,
-``remem reindex``, a long-lived process after its writes and an ingest of ``REFRESH_AFTER``
-memories or more do it when they are ``behind`` (the store's in-place rewrites changed, or
-``REFRESH_AFTER`` memories were added since). A stored head
-serves under the same rules as one taken by the process (``_usable``), so a table left behind by a
+512 best holders each, with their shares (a head of any smaller size is its first rows), named by
+the token (a query word is looked up by its stem, ``Heads.token``). ``stored_heads`` takes them in
+one read snapshot and writes them in one transaction: ``remem compact``, ``remem reindex``, a
+long-lived process after its writes and an ingest of 5,000 memories or more do it when they are
+behind (the store's in-place rewrites changed, or 5,000 memories were added since). A stored head
+serves under the same rules as one taken by the process (``usable``), so a table left behind by a
 kill, a copy or an edit is never trusted past them: the worst it costs is the full query. Deleting
 its rows loses nothing.
 
@@ -48,16 +47,13 @@ import sys
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from itertools import pairwise
 from typing import Any
 
-from remem.backends.analyzer import CONTEXT_WEIGHT, quoted_term
+from remem.backends.analyzer import CONTEXT_WEIGHT
 from remem.backends.base import Scored
 from remem.backends.local import bm25, fts
-from remem.backends.local.transactions import atomic, snapshot
 from remem.types import Filters
 
 #: The fewest memories a head keeps: a top of ``limit`` keeps at least twice as many (64 for 10 and
@@ -82,22 +78,11 @@ KEPT_MET = 8_192
 #: From this many memories on, the keyword lane's top goes through the heads (``keywords``): below,
 #: the full query scores every match in a few ms (10,000 memories: about 1,200 matches).
 PRUNE_FROM = 20_000
-#: A stored head's holders: a top of up to ``MAX_LIMIT`` takes the first 2 × limit. At 1,000,000
-#: memories (bench/scale.py's corpus) 2,263 tokens have more than ``CHEAP_HOLDERS`` holders, 2,190
-#: of them their own stem (``take_all``): 18 MB, taken in 12 s (one core, about 1 µs a holder).
-STORED_DEPTH = 2 * MAX_LIMIT
-#: The stored heads are taken again once this many memories were added since (half of
-#: ``STALE_AFTER``, so that they are taken again before they stop serving).
-REFRESH_AFTER = STALE_AFTER // 2
-#: How many stored heads ``remem doctor`` checks against the memories (spread over the table).
-CHECKED = 8
-#: ``store_meta``'s record of the stored heads: the highest id and the rewrites when taken.
-STORED_KEY = "keyword_heads"
 #: A bound must be below the ``limit``-th score by this share (the float sums' rounding).
 MARGIN = 1e-9
 #: A head's key: its term, and the filters it was taken over (None: every memory).
 Key = tuple[str, Filters | None]
-_SCORE = f"-bm25(memories_fts, 1.0, {CONTEXT_WEIGHT})"
+SCORE = f"-bm25(memories_fts, 1.0, {CONTEXT_WEIGHT})"
 _ROWIDS = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
 
 
@@ -248,7 +233,7 @@ def top_scoring(
         return None
     floor = found[-1][1]
     for head, count in zip(taken, held, strict=True):
-        if _bound(head, bm25.idf(now.rows, count), now.mean) >= floor:
+        if bound(head, bm25.idf(now.rows, count), now.mean) >= floor:
             return None
     return found, also
 
@@ -256,10 +241,10 @@ def top_scoring(
 def _kept(heads: Heads, key: Key, now: State, size: int) -> Head | None:
     """The head of ``key`` (a term, over filters or every memory) if kept and still a bound."""
     head = heads.get(key)
-    return head if head is not None and _usable(head, now, size) else None
+    return head if head is not None and usable(head, now, size) else None
 
 
-def _usable(head: Head, now: State, size: int) -> bool:
+def usable(head: Head, now: State, size: int) -> bool:
     """Whether ``head`` still bounds its term's holders now, for a top that needs ``size``."""
     return (
         (len(head.ids) >= size or head.rest == 0.0)
@@ -281,10 +266,10 @@ def _stored(conn: sqlite3.Connection, heads: Heads, key: Key, now: State, size: 
     if row is None:
         return None
     idf, mean, last, rewrites, ids, shares = row
-    holders, best = _unpacked("q", ids), _unpacked("d", shares)
+    holders, best = unpacked("q", ids), unpacked("d", shares)
     cut = min(size, len(holders))
     head = Head(holders[:cut], best[cut] if len(best) > cut else 0.0, idf, mean, last, rewrites)
-    if not _usable(head, now, size):
+    if not usable(head, now, size):
         return None
     heads.put(key, head)
     return head
@@ -295,7 +280,7 @@ def _taken(conn: sqlite3.Connection, heads: Heads, key: Key, holders: int, now: 
     term, filters = key
     joined, where, params = ("", "1", []) if filters is None else fts.conditions(conn, filters, None, "JOIN")
     rows = conn.execute(
-        f"SELECT memories_fts.rowid, {_SCORE} AS score FROM memories_fts{joined} "
+        f"SELECT memories_fts.rowid, {SCORE} AS score FROM memories_fts{joined} "
         f"WHERE memories_fts MATCH ? AND {where} ORDER BY score DESC, memories_fts.rowid LIMIT ?",
         [term, *params, size + 1],
     ).fetchall()
@@ -311,7 +296,7 @@ def _taken(conn: sqlite3.Connection, heads: Heads, key: Key, holders: int, now: 
     return head
 
 
-def _bound(head: Head, idf: float, mean: float) -> float:
+def bound(head: Head, idf: float, mean: float) -> float:
     """The most a holder outside ``head`` (and not added since) can score for its term now: its
     share then, scaled by the IDF's change and by the mean length's growth (module docstring)."""
     if head.rest == 0.0:
@@ -345,7 +330,7 @@ def _candidates_top(
         params.append(_two_or_more(terms))
     joined, where, filtered = fts.conditions(conn, filters, None, "JOIN")
     sql = (
-        f"SELECT memories_fts.rowid, {_SCORE} AS score FROM memories_fts{joined} "
+        f"SELECT memories_fts.rowid, {SCORE} AS score FROM memories_fts{joined} "
         f"WHERE memories_fts MATCH ? AND {where} AND +memories_fts.rowid IN ({' UNION ALL '.join(parts)}) "
         "ORDER BY score DESC, memories_fts.rowid LIMIT ?"
     )
@@ -360,129 +345,7 @@ def _two_or_more(terms: Sequence[str]) -> str:
     return " OR ".join(f"({terms[i]} AND ({' OR '.join(terms[i + 1 :])}))" for i in range(len(terms) - 1))
 
 
-@dataclass(frozen=True)
-class Taken:
-    """Stored heads taken in one snapshot (``take_all``), to be written by ``save``."""
-
-    now: State
-    rows: list[tuple[str, float, float, int, int, bytes, bytes]]
-
-
-def behind(conn: sqlite3.Connection) -> bool:
-    """Whether the stored heads are to be taken again (module docstring): a store of at least
-    ``PRUNE_FROM`` memories whose rewrites changed, or ``REFRESH_AFTER`` memories were added, since
-    they were taken (or never were)."""
-    now = state(conn)
-    if now.rows < PRUNE_FROM:
-        return False
-    recorded = _recorded(conn)
-    return recorded is None or recorded[1] != now.rewrites or now.last - recorded[0] > REFRESH_AFTER
-
-
-def take_all(conn: sqlite3.Connection) -> Taken:
-    """The head over every memory of each term more than ``CHEAP_HOLDERS`` memories hold, at most
-    ``STORED_DEPTH`` holders each, in one read snapshot (``conn`` outside a transaction)."""
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.keyword_terms USING fts5vocab(main, memories_fts, row)"
-    )
-    with snapshot(conn):
-        now = state(conn)
-        held = [
-            str(row[0])
-            for row in conn.execute("SELECT term FROM temp.keyword_terms WHERE doc > ?", (CHEAP_HOLDERS,))
-        ]
-        rows = []
-        for word, token in zip(held, fts.tokens_of(conn, held), strict=True):
-            if token != word:  # a stem whose own stem differs: no query word's match is its holders
-                continue
-            term = quoted_term(word)
-            best = conn.execute(
-                f"SELECT memories_fts.rowid, {_SCORE} AS score FROM memories_fts WHERE memories_fts MATCH ? "
-                "ORDER BY score DESC, memories_fts.rowid LIMIT ?",
-                (term, STORED_DEPTH + 1),
-            ).fetchall()
-            ids = _packed("q", (int(r[0]) for r in best[:STORED_DEPTH]))
-            shares = _packed("d", (float(r[1]) for r in best))
-            idf = bm25.idf(now.rows, fts.count(conn, term))  # as the lane counts them
-            rows.append((word, idf, now.mean, now.last, now.rewrites, ids, shares))
-    return Taken(now, rows)
-
-
-def save(conn: sqlite3.Connection, taken: Taken, *, force: bool = False) -> int:
-    """Write ``taken`` as the stored heads, in the caller's transaction under the writers' lock,
-    unless heads taken later are stored already (and not ``force``); how many terms' heads were
-    written."""
-    recorded = _recorded(conn)
-    later = recorded is not None and recorded[0] > taken.now.last and recorded[1] >= taken.now.rewrites
-    if later and not force:
-        return 0
-    conn.execute("DELETE FROM keyword_heads")
-    conn.executemany("INSERT INTO keyword_heads VALUES (?, ?, ?, ?, ?, ?, ?)", taken.rows)
-    conn.execute(
-        "INSERT INTO store_meta (key, value) VALUES (?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (STORED_KEY, f"{taken.now.last} {taken.now.rewrites}"),
-    )
-    return len(taken.rows)
-
-
-def refresh(conn: sqlite3.Connection, lock: Callable[[], AbstractContextManager[None]]) -> int:
-    """Take the stored heads again (``take_all``, holding no lock) and write them (``save``) in one
-    transaction under the writers' ``lock``; how many terms' heads were written."""
-    taken = take_all(conn)
-    with lock(), atomic(conn):
-        return save(conn, taken)
-
-
-def verify(conn: sqlite3.Connection, sample: int = CHECKED) -> tuple[int, int, int]:
-    """The stored heads (terms), how many of a ``sample`` of them (spread over the table) still
-    serve (``_usable``), and how many of those are wrong: damaged, or some holder taken into
-    account (not added since) outside the head scores more than the head's bound now."""
-    now = state(conn)
-    rows = conn.execute(
-        "SELECT term, idf, mean, last, rewrites, ids, shares FROM keyword_heads ORDER BY term"
-    )
-    stored = rows.fetchall()
-    serving = wrong = 0
-    for term, idf, mean, last, rewrites, ids, shares in stored[:: max(1, len(stored) // sample)][:sample]:
-        holders, best = _unpacked("q", ids), _unpacked("d", shares)
-        if len(best) - len(holders) not in (0, 1) or any(a < b for a, b in pairwise(best)):
-            wrong += 1
-            continue
-        head = Head(
-            holders, best[len(holders)] if len(best) > len(holders) else 0.0, idf, mean, last, rewrites
-        )
-        if not _usable(head, now, 0):
-            continue
-        serving += 1
-        outside = conn.execute(
-            f"SELECT {_SCORE} AS score FROM memories_fts WHERE memories_fts MATCH ? AND rowid <= ? "
-            "AND rowid NOT IN (SELECT value FROM json_each(?)) ORDER BY score DESC LIMIT 1",
-            (quoted_term(term), last, json.dumps(list(holders))),
-        ).fetchone()
-        bound = _bound(head, bm25.idf(now.rows, fts.count(conn, quoted_term(term))), now.mean)
-        wrong += outside is not None and float(outside[0]) > bound
-    return len(stored), serving, wrong
-
-
-def retake(conn: sqlite3.Connection) -> int:
-    """Take the stored heads again and write them over whatever is stored, the caller holding the
-    writers' lock (a reindex, a repair); how many terms' heads were written."""
-    taken = take_all(conn)
-    with atomic(conn):
-        return save(conn, taken, force=True)
-
-
-def _recorded(conn: sqlite3.Connection) -> tuple[int, int] | None:
-    """The highest id and the rewrites when the stored heads were taken (None: never)."""
-    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (STORED_KEY,)).fetchone()
-    if row is None:
-        return None
-    last, rewrites = str(row[0]).split()
-    return int(last), int(rewrites)
-
-
-def _packed(code: str, values: Iterable[float]) -> bytes:
+def packed(code: str, values: Iterable[float]) -> bytes:
     """``values`` as a little-endian array of ``code`` (int64 "q", float64 "d")."""
     packed = array(code, values)
     if sys.byteorder == "big":
@@ -490,8 +353,8 @@ def _packed(code: str, values: Iterable[float]) -> bytes:
     return packed.tobytes()
 
 
-def _unpacked(code: str, data: bytes) -> array[Any]:
-    """The array ``_packed`` wrote."""
+def unpacked(code: str, data: bytes) -> array[Any]:
+    """The array ``packed`` wrote."""
     values = array(code)
     values.frombytes(data)
     if sys.byteorder == "big":

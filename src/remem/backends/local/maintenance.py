@@ -7,7 +7,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from remem.backends.local import checkpoints, fts, heads, sync
+from remem.backends.local import checkpoints, fts, stored_heads, sync
 from remem.backends.local.kinds import HnswParams, IndexKind
 from remem.backends.local.settings import IndexSettings
 from remem.backends.local.transactions import atomic
@@ -59,7 +59,7 @@ def reindex(
     home: Home, requested: str | None = None, hnsw: HnswParams | None = None, force: bool = False
 ) -> ReindexReport:
     """Rebuild the vector index from the stored vectors (no re-embedding) and the keyword table,
-    and take the keyword lane's stored heads again if they are behind (``heads.behind``).
+    and take the keyword lane's stored heads again if they are behind (``stored_heads.behind``).
 
     ``requested`` switches the index kind (exact, hnsw, auto); ``hnsw`` its parameters. What is
     already current is left alone unless ``force``: a second reindex in a row does nothing.
@@ -75,8 +75,8 @@ def reindex(
         _apply(home, replace(wanted, built_kind=kind), rebuild_index, rebuild_keywords)
         if not rebuild_index and home.model is not None:  # current, but maybe behind its checkpoint
             rebuild_index = checkpoints.compact(home, home.model.dim, held=True) > 0
-        if heads.behind(home.records.conn):
-            heads.retake(home.records.conn)
+        if stored_heads.behind(home.records.conn):
+            stored_heads.retake(home.records.conn)
     return ReindexReport(kind, count, rebuild_index, rebuild_keywords, time.perf_counter() - started)
 
 

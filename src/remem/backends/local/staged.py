@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from remem.backends.local import heads
+from remem.backends.local import stored_heads
 from remem.backends.local.connections import BUSY_TIMEOUT_MS, MMAP_BYTES
 from remem.backends.local.files import STAGING_FILE
 from remem.backends.local.guard import translating
@@ -231,8 +231,8 @@ class LocalStaging:
     def move(self, run: StagedRun, model: ModelInfo, digest: bytes) -> Moved:
         """Add the run's new memories in one transaction of the store (``Staging.move``), the
         store's database read without its memory map meanwhile (``_unmapped``); then, when they
-        were ``heads.REFRESH_AFTER`` or more and put the stored keyword heads behind, take those
-        again (``heads.refresh``: the first searches after a big import need not score every
+        were ``stored_heads.REFRESH_AFTER`` or more and put the stored keyword heads behind, take those
+        again (``stored_heads.refresh``: the first searches after a big import need not score every
         match; 12 s at a million memories, about 4 % of the import)."""
         moved, check = Moved(), MoveDigest()
         with _unmapped(self.home.records.conn), self._move_writing(model) as (_, records):
@@ -247,9 +247,9 @@ class LocalStaging:
                 after = page[-1].seq
             check.check(digest, self.location)
         conn = self.home.records.conn
-        if len(moved.added) >= heads.REFRESH_AFTER and heads.behind(conn):
+        if len(moved.added) >= stored_heads.REFRESH_AFTER and stored_heads.behind(conn):
             with contextlib.suppress(sqlite3.Error, StoreError):  # moved: they stay behind, serving less
-                heads.refresh(conn, self.home.write_lock)
+                stored_heads.refresh(conn, self.home.write_lock)
         return moved
 
     def _fresh_rows(self, run: StagedRun, after: int) -> list[StagedRow]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remem.backends import pooling
-from remem.backends.local import heads, pending, pooled, tokens
+from remem.backends.local import pending, pooled, stored_heads, tokens
 from remem.backends.local.background import Background, Paced
 from remem.backends.local.connections import Connections
 from remem.backends.local.files import DB_FILE, open_database
@@ -222,8 +222,8 @@ class LocalBackend(tokens.TokenRecords):
         its bound (``sync.bound``; or it is missing), holding no lock while it writes: in this
         thread, or — in a long-lived process (``warm_up``) — in a thread of its own from half the
         bound on, so that no caller waits for it (``checkpoints.rewrite``); that thread also takes
-        the keyword lane's stored heads again when they are behind (``heads.behind``)."""
-        if self._resident and (self._vectors_behind(0.5) or heads.behind(self.records.conn)):
+        the keyword lane's stored heads again when they are behind (``stored_heads.behind``)."""
+        if self._resident and (self._vectors_behind(0.5) or stored_heads.behind(self.records.conn)):
             self._upkeep_in_background()
         elif not self._resident and self._vectors_behind(1.0):
             self.checkpoint()
@@ -275,14 +275,14 @@ class LocalBackend(tokens.TokenRecords):
         def upkeep() -> None:
             if self._vectors_behind(0.5):
                 self.checkpoint(warn=warn, threads=1)
-            if heads.behind(self.records.conn) and self._heads_pace.due():
+            if stored_heads.behind(self.records.conn) and self._heads_pace.due():
                 self._heads_pace.run(self.refresh_heads)
 
         self._upkeep.start(upkeep, "remem upkeep")
 
     def refresh_heads(self) -> int:
-        """Take the keyword lane's stored heads again (``heads.refresh``); the terms written."""
-        return heads.refresh(self.records.conn, self.write_lock)
+        """Take the keyword lane's stored heads again (``stored_heads.refresh``); the terms written."""
+        return stored_heads.refresh(self.records.conn, self.write_lock)
 
     def add_pending(
         self, memories: Sequence[NewMemory], contexts: Sequence[str] | None = None
@@ -424,7 +424,7 @@ class LocalBackend(tokens.TokenRecords):
         if behind:
             with self._index_lock:
                 self._index = None  # read the new file when next needed
-        return CompactReport(behind, self.refresh_heads() if heads.behind(self.records.conn) else 0)
+        return CompactReport(behind, self.refresh_heads() if stored_heads.behind(self.records.conn) else 0)
 
     def stats(self) -> StoreStats:
         """Counts, model, index, disk size and time span (``summary.summarize``)."""

@@ -83,6 +83,7 @@ def _back_to_version_1(backend: Backend) -> None:
             conn.execute("DROP TRIGGER vectors_counted_in")
             conn.execute("DROP TRIGGER vectors_counted_out")
             conn.execute("DROP TABLE keyword_heads")
+            conn.execute("DROP TABLE keyword_rewrites")
             conn.execute("DELETE FROM store_meta WHERE key = 'vector_count'")
             conn.execute("PRAGMA user_version = 1")
         finally:

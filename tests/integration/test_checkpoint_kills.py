@@ -1,7 +1,8 @@
 """kill -9 at random moments of a local store's writes while its vector index file is a checkpoint:
 adds, forgets, checkpoints rewritten past the lag bound (set low, so that they are frequent) — by
 the writer after its commit, or in a thread of a long-lived process while it goes on writing — and
-reindexes that write a lagging checkpoint; and the keyword lane's stored heads taken again (by the
+reindexes that write a lagging checkpoint; tag edits (keyword rows rewritten in place, logged for
+the heads); and the keyword lane's stored heads taken again (by the
 long-lived process's upkeep thread, and reindexes) every few writes. After every kill nothing
 acknowledged is lost, no forgotten memory is found, the index a fresh reader and a long-lived one
 catch up holds exactly SQLite's vectors, and the keyword lane's top through the stored heads is the
@@ -45,10 +46,12 @@ with remem.open(sys.argv[1], embedder=FakeEmbedder()) as memories:
     print("ready", flush=True)
     for n in range(100_000):
         roll = rng.random()
-        if roll < 0.6 or not live:
+        if roll < 0.5 or not live:
             memory_id = memories.add(f"kill {sys.argv[2]} memory {n} word{n % 97}").id
             live.append(memory_id)
             print("A", memory_id, flush=True)
+        elif roll < 0.65:  # its keyword row rewritten in place: a candidate of the heads it had
+            memories.edit(rng.choice(live), tags=[f"word{n % 89}", "topic"])
         elif roll < 0.95:
             gone = live.pop(rng.randrange(len(live)))
             print("f", gone, flush=True)  # asked: gone or not if killed before the answer

@@ -110,7 +110,9 @@ def test_a_longer_mean_still_bounds(memories: remem.Memories, conn: sqlite3.Conn
     assert _agree(conn, cache, queries, 10) >= 20
 
 
-def test_an_edit_in_place_takes_the_heads_again(memories: remem.Memories, conn: sqlite3.Connection) -> None:
+def test_a_memory_edited_in_place_is_a_candidate_of_the_heads_it_had(
+    memories: remem.Memories, conn: sqlite3.Connection
+) -> None:
     cache = heads.Heads()
     queries = ["w45", "w45 w50"]
     _agree(conn, cache, queries, 10)
@@ -118,11 +120,26 @@ def test_an_edit_in_place_takes_the_heads_again(memories: remem.Memories, conn: 
     old = cache.get(('"w45"', None))
     assert old is not None and old.rest > 0.0
     outside = next(m.id for m in memories.list(limit=2_000) if m.id not in old.ids and "w45" not in m.text)
-    memories.edit(outside, tags=["w45", "w45x"])  # now holds w45 once among few words: a top share
+    memories.edit(outside, "w45 w45")  # short, holding w45 twice: a top share, outside the head
     conn.rollback()
     assert fts.rewrites(conn) == old.rewrites + 1
-    assert _agree(conn, cache, queries, 10) == 2
-    assert cache.get(('"w45"', None)) is not old
+    assert _agree(conn, cache, queries, 10) == 2  # the heads answer, exactly
+    assert cache.get(('"w45"', None)) is old  # not taken again
+    assert heads.top(conn, cache, ['"w45"'], [fts.count(conn, '"w45"')], EVERY, 10)[0][0] == outside  # type: ignore[index]
+
+
+def test_a_rebuilt_keyword_table_takes_every_head_again(
+    memories: remem.Memories, conn: sqlite3.Connection
+) -> None:
+    cache = heads.Heads()
+    _agree(conn, cache, ["w45"], 10)
+    assert _agree(conn, cache, ["w45"], 10) == 1
+    old = cache.get(('"w45"', None))
+    memories.reindex(force=True)  # every keyword row written again
+    conn.rollback()
+    assert old is not None and fts.rewrites(conn) > old.rewrites + fts.REWRITES_KEPT
+    assert _agree(conn, cache, ["w45"], 10) == 1
+    assert cache.get(('"w45"', None)) is not old  # taken again
 
 
 def test_the_keyword_lane_answers_as_the_full_query(

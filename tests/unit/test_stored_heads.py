@@ -5,6 +5,7 @@ edit or too many adds make them wrong or stale, and ``compact``, a long-lived pr
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,17 +94,28 @@ def test_added_memories_are_candidates_until_the_heads_are_stale(
     assert _first_sight(conn, queries) >= 30
 
 
-def test_an_edit_stops_the_stored_heads_until_they_are_taken_again(
-    memories: remem.Memories, conn: sqlite3.Connection
+def test_an_edited_memory_is_a_candidate_and_many_edits_take_them_again(
+    memories: remem.Memories, conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(fts, "REWRITES_KEPT", 20)
+    monkeypatch.setattr(stored_heads, "REFRESH_REWRITES", 10)
     memories.compact()
     queries = ["w45", "w45 w50", *_queries(3)]
-    assert _first_sight(conn, queries) >= 30
     outside = next(m.id for m in memories.list(limit=2_000) if "w45" not in m.text)
-    memories.edit(outside, tags=["w45"])  # now holds w45 among few words: a top share
+    memories.edit(outside, "w45 w45")  # short, holding w45 twice: the top share, outside every head
+    assert not stored_heads.behind(conn)
+    assert _first_sight(conn, queries) >= 30
+    found = heads.top(conn, heads.Heads(), ['"w45"'], [fts.count(conn, '"w45"')], Filters(), 10)
+    assert found is not None and found[0][0] == outside
+    listed = [m.id for m in memories.list(limit=40) if m.id != outside]
+    for memory_id in listed[:12]:  # 13 rewrites: past REFRESH_REWRITES, within REWRITES_KEPT
+        memories.edit(memory_id, tags=["edited"])
     assert stored_heads.behind(conn)
+    assert _first_sight(conn, queries) >= 30
+    for memory_id in listed[12:24]:  # 25: the log no longer holds what the heads need
+        memories.edit(memory_id, tags=["edited", "again"])
     assert _first_sight(conn, queries) < 10
-    memories.compact()
+    assert memories.compact().keyword_heads
     assert _first_sight(conn, queries) >= 30
 
 
@@ -181,3 +193,25 @@ def test_a_big_ingest_ends_with_its_heads_taken(
     assert _first_sight(conn, _queries(7)) >= 30
     memories.add_many(NewMemory(text) for text in _texts(400, seed=13))  # fewer: left to compact
     assert not stored_heads.behind(conn)
+
+
+def test_random_edits_leave_every_top_exact(memories: remem.Memories, conn: sqlite3.Connection) -> None:
+    """Texts, tags and users edited at random between searches: through the heads a process keeps
+    and through the stored ones met for the first time, every top is the full query's."""
+    memories.compact()
+    rng, cache, queries = random.Random(14), heads.Heads(), _queries(15, count=12)
+    ids = [m.id for m in memories.list(limit=2_000)]
+    for round_ in range(6):
+        for memory_id in rng.sample(ids, 15):
+            roll = rng.random()
+            if roll < 0.5:
+                memories.edit(memory_id, " ".join(rng.choices(WORDS[20:70], k=rng.randint(1, 4))))
+            else:
+                memories.edit(memory_id, tags=rng.sample(WORDS[30:60], 2) if roll < 0.8 else [])
+        assert _first_sight(conn, queries) >= 8, round_
+        for query in queries:
+            terms = term_queries(query)
+            held = [fts.count(conn, term) for term in terms]
+            for _ in range(2):  # the second time a word is met its head is taken
+                found = heads.top(conn, cache, terms, held, Filters(), 10)
+                assert found is None or found == fts.search(conn, " OR ".join(terms), Filters(), 10), query

@@ -104,7 +104,7 @@ def compact(json_out: opt.JsonOption = False, store: opt.StoreOption = None) -> 
     Writes add to the database only; searches catch the index file up from what changed, and it is
     rewritten once 10,000 vectors (HNSW: 2,000) were added or forgotten since. In a store of 20,000
     memories or more it also takes the keyword search's stored heads again when 5,000 memories were
-    added, or one was edited, since. Run from cron to do that at a quiet time: it exits 0 at once
+    added, or 500 edited, since. Run from cron to do that at a quiet time: it exits 0 at once
     when there is nothing to do (PostgreSQL: never anything).
     """
     started = time.perf_counter()

@@ -24,9 +24,13 @@ FTS_TOKENIZER = f"porter unicode61 remove_diacritics 2 tokenchars '{IDENTIFIER_P
 CREATE_TABLE = f'CREATE VIRTUAL TABLE memories_fts USING fts5(terms, context, tokenize = "{FTS_TOKENIZER}")'
 
 ANALYZER_KEY = "keyword_analyzer"
-#: How many times memories' keyword rows were rewritten in place (same id): ``heads`` keeps a bound
-#: on each term's holders that such a rewrite may break, and an added memory may not.
+#: How many memories' keyword rows were rewritten in place (same id): ``heads`` keeps a bound on
+#: each term's holders that such a rewrite may break, and an added memory may not.
 REWRITES_KEY = "keyword_rewrites"
+#: The newest rewrites are logged (``keyword_rewrites``: the count after each, and the memory), so
+#: that ``heads`` takes a rewritten memory as a candidate, as it does an added one, instead of taking
+#: every head again after an edit; a head taken this many rewrites ago or more is taken again.
+REWRITES_KEPT = 1_000
 
 
 #: A memory's names for the keyword table: role, user, and its tags (space-separated).
@@ -70,28 +74,36 @@ def rewrite_terms(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> None:
     marks = ",".join("?" * len(memory_ids))
     conn.execute(f"DELETE FROM memories_fts WHERE rowid IN ({marks})", list(memory_ids))
     write_stored_terms(conn, memory_ids)
-    _count_rewrite(conn)
+    before = rewrites(conn)
+    conn.executemany(
+        "INSERT INTO keyword_rewrites (seq, memory_id) VALUES (?, ?)",
+        [(before + place, mid) for place, mid in enumerate(memory_ids, start=1)],
+    )
+    _count_rewrites(conn, before + len(memory_ids))
 
 
 def rewrites(conn: sqlite3.Connection) -> int:
-    """How many times keyword rows were rewritten in place (``rewrite_terms``, ``rebuild``)."""
+    """How many keyword rows were rewritten in place (``rewrite_terms``; a ``rebuild`` counts as
+    ``REWRITES_KEPT`` more than any head can be behind)."""
     row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (REWRITES_KEY,)).fetchone()
     return 0 if row is None else int(row[0])
 
 
-def _count_rewrite(conn: sqlite3.Connection) -> None:
+def _count_rewrites(conn: sqlite3.Connection, count: int) -> None:
+    """Record ``count`` as the rewrites so far, and keep the last ``REWRITES_KEPT`` of their log."""
     conn.execute(
-        "INSERT INTO store_meta (key, value) VALUES (?, '1') "
-        "ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
-        (REWRITES_KEY,),
+        "INSERT INTO store_meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (REWRITES_KEY, str(count)),
     )
+    conn.execute("DELETE FROM keyword_rewrites WHERE seq <= ?", (count - REWRITES_KEPT,))
 
 
 def rebuild(conn: sqlite3.Connection) -> int:
     """Re-analyze every memory into the keyword table and record the analyzer version; returns rows."""
     conn.execute("DELETE FROM memories_fts")
     count = write_stored_terms(conn)
-    _count_rewrite(conn)
+    _count_rewrites(conn, rewrites(conn) + REWRITES_KEPT + 1)  # every memory rewritten: no head holds
     conn.execute(
         "INSERT INTO store_meta (key, value) VALUES (?, ?) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -10,14 +10,17 @@ the same doclists costs ≈0.1 µs a posting: a query of 4-5 words matches 12,00
   least the ``limit``-th best score found. Each term's **head** (its ``size`` best memories by its
   own share, kept from one search to the next) and a bound on every other holder's share (``rest``,
   the next one's) tell which can: none outside the head when ``rest`` is below that score;
-- memories added since a head was taken (ids only grow: ``AUTOINCREMENT``).
+- memories added since a head was taken (ids only grow: ``AUTOINCREMENT``), and memories whose
+  keyword row was rewritten in place since (an edit of the text, tags or user: ``fts``'s log of
+  the newest ``fts.REWRITES_KEPT`` rewrites).
 
 Those candidates are scored by FTS5's own ``bm25()`` over the whole query, in one statement, so every
 score is the double a full query gives; the top is exact when every term's bound is below the
 ``limit``-th score, else the full query runs (``None``). A share changes with the store's statistics:
 a head stays a bound as the IDF changes (scaled by it) and the mean length grows (a share grows at
-most by the ratio; a longer mean only lowers it), and is taken again when a memory's keyword row is
-rewritten in place (``fts.rewrites``), or ``STALE_AFTER`` memories were added since.
+most by the ratio; a longer mean only lowers it), and is taken again when ``fts.REWRITES_KEPT``
+keyword rows were rewritten in place (or the table rebuilt), or ``STALE_AFTER`` memories were
+added, since.
 
 Under filters the heads are taken over the filters (``over``): a tag's heads bound its memories.
 
@@ -28,7 +31,7 @@ by more than ``CHEAP_HOLDERS`` memories are also kept in the store, in the table
 the token (a query word is looked up by its stem, ``Heads.token``). ``stored_heads`` takes them in
 one read snapshot and writes them in one transaction: ``remem compact``, ``remem reindex``, a
 long-lived process after its writes and an ingest of 5,000 memories or more do it when they are
-behind (the store's in-place rewrites changed, or 5,000 memories were added since). A stored head
+behind (500 in-place rewrites, or 5,000 memories added, since). A stored head
 serves under the same rules as one taken by the process (``usable``), so a table left behind by a
 kill, a copy or an edit is never trusted past them: the worst it costs is the full query. Deleting
 its rows loses nothing.
@@ -248,7 +251,7 @@ def usable(head: Head, now: State, size: int) -> bool:
     """Whether ``head`` still bounds its term's holders now, for a top that needs ``size``."""
     return (
         (len(head.ids) >= size or head.rest == 0.0)
-        and head.rewrites == now.rewrites
+        and 0 <= now.rewrites - head.rewrites <= fts.REWRITES_KEPT
         and now.last - head.last <= STALE_AFTER
         and head.last <= now.last
     )
@@ -313,17 +316,19 @@ def _candidates_top(
     scoring: Sequence[int],
 ) -> tuple[list[Scored], list[Scored]]:
     """The BM25 top ``limit`` over the whole query among the filtered candidates: holders of two or
-    more terms, the heads, the holders added since the oldest head, and ``scoring``; and those of
-    ``scoring`` that are filtered matches, best first."""
+    more terms, the heads, the holders added or rewritten in place since the oldest head, and
+    ``scoring``; and those of ``scoring`` that are filtered matches, best first."""
     match = " OR ".join(terms)
     parts = [
         "SELECT value FROM json_each(?)",
         "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid > ?",
+        "SELECT memory_id FROM keyword_rewrites WHERE seq > ?",
     ]
     params: list[object] = [
         json.dumps(sorted({*scoring, *(i for head in kept for i in head.ids)})),
         match,
         min(h.last for h in kept),
+        min(h.rewrites for h in kept),
     ]
     if len(terms) > 1:
         parts.append(_ROWIDS)

@@ -107,6 +107,9 @@ _KEYWORD_HEADS = (
         ids BLOB NOT NULL,
         shares BLOB NOT NULL
     ) WITHOUT ROWID""",
+    # The newest in-place rewrites of keyword rows (``fts.REWRITES_KEPT``): the count of rewrites
+    # after each, and its memory; a head taken before one takes the memory as a candidate.
+    "CREATE TABLE keyword_rewrites (seq INTEGER PRIMARY KEY, memory_id INTEGER NOT NULL)",
 )
 
 #: A migration is SQL statements or a function of the connection; it runs inside a transaction.

@@ -26,6 +26,8 @@ STORED_DEPTH = 2 * heads.MAX_LIMIT
 #: The stored heads are taken again once this many memories were added since (half of
 #: ``heads.STALE_AFTER``, so that they are taken again before they stop serving).
 REFRESH_AFTER = heads.STALE_AFTER // 2
+#: ... or once this many keyword rows were rewritten in place since (half of ``fts.REWRITES_KEPT``).
+REFRESH_REWRITES = fts.REWRITES_KEPT // 2
 #: How many stored heads ``remem doctor`` checks against the memories (spread over the table).
 CHECKED = 8
 #: ``store_meta``'s record of the stored heads: the highest id and the rewrites when taken.
@@ -42,13 +44,15 @@ class Taken:
 
 def behind(conn: sqlite3.Connection) -> bool:
     """Whether the stored heads are to be taken again: a store of at least ``heads.PRUNE_FROM``
-    memories whose rewrites changed, or ``REFRESH_AFTER`` memories were added, since they were
-    taken (or never were)."""
+    memories where ``REFRESH_REWRITES`` keyword rows were rewritten, or ``REFRESH_AFTER`` memories
+    were added, since they were taken (or never were)."""
     now = heads.state(conn)
     if now.rows < heads.PRUNE_FROM:
         return False
     recorded = _recorded(conn)
-    return recorded is None or recorded[1] != now.rewrites or now.last - recorded[0] > REFRESH_AFTER
+    if recorded is None:
+        return True
+    return not 0 <= now.rewrites - recorded[1] <= REFRESH_REWRITES or now.last - recorded[0] > REFRESH_AFTER
 
 
 def take_all(conn: sqlite3.Connection) -> Taken:
@@ -111,7 +115,7 @@ def refresh(conn: sqlite3.Connection, lock: Callable[[], AbstractContextManager[
 def verify(conn: sqlite3.Connection, sample: int = CHECKED) -> tuple[int, int, int]:
     """The stored heads (terms), how many of a ``sample`` of them (spread over the table) still
     serve (``heads.usable``), and how many of those are wrong: damaged, or some holder taken into
-    account (not added since) outside the head scores more than the head's bound now."""
+    account (not added or rewritten since) outside the head scores more than the head's bound now."""
     now = heads.state(conn)
     rows = conn.execute(
         "SELECT term, idf, mean, last, rewrites, ids, shares FROM keyword_heads ORDER BY term"
@@ -131,8 +135,10 @@ def verify(conn: sqlite3.Connection, sample: int = CHECKED) -> tuple[int, int, i
         serving += 1
         outside = conn.execute(
             f"SELECT {heads.SCORE} AS score FROM memories_fts WHERE memories_fts MATCH ? AND rowid <= ? "
-            "AND rowid NOT IN (SELECT value FROM json_each(?)) ORDER BY score DESC LIMIT 1",
-            (quoted_term(term), last, json.dumps(list(holders))),
+            "AND rowid NOT IN (SELECT value FROM json_each(?)) "
+            "AND rowid NOT IN (SELECT memory_id FROM keyword_rewrites WHERE seq > ?) "
+            "ORDER BY score DESC LIMIT 1",
+            (quoted_term(term), last, json.dumps(list(holders)), rewrites),
         ).fetchone()
         bound = heads.bound(head, bm25.idf(now.rows, fts.count(conn, quoted_term(term))), now.mean)
         wrong += outside is not None and float(outside[0]) > bound

@@ -15,7 +15,7 @@ from remem.backends.analyzer import (
     quoted_term,
     sure_terms,
 )
-from remem.backends.local import filtering
+from remem.backends.local import filtering, meta
 from remem.backends.local.transactions import atomic
 from remem.types import Filters
 
@@ -85,17 +85,12 @@ def rewrite_terms(conn: sqlite3.Connection, memory_ids: Sequence[int]) -> None:
 def rewrites(conn: sqlite3.Connection) -> int:
     """How many keyword rows were rewritten in place (``rewrite_terms``; a ``rebuild`` counts as
     ``REWRITES_KEPT`` more than any head can be behind)."""
-    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (REWRITES_KEY,)).fetchone()
-    return 0 if row is None else int(row[0])
+    return int(meta.get(conn, REWRITES_KEY) or 0)
 
 
 def _count_rewrites(conn: sqlite3.Connection, count: int) -> None:
     """Record ``count`` as the rewrites so far, and keep the last ``REWRITES_KEPT`` of their log."""
-    conn.execute(
-        "INSERT INTO store_meta (key, value) VALUES (?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (REWRITES_KEY, str(count)),
-    )
+    meta.put(conn, REWRITES_KEY, str(count))
     conn.execute("DELETE FROM keyword_rewrites WHERE seq <= ?", (count - REWRITES_KEPT,))
 
 
@@ -104,18 +99,13 @@ def rebuild(conn: sqlite3.Connection) -> int:
     conn.execute("DELETE FROM memories_fts")
     count = write_stored_terms(conn)
     _count_rewrites(conn, rewrites(conn) + REWRITES_KEPT + 1)  # every memory rewritten: no head holds
-    conn.execute(
-        "INSERT INTO store_meta (key, value) VALUES (?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (ANALYZER_KEY, ANALYZER_VERSION),
-    )
+    meta.put(conn, ANALYZER_KEY, ANALYZER_VERSION)
     return count
 
 
 def is_current(conn: sqlite3.Connection) -> bool:
     """True when the keyword table was built by this version of the analyzer."""
-    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (ANALYZER_KEY,)).fetchone()
-    return row is not None and row[0] == ANALYZER_VERSION
+    return meta.get(conn, ANALYZER_KEY) == ANALYZER_VERSION
 
 
 def ensure_current(conn: sqlite3.Connection) -> None:

@@ -124,21 +124,24 @@ class Heads:
                 self._met.popitem(last=False)
             return before
 
-    def token(self, conn: sqlite3.Connection, term: str) -> str | None:
-        """The token a query term (a quoted FTS5 string) selects, as stored heads are named (its
-        stem, ``fts.tokens_of``); None for a prefix, or a term of no token or several."""
-        if not (len(term) > 1 and term[0] == term[-1] == '"'):
-            return None
+    def tokens(self, conn: sqlite3.Connection, terms: Sequence[str]) -> list[str | None]:
+        """The token each query term (a quoted FTS5 string) selects, as stored heads are named (its
+        stem), the ones not met before made in one go (``fts.tokens_of``); None for a prefix, or a
+        term of no token or several."""
+        words = [t for t in terms if len(t) > 1 and t[0] == t[-1] == '"']
         with self._lock:
-            if term in self._tokens:
+            known = {t: self._tokens[t] for t in words if t in self._tokens}
+            for term in known:
                 self._tokens.move_to_end(term)
-                return self._tokens[term]
-        (token,) = fts.tokens_of(conn, [term[1:-1].replace('""', '"')])
-        with self._lock:
-            self._tokens[term] = token
-            while len(self._tokens) > KEPT_MET:
-                self._tokens.popitem(last=False)
-        return token
+        new = [t for t in dict.fromkeys(words) if t not in known]
+        if new:
+            made = fts.tokens_of(conn, [t[1:-1].replace('""', '"') for t in new])
+            known.update(zip(new, made, strict=True))
+            with self._lock:
+                self._tokens.update(zip(new, made, strict=True))
+                while len(self._tokens) > KEPT_MET:
+                    self._tokens.popitem(last=False)
+        return [known.get(t) for t in terms]
 
     def get(self, key: Key) -> Head | None:
         """The head of ``key`` (a term, and the filters it was taken over), if kept."""
@@ -217,13 +220,18 @@ def top_scoring(
     """``top``, its one statement scoring the memories ``scoring`` too: (the top, those of
     ``scoring`` among the filtered matches with their scores, best first), or None. A candidate
     more changes no top: one that would enter it is in it."""
-    usable, taken_over = over(conn, filters)
-    if not terms or len(terms) > MAX_TERMS or limit > MAX_LIMIT or not usable:
+    servable, taken_over = over(conn, filters)
+    if not terms or len(terms) > MAX_TERMS or limit > MAX_LIMIT or not servable:
         return None
     now = state(conn)
     size = max(MIN_HEAD, 2 * limit)
     keys = [(term, taken_over) for term in terms]
-    kept = [_kept(heads, key, now, size) or _stored(conn, heads, key, now, size) for key in keys]
+    kept = [_kept(heads, key, now, size) for key in keys]
+    if taken_over is None and None in kept:
+        stored = _stored(
+            conn, heads, [t for t, head in zip(terms, kept, strict=True) if head is None], now, size
+        )
+        kept = [head or stored.get(term) for term, head in zip(terms, kept, strict=True)]
     worth = [heads.met(key) or count <= CHEAP_HOLDERS for key, count in zip(keys, held, strict=True)]
     if any(head is None and not ok for head, ok in zip(kept, worth, strict=True)):
         return None  # a term met for the first time: the full query (every term is now met)
@@ -257,25 +265,30 @@ def usable(head: Head, now: State, size: int) -> bool:
     )
 
 
-def _stored(conn: sqlite3.Connection, heads: Heads, key: Key, now: State, size: int) -> Head | None:
-    """The stored head of ``key`` (over every memory only) cut to ``size``, kept, if still a bound."""
-    term, filters = key
-    token = None if filters is not None else heads.token(conn, term)
-    row = None
-    if token is not None:
-        row = conn.execute(
-            "SELECT idf, mean, last, rewrites, ids, shares FROM keyword_heads WHERE term = ?", (token,)
-        ).fetchone()
-    if row is None:
-        return None
-    idf, mean, last, rewrites, ids, shares = row
-    holders, best = unpacked("q", ids), unpacked("d", shares)
-    cut = min(size, len(holders))
-    head = Head(holders[:cut], best[cut] if len(best) > cut else 0.0, idf, mean, last, rewrites)
-    if not usable(head, now, size):
-        return None
-    heads.put(key, head)
-    return head
+def _stored(
+    conn: sqlite3.Connection, heads: Heads, terms: Sequence[str], now: State, size: int
+) -> dict[str, Head]:
+    """The stored heads (over every memory) of those of ``terms`` that have one still a bound, cut
+    to ``size`` and kept, read in one statement."""
+    tokens = dict(zip(terms, heads.tokens(conn, terms), strict=True))
+    rows = conn.execute(
+        "SELECT term, idf, mean, last, rewrites, ids, shares FROM keyword_heads "
+        "WHERE term IN (SELECT value FROM json_each(?))",
+        (json.dumps([token for token in tokens.values() if token is not None]),),
+    )
+    by_token = {str(row[0]): row[1:] for row in rows}
+    found = {}
+    for term, token in tokens.items():
+        if token not in by_token:
+            continue
+        idf, mean, last, rewrites, ids, shares = by_token[token]
+        holders, best = unpacked("q", ids), unpacked("d", shares)
+        cut = min(size, len(holders))
+        head = Head(holders[:cut], best[cut] if len(best) > cut else 0.0, idf, mean, last, rewrites)
+        if usable(head, now, size):
+            heads.put((term, None), head)
+            found[term] = head
+    return found
 
 
 def _taken(conn: sqlite3.Connection, heads: Heads, key: Key, holders: int, now: State, size: int) -> Head:

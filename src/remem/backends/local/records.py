@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from remem.backends import links, listing
 from remem.backends.base import TurnTime
-from remem.backends.local import filtering, fts, keywords, tagged_pages
+from remem.backends.local import filtering, fts, keywords, meta, tagged_pages
 from remem.backends.shapes import stored_memory
 from remem.types import AddResult, Filters, Memory, NewMemory, text_sha256
 
@@ -67,7 +67,7 @@ class Records:
 
     def get_meta(self, key: str) -> str | None:
         """A value from the store's key/value table, or None."""
-        return self.get_metas((key,)).get(key)
+        return meta.get(self.conn, key)
 
     def get_metas(self, keys: Sequence[str]) -> dict[str, str]:
         """The values of those of ``keys`` the store's key/value table holds, in one statement."""
@@ -76,11 +76,7 @@ class Records:
 
     def set_meta(self, key: str, value: str) -> None:
         """Set a value in the store's key/value table."""
-        self.conn.execute(
-            "INSERT INTO store_meta (key, value) VALUES (?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
+        meta.put(self.conn, key, value)
 
     def generation(self) -> int:
         """The number of committed changes to the store's vectors (the index file records it too)."""

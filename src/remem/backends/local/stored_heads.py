@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from remem.backends.analyzer import quoted_term
-from remem.backends.local import bm25, fts, heads
+from remem.backends.local import bm25, fts, heads, meta
 from remem.backends.local.transactions import atomic, snapshot
 
 #: A stored head's holders: a top of up to ``heads.MAX_LIMIT`` takes the first 2 × limit. At a
@@ -96,11 +96,7 @@ def save(conn: sqlite3.Connection, taken: Taken, *, force: bool = False) -> int:
         return 0
     conn.execute("DELETE FROM keyword_heads")
     conn.executemany("INSERT INTO keyword_heads VALUES (?, ?, ?, ?, ?, ?, ?)", taken.rows)
-    conn.execute(
-        "INSERT INTO store_meta (key, value) VALUES (?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (STORED_KEY, f"{taken.now.last} {taken.now.rewrites}"),
-    )
+    meta.put(conn, STORED_KEY, f"{taken.now.last} {taken.now.rewrites}")
     return len(taken.rows)
 
 
@@ -133,14 +129,15 @@ def verify(conn: sqlite3.Connection, sample: int = CHECKED) -> tuple[int, int, i
         if not heads.usable(head, now, 0):
             continue
         serving += 1
+        match = quoted_term(term)
         outside = conn.execute(
             f"SELECT {heads.SCORE} AS score FROM memories_fts WHERE memories_fts MATCH ? AND rowid <= ? "
             "AND rowid NOT IN (SELECT value FROM json_each(?)) "
             "AND rowid NOT IN (SELECT memory_id FROM keyword_rewrites WHERE seq > ?) "
             "ORDER BY score DESC LIMIT 1",
-            (quoted_term(term), last, json.dumps(list(holders)), rewrites),
+            (match, last, json.dumps(list(holders)), rewrites),
         ).fetchone()
-        bound = heads.bound(head, bm25.idf(now.rows, fts.count(conn, quoted_term(term))), now.mean)
+        bound = heads.bound(head, bm25.idf(now.rows, fts.count(conn, match)), now.mean)
         wrong += outside is not None and float(outside[0]) > bound
     return len(stored), serving, wrong
 
@@ -155,8 +152,8 @@ def retake(conn: sqlite3.Connection) -> int:
 
 def _recorded(conn: sqlite3.Connection) -> tuple[int, int] | None:
     """The highest id and the rewrites when the stored heads were taken (None: never)."""
-    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (STORED_KEY,)).fetchone()
-    if row is None:
+    value = meta.get(conn, STORED_KEY)
+    if value is None:
         return None
-    last, rewrites = str(row[0]).split()
+    last, rewrites = value.split()
     return int(last), int(rewrites)
